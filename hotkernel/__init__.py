@@ -1,0 +1,3 @@
+"""hotkernel: hands and a referee for making GPU kernels faster."""
+
+__version__ = "0.1.0"

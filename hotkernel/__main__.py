@@ -1,0 +1,3 @@
+from hotkernel.cli import main
+
+main()

@@ -1,0 +1,63 @@
+"""The ``hotkernel`` command line: a thin typer layer. One module per verb lives in ``commands/``.
+
+Each command module defines ``register(app: typer.Typer) -> None``. Bare ``hotkernel`` serves MCP on stdio.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from hotkernel.errors import HotkernelError
+
+COMMAND_MODULES = (
+    "new", "plan", "sync", "bench", "verify", "record", "leaderboard", "history",
+    "gpu", "roofline", "calibrate", "trace", "profile", "top", "disasm", "serve",
+)
+
+app = typer.Typer(
+    name="hotkernel",
+    help="Profile, verify and record GPU kernel speedups. Bare `hotkernel` starts the MCP server on stdio.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback(invoke_without_command=True)
+def _root(ctx: typer.Context) -> None:
+    if ctx.invoked_subcommand is None:
+        from hotkernel.server import serve
+
+        serve()
+
+
+for _name in COMMAND_MODULES:
+    try:
+        importlib.import_module(f"hotkernel.commands.{_name}").register(app)
+    except ModuleNotFoundError as _err:  # a command still being written must not break the others
+        if _err.name != f"hotkernel.commands.{_name}":
+            raise
+
+
+def main() -> None:
+    """Console entry point: run the app; anticipated failures print one line and exit non-zero."""
+    try:
+        app(standalone_mode=False)
+    except HotkernelError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    except typer.Exit as err:
+        sys.exit(err.exit_code)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as err:  # click usage errors and the like
+        import click
+
+        if isinstance(err, click.ClickException):
+            err.show()
+            sys.exit(err.exit_code)
+        raise
