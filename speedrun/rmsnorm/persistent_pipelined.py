@@ -20,7 +20,7 @@ NUM_WARPS = 8
 NUM_STAGES = 3
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _num_sms(device_type: str, index: int | None) -> int:
     if device_type == "cuda":
         return torch.cuda.get_device_properties(index).multi_processor_count

@@ -20,7 +20,7 @@ PROGRAMS_PER_SM = 2
 NUM_WARPS = 16
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _num_sms(device_type: str, index: int | None) -> int:
     if device_type == "cuda":
         return torch.cuda.get_device_properties(index).multi_processor_count
@@ -42,7 +42,8 @@ def _rmsnorm_persistent_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_cols, x_row_stri
         x = x_next.to(tl.float32)
         next_row = row + n_programs
         x_next = tl.load(x_ptr + tl.cast(next_row, tl.int64) * x_row_stride + cols,
-                         mask=col_mask & (zero_cols + next_row < n_rows), other=0.0, eviction_policy="evict_first")
+                         mask=col_mask & (zero_cols + next_row < n_rows), other=0.0,
+                         eviction_policy="evict_first")
         rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
         y = x * rstd * w.to(tl.float32)
         tl.store(out_ptr + tl.cast(row, tl.int64) * out_row_stride + cols, y.to(out_ptr.dtype.element_ty),

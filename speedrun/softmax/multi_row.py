@@ -19,10 +19,11 @@ NUM_WARPS = 16
 @triton.jit
 def _softmax_rows_kernel(x_ptr, out_ptr, n_rows, n_cols, x_row_stride, out_row_stride, ROWS: tl.constexpr,
                          BLOCK: tl.constexpr):
+    # masked lanes read -1e30 (finite), so a masked tail row gives no NaN
     rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK)
     mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-    x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask, other=-1e30,  # finite: a masked tail row must not make NaN
+    x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask, other=-1e30,
                 eviction_policy="evict_first").to(tl.float32)
     e = tl.exp2((x - tl.max(x, axis=1)[:, None]) * 1.4426950408889634)
     y = e * (1.0 / tl.sum(e, axis=1))[:, None]

@@ -19,7 +19,7 @@ PROGRAMS_PER_SM = 2
 NUM_WARPS = 16
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _num_sms(device_type: str, index: int | None) -> int:
     if device_type == "cuda":
         return torch.cuda.get_device_properties(index).multi_processor_count

@@ -1,7 +1,7 @@
 """softmax candidate: one program per row, the whole row in registers (the naive Triton kernel).
 
-Hypothesis: torch.softmax on 4096x8192 bf16 runs at about a quarter of the copy ceiling; the compulsory traffic
-is one read and one write of 64 MiB each. One program per row loads its 8192 elements once as 16-byte
+Hypothesis: torch.softmax on 4096x8192 bf16 runs at about a quarter of the copy ceiling; the compulsory
+traffic is one read and one write of 64 MiB each. One program per row loads its 8192 elements once as 16-byte
 vectors, computes max, exp2 and sum in fp32 in registers, and writes once: exactly the compulsory bytes, 4096
 programs over 132 SMs. Reference point for the other variants (h200.md measured this design at 92% of the copy
 ceiling with the eager timer).
