@@ -1,0 +1,203 @@
+"""Run an external command safely: an argument list (never a shell string), its own process group, a timeout,
+output captured to files, and the whole group killed on timeout, cancellation or Ctrl-C.
+
+Other modules reuse ``run_command`` (and ``find_executable`` for tool discovery).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hotkernel.errors import HotkernelError
+
+KILL_GRACE_S = 3.0
+POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """What a finished (or killed) command left behind. Output lives in files; read it with ``tail``."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout_path: Path
+    stderr_path: Path
+    timed_out: bool
+    cancelled: bool
+    wall_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and not self.cancelled
+
+    def stdout(self, limit: int | None = None) -> str:
+        return read_text_tail(self.stdout_path, limit)
+
+    def stderr(self, limit: int | None = None) -> str:
+        return read_text_tail(self.stderr_path, limit)
+
+    def output(self, limit: int | None = None) -> str:
+        """stdout then stderr, each cut to its last ``limit`` characters."""
+        return self.stdout(limit) + "\n" + self.stderr(limit)
+
+
+def read_text_tail(path: Path, limit: int | None = None) -> str:
+    """The last ``limit`` characters of a text file (all of it when ``limit`` is None); '' if absent."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return ""
+    with open(path, "rb") as handle:
+        if limit is not None and size > 4 * limit:
+            handle.seek(size - 4 * limit)
+        data = handle.read().decode("utf-8", errors="replace")
+    return data if limit is None else data[-limit:]
+
+
+def kill_group(proc: subprocess.Popen, *, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM the process group of ``proc``, then SIGKILL it if anything is left after ``grace_s``."""
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        pgid = None
+    if pgid is not None:
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    if pgid is not None:
+        try:
+            os.killpg(pgid, signal.SIGKILL)  # also reaps grandchildren that ignored SIGTERM
+        except ProcessLookupError:
+            pass
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    timeout_s: float,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    name: str = "cmd",
+    cancel: threading.Event | None = None,
+    stdin_text: str | None = None,
+) -> ProcResult:
+    """Run ``argv`` in a new session (its own process group), output to ``out_dir/<name>.{stdout,stderr}``.
+
+    On timeout, ``cancel`` being set, or KeyboardInterrupt/any exception while waiting, the whole group is
+    killed (SIGTERM, then SIGKILL). A missing executable raises HotkernelError.
+    """
+    argv = [os.fspath(a) for a in argv]
+    if not argv:
+        raise HotkernelError("run_command: empty command; give the program and its arguments")
+    directory = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="hotkernel-proc-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    stdout_path = directory / f"{name}.stdout"
+    stderr_path = directory / f"{name}.stderr"
+    start = time.monotonic()
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise HotkernelError(
+                f"cannot run {argv[0]!r}: not found ({exc.strerror}); install it or fix PATH"
+            ) from None
+        except PermissionError:
+            raise HotkernelError(f"cannot run {argv[0]!r}: permission denied; make it executable") from None
+        timed_out = cancelled = False
+        try:
+            if stdin_text is not None and proc.stdin is not None:
+                try:
+                    proc.stdin.write(stdin_text.encode())
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+            deadline = start + timeout_s
+            while True:
+                try:
+                    proc.wait(timeout=POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if cancel is not None and cancel.is_set():
+                    cancelled = True
+                    kill_group(proc)
+                    break
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                    kill_group(proc)
+                    break
+        except BaseException:
+            kill_group(proc)
+            raise
+        finally:
+            if proc.poll() is None:
+                kill_group(proc)
+            else:
+                _kill_leftovers(proc.pid)
+    return ProcResult(
+        argv=tuple(argv),
+        returncode=proc.returncode if proc.returncode is not None else -9,
+        stdout_path=stdout_path,
+        stderr_path=stderr_path,
+        timed_out=timed_out,
+        cancelled=cancelled,
+        wall_s=round(time.monotonic() - start, 3),
+    )
+
+
+def _kill_leftovers(pgid: int) -> None:
+    """The leader exited; anything still in its group (a daemonised child) is killed too."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def find_executable(
+    name: str,
+    *,
+    extra_dirs: Iterable[str | os.PathLike[str]] = (),
+    env_homes: Iterable[str] = (),
+) -> Path | None:
+    """``name`` on PATH, then under ``$HOME_VAR/bin`` for each of ``env_homes``, then in ``extra_dirs``."""
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    candidates: list[Path] = []
+    for var in env_homes:
+        home = os.environ.get(var)
+        if home:
+            candidates.append(Path(home) / "bin")
+    candidates.extend(Path(d) for d in extra_dirs)
+    for directory in candidates:
+        path = directory / name
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    return None
