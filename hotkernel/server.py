@@ -1,0 +1,1112 @@
+"""The MCP server: every hotkernel capability as a typed tool over stdio (``hotkernel``, ``hotkernel serve``).
+
+A thin layer over the library. Each tool body imports the library module it wraps lazily, so the server starts
+fast and never imports torch. Anticipated failures (``HotkernelError``, bad arguments) become ``ToolError``
+with the library's one-line text in ``_tool`` (the single wrapper every tool goes through). Calls that run the
+user's interpreter run as jobs (``hotkernel.jobs``): they report progress, can be cancelled (the job's whole
+process tree is killed), and return a job id when they outlast ``wait_s`` so clients with a 60 s tool timeout
+can poll.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from hotkernel import __version__
+from hotkernel.calibrate import CalibrationEntry
+from hotkernel.errors import HotkernelError
+from hotkernel.gpu_info import GpuInfo
+from hotkernel.results import (
+    BenchResult,
+    HistoryEntry,
+    LeaderboardRow,
+    Plan,
+    Record,
+    RecordResult,
+    SyncReport,
+    VerifyResult,
+)
+from hotkernel.roofline import RooflineResult
+from hotkernel.workspace import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace, safe_path
+
+log = logging.getLogger("hotkernel.server")
+
+INSTRUCTIONS = (
+    "hotkernel measures and verifies GPU kernel speedups. Loop: bench the baseline (the number to beat), "
+    "torch_trace/profile to find the dominant kernel, roofline for its floor, one change to the candidate, "
+    "verify, record (win or lose). Long calls (bench, verify, sync, profile, calibrate, torch_trace, disasm) "
+    "return a job id when they outlast wait_s: poll it with job_status."
+)
+DEFAULT_WAIT_S = 50.0
+POLL_S = 0.1
+_TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = []
+
+# ---- shared parameter types --------------------------------------------------------------------------------
+
+TargetName = Annotated[
+    str,
+    Field(
+        description="target name as written in hotkernel.yaml: a Python identifier (letters, digits, '_', at "
+        "most 64 characters); list_targets shows them",
+        pattern=TARGET_NAME_RE.pattern,
+        min_length=1,
+        max_length=64,
+    ),
+]
+WaitS = Annotated[
+    float,
+    Field(
+        description="seconds (0 to 3600, default 50) to wait for the result in this call. When the job is "
+        "still "
+        "running after wait_s the call returns its job_id with state 'running' and the job keeps going: poll "
+        "it with job_status. 0 starts the job and returns at once. Keep it under your client's tool timeout",
+        ge=0,
+        le=3600,
+    ),
+]
+Role = Annotated[
+    Literal["baseline", "candidate"],
+    Field(description="which rendered script of the target: 'baseline' (the number to beat) or 'candidate'"),
+]
+
+
+class JobInfo(BaseModel):
+    """Where a long call stands."""
+
+    job_id: str = Field(description="id to pass to job_status / cancel_job")
+    op: str = Field(description="the tool that started it")
+    state: Literal["running", "done", "failed", "cancelled"] = Field(
+        description="running; done (result is set); failed (error says why); cancelled"
+    )
+    elapsed_s: float = Field(description="seconds since the job started (until it finished)")
+    progress: float = Field(description="last progress value the job reported (units of total)")
+    total: float | None = Field(default=None, description="total the progress counts towards, when known")
+    message: str | None = Field(default=None, description="last progress message")
+    error: str | None = Field(default=None, description="one-line reason when failed or cancelled")
+
+
+class JobStatus(BaseModel):
+    """job_status: the job and, once done, the result of the tool that started it."""
+
+    job: JobInfo = Field(description="where the job stands")
+    result: dict[str, Any] | None = Field(
+        default=None,
+        description="the started tool's result (same fields as that tool's result) once state is done",
+    )
+
+
+class JobList(BaseModel):
+    """list_jobs: every job this server process remembers."""
+
+    jobs: list[JobInfo] = Field(description="oldest first; jobs are forgotten when the server restarts")
+
+
+def _outcome_model(result_model: type[BaseModel], name: str) -> type[BaseModel]:
+    """``{job, result}``: the result when the job finished within wait_s, else only the job to poll."""
+    return create_model(
+        name,
+        __doc__=f"The job and, once it is done, its {result_model.__name__}.",
+        job=(
+            JobInfo,
+            Field(description="where the job stands; poll job_status with job.job_id while running"),
+        ),
+        result=(
+            result_model | None,
+            Field(
+                default=None,
+                description="set when job.state is 'done'; None while running or after a failure",
+            ),
+        ),
+    )
+
+
+BenchOutcome = _outcome_model(BenchResult, "BenchOutcome")
+VerifyOutcome = _outcome_model(VerifyResult, "VerifyOutcome")
+SyncOutcome = _outcome_model(SyncReport, "SyncOutcome")
+
+
+# ---- the one wrapper: errors and registration --------------------------------------------------------------
+
+
+def _tool_error(name: str, err: BaseException) -> ToolError:
+    """Turn an anticipated failure into the one-line ToolError the model reads."""
+    if isinstance(err, ToolError):
+        return err
+    if isinstance(err, HotkernelError):
+        return ToolError(str(err))
+    if isinstance(err, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
+            for e in err.errors(include_url=False)
+        )
+        return ToolError(f"invalid value ({problems})")
+    log.exception("tool %s crashed", name)
+    return ToolError(f"internal error {type(err).__name__}: {err} (a hotkernel bug: please report it)")
+
+
+def _tool(*, read_only: bool, destructive: bool, idempotent: bool, open_world: bool = False) -> Callable:
+    """Register a tool with truthful annotations; HotkernelError and friends become ToolError in one place."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def wrapper(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await fn(*args, **kwargs)
+                except Exception as err:
+                    raise _tool_error(fn.__name__, err) from None
+
+        else:
+
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return fn(*args, **kwargs)
+                except Exception as err:
+                    raise _tool_error(fn.__name__, err) from None
+
+        annotations = ToolAnnotations(
+            read_only_hint=read_only,
+            destructive_hint=destructive,
+            idempotent_hint=idempotent,
+            open_world_hint=open_world,
+        )
+        _TOOLS.append((wrapper, annotations))
+        return fn
+
+    return register
+
+
+def build_server(root: str | os.PathLike[str] | None = None) -> MCPServer:
+    """A server whose tools work on the workspace at (or above) ``root``.
+
+    ``root`` defaults to ``HOTKERNEL_WORKSPACE``, then ``CLAUDE_PROJECT_DIR``, then the current directory.
+    """
+    start = (
+        root or os.environ.get("HOTKERNEL_WORKSPACE") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    )
+    server = MCPServer("hotkernel", version=__version__, instructions=INSTRUCTIONS)
+    server._hotkernel_root = Path(start).resolve()  # type: ignore[attr-defined]
+    for fn, hints in _TOOLS:
+        server.add_tool(fn, annotations=hints, structured_output=True)
+    return server
+
+
+def serve() -> None:
+    """Serve MCP on stdio until the client closes the pipe; running jobs are killed on the way out."""
+    from hotkernel import jobs
+
+    logging.basicConfig(
+        level=os.environ.get("HOTKERNEL_LOG_LEVEL", "WARNING"), format="hotkernel: %(message)s"
+    )
+    server = build_server()
+    try:
+        server.run("stdio")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        jobs.cancel_all_jobs()
+
+
+# ---- helpers -----------------------------------------------------------------------------------------------
+
+
+def _start_dir(ctx: Context) -> Path:
+    return ctx.mcp_server._hotkernel_root  # type: ignore[attr-defined]
+
+
+def _workspace(ctx: Context) -> Workspace:
+    """The workspace this server works on; a ToolError that says how to make one when there is none."""
+    try:
+        return find_workspace(_start_dir(ctx))
+    except HotkernelError:
+        raise ToolError(
+            f"no {MANIFEST_NAME} in {_start_dir(ctx)} or above: call new_target to start a workspace there, "
+            f"or "
+            "start the server in a workspace (HOTKERNEL_WORKSPACE / the client's working directory)"
+        ) from None
+
+
+def _manifest(ws: Workspace) -> Any:
+    from hotkernel.manifest import load_manifest
+
+    return load_manifest(ws.manifest)
+
+
+def _known_target(ws: Workspace, name: str, param: str = "target") -> Any:
+    """The manifest, after checking that ``name`` is one of its targets (else a ToolError listing them)."""
+    manifest = _manifest(ws)
+    if name not in manifest.targets:
+        known = ", ".join(sorted(manifest.targets)) or "none yet (add one with add_target or new_target)"
+        raise ToolError(f"{param} {name!r} is not in {MANIFEST_NAME}; known targets: {known}")
+    return manifest
+
+
+def _rel(ws: Workspace, path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ws.root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _inside(ws: Workspace, user_path: str, param: str) -> Path:
+    """``user_path`` resolved inside the workspace, or a ToolError naming the parameter."""
+    try:
+        return safe_path(ws.root, user_path, what=param)
+    except HotkernelError as err:
+        raise ToolError(str(err)) from None
+
+
+def _job_info(job: Any) -> JobInfo:
+    with job.lock:
+        return JobInfo(
+            job_id=job.id,
+            op=job.op,
+            state=job.state,
+            elapsed_s=job.elapsed_s,
+            progress=job.progress,
+            total=job.total,
+            message=job.message,
+            error=job.error,
+        )
+
+
+async def _follow(ctx: Context, job: Any, wait_s: float) -> None:
+    """Relay the job's progress until it ends or ``wait_s`` passes; a cancelled call kills the job."""
+    from hotkernel import jobs
+
+    deadline = time.monotonic() + wait_s
+    seen_updates = 0
+    reported = 0.0
+    try:
+        while job.state == "running" and time.monotonic() < deadline:
+            if job.updates != seen_updates:
+                seen_updates = job.updates
+                with job.lock:
+                    progress, total, message = job.progress, job.total, job.message
+                reported = progress if progress > reported else reported + 1e-3
+                await ctx.report_progress(reported, total, message)
+            await anyio.sleep(POLL_S)
+    except BaseException:
+        # Cancelled (client timeout, notifications/cancelled, shutdown): nothing may be left running.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(jobs.cancel_job, job)
+        raise
+
+
+async def _run_job(
+    ctx: Context, op: str, ws: Workspace, args: dict[str, Any], wait_s: float
+) -> tuple[JobInfo, Any]:
+    """Start ``op`` as a job, follow it up to ``wait_s``; (job info, result dict or None)."""
+    from hotkernel import jobs
+
+    job = jobs.start_job(op, ws.root, args)
+    await ctx.report_progress(0.0, None, f"{op} started as job {job.id}")
+    await _follow(ctx, job, wait_s)
+    info = _job_info(job)
+    if info.state == "failed":
+        raise ToolError(f"{op} failed: {info.error}")
+    if info.state == "cancelled":
+        raise ToolError(f"{op} job {job.id} was cancelled")
+    return info, job.result if info.state == "done" else None
+
+
+# ---- jobs --------------------------------------------------------------------------------------------------
+
+
+@_tool(read_only=True, destructive=False, idempotent=False)
+async def job_status(
+    ctx: Context,
+    job_id: Annotated[str, Field(description="job id a long tool returned (job.job_id)", min_length=1)],
+    wait_s: WaitS = DEFAULT_WAIT_S,
+) -> JobStatus:
+    """Poll a job that bench, verify, sync, profile, calibrate, torch_trace or disasm started.
+
+    Waits up to wait_s for it to finish, reporting progress meanwhile, then returns its state and, when done,
+    the result (the same fields the starting tool returns). A failed job is a tool error with the reason. Use
+    list_jobs to find ids, cancel_job to stop one.
+    """
+    from hotkernel import jobs
+
+    job = jobs.get_job(job_id)
+    await _follow(ctx, job, wait_s)
+    info = _job_info(job)
+    if info.state == "failed":
+        raise ToolError(f"job {job_id} ({info.op}) failed: {info.error}")
+    return JobStatus(job=info, result=job.result if info.state == "done" else None)
+
+
+@_tool(read_only=False, destructive=True, idempotent=True)
+async def cancel_job(
+    job_id: Annotated[str, Field(description="job id to stop (job.job_id from a long tool)", min_length=1)],
+) -> JobInfo:
+    """Stop a running job: its process and every process it started (workers, judge, profiler) are killed.
+
+    Nothing is recorded for a cancelled job. Cancelling a finished job changes nothing. Use job_status to wait
+    for a job instead.
+    """
+    from hotkernel import jobs
+
+    job = jobs.get_job(job_id)
+    await anyio.to_thread.run_sync(jobs.cancel_job, job)
+    return _job_info(job)
+
+
+@_tool(read_only=True, destructive=False, idempotent=True)
+def list_jobs() -> JobList:
+    """List the jobs this server process started (running and recently finished), oldest first.
+
+    Use job_status to wait for one, cancel_job to stop one.
+    """
+    from hotkernel import jobs
+
+    return JobList(jobs=[_job_info(job) for job in jobs.list_jobs()])
+
+
+# ---- measuring ---------------------------------------------------------------------------------------------
+
+
+@_tool(read_only=False, destructive=False, idempotent=False)
+async def bench(
+    ctx: Context,
+    target: TargetName,
+    role: Role = "baseline",
+    n: Annotated[
+        int, Field(description="timed runs (separate processes), 1 to 100; default 5", ge=1, le=100)
+    ] = 5,
+    warmup: Annotated[
+        int, Field(description="untimed runs before the timed ones, 0 to 10; default 1", ge=0, le=10)
+    ] = 1,
+    script: Annotated[
+        str | None,
+        Field(
+            description="optional workspace-relative path of another script to time instead of the role's "
+            "rendered file (e.g. 'targets/rmsnorm/candidate_v2.py'); default None"
+        ),
+    ] = None,
+    timeout_s: Annotated[
+        float, Field(description="per-run limit in seconds, 1 to 3600; default 600", ge=1, le=3600)
+    ] = 600,
+    wait_s: WaitS = DEFAULT_WAIT_S,
+) -> BenchOutcome:  # type: ignore[valid-type]
+    """Time one script of a target: its median ms over n separate runs (each its own process), checked by the
+    judge.
+
+    Use it on the baseline first: that is the number to beat. It writes nothing but scratch files. To compare
+    a candidate with the baseline use verify (interleaved, with a verdict); to keep a result use record.
+    """
+    ws = _workspace(ctx)
+    manifest = _known_target(ws, target)
+    del manifest
+    args: dict[str, Any] = {"target": target, "role": role, "n": n, "warmup": warmup, "timeout_s": timeout_s}
+    if script is not None:
+        args["script"] = str(_inside(ws, script, "script"))
+    info, result = await _run_job(ctx, "bench", ws, args, wait_s)
+    return BenchOutcome(job=info, result=result)
+
+
+@_tool(read_only=False, destructive=False, idempotent=False)
+async def verify(
+    ctx: Context,
+    target: TargetName,
+    n: Annotated[
+        int,
+        Field(
+            description="ABBA rounds, 2 to 50; each runs baseline and candidate once; default 7", ge=2, le=50
+        ),
+    ] = 7,
+    candidate: Annotated[
+        str | None,
+        Field(
+            description="optional workspace-relative path of the candidate script; default None = "
+            "targets/<target>/candidate.py"
+        ),
+    ] = None,
+    timeout_s: Annotated[
+        float, Field(description="per-run limit in seconds, 1 to 3600; default 600", ge=1, le=3600)
+    ] = 600,
+    wait_s: WaitS = DEFAULT_WAIT_S,
+) -> VerifyOutcome:  # type: ignore[valid-type]
+    """Compare the candidate with the baseline: correctness judged on fresh inputs, then a verdict.
+
+    The verdict is faster / slower / inconclusive (a paired statistical rule over interleaved rounds),
+    incorrect (a correctness check failed: the reason names it) or invalid (the contract was broken). A
+    mismatch is a result, not a tool error. Then call record to keep it (win or lose). To time one script
+    alone use bench.
+    """
+    ws = _workspace(ctx)
+    _known_target(ws, target)
+    args: dict[str, Any] = {"target": target, "n": n, "timeout_s": timeout_s}
+    if candidate is not None:
+        args["candidate"] = str(_inside(ws, candidate, "candidate"))
+    info, result = await _run_job(ctx, "verify", ws, args, wait_s)
+    return VerifyOutcome(job=info, result=result)
+
+
+@_tool(read_only=False, destructive=False, idempotent=False)
+def record(
+    ctx: Context,
+    target: TargetName,
+    note: Annotated[
+        str,
+        Field(description="one line saying what the candidate changed (max 300 characters)", max_length=300),
+    ],
+    who: Annotated[
+        str,
+        Field(
+            description="honest author of the candidate: a person, or the agent and its model (e.g. "
+            "'claude-opus-4 via Claude Code'); max 120 characters",
+            min_length=1,
+            max_length=120,
+        ),
+    ],
+    verify_job_id: Annotated[
+        str | None,
+        Field(
+            description="job id of the verify whose result to keep; default None = the latest finished "
+            "verify of "
+            "this target in this server"
+        ),
+    ] = None,
+) -> RecordResult:
+    """Keep a verify result as results/<target>/<UTC time>.json and regenerate LEADERBOARD.md.
+
+    Record every verify, win or lose: the record says whether it beats the best so far (beats_best). Keep the
+    change only when it does; otherwise revert the candidate. Only a verify this server ran can be recorded (a
+    result cannot be typed in). To re-run and record everything out of date use sync instead.
+    """
+    from hotkernel import jobs
+    from hotkernel.record import record as record_result
+
+    ws = _workspace(ctx)
+    _known_target(ws, target)
+    if verify_job_id is not None:
+        job = jobs.get_job(verify_job_id)
+        if job.op != "verify" or job.state != "done" or job.args.get("target") != target:
+            raise ToolError(
+                f"verify_job_id {verify_job_id!r} is not a finished verify of target {target!r} (it is a "
+                f"{job.op} job, state {job.state}); pass the job id of a verify of {target!r} that is done"
+            )
+    else:
+        job = jobs.latest_job("verify", lambda j: j.args.get("target") == target)
+        if job is None:
+            raise ToolError(f"no finished verify of target {target!r} in this server: call verify first")
+    return record_result(ws, target, VerifyResult.model_validate(job.result), note=note, who=who)
+
+
+@_tool(read_only=False, destructive=False, idempotent=False)
+async def sync(
+    ctx: Context,
+    targets: Annotated[
+        list[Annotated[str, Field(pattern=TARGET_NAME_RE.pattern)]] | None,
+        Field(description="target names to reconcile; default None = every out-of-date target"),
+    ] = None,
+    from_scratch: Annotated[
+        bool, Field(description="re-run even targets that are up to date; default false")
+    ] = False,
+    wait_s: WaitS = DEFAULT_WAIT_S,
+) -> SyncOutcome:  # type: ignore[valid-type]
+    """Reconcile the workspace: render, verify and record every out-of-date target (what plan lists).
+
+    Writes targets/, results/, hotkernel.lock and LEADERBOARD.md; a target already up to date is left alone.
+    Use plan first to see what it would do; use verify + record for one candidate you are iterating on.
+    """
+    ws = _workspace(ctx)
+    if targets:
+        manifest = _manifest(ws)
+        unknown = [t for t in targets if t not in manifest.targets]
+        if unknown:
+            raise ToolError(
+                f"targets {unknown} not in {MANIFEST_NAME}; "
+                f"known targets: {', '.join(sorted(manifest.targets))}"
+            )
+    info, result = await _run_job(
+        ctx, "sync", ws, {"names": targets or None, "from_scratch": from_scratch}, wait_s
+    )
+    return SyncOutcome(job=info, result=result)
+
+
+@_tool(read_only=True, destructive=False, idempotent=True)
+def plan(ctx: Context) -> Plan:
+    """Say which targets are out of date and why (new, manifest changed, candidate changed, no record on this
+    GPU).
+
+    Reads only. Then call sync to bring them up to date, or verify + record for one target.
+    """
+    from hotkernel.reconcile import plan as make_plan
+
+    return make_plan(_workspace(ctx))
+
+
+# ---- workspace: targets ------------------------------------------------------------------------------------
+
+
+class TargetSummary(BaseModel):
+    """One target of the manifest."""
+
+    name: str = Field(description="target name")
+    source: str = Field(description="the manifest's 'from': module:function or ./path.py:function")
+    shapes: list[str] = Field(description="shapes as written; the first is the headline")
+    dtype: str = Field(description="bf16 | fp16 | fp32 | fp8_e4m3 | fp8_e5m2")
+    device: str = Field(description="'cuda' or 'cpu'")
+    rendered: bool = Field(description="True when targets/<name>/baseline.py exists")
+    best_speedup: float | None = Field(default=None, description="best counted speedup recorded, if any")
+
+
+class TargetList(BaseModel):
+    """list_targets: the targets of hotkernel.yaml."""
+
+    workspace: str = Field(description="absolute path of the workspace root")
+    targets: list[TargetSummary] = Field(description="in manifest order")
+
+
+class TargetDetail(BaseModel):
+    """show_target: the spec, the files and the latest verdicts of one target."""
+
+    name: str = Field(description="target name")
+    spec: dict[str, Any] = Field(
+        description="the resolved spec: every manifest field with defaults filled in"
+    )
+    files: dict[str, str | None] = Field(
+        description="workspace-relative paths of baseline.py, candidate.py and the contract (None when "
+        "missing)"
+    )
+    history: list[HistoryEntry] = Field(
+        description="the latest records of this target, newest first (at most 10)"
+    )
+
+
+class EditResult(BaseModel):
+    """add_target / update_target / remove_target / new_target: what changed on disk."""
+
+    name: str = Field(description="target name")
+    manifest: str = Field(description="workspace-relative path of the manifest edited")
+    written: list[str] = Field(
+        default_factory=list, description="workspace-relative files written by rendering"
+    )
+    kept: list[str] = Field(
+        default_factory=list, description="files left as they were (an edited candidate is never overwritten)"
+    )
+    spec: dict[str, Any] | None = Field(
+        default=None, description="the resolved spec after the edit (None: removed)"
+    )
+
+
+def _target_files(ws: Workspace, name: str) -> dict[str, str | None]:
+    files = {
+        "baseline": ws.target_dir(name) / "baseline.py",
+        "candidate": ws.target_dir(name) / "candidate.py",
+        "contract": ws.contract_file,
+    }
+    return {key: (_rel(ws, path) if path.is_file() else None) for key, path in files.items()}
+
+
+def _render(ws: Workspace, name: str) -> tuple[list[str], list[str], dict[str, Any]]:
+    from hotkernel.manifest import resolved_target
+    from hotkernel.render import render_target
+
+    resolved = resolved_target(_manifest(ws), name)
+    rendered = render_target(ws, name, resolved)
+    written = [_rel(ws, Path(p)) for p in getattr(rendered, "written", [])]
+    kept = [_rel(ws, Path(p)) for p in getattr(rendered, "kept", [])]
+    return written, kept, resolved
+
+
+def _best_speedup(ws: Workspace, name: str) -> float | None:
+    from hotkernel.record import history as target_history
+
+    speedups = [
+        e.speedup
+        for e in target_history(ws, name)
+        if e.counted and e.verdict == "faster" and e.speedup is not None
+    ]
+    return max(speedups) if speedups else None
+
+
+@_tool(read_only=True, destructive=False, idempotent=True)
+def list_targets(ctx: Context) -> TargetList:
+    """List the targets in hotkernel.yaml with their shapes, dtype, device and best recorded speedup.
+
+    Reads only. Use show_target for one target's full spec, files and records; plan for what is out of date.
+    """
+    from hotkernel.manifest import resolved_target
+
+    ws = _workspace(ctx)
+    manifest = _manifest(ws)
+    summaries = []
+    for name in manifest.targets:
+        spec = resolved_target(manifest, name)
+        summaries.append(
+            TargetSummary(
+                name=name,
+                source=str(spec.get("from")),
+                shapes=[str(s) for s in spec.get("shapes") or []],
+                dtype=str(spec.get("dtype")),
+                device=str(spec.get("device")),
+                rendered=(ws.target_dir(name) / "baseline.py").is_file(),
+                best_speedup=_best_speedup(ws, name),
+            )
+        )
+    return TargetList(workspace=str(ws.root), targets=summaries)
+
+
+@_tool(read_only=True, destructive=False, idempotent=True)
+def show_target(ctx: Context, target: TargetName) -> TargetDetail:
+    """Show one target: its resolved spec (every default filled in), its files and its latest records.
+
+    Reads only. Use list_targets for all targets at a glance, history for every record of a target.
+    """
+    from hotkernel.manifest import resolved_target
+    from hotkernel.record import history as target_history
+
+    ws = _workspace(ctx)
+    manifest = _known_target(ws, target)
+    entries = sorted(target_history(ws, target), key=lambda e: e.created_at, reverse=True)[:10]
+    return TargetDetail(
+        name=target,
+        spec=resolved_target(manifest, target),
+        files=_target_files(ws, target),
+        history=entries,
+    )
+
+
+Dtype = Literal["bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2"]
+
+
+def _target_fields(
+    source: str | None,
+    shapes: list[str] | None,
+    dtype: str | None,
+    device: str | None,
+    kwargs: dict[str, Any] | None,
+    reference: str | None,
+    flops: float | None,
+    bytes_moved: float | None,
+    atol: float | None,
+    rtol: float | None,
+    extra: dict[str, Any] | None,
+) -> dict[str, Any]:
+    fields: dict[str, Any] = dict(extra or {})
+    named = {
+        "from": source,
+        "shapes": shapes,
+        "dtype": dtype,
+        "device": device,
+        "kwargs": kwargs,
+        "reference": reference,
+        "flops": flops,
+        "bytes": bytes_moved,
+        "atol": atol,
+        "rtol": rtol,
+    }
+    fields.update({key: value for key, value in named.items() if value is not None})
+    return fields
+
+
+def _check_source(ws: Workspace, source: str | None, param: str) -> None:
+    """A ``./path.py:function`` source must point inside the workspace."""
+    if source is None:
+        return
+    path = source.rsplit(":", 1)[0]
+    if "/" in path or path.endswith(".py"):
+        _inside(ws, path, param)
+
+
+SourceParam = Annotated[
+    str,
+    Field(
+        description="the function to speed up: 'module:function' (importable in the user's python) or "
+        "'./path.py:function' relative to the workspace root (must stay inside it)",
+        min_length=3,
+        pattern=r"^[^:]+:[A-Za-z_][A-Za-z0-9_.]*$",
+    ),
+]
+ShapesParam = Annotated[
+    list[Annotated[str, Field(pattern=r"^[0-9]+(x[0-9]+)*$")]],
+    Field(
+        description="one or more shapes like '4096x8192' (dims joined by 'x'); the first is the headline",
+        min_length=1,
+    ),
+]
+OptShapes = Annotated[
+    list[Annotated[str, Field(pattern=r"^[0-9]+(x[0-9]+)*$")]] | None,
+    Field(
+        description="shapes like '4096x8192'; the first is the headline; default None = unchanged/manifest "
+        "default"
+    ),
+]
+OptDtype = Annotated[Dtype | None, Field(description="element type; default None = bf16 (or unchanged)")]
+OptDevice = Annotated[
+    Literal["cuda", "cpu"] | None,
+    Field(description="where it runs: 'cuda' or 'cpu'; default None = cuda (or unchanged)"),
+]
+OptKwargs = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="constants passed as keyword arguments to both sides, e.g. {'eps': 1e-6}; default None"
+    ),
+]
+OptReference = Annotated[
+    str | None,
+    Field(
+        description="reference implementation ('module:function' or './path.py:function'), run in fp32 by "
+        "the "
+        "judge; default None = the 'from' function itself"
+    ),
+]
+OptFlops = Annotated[
+    float | None,
+    Field(description="FLOPs of one call (for roofline/%-of-peak); default None = unknown", ge=0),
+]
+OptBytes = Annotated[
+    float | None,
+    Field(description="bytes one call must move; default None = inputs + outputs measured at run time", ge=0),
+]
+OptTol = Annotated[
+    float | None,
+    Field(description="tolerance for the correctness check, 0 to 1; default None = by dtype", ge=0, le=1),
+]
+OptExtra = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="any other hotkernel.yaml target fields (rotate, derive, seed, iters, min_bytes, ...), "
+        "validated against the manifest schema; default None"
+    ),
+]
+
+
+@_tool(read_only=False, destructive=False, idempotent=False)
+def add_target(
+    ctx: Context,
+    name: TargetName,
+    source: SourceParam,
+    shapes: ShapesParam,
+    dtype: OptDtype = None,
+    device: OptDevice = None,
+    kwargs: OptKwargs = None,
+    reference: OptReference = None,
+    flops: OptFlops = None,
+    bytes_moved: OptBytes = None,
+    atol: OptTol = None,
+    rtol: OptTol = None,
+    extra: OptExtra = None,
+) -> EditResult:
+    """Add a target to an existing hotkernel.yaml (a minimal diff: comments and other entries stay), then
+    render it.
+
+    Rendering writes targets/<name>/baseline.py and candidate.py (the file you edit). Fails when the name
+    exists (use update_target) or there is no hotkernel.yaml yet (use new_target, which also creates the
+    manifest).
+    """
+    from hotkernel.manifest import add_target as manifest_add
+
+    ws = _workspace(ctx)
+    _check_source(ws, source, "source")
+    _check_source(ws, reference, "reference")
+    fields = _target_fields(
+        source, shapes, dtype, device, kwargs, reference, flops, bytes_moved, atol, rtol, extra
+    )
+    return _edit_then_render(ws, name, lambda: manifest_add(ws.manifest, name, fields))
+
+
+@_tool(read_only=False, destructive=False, idempotent=True)
+def update_target(
+    ctx: Context,
+    name: TargetName,
+    source: Annotated[
+        str | None,
+        Field(description="new 'from' (module:function or ./path.py:function); default None = unchanged"),
+    ] = None,
+    shapes: OptShapes = None,
+    dtype: OptDtype = None,
+    device: OptDevice = None,
+    kwargs: OptKwargs = None,
+    reference: OptReference = None,
+    flops: OptFlops = None,
+    bytes_moved: OptBytes = None,
+    atol: OptTol = None,
+    rtol: OptTol = None,
+    extra: OptExtra = None,
+) -> EditResult:
+    """Change fields of an existing target in hotkernel.yaml (minimal diff), then re-render its baseline.
+
+    Only the fields given change. The candidate you edited is kept. Records made before the change become out
+    of date (plan shows it; sync re-runs them). Use add_target for a new target, remove_target to drop one.
+    """
+    from hotkernel.manifest import update_target as manifest_update
+
+    ws = _workspace(ctx)
+    _known_target(ws, name, "name")
+    _check_source(ws, source, "source")
+    _check_source(ws, reference, "reference")
+    fields = _target_fields(
+        source, shapes, dtype, device, kwargs, reference, flops, bytes_moved, atol, rtol, extra
+    )
+    if not fields:
+        raise ToolError("give at least one field to change (source, shapes, dtype, ...)")
+    return _edit_then_render(ws, name, lambda: manifest_update(ws.manifest, name, fields))
+
+
+@_tool(read_only=False, destructive=True, idempotent=True)
+def remove_target(ctx: Context, name: TargetName) -> EditResult:
+    """Remove a target from hotkernel.yaml (minimal diff). Its records under results/ are kept (history
+    stays).
+
+    Destructive for the manifest entry only; rendered files under targets/<name>/ are left for you to delete.
+    Use invalidate_record to discount a bad record instead.
+    """
+    from hotkernel.manifest import remove_target as manifest_remove
+
+    ws = _workspace(ctx)
+    _known_target(ws, name, "name")
+    manifest_remove(ws.manifest, name)
+    return EditResult(name=name, manifest=_rel(ws, ws.manifest), spec=None)
+
+
+def _edit_then_render(ws: Workspace, name: str, edit: Callable[[], Any]) -> EditResult:
+    """Apply a manifest edit and render; on any failure restore the manifest byte for byte."""
+    before = ws.manifest.read_bytes() if ws.manifest.is_file() else None
+    try:
+        edit()
+        written, kept, spec = _render(ws, name)
+    except BaseException:
+        if before is None:
+            ws.manifest.unlink(missing_ok=True)
+        else:
+            ws.manifest.write_bytes(before)
+        raise
+    return EditResult(name=name, manifest=_rel(ws, ws.manifest), written=written, kept=kept, spec=spec)
+
+
+@_tool(read_only=False, destructive=False, idempotent=False)
+def new_target(
+    ctx: Context,
+    name: TargetName,
+    source: SourceParam,
+    shapes: ShapesParam,
+    dtype: OptDtype = None,
+    device: OptDevice = None,
+    kwargs: OptKwargs = None,
+    reference: OptReference = None,
+    flops: OptFlops = None,
+    bytes_moved: OptBytes = None,
+    atol: OptTol = None,
+    rtol: OptTol = None,
+    extra: OptExtra = None,
+) -> EditResult:
+    """Scaffold a target: create hotkernel.yaml here when there is none, add the target, render its files.
+
+    The first step of a speedrun on a new function. Writes hotkernel.yaml, targets/hk_contract.py and
+    targets/<name>/{baseline,candidate}.py; refuses a name that exists. In a workspace that already has
+    targets, add_target does the same.
+    """
+    from hotkernel.manifest import add_target as manifest_add
+
+    try:
+        ws = find_workspace(_start_dir(ctx))
+    except HotkernelError:
+        ws = Workspace(_start_dir(ctx))
+    _check_source(ws, source, "source")
+    _check_source(ws, reference, "reference")
+    fields = _target_fields(
+        source, shapes, dtype, device, kwargs, reference, flops, bytes_moved, atol, rtol, extra
+    )
+    return _edit_then_render(ws, name, lambda: manifest_add(ws.manifest, name, fields))
+
+
+# ---- results -----------------------------------------------------------------------------------------------
+
+
+class Leaderboard(BaseModel):
+    """leaderboard: LEADERBOARD.md regenerated from results/, and its rows."""
+
+    path: str = Field(description="workspace-relative path of LEADERBOARD.md")
+    markdown: str = Field(description="the file's content")
+    rows: list[LeaderboardRow] = Field(description="one row per record, sorted by target, device, path")
+
+
+class History(BaseModel):
+    """history: every record of one target."""
+
+    target: str = Field(description="target name")
+    records: list[HistoryEntry] = Field(
+        description="oldest first; invalidated records included (counted=false)"
+    )
+
+
+@_tool(read_only=False, destructive=False, idempotent=True)
+def leaderboard(ctx: Context) -> Leaderboard:
+    """Regenerate LEADERBOARD.md from every record under results/ and return it with its rows.
+
+    Deterministic: the same records give the same bytes. Use history for one target's records, show_target for
+    its latest verdicts.
+    """
+    from hotkernel.leaderboard import current_protocol, leaderboard_rows, load_records, write_leaderboard
+
+    ws = _workspace(ctx)
+    path = write_leaderboard(ws)
+    rows = leaderboard_rows(load_records(ws.results_dir), current_protocol())
+    return Leaderboard(path=_rel(ws, path), markdown=path.read_text(encoding="utf-8"), rows=rows)
+
+
+@_tool(read_only=True, destructive=False, idempotent=True)
+def history(ctx: Context, target: TargetName) -> History:
+    """List every record of a target (oldest first), with verdict, speedup, who, note and whether it counts.
+
+    Reads only. Use leaderboard for all targets, invalidate_record to discount a bad record.
+    """
+    from hotkernel.record import history as target_history
+
+    ws = _workspace(ctx)
+    _known_target(ws, target)
+    return History(target=target, records=target_history(ws, target))
+
+
+@_tool(read_only=False, destructive=True, idempotent=True)
+def invalidate_record(
+    ctx: Context,
+    path: Annotated[
+        str,
+        Field(
+            description="workspace-relative path of the record, e.g. "
+            "'results/rmsnorm/2026-11-30T03-00-00Z.json' "
+            "(history lists them)",
+            min_length=1,
+        ),
+    ],
+    reason: Annotated[
+        str,
+        Field(
+            description="one line saying why it no longer counts (max 300 characters)",
+            min_length=3,
+            max_length=300,
+        ),
+    ],
+) -> Record:
+    """Mark a record as not counted, with a reason; the raw record file stays (nothing is deleted).
+
+    Use it for a record later found wrong (a broken GPU clock, a contract bug). LEADERBOARD.md is regenerated.
+    Use history to find the path.
+    """
+    from hotkernel.leaderboard import write_leaderboard
+    from hotkernel.record import invalidate_record as mark
+
+    ws = _workspace(ctx)
+    record_path = _inside(ws, path, "path")
+    if ws.results_dir.resolve() not in record_path.parents:
+        raise ToolError(f"path {path!r} is not under results/: give a record path that history lists")
+    result = mark(ws, record_path, reason)
+    write_leaderboard(ws)
+    return result
+
+
+# ---- insight -----------------------------------------------------------------------------------------------
+
+
+@_tool(read_only=True, destructive=False, idempotent=True)
+def gpu_info() -> GpuInfo:
+    """Report every NVIDIA GPU here: name, UUID, memory, clocks, power limit, compute capability, processes.
+
+    Reads NVML (falling back to nvidia-smi). With no GPU it says so in 'message' (source 'none') rather than
+    failing. Use it first to know what roofline and calibrate will measure against; use calibrate to measure
+    the card's real streaming ceiling.
+    """
+    from hotkernel.gpu_info import gpu_info as query
+
+    return query()
+
+
+@_tool(read_only=True, destructive=False, idempotent=True)
+def roofline(
+    ctx: Context,
+    flops: Annotated[float, Field(description="floating-point operations of one call (FLOP), >= 0", ge=0)],
+    bytes_moved: Annotated[
+        float,
+        Field(
+            description="bytes one call must read plus write (B), > 0; bench reports them as 'bytes'", gt=0
+        ),
+    ],
+    gpu: Annotated[
+        str | None,
+        Field(
+            description="GPU name from the spec table (e.g. 'H200', 'H100 SXM'); default None = the first "
+            "GPU here"
+        ),
+    ] = None,
+    dtype: Annotated[
+        Literal["bf16", "fp16", "fp32", "fp8", "fp8_e4m3", "fp8_e5m2"],
+        Field(description="element type that sets the peak FLOP rate; default bf16"),
+    ] = "bf16",
+    measured_gbps: Annotated[
+        float | None,
+        Field(
+            description="measured streaming ceiling in GB/s (> 0); default None = the workspace's "
+            "calibration for "
+            "this GPU, if calibrate ran",
+            gt=0,
+        ),
+    ] = None,
+) -> RooflineResult:
+    """Place a kernel on the roofline: memory- or compute-bound, and the fastest it could run (attainable_ms).
+
+    attainable_ms uses the spec sheet; attainable_ms_measured uses the measured ceiling (calibrate), the floor
+    a real kernel can get near: stop optimising within about 5% of it. Needs a GPU here unless gpu is given.
+    Use gpu_info for the card itself, profile for what the kernel actually achieves.
+    """
+    from hotkernel.roofline import roofline as place
+
+    try:
+        root: Path | None = find_workspace(_start_dir(ctx)).root
+    except HotkernelError:
+        root = None
+    return place(flops, bytes_moved, gpu=gpu, dtype=dtype, measured_gbps=measured_gbps, workspace=root)
+
+
+CalibrateOutcome = _outcome_model(CalibrationEntry, "CalibrateOutcome")
+
+
+@_tool(read_only=False, destructive=False, idempotent=True)
+async def calibrate(
+    ctx: Context,
+    device: Annotated[
+        Literal["cuda", "cpu"], Field(description="device to measure: 'cuda' (default) or 'cpu' (for tests)")
+    ] = "cuda",
+    size_mib: Annotated[
+        int,
+        Field(
+            description="buffer size in MiB, 0 to 65536; default 0 = sized by the probe (over 2x L2)",
+            ge=0,
+            le=65536,
+        ),
+    ] = 0,
+    timeout_s: Annotated[
+        float, Field(description="probe time limit in seconds, 1 to 3600; default 300", ge=1, le=3600)
+    ] = 300,
+    wait_s: WaitS = DEFAULT_WAIT_S,
+) -> CalibrateOutcome:  # type: ignore[valid-type]
+    """Measure the card's real streaming ceiling (copy and read GB/s) in the user's python; store it per GPU
+    UUID.
+
+    Writes .hotkernel/calibration.json. roofline then reports attainable_ms_measured, the floor to stop at.
+    Run it once per machine, when the GPU is idle. Needs a GPU and torch in the user's python; use gpu_info
+    first.
+    """
+    ws = _workspace(ctx)
+    args = {"device": device, "size_mib": size_mib, "timeout_s": timeout_s}
+    info, result = await _run_job(ctx, "calibrate", ws, args, wait_s)
+    return CalibrateOutcome(job=info, result=result)
