@@ -1,0 +1,166 @@
+"""Which Python runs the kernels: the user's interpreter with torch (the tool never imports torch).
+
+Order: ``HOTKERNEL_PYTHON``, else the manifest's ``defaults.python``, else the first ``python``/``python3`` on
+``PATH`` that imports torch. Each probe is a short subprocess; its result is cached per path in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from hotkernel.errors import HotkernelError
+
+ENV_VAR = "HOTKERNEL_PYTHON"
+PATH_NAMES = ("python", "python3")
+PROBE_TIMEOUT_S = 30.0
+PROBE_CODE = "import torch, sys; sys.stdout.write(torch.__version__)"
+FIX_HINT = (
+    f"set {ENV_VAR}=/path/to/python, or set `python: /path/to/python` under `defaults:` in hotkernel.yaml, "
+    "or install torch into the python on PATH (pip install torch)"
+)
+
+Source = Literal["env", "manifest", "path"]
+
+
+@dataclass(frozen=True)
+class PythonChoice:
+    """The interpreter chosen, why (``env`` / ``manifest`` / ``path``), and its torch version (None: none)."""
+
+    path: str
+    source: Source
+    torch_version: str | None
+
+    def describe(self) -> str:
+        """One line for the user: which python, why, and its torch."""
+        why = {
+            "env": f"from {ENV_VAR}",
+            "manifest": "from hotkernel.yaml defaults.python",
+            "path": "first on PATH",
+        }
+        torch = f"torch {self.torch_version}" if self.torch_version else "no torch"
+        return f"{self.path} ({why[self.source]}, {torch})"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What running ``PROBE_CODE`` in one interpreter gave: the torch version, or why it failed."""
+
+    torch_version: str | None
+    problem: str | None
+
+
+_probe_cache: dict[str, Probe] = {}
+
+
+def clear_probe_cache() -> None:
+    """Forget earlier probes (tests, or after the user installed torch)."""
+    _probe_cache.clear()
+
+
+def probe_python(path: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
+    """Run ``path -c 'import torch'`` once per path per process; never raises."""
+    key = os.path.realpath(path)
+    if key in _probe_cache:
+        return _probe_cache[key]
+    try:
+        done = subprocess.run(
+            [path, "-c", PROBE_CODE],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        probe = Probe(None, f"importing torch took over {timeout_s:g} s")
+    except OSError as err:
+        probe = Probe(None, f"cannot run it ({err.strerror or err.__class__.__name__})")
+    else:
+        version = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+        if done.returncode == 0 and version:
+            probe = Probe(version, None)
+        else:
+            last = (done.stderr.strip().splitlines() or ["exit code " + str(done.returncode)])[-1]
+            probe = Probe(None, last.strip())
+    _probe_cache[key] = probe
+    return probe
+
+
+def _resolve_explicit(value: str, root: Path | None, what: str) -> str:
+    """An explicit interpreter: absolute, relative to the workspace root, or a name found on PATH."""
+    expanded = os.path.expanduser(value.strip())
+    if os.sep in expanded or (os.altsep and os.altsep in expanded):
+        candidate = Path(expanded)
+        if not candidate.is_absolute() and root is not None:
+            candidate = root / candidate
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+        raise HotkernelError(
+            f"{what} {value!r} is not an executable file; point it at a python that has torch "
+            "(e.g. .venv/bin/python)"
+        )
+    found = shutil.which(expanded)
+    if found is None:
+        raise HotkernelError(
+            f"{what} {value!r} is not on PATH; give the full path of a python that has torch"
+        )
+    return found
+
+
+def _path_candidates() -> list[str]:
+    """Every ``python``/``python3`` on PATH, in PATH order, each real file once."""
+    seen: set[str] = set()
+    found: list[str] = []
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        if not directory:
+            continue
+        for name in PATH_NAMES:
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                real = os.path.realpath(candidate)
+                if real not in seen:
+                    seen.add(real)
+                    found.append(candidate)
+    return found
+
+
+def find_python(
+    manifest_python: str | None = None, *, root: Path | None = None, require_torch: bool = True
+) -> PythonChoice:
+    """The interpreter kernels run in, and why. ``root`` resolves a relative ``manifest_python``.
+
+    With ``require_torch`` an explicit choice without torch is an error naming the fix; PATH candidates
+    without torch are skipped.
+    """
+    env_value = os.environ.get(ENV_VAR, "").strip()
+    explicit: list[tuple[Source, str, str]] = []
+    if env_value:
+        explicit.append(("env", env_value, ENV_VAR))
+    elif manifest_python:
+        explicit.append(("manifest", manifest_python, "hotkernel.yaml defaults.python"))
+    for source, value, what in explicit:
+        path = _resolve_explicit(value, root, what)
+        probe = probe_python(path)
+        if require_torch and probe.torch_version is None:
+            raise HotkernelError(
+                f"{what} {path} cannot import torch ({probe.problem}); install torch there "
+                f"({path} -m pip install torch) or {FIX_HINT}"
+            )
+        return PythonChoice(path, source, probe.torch_version)
+    tried: list[str] = []
+    for candidate in _path_candidates():
+        probe = probe_python(candidate)
+        if probe.torch_version is not None:
+            return PythonChoice(candidate, "path", probe.torch_version)
+        tried.append(f"{candidate} ({probe.problem})")
+    if not require_torch:
+        first = _path_candidates()
+        if first:
+            return PythonChoice(first[0], "path", None)
+    listing = "; tried " + ", ".join(tried) if tried else "; no python or python3 on PATH"
+    raise HotkernelError(f"no Python with torch found: {FIX_HINT}{listing}")
