@@ -376,11 +376,32 @@ def op_calibrate(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     return entry
 
 
+def op_torch_trace(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
+    """run a script under torch.profiler in the user's python; tables and trace under .hotkernel/traces/."""
+    from hotkernel.bench import resolve_python
+    from hotkernel.torch_trace import torch_trace
+
+    ws = _workspace(root)
+    out_dir = ws.state_dir / "traces" / f"{Path(args['script']).stem}-{time.strftime('%Y%m%dT%H%M%S')}"
+    progress(0, 1, f"profiling {Path(args['script']).name}")
+    result = torch_trace(
+        args["script"],
+        script_args=args.get("script_args", []),
+        python=resolve_python(ws, None),
+        top=args.get("top", 10),
+        out_dir=out_dir,
+        timeout_s=args.get("timeout_s", 600),
+    )
+    progress(1, 1, "done")
+    return result
+
+
 OPERATIONS: dict[str, Callable[[Path, dict[str, Any], ProgressFn], Any]] = {
     "bench": op_bench,
     "verify": op_verify,
     "sync": op_sync,
     "calibrate": op_calibrate,
+    "torch_trace": op_torch_trace,
 }
 
 if __name__ == "__main__":

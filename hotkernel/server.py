@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from hotkernel import __version__
 from hotkernel.calibrate import CalibrationEntry
+from hotkernel.disasm import DisasmResult
 from hotkernel.errors import HotkernelError
 from hotkernel.gpu_info import GpuInfo
 from hotkernel.results import (
@@ -41,6 +42,7 @@ from hotkernel.results import (
     VerifyResult,
 )
 from hotkernel.roofline import RooflineResult
+from hotkernel.torch_trace import TraceResult
 from hotkernel.workspace import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace, safe_path
 
 log = logging.getLogger("hotkernel.server")
@@ -686,74 +688,87 @@ def show_target(ctx: Context, target: TargetName) -> TargetDetail:
 
 
 Dtype = Literal["bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2"]
+MANIFEST_KEYS = {
+    "source": "from",
+    "shapes": "shapes",
+    "input": "input",
+    "extra": "extra",
+    "dtype": "dtype",
+    "device": "device",
+    "kwargs": "kwargs",
+    "reference": "reference",
+    "flops": "flops",
+    "bytes_moved": "bytes",
+    "atol": "atol",
+    "rtol": "rtol",
+}
 
 
-def _target_fields(
-    source: str | None,
-    shapes: list[str] | None,
-    dtype: str | None,
-    device: str | None,
-    kwargs: dict[str, Any] | None,
-    reference: str | None,
-    flops: float | None,
-    bytes_moved: float | None,
-    atol: float | None,
-    rtol: float | None,
-    extra: dict[str, Any] | None,
-) -> dict[str, Any]:
-    fields: dict[str, Any] = dict(extra or {})
-    named = {
-        "from": source,
-        "shapes": shapes,
-        "dtype": dtype,
-        "device": device,
-        "kwargs": kwargs,
-        "reference": reference,
-        "flops": flops,
-        "bytes": bytes_moved,
-        "atol": atol,
-        "rtol": rtol,
-    }
-    fields.update({key: value for key, value in named.items() if value is not None})
+def _target_fields(named: dict[str, Any], more: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest entry keys (as written in hotkernel.yaml) from the tool's parameters; None = not given."""
+    fields: dict[str, Any] = dict(more or {})
+    for param, key in MANIFEST_KEYS.items():
+        if named.get(param) is not None:
+            fields[key] = named[param]
     return fields
 
 
-def _check_source(ws: Workspace, source: str | None, param: str) -> None:
-    """A ``./path.py:function`` source must point inside the workspace."""
-    if source is None:
-        return
-    path = source.rsplit(":", 1)[0]
-    if "/" in path or path.endswith(".py"):
-        _inside(ws, path, param)
+def _check_sources(ws: Workspace, fields: dict[str, Any]) -> None:
+    """A './path.py:function' reference (from, reference, derive) must point inside the workspace."""
+    for key in ("from", "reference", "derive"):
+        value = fields.get(key)
+        if not isinstance(value, str):
+            continue
+        path = value.rsplit(":", 1)[0]
+        if "/" in path or path.endswith(".py"):
+            _inside(ws, path, "source" if key == "from" else key)
 
 
 SourceParam = Annotated[
     str,
     Field(
-        description="the function to speed up: 'module:function' (importable in the user's python) or "
-        "'./path.py:function' relative to the workspace root (must stay inside it)",
+        description="the function to speed up (the manifest's 'from'): 'module:function' importable in the "
+        "user's python, or './path.py:function' relative to the workspace root (must stay inside it)",
         min_length=3,
         pattern=r"^[^:]+:[A-Za-z_][A-Za-z0-9_.]*$",
     ),
 ]
+Shape = str | dict[str, str]
 ShapesParam = Annotated[
-    list[Annotated[str, Field(pattern=r"^[0-9]+(x[0-9]+)*$")]],
+    list[Shape],
     Field(
-        description="one or more shapes like '4096x8192' (dims joined by 'x'); the first is the headline",
+        description="one or more shapes; the first is the headline. A string like '4096x8192' is the first "
+        "input's shape; a mapping like {'x': '4096x8192', 'w': '8192'} gives input name -> shape",
         min_length=1,
+        max_length=32,
     ),
 ]
 OptShapes = Annotated[
-    list[Annotated[str, Field(pattern=r"^[0-9]+(x[0-9]+)*$")]] | None,
+    list[Shape] | None,
     Field(
-        description="shapes like '4096x8192'; the first is the headline; default None = unchanged/manifest "
-        "default"
+        description="new shapes (see add_target); the first is the headline; default None = unchanged",
+        min_length=1,
+        max_length=32,
     ),
 ]
-OptDtype = Annotated[Dtype | None, Field(description="element type; default None = bf16 (or unchanged)")]
+OptInput = Annotated[
+    str | None,
+    Field(description="name of the first input; default None = 'x'", pattern=TARGET_NAME_RE.pattern),
+]
+OptExtraInputs = Annotated[
+    list[str] | None,
+    Field(
+        description="further random inputs after the first, in call order, as 'name:shape' "
+        "(e.g. ['w:8192']); default None = none",
+        max_length=32,
+    ),
+]
+OptDtype = Annotated[
+    Dtype | None, Field(description="element type of every input; default None = the manifest default (bf16)")
+]
 OptDevice = Annotated[
     Literal["cuda", "cpu"] | None,
-    Field(description="where it runs: 'cuda' or 'cpu'; default None = cuda (or unchanged)"),
+    Field(description="where it runs: 'cuda' or 'cpu'; default None = the manifest default (cuda)"),
 ]
 OptKwargs = Annotated[
     dict[str, Any] | None,
@@ -764,28 +779,27 @@ OptKwargs = Annotated[
 OptReference = Annotated[
     str | None,
     Field(
-        description="reference implementation ('module:function' or './path.py:function'), run in fp32 by "
-        "the "
-        "judge; default None = the 'from' function itself"
+        description="function giving the right answer ('module:function' or './path.py:function'), run in "
+        "fp32 by the judge; default None = the 'from' function on upcast inputs"
     ),
 ]
 OptFlops = Annotated[
     float | None,
-    Field(description="FLOPs of one call (for roofline/%-of-peak); default None = unknown", ge=0),
+    Field(description="FLOPs of one call, >= 0 (for the roofline); default None = unknown", ge=0),
 ]
 OptBytes = Annotated[
-    float | None,
-    Field(description="bytes one call must move; default None = inputs + outputs measured at run time", ge=0),
+    int | None,
+    Field(description="bytes one call moves, >= 0 (manifest 'bytes'); default None = inputs + outputs", ge=0),
 ]
 OptTol = Annotated[
     float | None,
-    Field(description="tolerance for the correctness check, 0 to 1; default None = by dtype", ge=0, le=1),
+    Field(description="tolerance of the correctness check, 0 to 1; default None = by dtype", ge=0, le=1),
 ]
-OptExtra = Annotated[
+OptFields = Annotated[
     dict[str, Any] | None,
     Field(
-        description="any other hotkernel.yaml target fields (rotate, derive, seed, iters, min_bytes, ...), "
-        "validated against the manifest schema; default None"
+        description="any other hotkernel.yaml target keys (rotate, min_bytes, derive, inputs, seed, iters), "
+        "validated against the manifest schema; a null value removes the key (update_target); default None"
     ),
 ]
 
@@ -796,6 +810,8 @@ def add_target(
     name: TargetName,
     source: SourceParam,
     shapes: ShapesParam,
+    input: OptInput = None,
+    extra: OptExtraInputs = None,
     dtype: OptDtype = None,
     device: OptDevice = None,
     kwargs: OptKwargs = None,
@@ -804,24 +820,22 @@ def add_target(
     bytes_moved: OptBytes = None,
     atol: OptTol = None,
     rtol: OptTol = None,
-    extra: OptExtra = None,
+    fields: OptFields = None,
 ) -> EditResult:
-    """Add a target to an existing hotkernel.yaml (a minimal diff: comments and other entries stay), then
-    render it.
+    """Add a target to the existing hotkernel.yaml (a minimal diff: comments and other entries stay), then
+    render targets/<name>/baseline.py and candidate.py (the file you edit).
 
-    Rendering writes targets/<name>/baseline.py and candidate.py (the file you edit). Fails when the name
-    exists (use update_target) or there is no hotkernel.yaml yet (use new_target, which also creates the
-    manifest).
+    Fails when the name exists (use update_target) or there is no hotkernel.yaml yet (use new_target). On any
+    failure the manifest is left as it was.
     """
     from hotkernel.manifest import add_target as manifest_add
 
     ws = _workspace(ctx)
-    _check_source(ws, source, "source")
-    _check_source(ws, reference, "reference")
-    fields = _target_fields(
-        source, shapes, dtype, device, kwargs, reference, flops, bytes_moved, atol, rtol, extra
-    )
-    return _edit_then_render(ws, name, lambda: manifest_add(ws.manifest, name, fields))
+    entry = _target_fields(locals(), fields)
+    _check_sources(ws, entry)
+    if name in _manifest(ws).targets:
+        raise ToolError(f"name {name!r} is already a target: use update_target to change it")
+    return _edit_then_render(ws, name, lambda: manifest_add(ws.manifest, name, entry))
 
 
 @_tool(read_only=False, destructive=False, idempotent=True)
@@ -833,6 +847,8 @@ def update_target(
         Field(description="new 'from' (module:function or ./path.py:function); default None = unchanged"),
     ] = None,
     shapes: OptShapes = None,
+    input: OptInput = None,
+    extra: OptExtraInputs = None,
     dtype: OptDtype = None,
     device: OptDevice = None,
     kwargs: OptKwargs = None,
@@ -841,34 +857,30 @@ def update_target(
     bytes_moved: OptBytes = None,
     atol: OptTol = None,
     rtol: OptTol = None,
-    extra: OptExtra = None,
+    fields: OptFields = None,
 ) -> EditResult:
-    """Change fields of an existing target in hotkernel.yaml (minimal diff), then re-render its baseline.
+    """Change keys of an existing target in hotkernel.yaml (minimal diff), then re-render its baseline.
 
-    Only the fields given change. The candidate you edited is kept. Records made before the change become out
-    of date (plan shows it; sync re-runs them). Use add_target for a new target, remove_target to drop one.
+    Only the keys given change; the candidate you edited is kept. Records made before the change become out of
+    date (plan shows it; sync re-runs them). Use add_target for a new target, remove_target to drop one.
     """
     from hotkernel.manifest import update_target as manifest_update
 
     ws = _workspace(ctx)
     _known_target(ws, name, "name")
-    _check_source(ws, source, "source")
-    _check_source(ws, reference, "reference")
-    fields = _target_fields(
-        source, shapes, dtype, device, kwargs, reference, flops, bytes_moved, atol, rtol, extra
-    )
-    if not fields:
-        raise ToolError("give at least one field to change (source, shapes, dtype, ...)")
-    return _edit_then_render(ws, name, lambda: manifest_update(ws.manifest, name, fields))
+    entry = _target_fields(locals(), fields)
+    if not entry:
+        raise ToolError("give at least one key to change (source, shapes, dtype, ..., or fields)")
+    _check_sources(ws, entry)
+    return _edit_then_render(ws, name, lambda: manifest_update(ws.manifest, name, entry))
 
 
 @_tool(read_only=False, destructive=True, idempotent=True)
 def remove_target(ctx: Context, name: TargetName) -> EditResult:
-    """Remove a target from hotkernel.yaml (minimal diff). Its records under results/ are kept (history
-    stays).
+    """Remove a target's entry from hotkernel.yaml (minimal diff; comments above it stay).
 
-    Destructive for the manifest entry only; rendered files under targets/<name>/ are left for you to delete.
-    Use invalidate_record to discount a bad record instead.
+    Its records under results/ and its files under targets/<name>/ are kept (history stays readable). Use
+    invalidate_record to discount one bad record instead, update_target to change the target.
     """
     from hotkernel.manifest import remove_target as manifest_remove
 
@@ -899,6 +911,8 @@ def new_target(
     name: TargetName,
     source: SourceParam,
     shapes: ShapesParam,
+    input: OptInput = None,
+    extra: OptExtraInputs = None,
     dtype: OptDtype = None,
     device: OptDevice = None,
     kwargs: OptKwargs = None,
@@ -907,13 +921,13 @@ def new_target(
     bytes_moved: OptBytes = None,
     atol: OptTol = None,
     rtol: OptTol = None,
-    extra: OptExtra = None,
+    fields: OptFields = None,
 ) -> EditResult:
-    """Scaffold a target: create hotkernel.yaml here when there is none, add the target, render its files.
+    """Scaffold a target to speed up: create hotkernel.yaml in the server's directory when there is none, add
+    the target, and render targets/hk_contract.py and targets/<name>/{baseline,candidate}.py.
 
-    The first step of a speedrun on a new function. Writes hotkernel.yaml, targets/hk_contract.py and
-    targets/<name>/{baseline,candidate}.py; refuses a name that exists. In a workspace that already has
-    targets, add_target does the same.
+    The first step of a speedrun on a new function; refuses a name that exists (use update_target). In a
+    workspace that already has a manifest, add_target does the same.
     """
     from hotkernel.manifest import add_target as manifest_add
 
@@ -921,12 +935,11 @@ def new_target(
         ws = find_workspace(_start_dir(ctx))
     except HotkernelError:
         ws = Workspace(_start_dir(ctx))
-    _check_source(ws, source, "source")
-    _check_source(ws, reference, "reference")
-    fields = _target_fields(
-        source, shapes, dtype, device, kwargs, reference, flops, bytes_moved, atol, rtol, extra
-    )
-    return _edit_then_render(ws, name, lambda: manifest_add(ws.manifest, name, fields))
+    entry = _target_fields(locals(), fields)
+    _check_sources(ws, entry)
+    if ws.manifest.is_file() and name in _manifest(ws).targets:
+        raise ToolError(f"name {name!r} is already a target: use update_target to change it")
+    return _edit_then_render(ws, name, lambda: manifest_add(ws.manifest, name, entry))
 
 
 # ---- results -----------------------------------------------------------------------------------------------
@@ -1110,3 +1123,103 @@ async def calibrate(
     args = {"device": device, "size_mib": size_mib, "timeout_s": timeout_s}
     info, result = await _run_job(ctx, "calibrate", ws, args, wait_s)
     return CalibrateOutcome(job=info, result=result)
+
+
+TraceOutcome = _outcome_model(TraceResult, "TraceOutcome")
+
+
+@_tool(read_only=False, destructive=False, idempotent=False)
+async def torch_trace(
+    ctx: Context,
+    script: Annotated[
+        str,
+        Field(
+            description="workspace-relative path of a Python script that runs the model or op to look at (it "
+            "runs as __main__ under torch.profiler in the user's python)",
+            min_length=1,
+        ),
+    ],
+    script_args: Annotated[
+        list[str] | None,
+        Field(
+            description="command-line arguments for the script (a list, never a shell string); default None"
+        ),
+    ] = None,
+    top: Annotated[
+        int, Field(description="kernels and ops to list, 1 to 200; default 10", ge=1, le=200)
+    ] = 10,
+    timeout_s: Annotated[
+        float,
+        Field(description="time limit of the profiled run in seconds, 1 to 3600; default 600", ge=1, le=3600),
+    ] = 600,
+    wait_s: WaitS = DEFAULT_WAIT_S,
+) -> TraceOutcome:  # type: ignore[valid-type]
+    """Run a script under torch.profiler and rank its GPU kernels by total time (share of all kernel time).
+
+    Use it to find the kernel that dominates a model or op before optimising anything. Writes the full table
+    and a Chrome trace under .hotkernel/traces/. For hardware counters of one kernel use profile; for a
+    kernel's machine code use disasm.
+    """
+    ws = _workspace(ctx)
+    path = _inside(ws, script, "script")
+    if not path.is_file():
+        raise ToolError(
+            f"script {script!r} is not a file in the workspace: give a .py path relative to {ws.root}"
+        )
+    args = {"script": str(path), "script_args": list(script_args or []), "top": top, "timeout_s": timeout_s}
+    info, result = await _run_job(ctx, "torch_trace", ws, args, wait_s)
+    return TraceOutcome(job=info, result=result)
+
+
+@_tool(read_only=False, destructive=False, idempotent=True)
+def disasm(
+    ctx: Context,
+    source: Annotated[
+        str,
+        Field(
+            description="what to disassemble: 'triton-cache' (a kernel Triton compiled, found by name in "
+            "~/.triton/cache) or a workspace-relative .cubin / .ptx / CUDA binary path",
+            min_length=1,
+        ),
+    ],
+    kernel: Annotated[
+        str | None,
+        Field(
+            description="kernel name (or a unique part of it); required with 'triton-cache' and for files "
+            "holding several kernels; default None",
+            max_length=512,
+        ),
+    ] = None,
+    ptx: Annotated[bool, Field(description="show PTX instead of SASS; default false")] = False,
+    max_lines: Annotated[
+        int,
+        Field(
+            description="listing lines to return, 0 to 5000 (0 = summary only); default 200", ge=0, le=5000
+        ),
+    ] = 200,
+) -> DisasmResult:
+    """Disassemble a compiled kernel (SASS via cuobjdump, or PTX) with a summary to read first: registers,
+    spills (local memory), shared memory, load/store widths, matrix (tensor-core) instructions, barriers.
+
+    Use it after the first compile of a candidate to check what the compiler made of it (vector widths,
+    spills, tensor cores). Works without a GPU. The full listing is saved under .hotkernel/disasm/. For timing
+    use bench/verify; for runtime counters use profile.
+    """
+    from hotkernel.disasm import TRITON_CACHE
+    from hotkernel.disasm import disasm as disassemble
+
+    ws = _workspace(ctx)
+    if source != TRITON_CACHE:
+        path = _inside(ws, source, "source")
+        if not path.is_file():
+            raise ToolError(
+                f"source {source!r} is not a file in the workspace (or use 'triton-cache' with kernel)"
+            )
+        source = str(path)
+    elif not kernel:
+        raise ToolError("kernel: give the kernel name to look up in the Triton cache (source 'triton-cache')")
+    out_dir = ws.state_dir / "disasm"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in (kernel or Path(source).stem))[:80]
+    out_path = out_dir / f"{stem}.{'ptx' if ptx else 'sass'}"
+    return disassemble(source, kernel=kernel, ptx=ptx, max_lines=max_lines, out_path=out_path)
