@@ -19,7 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    WithJsonSchema,
+)
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -316,6 +324,21 @@ class Manifest(BaseModel):
     targets: dict[str, TargetSpec] = Field(
         default_factory=dict, description="Target name (a Python identifier) -> target."
     )
+    _root: Path | None = PrivateAttr(default=None)
+
+    @property
+    def root(self) -> Path | None:
+        """The workspace directory the manifest was loaded from (None when validated from bare text)."""
+        return self._root
+
+    @property
+    def python(self) -> str | None:
+        """``defaults.python`` with a relative path made absolute against the workspace root."""
+        value = self.defaults.python
+        if value and self._root is not None and ("/" in value or os.sep in value):
+            candidate = Path(os.path.expanduser(value))
+            return str(candidate if candidate.is_absolute() else self._root / candidate)
+        return value
 
 
 # --------------------------------------------------------------------------------------------- loading
@@ -421,11 +444,9 @@ def _describe_pydantic_error(error: dict[str, Any]) -> tuple[tuple[Any, ...], st
     if kind == "value_error":
         return loc, str(error.get("ctx", {}).get("error", error["msg"]))
     if kind in ("literal_error", "enum"):
-        expected = error.get("ctx", {}).get("expected", "")
-        return (
-            loc,
-            f"{given!r} is not allowed; use one of {expected.replace(' or ', ', ').replace(chr(39), '')}",
-        )
+        choices = str(error.get("ctx", {}).get("expected", "")).replace(" or ", ", ").replace("'", "")
+        one = "," not in choices
+        return loc, f"{given!r} is not allowed; use {'' if one else 'one of '}{choices}"
     if kind == "list_type":
         key = str(loc[-1])
         return loc, f"expected a list, got {given!r}; write {key}: [{given if given is not None else '...'}]"
@@ -559,6 +580,19 @@ def _check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
                 _check_function_file(root, ref, (*base, key))
 
 
+def check_target_fields(name: str, fields: dict[str, Any], root: Path | None) -> TargetSpec:
+    """Validate one entry on its own; raises ManifestProblem whose ``loc`` starts ``("targets", name)``."""
+    base = ("targets", name)
+    try:
+        spec = TargetSpec.model_validate(_plain(fields))
+    except ValidationError as err:
+        first = dict(err.errors()[0])
+        first["loc"] = (*base, *first["loc"])
+        raise ManifestProblem(*_describe_pydantic_error(first)) from None
+    _check_target(name, spec, root)
+    return spec
+
+
 def shape_label(spec: TargetSpec, entry: str | dict[str, str]) -> str:
     """How a ``shapes`` entry is named in results: the shape itself, or ``name=shape,...`` for a mapping."""
     if isinstance(entry, str):
@@ -630,7 +664,9 @@ def load_manifest_text(text: str, path: Path | str = MANIFEST_NAME, *, check_fil
     path = Path(path)
     display = _display(path)
     doc = _parse_text(text, display)
-    return _validate_document(doc, display, path.parent if check_files else None)
+    manifest = _validate_document(doc, display, path.parent if check_files else None)
+    manifest._root = path.parent.resolve()
+    return manifest
 
 
 def load_manifest(path: Path | str, *, check_files: bool = True) -> Manifest:
