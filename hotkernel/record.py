@@ -119,6 +119,33 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+def gpu_facts(device_name: str | None) -> dict[str, Any]:
+    """UUID, driver, power limit and clocks of the GPU named ``device_name`` (else the first GPU).
+
+    ``hotkernel.gpu_info.gpu_info()`` when that module is there, else a local NVML / nvidia-smi probe.
+    """
+    try:
+        from hotkernel.gpu_info import gpu_info
+    except ImportError:
+        return nvml_gpu_facts(device_name)
+    try:
+        info = gpu_info()
+    except Exception:
+        return nvml_gpu_facts(device_name)
+    if not info.gpus:
+        return {}
+    gpu = next((g for g in info.gpus if g.name == device_name), info.gpus[0])
+    clocks = {
+        "sm": gpu.sm_clock_mhz, "mem": gpu.mem_clock_mhz,
+        "max_sm": gpu.sm_clock_max_mhz, "max_mem": gpu.mem_clock_max_mhz,
+    }
+    return {
+        "device": gpu.name, "gpu_uuid": gpu.uuid, "driver": info.driver_version,
+        "power_limit_w": gpu.power_limit_w,
+        "clocks_mhz": {k: float(v) for k, v in clocks.items() if v is not None},
+    }
+
+
 def nvml_gpu_facts(device_name: str | None) -> dict[str, Any]:
     """UUID, driver, power limit and clocks of the GPU named ``device_name`` (else the first GPU).
 
@@ -216,7 +243,7 @@ def package_versions(python: str | None) -> dict[str, str]:
 def collect_provenance(ws: Workspace, result: VerifyResult, *, python: str | None = None) -> Provenance:
     """GPU/CPU facts, versions and the git state, for a record of ``result``."""
     kind = result.device_kind or ("cpu" if (result.device or "").lower() == "cpu" else "cuda")
-    facts = nvml_gpu_facts(result.device) if kind == "cuda" else {}
+    facts = gpu_facts(result.device) if kind == "cuda" else {}
     versions = dict(result.versions)
     missing = [p for p in ("torch", "triton") if p not in versions]
     if missing:

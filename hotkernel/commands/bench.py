@@ -1,0 +1,95 @@
+"""``hotkernel bench SCRIPT``: run one script n times after warmup runs; mean, std, min, median, samples."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import typer
+
+
+def console() -> Any:
+    """The rich console for progress and tables (stderr, so --json output stays clean on stdout)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+@contextlib.contextmanager
+def progress_display(title: str, *, enabled: bool = True) -> Iterator[Callable[[int, int, str], None]]:
+    """A rich progress bar on stderr; yields a ``progress(done, total, message)`` callback."""
+    if not enabled:
+        yield lambda done, total, message: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+
+    with Progress(
+        SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[message]}"), console=console(), transient=False,
+    ) as bar:
+        task = bar.add_task(title, total=None, message="starting")
+
+        def update(done: int, total: int, message: str) -> None:
+            bar.update(task, completed=done, total=total or None, message=message)
+
+        yield update
+
+
+def print_json(model: Any) -> None:
+    """A result model as indented JSON on stdout."""
+    sys.stdout.write(model.model_dump_json(indent=2) + "\n")
+
+
+def manifest_defaults(ws: Any) -> Any:
+    """The manifest's ``defaults`` (n, warmup, timeout_s, python), or None when it cannot be read."""
+    from hotkernel.manifest import load_manifest
+
+    return load_manifest(ws.manifest).defaults
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``bench`` command to the CLI."""
+
+    @app.command("bench")
+    def bench_command(
+        script: str = typer.Argument(..., help="script to run, e.g. targets/rmsnorm/candidate.py"),
+        n: int = typer.Option(None, "-n", "--runs", help="timed runs (default: manifest defaults.n, 7)"),
+        warmup: int = typer.Option(None, "--warmup", help="untimed runs first (default: defaults.warmup)"),
+        as_json: bool = typer.Option(False, "--json", help="print the BenchResult as JSON on stdout"),
+    ) -> None:
+        """Run SCRIPT n times after warmup runs and report mean, std, min, median and every sample.
+
+        Exit 1 when a run crashed, hung, printed no (or two) JSON lines, or failed a check.
+        """
+        from hotkernel.bench import bench
+        from hotkernel.workspace import find_workspace
+
+        ws = find_workspace()
+        defaults = manifest_defaults(ws)
+        role = "baseline" if script.endswith("baseline.py") else "candidate"
+        with progress_display(f"bench {script}", enabled=not as_json) as progress:
+            result = bench(ws, script, n=n or defaults.n,
+                           warmup=defaults.warmup if warmup is None else warmup,
+                           role=role, timeout_s=defaults.timeout_s, progress=progress)
+        if as_json:
+            print_json(result)
+        else:
+            print_bench(result)
+        if result.status != "ok":
+            raise typer.Exit(1)
+
+
+def print_bench(result: Any) -> None:
+    """People-readable bench summary."""
+    out = console()
+    stats = result.stats
+    if result.status != "ok":
+        out.print(f"[red]{result.status}[/red]: {result.reason}")
+    if stats.n:
+        out.print(
+            f"{result.script}: mean {stats.mean_ms:.4f} ms, std {stats.std_ms:.4f}, min {stats.min_ms:.4f}, "
+            f"median {stats.median_ms:.4f} (n={stats.n}, device {result.device})"
+        )
+        out.print("samples (ms): " + ", ".join(f"{s:.4f}" for s in stats.samples_ms))

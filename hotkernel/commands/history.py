@@ -1,0 +1,51 @@
+"""``hotkernel history TARGET`` and ``hotkernel invalidate RECORD --reason R``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from hotkernel.commands.bench import console
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``history`` and ``invalidate`` commands to the CLI."""
+
+    @app.command("history")
+    def history_command(
+        target: str = typer.Argument(..., help="target name"),
+        as_json: bool = typer.Option(False, "--json", help="print the records as a JSON list"),
+    ) -> None:
+        """List every record of TARGET, oldest first: verdict, speedup, who, note, whether it counts."""
+        from hotkernel.record import history
+        from hotkernel.workspace import find_workspace
+
+        entries = history(find_workspace(), target)
+        if as_json:
+            sys.stdout.write(json.dumps([e.model_dump(mode="json") for e in entries], indent=2) + "\n")
+            return
+        if not entries:
+            console().print(f"no records of {target} yet: run `hotkernel sync {target}`")
+            return
+        from rich.table import Table
+
+        table = Table("record", "device", "verdict", "speedup", "who", "note", "counted")
+        for e in entries:
+            speed = f"{e.speedup:.3f}x" if e.speedup is not None and e.verdict == "faster" else ""
+            counted = "yes" if e.counted else f"no ({e.not_counted_reason})"
+            table.add_row(e.path, e.device or "", e.verdict, speed, e.who, e.note, counted)
+        console().print(table)
+
+    @app.command("invalidate")
+    def invalidate_command(
+        record: str = typer.Argument(..., help="record path, e.g. results/rmsnorm/20261130T101500Z.json"),
+        reason: str = typer.Option(..., "--reason", help="one line: why it must not count"),
+    ) -> None:
+        """Mark a record as not counted (it stays on disk with the reason) and regenerate LEADERBOARD.md."""
+        from hotkernel.record import invalidate_record
+        from hotkernel.workspace import find_workspace
+
+        invalidate_record(find_workspace(), record, reason)
+        console().print(f"invalidated {record}: {reason}", markup=False)

@@ -1,0 +1,28 @@
+"""``hotkernel plan [--json]``: which targets are out of date and why (terraform-style); runs nothing."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``plan`` command to the CLI."""
+
+    @app.command("plan")
+    def plan_command(
+        names: list[str] = typer.Argument(None, help="targets to look at (default: all)"),
+        as_json: bool = typer.Option(False, "--json", help="print the Plan as JSON"),
+    ) -> None:
+        """List out-of-date targets: '+ name: new', '~ name: candidate changed', then a summary line.
+
+        Imports no torch and runs nothing; `hotkernel sync` brings the listed targets up to date.
+        """
+        from hotkernel.reconcile import plan, plan_lines
+        from hotkernel.workspace import find_workspace
+
+        result = plan(find_workspace(), names=names or None)
+        if as_json:
+            typer.echo(result.model_dump_json(indent=2))
+            return
+        for line in plan_lines(result):
+            typer.echo(line)

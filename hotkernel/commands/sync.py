@@ -1,0 +1,86 @@
+"""``hotkernel sync [NAMES...]``: render what is missing, then verify and record what is out of date."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from hotkernel.commands.bench import console, progress_display
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``sync`` command to the CLI."""
+
+    @app.command("sync")
+    def sync_command(
+        names: list[str] = typer.Argument(None, help="targets to reconcile (default: all)"),
+        check: bool = typer.Option(
+            False, "--check", help="run nothing: exit 0 when up to date, 2 when out of date, 1 on error"
+        ),
+        from_scratch: bool = typer.Option(
+            False, "--from-scratch", help="re-run every selected target into new records"
+        ),
+        n: int = typer.Option(None, "-n", "--rounds", help="verify rounds per target (default: defaults.n)"),
+        wait: float = typer.Option(
+            0.0, "--wait", help="seconds to wait for another sync holding the workspace lock (0 = refuse)"
+        ),
+        who: str = typer.Option(
+            None, "--who",
+            help="author recorded for the candidates (default: $HOTKERNEL_WHO or git user.name)",
+        ),
+        as_json: bool = typer.Option(False, "--json", help="print the SyncReport as JSON"),
+    ) -> None:
+        """Bring the workspace up to date: render, verify, record, regenerate LEADERBOARD.md.
+
+        A failing target is reported and the others go on; exit 1 at the end when any target failed or
+        recorded an incorrect/invalid verdict. cuda targets on a machine without an NVIDIA GPU are skipped.
+        """
+        from hotkernel.reconcile import check_exit_code, plan_lines, sync
+        from hotkernel.workspace import find_workspace
+
+        ws = find_workspace()
+        if check:
+            report = sync(ws, names or None, check=True)
+            if as_json:
+                typer.echo(report.model_dump_json(indent=2))
+            else:
+                for line in plan_lines(report.plan):
+                    typer.echo(line)
+            raise typer.Exit(check_exit_code(report))
+        with progress_display("sync", enabled=not as_json) as progress:
+            report = sync(ws, names or None, from_scratch=from_scratch, n=n, wait_s=wait, who=who,
+                          progress=progress)
+        if as_json:
+            typer.echo(report.model_dump_json(indent=2))
+        else:
+            print_report(report)
+        if report.failed:
+            raise typer.Exit(1)
+
+
+def print_report(report: Any) -> None:
+    """One line per target (pre-commit style), then a summary."""
+    out = console()
+    width = max((len(i.name) for i in report.items), default=10) + 4
+    colours = {"recorded": "green", "up to date": "dim", "skipped": "yellow", "failed": "red"}
+    for item in report.items:
+        detail = ""
+        if item.status == "recorded":
+            speed = f" {item.speedup:.3f}x" if item.speedup is not None and item.verdict == "faster" else ""
+            best = ", beats the best so far" if item.beats_best else ""
+            detail = f": {item.verdict}{speed}{best} ({item.record})"
+            if item.verdict in ("incorrect", "invalid"):
+                detail += f" reason: {item.reason}"
+        elif item.reason:
+            detail = f" ({item.reason})"
+        colour = colours[item.status]
+        if item.verdict in ("incorrect", "invalid"):
+            colour = "red"
+        name = item.name.ljust(width, ".")
+        out.print(f"{name} [{colour}]{item.status}[/{colour}]{detail}", highlight=False)
+    counts: dict[str, int] = {}
+    for item in report.items:
+        counts[item.status] = counts.get(item.status, 0) + 1
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
+    out.print(f"Sync: {summary}.")

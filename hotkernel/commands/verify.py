@@ -1,0 +1,55 @@
+"""``hotkernel verify BASELINE CANDIDATE``: interleaved ABBA rounds, one verdict with its reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from hotkernel.commands.bench import console, manifest_defaults, print_json, progress_display
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``verify`` command to the CLI."""
+
+    @app.command("verify")
+    def verify_command(
+        baseline: str = typer.Argument(..., help="baseline script, e.g. targets/rmsnorm/baseline.py"),
+        candidate: str = typer.Argument(..., help="candidate script, e.g. targets/rmsnorm/candidate.py"),
+        n: int = typer.Option(None, "-n", "--rounds", help="rounds, one run per side each (default 7)"),
+        as_json: bool = typer.Option(
+            False, "--json", help="print the VerifyResult as JSON (save it for `hotkernel record`)"
+        ),
+    ) -> None:
+        """Verify CANDIDATE against BASELINE: faster / slower / inconclusive / incorrect / invalid.
+
+        Exit 0 for faster, slower and inconclusive; 1 for incorrect or invalid (or an error).
+        """
+        from hotkernel.verify import verify
+        from hotkernel.workspace import find_workspace
+
+        ws = find_workspace()
+        defaults = manifest_defaults(ws)
+        rounds = n or defaults.n
+        with progress_display("verify", enabled=not as_json) as progress:
+            result = verify(ws, baseline, candidate, n=rounds, timeout_s=defaults.timeout_s,
+                            progress=progress)
+        if as_json:
+            print_json(result)
+        else:
+            print_verify(result)
+        if result.verdict in ("incorrect", "invalid"):
+            raise typer.Exit(1)
+
+
+def print_verify(result: Any) -> None:
+    """People-readable verdict."""
+    out = console()
+    colour = {"faster": "green", "slower": "yellow", "inconclusive": "cyan"}.get(result.verdict, "red")
+    line = f"[bold {colour}]{result.verdict}[/bold {colour}]"
+    if result.speedup is not None and result.interval:
+        line += f" {result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]"
+    out.print(f"{line}  reason: {result.reason}")
+    for side in (result.baseline, result.candidate):
+        if side.stats.n:
+            out.print(f"  {side.script}: median {side.stats.median_ms:.4f} ms (n={side.stats.n})")
