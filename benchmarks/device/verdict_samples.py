@@ -14,10 +14,11 @@ Design (docs/verdicts.md, "Error rates (H200 runs)"):
   still the unit of replication.
 * Kernels (no Triton, so no compile-cache effects): ``torch.neg`` and ``F.rms_norm`` on 4096x8192 bf16
   inputs, K input sets of fresh random data rotated so the sets total >= 3x L2.
-* Timer (``timer`` field of every line): by default an inline equivalent of the contract's timer, a CUDA
-  graph of N rotated calls, warmed up, replayed R times between CUDA events, per-call time = elapsed / N,
-  process value = median of the R samples. ``--timer contract`` uses ``measure`` from
-  templates/hk_contract.py instead, called as ``measure(fn, input_sets) -> per-call samples in ms``.
+* Timer (``timer`` field of every line): by default (``--timer auto``) the contract's own timer,
+  ``measure`` from templates/hk_contract.py, with the worker's rotation rule, fresh-data refills between
+  repetitions and output poisoning, so the samples come from the real timer. ``--timer inline`` (and auto
+  when the contract is missing) uses an inline equivalent: a CUDA graph of N rotated calls, warmed up,
+  replayed R times between CUDA events, per-call time = elapsed / N. Process value = median of the samples.
 
 Output: one JSONL line per (process, kernel): {kernel, process_index, round, arm, ms, samples, timer, ...}
 and ``<out>.meta.json`` (device, versions, settings, wall time). ``--device cpu`` is a smoke test of the
@@ -27,6 +28,8 @@ plumbing only (tiny shapes, perf_counter timer); its numbers mean nothing about 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import inspect
 import json
 import math
 import os
@@ -59,11 +62,63 @@ def _kernel(name: str):
     return lambda x, w: F.rms_norm(x, (x.shape[-1],), w, eps=1e-6)
 
 
-def _contract_samples(fn, input_sets: list[tuple]) -> list[float]:
-    """Per-call samples (ms) from the contract's own timer, templates/hk_contract.py ``measure``."""
-    from templates.hk_contract import measure  # type: ignore[import-not-found]
+def _load_contract():
+    """templates/hk_contract.py as a module (it is stdlib-only at the top), or None when it is not there."""
+    path = Path(__file__).resolve().parents[2] / "templates" / "hk_contract.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("hk_contract", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hk_contract"] = module
+    spec.loader.exec_module(module)
+    return module if hasattr(module, "measure") else None
 
-    return [float(sample) for sample in measure(fn, input_sets)]
+
+def _contract_timing(contract, fn, input_sets: list[tuple], device: str) -> dict:
+    """The contract's own timer, ``measure``, fed as the worker feeds it (fresh-data refills, poisoned
+    outputs, read-only L2 sweep). Callbacks are passed by name as far as ``measure``'s signature asks for
+    them; a parameter this script does not know raises TypeError (the caller then times inline)."""
+    import torch
+
+    k = len(input_sets)
+    sweep = None
+    if device == "cuda":
+        cache = contract.cache_bytes(torch, device)
+        sweep = torch.ones(int(contract.CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
+
+    def refill(index: int) -> None:
+        with torch.no_grad():
+            for x, _ in input_sets:
+                x.normal_()
+
+    def poison(kept: list | None) -> None:
+        if kept is not None:
+            contract.poison_tensors(torch, [[o] for o in kept], [t for pair in input_sets for t in pair])
+
+    def flush() -> None:
+        if sweep is not None:
+            sweep.sum()
+
+    offered = {
+        "torch": torch,
+        "device_kind": device,
+        "refill": refill,
+        "poison": poison,
+        "flush": flush,
+        "on_rep_done": lambda index, outputs: None,
+        "on_sample_done": lambda index, outputs: None,
+        "clock": time.perf_counter,
+        "wall": time.monotonic,
+        "elapsed_ms": lambda start, end: start.elapsed_time(end),
+    }
+    parameters = inspect.signature(contract.measure).parameters
+    unknown = [
+        name for name, p in list(parameters.items())[2:] if p.default is p.empty and name not in offered
+    ]
+    if unknown:
+        raise TypeError(f"hk_contract.measure asks for {unknown}, which this script does not provide")
+    kwargs = {name: value for name, value in offered.items() if name in parameters}
+    return contract.measure(lambda j: fn(*input_sets[j % k]), k, **kwargs)
 
 
 def _time_inline_cuda(fn, input_sets: list[tuple]) -> list[float]:
@@ -115,11 +170,17 @@ def child(process_index: int, device: str, timer_choice: str) -> list[dict]:
     """One process's work: time every kernel once (order alternates by process), one record per kernel."""
     import torch
 
+    contract = _load_contract() if timer_choice in ("auto", "contract") else None
+    if timer_choice == "contract" and contract is None:
+        raise SystemExit("verdict_samples: --timer contract but templates/hk_contract.py has no measure")
     rows, cols = CPU_SHAPE if device == "cpu" else SHAPE
     dtype = torch.bfloat16
-    l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size if device == "cuda" else 4 << 20
     set_bytes = 2 * rows * cols * dtype.itemsize + cols * dtype.itemsize  # input + output + weight
-    k = max(3, math.ceil(L2_MULTIPLE * l2_bytes / set_bytes))
+    if contract is not None:  # the contract's rotation rule
+        k = contract.rotation_count(set_bytes, contract.cache_bytes(torch, device))[0]
+    else:
+        l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size if device == "cuda" else 4 << 20
+        k = max(3, math.ceil(L2_MULTIPLE * l2_bytes / set_bytes))
     generator = torch.Generator(device=device).manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
     input_sets = [
         (
@@ -132,12 +193,21 @@ def child(process_index: int, device: str, timer_choice: str) -> list[dict]:
     records = []
     for name in order:
         fn = _kernel(name)
-        if timer_choice == "contract":
-            samples, timer = _contract_samples(fn, input_sets), "hk_contract.measure"
+        timing, note = None, None
+        if contract is not None:
+            try:
+                timing = _contract_timing(contract, fn, input_sets, device)
+            except Exception as err:  # noqa: BLE001 - the contract's timer changed shape: say so, time inline
+                note = f"contract timer not used: {type(err).__name__}: {err}"
+        if timing is not None:
+            samples, n_calls = timing["samples_ms"], timing["n_calls"]
+            timer = f"hk_contract.measure/{timing['timer']}"
         elif device == "cuda":
             samples, timer = _time_inline_cuda(fn, input_sets), "inline-cuda-graph"
+            n_calls = _ceil_to_multiple(CALLS_PER_GRAPH, k)
         else:
-            samples, timer = _time_inline_cpu(fn, input_sets), "cpu-perf-counter"
+            samples, timer = _time_inline_cpu(fn, input_sets), "inline-cpu-perf-counter"
+            n_calls = CALLS_PER_GRAPH
         records.append(
             {
                 "kernel": name,
@@ -145,9 +215,10 @@ def child(process_index: int, device: str, timer_choice: str) -> list[dict]:
                 "samples": samples,
                 "timer": timer,
                 "rotation": k,
-                "n_calls": _ceil_to_multiple(CALLS_PER_GRAPH, k),
+                "n_calls": n_calls,
                 "shape": f"{rows}x{cols}",
                 "dtype": "bf16",
+                "timer_note": note,
                 **_clock_state(device),
             }
         )
@@ -254,7 +325,9 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=48, help="processes to start (even; 2 per round)")
     parser.add_argument("--budget-s", type=float, default=200.0, help="stop starting rounds after this")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cpu = plumbing smoke test")
-    parser.add_argument("--timer", choices=("inline", "contract"), default="inline", help="see the docstring")
+    parser.add_argument(
+        "--timer", choices=("auto", "contract", "inline"), default="auto", help="see the docstring"
+    )
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
