@@ -176,9 +176,13 @@ def child(process_index: int, device: str, timer_choice: str) -> list[dict]:
     rows, cols = CPU_SHAPE if device == "cpu" else SHAPE
     dtype = torch.bfloat16
     set_bytes = 2 * rows * cols * dtype.itemsize + cols * dtype.itemsize  # input + output + weight
+    k = None
     if contract is not None:  # the contract's rotation rule
-        k = contract.rotation_count(set_bytes, contract.cache_bytes(torch, device))[0]
-    else:
+        try:
+            k = contract.rotation_count(set_bytes, contract.cache_bytes(torch, device))[0]
+        except Exception:  # noqa: BLE001 - the contract changed shape: time inline (recorded in `timer`)
+            contract = None
+    if k is None:
         l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size if device == "cuda" else 4 << 20
         k = max(3, math.ceil(L2_MULTIPLE * l2_bytes / set_bytes))
     generator = torch.Generator(device=device).manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
