@@ -75,10 +75,13 @@ def utc_now() -> dt.datetime:
 
 
 def write_new_json(directory: Path, stem: str, data: dict[str, Any]) -> Path:
-    """Write ``directory/<stem>.json`` atomically; on a name collision use ``<stem>-1.json``, ``-2``, ..."""
+    """Write ``directory/<stem>.json`` atomically; on a name collision ``<stem>_001.json``, ``_002``, ...
+
+    The suffix keeps names in time order when sorted as strings ('.' sorts before '_').
+    """
     text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     for attempt in range(1000):
-        path = directory / (f"{stem}.json" if attempt == 0 else f"{stem}-{attempt}.json")
+        path = directory / (f"{stem}.json" if attempt == 0 else f"{stem}_{attempt:03d}.json")
         if path.exists():
             continue
         try:

@@ -14,7 +14,7 @@ def console() -> Any:
     """The rich console for progress and tables (stderr, so --json output stays clean on stdout)."""
     from rich.console import Console
 
-    return Console(stderr=True)
+    return Console(stderr=True, soft_wrap=True)
 
 
 @contextlib.contextmanager
@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
         else:
             print_bench(result)
         if result.status != "ok":
-            raise typer.Exit(1)
+            raise SystemExit(1)
 
 
 def print_bench(result: Any) -> None:

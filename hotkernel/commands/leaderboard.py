@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
             difference = leaderboard_difference(ws)
             if difference:
                 console().print(difference, markup=False)
-                raise typer.Exit(1)
+                raise SystemExit(1)
             console().print("LEADERBOARD.md is up to date")
             return
         path = write_leaderboard(ws)

@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
             else:
                 for line in plan_lines(report.plan):
                     typer.echo(line)
-            raise typer.Exit(check_exit_code(report))
+            raise SystemExit(check_exit_code(report))
         with progress_display("sync", enabled=not as_json) as progress:
             report = sync(ws, names or None, from_scratch=from_scratch, n=n, wait_s=wait, who=who,
                           progress=progress)
@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         else:
             print_report(report)
         if report.failed:
-            raise typer.Exit(1)
+            raise SystemExit(1)
 
 
 def print_report(report: Any) -> None:

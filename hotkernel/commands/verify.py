@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
         else:
             print_verify(result)
         if result.verdict in ("incorrect", "invalid"):
-            raise typer.Exit(1)
+            raise SystemExit(1)
 
 
 def print_verify(result: Any) -> None:

@@ -1,0 +1,56 @@
+"""Synthetic verify results for record/leaderboard tests: made-up numbers on a made-up device."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hotkernel.bench import sample_stats
+from hotkernel.results import Provenance, SideSummary, VerifyResult
+from hotkernel.workspace import Workspace
+
+DEVICE = "Synthetic Test Device"
+
+
+def synthetic_result(target: str, verdict: str, speedup: float | None = None, *, device: str = DEVICE,
+                     protocol: int = 1) -> VerifyResult:
+    """A VerifyResult with the given verdict; the speedup only for faster/slower, as verify does."""
+    base = [1.0, 1.01, 0.99]
+    cand = [b / speedup for b in base] if speedup else base
+    has = verdict in ("faster", "slower")
+    return VerifyResult(
+        verdict=verdict,
+        reason=f"test: synthetic {verdict}",
+        speedup=speedup if has else None,
+        interval=[speedup * 0.99, speedup * 1.01] if has and speedup else None,
+        n=3,
+        rounds_completed=3,
+        order=["B", "C", "C", "B", "B", "C"],
+        target=target,
+        device=device,
+        device_kind="cpu",
+        protocol=protocol,
+        baseline=SideSummary(script=f"targets/{target}/baseline.py", stats=sample_stats(base)),
+        candidate=SideSummary(script=f"targets/{target}/candidate.py", stats=sample_stats(cand)),
+    )
+
+
+def provenance(device: str = DEVICE) -> Provenance:
+    """Fixed provenance so tests need no git, NVML or interpreter probe."""
+    return Provenance(device=device, device_kind="cpu", cpu="test cpu", hotkernel="0.0.test")
+
+
+def make_workspace(root: Path) -> Workspace:
+    """A bare workspace directory (manifest file present so find_workspace accepts it)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "hotkernel.yaml").write_text("version: 1\ntargets: {}\n", encoding="utf-8")
+    return Workspace(root)
+
+
+def write_noise(results: Path) -> None:
+    """Non-record JSON under results/ that the leaderboard must ignore."""
+    (results / "calibration").mkdir(parents=True, exist_ok=True)
+    (results / "calibration" / "h200_timer_vs_ncu.json").write_text(json.dumps({"rows": [1, 2]}))
+    (results / "baseline_choice.json").write_text(json.dumps({"rmsnorm": "F.rms_norm"}))
+    (results / "rmsnorm").mkdir(parents=True, exist_ok=True)
+    (results / "rmsnorm" / ".20990101T000000Z.json.abc.tmp").write_text("{\"kind\": \"rec")
