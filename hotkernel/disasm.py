@@ -273,14 +273,12 @@ def _cut_listing(text: str, max_lines: int) -> tuple[str, int, int, str | None]:
 
 
 def _run_cuobjdump(tool: Path, args: list[str], target: Path) -> str:
-    proc = run_command(
-        [str(tool), *args, str(target)],
-        timeout_s=DISASM_TIMEOUT_S,
-        name="cuobjdump",
-        out_dir=tempfile.mkdtemp(prefix="hotkernel-disasm-"),
-    )
-    text = proc.stdout()
-    err = proc.stderr(2000)
+    with tempfile.TemporaryDirectory(prefix="hotkernel-disasm-") as scratch:
+        proc = run_command(
+            [str(tool), *args, str(target)], timeout_s=DISASM_TIMEOUT_S, name="cuobjdump", out_dir=scratch
+        )
+        text = proc.stdout()
+        err = proc.stderr(2000)
     if "does not contain device code" in err or "Invalid fatbin header" in err or "not an ELF" in err.lower():
         raise HotkernelError(
             f"disasm: {target} is not a CUDA binary ({err.strip().splitlines()[-1]}); give a .cubin, a .ptx, "
@@ -438,7 +436,7 @@ def _result(
         full_path = (
             Path(out_path)
             if out_path is not None
-            else Path(tempfile.mkstemp(prefix=f"hotkernel-{kernel or path.stem}-", suffix=f".{kind}")[1])
+            else _scratch_file(f"hotkernel-{kernel or path.stem}-", f".{kind}")
         )
         full_path.write_text(text)
         full = str(full_path)
@@ -457,6 +455,12 @@ def _result(
         full_listing=full,
         metadata=str(meta_path) if meta_path and meta_path.is_file() else None,
     )
+
+
+def _scratch_file(prefix: str, suffix: str) -> Path:
+    handle, name = tempfile.mkstemp(prefix=prefix, suffix=suffix)
+    os.close(handle)
+    return Path(name)
 
 
 def summary_lines(result: DisasmResult) -> list[str]:

@@ -467,18 +467,19 @@ def ncu_rep_launches(path: Path) -> list[dict[str, Any]]:
             "on a machine with ncu "
             f"run `ncu --import {path} --csv --page details > report.csv` and pass the CSV"
         )
-    proc = run_command(
-        [str(ncu), "--import", str(path), "--csv", "--page", "details"],
-        timeout_s=NCU_IMPORT_TIMEOUT_S,
-        name="ncu-import",
-        out_dir=tempfile.mkdtemp(prefix="hotkernel-ncu-import-"),
-    )
-    if not proc.ok:
-        last = (proc.output(1000).strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise HotkernelError(
-            f"top: `ncu --import {path}` failed: {last}; is it an .ncu-rep from this ncu version?"
+    with tempfile.TemporaryDirectory(prefix="hotkernel-ncu-import-") as scratch:
+        proc = run_command(
+            [str(ncu), "--import", str(path), "--csv", "--page", "details"],
+            timeout_s=NCU_IMPORT_TIMEOUT_S,
+            name="ncu-import",
+            out_dir=scratch,
         )
-    return parse_ncu_details(proc.stdout())
+        if not proc.ok:
+            last = (proc.output(1000).strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+            raise HotkernelError(
+                f"top: `ncu --import {path}` failed: {last}; is it an .ncu-rep from this ncu version?"
+            )
+        return parse_ncu_details(proc.stdout())
 
 
 def launches_from_ncu_report(module: Any, path: Path) -> list[dict[str, Any]]:
