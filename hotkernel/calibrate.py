@@ -140,7 +140,7 @@ def user_python(ws: Workspace | None = None) -> str:
                 manifest_python = getattr(load_manifest(ws.manifest), "python", None)
             except Exception:  # a broken manifest is reported by the commands that need it
                 manifest_python = None
-        return str(find_python(manifest_python).path)
+        return str(find_python(manifest_python, root=ws.root if ws is not None else None).path)
     return os.environ.get("HOTKERNEL_PYTHON") or shutil.which("python3") or sys.executable
 
 

@@ -238,3 +238,15 @@ def summary_lines(result: RooflineResult) -> list[str]:
         )
     lines.extend(f"warning: {w}" for w in result.warnings)
     return lines
+
+
+def table_lines() -> list[str]:
+    """The GPU table, one card a line (sources are in the JSON output)."""
+    lines = []
+    for spec in gpu_table():
+        fp8 = f"{spec.fp8_tflops:g}" if spec.fp8_tflops else "-"
+        lines.append(
+            f"{spec.key:10s} {spec.bandwidth_gbps:6g} GB/s  bf16 {spec.bf16_tflops:6g}  fp8 {fp8:>6}  "
+            f"fp32 {spec.fp32_tflops:5g} TFLOP/s  L2 {spec.l2_mib:g} MiB  {spec.sms} SMs  cc {spec.cc}"
+        )
+    return lines
