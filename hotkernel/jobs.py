@@ -379,10 +379,10 @@ def op_calibrate(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
 def op_torch_trace(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     """run a script under torch.profiler in the user's python; tables and trace under .hotkernel/traces/."""
     from hotkernel.bench import resolve_python
-    from hotkernel.torch_trace import torch_trace
+    from hotkernel.torch_trace import default_out_dir, torch_trace
 
     ws = _workspace(root)
-    out_dir = ws.state_dir / "traces" / f"{Path(args['script']).stem}-{time.strftime('%Y%m%dT%H%M%S')}"
+    out_dir = default_out_dir(ws.root)
     progress(0, 1, f"profiling {Path(args['script']).name}")
     result = torch_trace(
         args["script"],

@@ -202,7 +202,13 @@ def build_server(root: str | os.PathLike[str] | None = None) -> MCPServer:
     start = (
         root or os.environ.get("HOTKERNEL_WORKSPACE") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     )
-    server = MCPServer("hotkernel", version=__version__, instructions=INSTRUCTIONS)
+    level = os.environ.get("HOTKERNEL_LOG_LEVEL", "WARNING").upper()
+    server = MCPServer(
+        "hotkernel",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level=level if level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") else "WARNING",
+    )
     server._hotkernel_root = Path(start).resolve()  # type: ignore[attr-defined]
     for fn, hints in _TOOLS:
         server.add_tool(fn, annotations=hints, structured_output=True)
@@ -213,9 +219,6 @@ def serve() -> None:
     """Serve MCP on stdio until the client closes the pipe; running jobs are killed on the way out."""
     from hotkernel import jobs
 
-    logging.basicConfig(
-        level=os.environ.get("HOTKERNEL_LOG_LEVEL", "WARNING"), format="hotkernel: %(message)s"
-    )
     server = build_server()
     try:
         server.run("stdio")
@@ -322,7 +325,7 @@ async def _run_job(
     await _follow(ctx, job, wait_s)
     info = _job_info(job)
     if info.state == "failed":
-        raise ToolError(f"{op} failed: {info.error}")
+        raise ToolError(info.error or f"the {op} job failed without a reason")
     if info.state == "cancelled":
         raise ToolError(f"{op} job {job.id} was cancelled")
     return info, job.result if info.state == "done" else None
@@ -409,12 +412,13 @@ async def bench(
     """Time one script of a target: its median ms over n separate runs (each its own process), checked by the
     judge.
 
-    Use it on the baseline first: that is the number to beat. It writes nothing but scratch files. To compare
-    a candidate with the baseline use verify (interleaved, with a verdict); to keep a result use record.
+    Use it on the baseline first: that is the number to beat. It renders the target from hotkernel.yaml first
+    (candidate.py is never overwritten) and otherwise writes only scratch files. To compare a candidate with
+    the baseline use verify (interleaved, with a verdict); to keep a result use record.
     """
     ws = _workspace(ctx)
-    manifest = _known_target(ws, target)
-    del manifest
+    _known_target(ws, target)
+    _render(ws, target)
     args: dict[str, Any] = {"target": target, "role": role, "n": n, "warmup": warmup, "timeout_s": timeout_s}
     if script is not None:
         args["script"] = str(_inside(ws, script, "script"))
@@ -448,14 +452,15 @@ async def verify(
 
     The verdict is faster / slower / inconclusive (a paired statistical rule over interleaved rounds),
     incorrect (a correctness check failed: the reason names it) or invalid (the contract was broken). A
-    mismatch is a result, not a tool error. Then call record to keep it (win or lose). To time one script
-    alone use bench.
+    mismatch is a result, not a tool error. The target is rendered from hotkernel.yaml first (candidate.py is
+    never overwritten). Then call record to keep it (win or lose). To time one script alone use bench.
     """
     ws = _workspace(ctx)
     _known_target(ws, target)
     args: dict[str, Any] = {"target": target, "n": n, "timeout_s": timeout_s}
     if candidate is not None:
         args["candidate"] = str(_inside(ws, candidate, "candidate"))
+    _render(ws, target)
     info, result = await _run_job(ctx, "verify", ws, args, wait_s)
     return VerifyOutcome(job=info, result=result)
 
@@ -624,9 +629,7 @@ def _render(ws: Workspace, name: str) -> tuple[list[str], list[str], dict[str, A
 
     resolved = resolved_target(_manifest(ws), name)
     rendered = render_target(ws, name, resolved)
-    written = [_rel(ws, Path(p)) for p in getattr(rendered, "written", [])]
-    kept = [_rel(ws, Path(p)) for p in getattr(rendered, "kept", [])]
-    return written, kept, resolved
+    return list(rendered.written), list(rendered.kept), resolved
 
 
 def _best_speedup(ws: Workspace, name: str) -> float | None:

@@ -1,0 +1,331 @@
+"""The MCP server through the SDK's in-process client: every tool, bad input, path escapes, progress, cancel.
+
+A small CPU workspace (device: cpu, fp32) stands in for a GPU one; the venv's python (torch CPU) is the user's
+interpreter. Tools that need a GPU must fail with a clear tool error here, and that is asserted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+
+from hotkernel import jobs
+from hotkernel.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+MANIFEST = """\
+# a comment that edits must keep
+version: 1
+defaults:
+  device: cpu
+targets:
+  scale:
+    from: ./kernels/scale.py:scale
+    shapes: ["64x64"]
+    dtype: fp32
+"""
+KERNEL = "def scale(x):\n    return x * 2.0\n"
+SLEEPER = """\
+import os, pathlib, sys, time
+pathlib.Path(sys.argv[1]).write_text(str(os.getpid()))
+time.sleep(120)
+"""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "ws"
+    (root / "kernels").mkdir(parents=True)
+    (root / "hotkernel.yaml").write_text(MANIFEST)
+    (root / "kernels" / "scale.py").write_text(KERNEL)
+    (root / "tools").mkdir()
+    (root / "tools" / "sleeper.py").write_text(SLEEPER)
+    monkeypatch.setenv("HOTKERNEL_PYTHON", sys.executable)
+    monkeypatch.delenv("HOTKERNEL_WORKSPACE", raising=False)
+    return root
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """sha256 of every file under root (the state a refused call must leave unchanged)."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".hotkernel" not in p.parts
+    }
+
+
+def text_of(result) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+def alive(pid: int) -> bool:
+    """True while pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def call(client: Client, name: str, args: dict | None = None, **kwargs):
+    return await client.call_tool(name, args or {}, **kwargs)
+
+
+async def test_tools_listed(workspace: Path) -> None:
+    expected = {
+        "gpu_info", "roofline", "torch_trace", "profile", "top_kernels", "disasm", "bench", "verify", "record",
+        "new_target", "list_targets", "show_target", "add_target", "update_target", "remove_target", "plan",
+        "sync", "leaderboard", "history", "invalidate_record", "calibrate", "job_status", "cancel_job",
+        "list_jobs",
+    }
+    async with Client(build_server(workspace)) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+    assert expected <= names, f"missing tools: {sorted(expected - names)}"
+
+
+async def test_list_and_show_target(workspace: Path) -> None:
+    async with Client(build_server(workspace)) as client:
+        listed = await call(client, "list_targets")
+        assert not listed.is_error, text_of(listed)
+        data = listed.structured_content
+        assert data["workspace"] == str(workspace.resolve())
+        assert [t["name"] for t in data["targets"]] == ["scale"]
+        assert data["targets"][0]["device"] == "cpu" and data["targets"][0]["dtype"] == "fp32"
+        shown = await call(client, "show_target", {"target": "scale"})
+        assert not shown.is_error, text_of(shown)
+        assert shown.structured_content["spec"]["from"] == "./kernels/scale.py:scale"
+        assert shown.structured_content["history"] == []
+
+
+async def test_unknown_target_lists_known_ones(workspace: Path) -> None:
+    before = snapshot(workspace)
+    async with Client(build_server(workspace)) as client:
+        for tool, args in [
+            ("show_target", {"target": "nope"}),
+            ("history", {"target": "nope"}),
+            ("bench", {"target": "nope"}),
+            ("verify", {"target": "nope"}),
+            ("update_target", {"name": "nope", "dtype": "bf16"}),
+            ("remove_target", {"name": "nope"}),
+            ("sync", {"targets": ["scale", "nope"]}),
+        ]:
+            result = await call(client, tool, args)
+            assert result.is_error, tool
+            text = text_of(result)
+            assert "'nope'" in text and "scale" in text, (tool, text)
+            assert "internal error" not in text
+    assert snapshot(workspace) == before
+
+
+async def test_bad_input_names_the_parameter(workspace: Path) -> None:
+    before = snapshot(workspace)
+    async with Client(build_server(workspace)) as client:
+        cases = [
+            ("bench", {"target": "scale", "n": "many"}, "n"),
+            ("bench", {"target": "scale", "n": 0}, "n"),
+            ("verify", {"target": "scale", "n": 10_000}, "n"),
+            ("verify", {}, "target"),
+            ("show_target", {"target": "../etc"}, "target"),
+            ("add_target", {"name": "x y", "source": "./kernels/scale.py:scale", "shapes": ["8"]}, "name"),
+            ("add_target", {"name": "fresh", "source": "./kernels/scale.py:scale"}, "shapes"),
+            ("roofline", {"flops": -1, "bytes_moved": 10}, "flops"),
+            ("record", {"target": "scale", "note": "x"}, "who"),
+            ("job_status", {"job_id": "verify-0000000000", "wait_s": 0}, "job_id"),
+            ("invalidate_record", {"path": "results/scale/x.json"}, "reason"),
+        ]
+        for tool, args, param in cases:
+            result = await call(client, tool, args)
+            assert result.is_error, (tool, args)
+            text = text_of(result)
+            assert param in text, (tool, text)
+            assert text.strip() != f"Error executing tool {tool}", (tool, text)
+            assert "internal error" not in text, (tool, text)
+    assert snapshot(workspace) == before
+
+
+async def test_path_escapes_refused(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("def f(x):\n    return x\n")
+    (workspace / "tools" / "link.py").symlink_to(outside)
+    before = snapshot(workspace)
+    async with Client(build_server(workspace)) as client:
+        cases = [
+            ("bench", {"target": "scale", "script": "../outside.py"}),
+            ("bench", {"target": "scale", "script": str(outside)}),
+            ("verify", {"target": "scale", "candidate": "tools/link.py"}),
+            ("torch_trace", {"script": "tools/../../outside.py"}),
+            ("torch_trace", {"script": "tools/link.py"}),
+            ("disasm", {"source": "/etc/passwd"}),
+            ("invalidate_record", {"path": "../outside.py", "reason": "escape attempt"}),
+            ("add_target", {"name": "evil", "source": "../outside.py:f", "shapes": ["8"]}),
+            ("update_target", {"name": "scale", "source": "./tools/link.py:f"}),
+            ("new_target", {"name": "evil", "source": str(outside) + ":f", "shapes": ["8"]}),
+        ]
+        for tool, args in cases:
+            result = await call(client, tool, args)
+            assert result.is_error, (tool, args)
+            assert "outside the workspace" in text_of(result), (tool, text_of(result))
+        result = await call(client, "invalidate_record", {"path": "hotkernel.yaml", "reason": "not a record"})
+        assert result.is_error and "results/" in text_of(result)
+    assert snapshot(workspace) == before
+    assert not jobs.list_jobs() or all(j.args.get("script") != str(outside) for j in jobs.list_jobs())
+
+
+async def test_gpu_tools_without_gpu(workspace: Path) -> None:
+    async with Client(build_server(workspace)) as client:
+        info = await call(client, "gpu_info")
+        assert not info.is_error, text_of(info)
+        if info.structured_content["gpus"]:
+            pytest.skip("a GPU is present: the no-GPU errors are not reachable here")
+        assert info.structured_content["source"] == "none" and info.structured_content["message"]
+        roof = await call(client, "roofline", {"flops": 1e9, "bytes_moved": 1e8})
+        assert roof.is_error and "no GPU" in text_of(roof) and "gpu" in text_of(roof)
+        named = await call(client, "roofline", {"flops": 1e9, "bytes_moved": 1e8, "gpu": "H200"})
+        assert not named.is_error, text_of(named)
+        assert named.structured_content["bound"] == "memory"
+        cal = await call(client, "calibrate", {"device": "cuda", "timeout_s": 120})
+        assert cal.is_error, text_of(cal)
+        assert "internal error" not in text_of(cal) and "calibrate" in text_of(cal)
+
+
+async def test_record_needs_a_verify_from_this_server(workspace: Path) -> None:
+    before = snapshot(workspace)
+    async with Client(build_server(workspace)) as client:
+        result = await call(client, "record", {"target": "scale", "note": "n/a", "who": "test"})
+        assert result.is_error and "verify first" in text_of(result)
+    assert snapshot(workspace) == before
+
+
+async def test_leaderboard_and_history_empty(workspace: Path) -> None:
+    async with Client(build_server(workspace)) as client:
+        board = await call(client, "leaderboard")
+        assert not board.is_error, text_of(board)
+        assert board.structured_content["rows"] == []
+        assert (workspace / "LEADERBOARD.md").read_text() == board.structured_content["markdown"]
+        hist = await call(client, "history", {"target": "scale"})
+        assert not hist.is_error and hist.structured_content == {"target": "scale", "records": []}
+
+
+async def test_no_workspace_says_how_to_start(tmp_path: Path) -> None:
+    async with Client(build_server(tmp_path)) as client:
+        result = await call(client, "list_targets")
+        assert result.is_error and "new_target" in text_of(result)
+
+
+async def test_start_then_poll_then_cancel_kills_the_tree(workspace: Path, tmp_path: Path) -> None:
+    pid_file = workspace / "sleeper.pid"
+    async with Client(build_server(workspace)) as client:
+        started = await call(
+            client, "torch_trace", {"script": "tools/sleeper.py", "script_args": [str(pid_file)], "wait_s": 0}
+        )
+        assert not started.is_error, text_of(started)
+        job = started.structured_content["job"]
+        assert job["state"] == "running" and started.structured_content["result"] is None
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() and time.monotonic() < deadline:
+            await anyio.sleep(0.1)
+        sleeper = int(pid_file.read_text())
+        assert alive(sleeper)
+        polled = await call(client, "job_status", {"job_id": job["job_id"], "wait_s": 0.5})
+        assert not polled.is_error and polled.structured_content["job"]["state"] == "running"
+        tree = jobs.descendants(jobs.get_job(job["job_id"]).pid)
+        assert sleeper in tree
+        cancelled = await call(client, "cancel_job", {"job_id": job["job_id"]})
+        assert not cancelled.is_error, text_of(cancelled)
+        assert cancelled.structured_content["state"] == "cancelled"
+        for pid in [jobs.get_job(job["job_id"]).pid, *tree]:
+            assert not alive(pid), f"process {pid} survived cancel_job"
+        listed = await call(client, "list_jobs")
+        assert job["job_id"] in [j["job_id"] for j in listed.structured_content["jobs"]]
+
+
+async def test_client_timeout_cancels_the_job_and_progress_arrives(workspace: Path) -> None:
+    pid_file = workspace / "sleeper2.pid"
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with Client(build_server(workspace)) as client:
+        with pytest.raises(MCPError):
+            await client.call_tool(
+                "torch_trace",
+                {"script": "tools/sleeper.py", "script_args": [str(pid_file)]},
+                read_timeout_seconds=8,
+                progress_callback=on_progress,
+            )
+        await anyio.sleep(1.0)
+    assert pid_file.exists(), "the profiled script never started"
+    sleeper = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while alive(sleeper) and time.monotonic() < deadline:
+        await anyio.sleep(0.1)
+    assert not alive(sleeper), "the job's child outlived the cancelled call"
+    job = [j for j in jobs.list_jobs() if j.args.get("script_args") == [str(pid_file)]][-1]
+    assert job.state == "cancelled"
+    assert seen and "started as job" in (seen[0][2] or "")
+    assert [p for p, _, _ in seen] == sorted(p for p, _, _ in seen)
+
+
+async def test_torch_trace_runs_on_cpu(workspace: Path) -> None:
+    script = workspace / "tools" / "matmul.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            import torch
+            a = torch.randn(64, 64)
+            for _ in range(3):
+                a = a @ a / 64
+            """
+        )
+    )
+    async with Client(build_server(workspace)) as client:
+        result = await call(client, "torch_trace", {"script": "tools/matmul.py", "top": 5, "wait_s": 300})
+    assert not result.is_error, text_of(result)
+    trace = result.structured_content["result"]
+    assert result.structured_content["job"]["state"] == "done"
+    assert trace["cuda"] is False and any("mm" in op["name"] for op in trace["ops"])
+    assert Path(trace["files"]["table"]).resolve().is_relative_to(workspace.resolve())
+
+
+async def test_disasm_without_cubin_is_a_clear_error(workspace: Path) -> None:
+    (workspace / "tools" / "not_a_kernel.ptx").write_text("hello\n")
+    async with Client(build_server(workspace)) as client:
+        missing = await call(client, "disasm", {"source": "triton-cache"})
+        assert missing.is_error and "kernel" in text_of(missing)
+        bad = await call(client, "disasm", {"source": "tools/not_a_kernel.ptx"})
+        assert bad.is_error and "PTX" in text_of(bad)
+
+
+def test_cli_never_imports_the_sdk() -> None:
+    import subprocess
+
+    code = "import hotkernel.cli, sys; bad = [m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')]; print(bad)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_server_never_imports_torch() -> None:
+    import subprocess
+
+    code = (
+        "import sys; from hotkernel.server import build_server; build_server('.'); "
+        "import hotkernel.jobs; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ))
+    assert out.stdout.strip() == "[]"
