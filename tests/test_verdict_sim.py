@@ -107,3 +107,28 @@ def test_main_writes_json_and_names_the_mode(tmp_path: Path, monkeypatch: pytest
     assert {row["mode"] for row in results["rows"]} == {"parametric", "samples"}
     assert results["analytic_seed_rule_false_rate_by_df"]["6"] == pytest.approx(0.0924, abs=5e-4)
     assert "| samples | neg | 7 |" in results["markdown"]
+
+
+@pytest.mark.slow
+def test_device_script_cpu_smoke_uses_the_contract_timer(tmp_path: Path) -> None:
+    """Plumbing only (CPU, tiny shapes): 6 fresh processes -> JSONL the simulation reads, timed by measure."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    out = tmp_path / "cpu.jsonl"
+    command = [sys.executable, str(REPO / "benchmarks/device/verdict_samples.py"), "--device", "cpu"]
+    result = subprocess.run(
+        [*command, "--processes", "6", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 12 and {r["kernel"] for r in records} == {"neg", "rms_norm"}
+    assert all(r["timer"].startswith("hk_contract.measure/") and r["timer_note"] is None for r in records)
+    assert [r["arm"] for r in records if r["kernel"] == "neg"] == ["A", "B", "B", "A", "A", "B"]
+    assert sim.load_samples(out)["neg"]["stats"]["rounds"] == 3
+    meta = json.loads(Path(str(out) + ".meta.json").read_text())
+    assert meta["processes_completed"] == 6 and meta["device"]["name"] == "cpu"
