@@ -2,7 +2,7 @@
 
 Run on the H200 (torch + CUDA; no hotkernel install needed, the repo only has to be the working directory):
 
-    python benchmarks/device/verdict_samples.py --out $OUT/verdict_samples.jsonl
+    python3 benchmarks/device/verdict_samples.py --out $OUT/verdict_samples.jsonl
 
 Design (docs/verdicts.md, "Error rates (H200 runs)"):
 * The unit of replication is the process: every sample comes from a fresh interpreter (CUDA context,
