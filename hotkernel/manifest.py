@@ -610,6 +610,8 @@ def _parse_text(text: str, display: str) -> Any:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark is not None else 1
         problem = (err.problem or err.context or "not valid YAML").strip()
+        if err.context and err.context_mark is not None and err.problem_mark is not None:
+            problem += f" ({err.context.strip()} at line {err.context_mark.line + 1})"
         raise HotkernelError(
             f"{display}:{line}: YAML syntax error: {problem}; fix the indentation or quoting there "
             "(quote values that contain ': ' or '#')"
@@ -855,6 +857,21 @@ def _entry_text(name: str, fields: dict[str, Any], key_col: int, step: int) -> l
     return lines
 
 
+def _normalise_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Drop None values; 1-D shapes given as digit strings become integers (``[8]``, not ``["8"]``)."""
+
+    def shape_value(value: Any) -> Any:
+        return int(value) if isinstance(value, str) and value.strip().isdigit() else value
+
+    normalised = {key: value for key, value in fields.items() if value is not None}
+    if isinstance(normalised.get("shapes"), list):
+        normalised["shapes"] = [
+            {k: shape_value(v) for k, v in entry.items()} if isinstance(entry, dict) else shape_value(entry)
+            for entry in normalised["shapes"]
+        ]
+    return normalised
+
+
 def _check_field_keys(fields: dict[str, Any]) -> None:
     allowed = _allowed_keys(TargetSpec)
     for key in fields:
@@ -1000,7 +1017,7 @@ def add_target(path: Path | str, name: str, fields: dict[str, Any], *, replace: 
     """
     path = Path(path)
     _check_field_keys(fields)
-    fields = {key: value for key, value in fields.items() if value is not None}
+    fields = _normalise_fields(fields)
     text = path.read_text(encoding="utf-8") if path.exists() else new_manifest_text(None)
     if not TARGET_NAME_RE.match(name):
         raise HotkernelError(
@@ -1015,6 +1032,7 @@ def update_target(path: Path | str, name: str, fields: dict[str, Any]) -> Manife
     """Set the given keys of target ``name`` (None removes a key); every other line stays byte-identical."""
     path = Path(path)
     _check_field_keys(fields)
+    fields = {**_normalise_fields(fields), **{key: None for key, value in fields.items() if value is None}}
     text = path.read_text(encoding="utf-8")
     new_text = _splice_update(text, name, fields)
     current = _plain(_yaml().load(text)["targets"][name]) or {}
