@@ -23,7 +23,7 @@ from hotkernel.procs import find_executable, run_command
 TRITON_CACHE = "triton-cache"
 DISASM_TIMEOUT_S = 120.0
 SASS_LINE_RE = re.compile(
-    r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)"
+    r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)"
 )
 FUNCTION_RE = re.compile(r"^\s*Function\s*:\s*(\S+)")
 RES_FUNCTION_RE = re.compile(r"^\s*Function\s+([^:\s]+):")

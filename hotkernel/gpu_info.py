@@ -18,6 +18,12 @@ SMI_FIELDS = (
     "power.max_limit", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "temperature.gpu",
     "compute_cap", "pci.bus_id",
 )
+SMI_HEADER_ALIASES = {  # nvidia-smi prints some query fields under their long names in the CSV header
+    "clocks.current.sm": "clocks.sm",
+    "clocks.current.memory": "clocks.mem",
+    "clocks.max.memory": "clocks.max.mem",
+    "clocks.max.graphics": "clocks.max.gr",
+}
 SMI_APP_FIELDS = ("gpu_uuid", "pid", "process_name", "used_memory")
 SMI_TIMEOUT_S = 20.0
 NO_GPU = "no NVIDIA GPU or driver found"
@@ -111,6 +117,7 @@ def parse_smi_csv(text: str, fields: tuple[str, ...] | list[str] = SMI_FIELDS) -
     names = list(fields)
     if rows[0][0].strip().split(" [")[0] in {*fields, *SMI_FIELDS}:
         names = [cell.strip().split(" [")[0] for cell in rows[0]]
+        names = [SMI_HEADER_ALIASES.get(name, name) for name in names]
         rows = rows[1:]
     gpus = []
     for row in rows:

@@ -115,7 +115,9 @@ def top_kernels(report: str | os.PathLike[str], n: int = 10) -> TopKernels:
     except OSError as exc:
         raise HotkernelError(f"top: cannot read {path}: {exc.strerror}") from None
     if path.suffix == ".json" or text.lstrip().startswith("{"):
-        return _finish(path, "chrome-trace", kernels_from_chrome_trace(text, path), None, n)
+        rows = kernels_from_chrome_trace(text, path)
+        note = None if rows else "no GPU kernel events in this trace (profiled without CUDA activity?)"
+        return _finish(path, "chrome-trace", rows, None, n, note=note)
     kind = detect_csv_kind(text)
     if kind == "nsys-csv":
         return _finish(path, kind, parse_nsys_kern_sum(text), None, n)
