@@ -2,7 +2,9 @@
 
 Run by ``hotkernel calibrate`` in the user's interpreter:
     python calibrate_probe.py --out RESULT.json [--contract hk_contract.py] [--device cuda|cpu] [--mib N]
-Writes one JSON object to --out. Bandwidth counts every byte read and written (decimal GB/s).
+Writes one JSON object to --out. Bandwidth counts every byte read and written (decimal GB/s). Timed with the
+contract's ``measure`` (a CUDA graph of N calls rotating over K buffer sets that together exceed 4x the L2),
+so the ceiling is measured the way kernels are; the probe's own event loop is the fallback, flagged.
 """
 
 from __future__ import annotations
@@ -10,68 +12,69 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import statistics
 import sys
 import time
 import traceback
 
+CACHE_MULTIPLE = 4  # the rotated buffers together exceed this multiple of the L2
 
-def load_contract_measure(path):
-    """The contract's ``measure`` timer, loaded by file path (None when absent or unloadable)."""
+
+def load_contract(path):
+    """The contract module loaded by file path, or (None, why)."""
     if not path:
-        return None, "no contract given"
+        return None, "no contract file given"
     try:
         spec = importlib.util.spec_from_file_location("hk_contract_for_calibration", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return getattr(module, "measure", None), None
-    except Exception as exc:  # noqa: BLE001 - report, then use the probe's own timer
+    except Exception as exc:  # noqa: BLE001 - report it, then use the probe's own timer
         return None, f"{type(exc).__name__}: {exc}"
+    if not callable(getattr(module, "measure", None)):
+        return None, "the contract has no measure()"
+    return module, None
 
 
-def ms_from_measure_result(value):
-    """Accept what a timer may return: a float of ms, a dict with 'ms', or an object with ``.ms``."""
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, dict) and "ms" in value:
-        return float(value["ms"])
-    if hasattr(value, "ms"):
-        return float(value.ms)
-    raise TypeError(f"cannot read milliseconds from {type(value).__name__}")
+def contract_ms(contract, torch, call, n_sets, device):
+    """Per-call ms and timer name from the contract's ``measure`` (no refill/poison: inputs never change)."""
+    timing = contract.measure(
+        call,
+        n_sets,
+        torch=torch,
+        device_kind=device,
+        refill=lambda index: None,
+        on_sample_done=lambda index, outputs: None,
+        poison=lambda kept: None,
+        flush=lambda: None,
+        clock=time.perf_counter,
+        wall=time.perf_counter,
+        elapsed_ms=lambda start, end: start.elapsed_time(end),
+    )
+    return float(timing["ms"]), str(timing["timer"]), list(timing.get("samples_ms", []))
 
 
-def event_timer_ms(torch, fn, device, reps, rounds):
-    """Median over ``rounds`` of (time of ``reps`` back-to-back calls) / reps, CUDA events or perf_counter."""
-    for _ in range(3):
-        fn()
+def event_ms(torch, call, n_sets, device, reps=20, rounds=7):
+    """Fallback: median over ``rounds`` of ``reps`` rotated calls between CUDA events (or perf_counter)."""
+    for j in range(2 * n_sets):
+        call(j)
     samples = []
     for _ in range(rounds):
         if device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             torch.cuda.synchronize()
             start.record()
-            for _ in range(reps):
-                fn()
+            for j in range(reps):
+                call(j)
             end.record()
             end.synchronize()
             samples.append(start.elapsed_time(end) / reps)
         else:
             t0 = time.perf_counter()
-            for _ in range(reps):
-                fn()
+            for j in range(reps):
+                call(j)
             samples.append((time.perf_counter() - t0) * 1e3 / reps)
-    return statistics.median(samples), samples
-
-
-def time_fn(torch, fn, device, measure, notes, reps, rounds):
-    """Time with the contract's ``measure`` when it takes ``measure(fn)``; else the probe's event timer."""
-    if measure is not None and device == "cuda":
-        try:
-            return ms_from_measure_result(measure(fn)), "contract-measure", []
-        except Exception as exc:  # noqa: BLE001
-            notes.append(f"contract measure(fn) unusable ({type(exc).__name__}: {exc}); used CUDA events")
-    ms, samples = event_timer_ms(torch, fn, device, reps, rounds)
-    return ms, ("cuda-events" if device == "cuda" else "cpu-perf-counter"), samples
+    return statistics.median(samples), ("cuda-events" if device == "cuda" else "cpu-perf-counter"), samples
 
 
 def main() -> int:
@@ -79,9 +82,7 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--contract", default=None)
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
-    parser.add_argument("--mib", type=int, default=0, help="MiB per buffer (0: from L2 size)")
-    parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--mib", type=int, default=0, help="MiB per buffer (0: 256 on CUDA, 64 on CPU)")
     args = parser.parse_args()
     result = {"ok": False}
     try:
@@ -93,38 +94,68 @@ def main() -> int:
                 raise RuntimeError("torch.cuda.is_available() is False in this interpreter")
             props = torch.cuda.get_device_properties(0)
             uuid = str(getattr(props, "uuid", "") or "")
-            result.update(device=props.name, uuid=uuid if uuid.startswith("GPU-") else f"GPU-{uuid}",
-                          l2_bytes=getattr(props, "L2_cache_size", None), sms=props.multi_processor_count)
-            free, _total = torch.cuda.mem_get_info()
-            l2 = int(result["l2_bytes"] or 0)
-            size = args.mib * 2**20 if args.mib else max(256 * 2**20, 8 * l2)
-            size = min(size, free // 6)
+            cache = int(getattr(props, "L2_cache_size", 0) or 0)
+            result.update(
+                device=props.name,
+                uuid=uuid if uuid.startswith("GPU-") else f"GPU-{uuid}",
+                l2_bytes=cache,
+                sms=props.multi_processor_count,
+            )
+            size = (args.mib or 256) * 2**20
+            free = torch.cuda.mem_get_info()[0]
         else:
             import platform
 
-            cpu_name = platform.processor() or platform.machine()
-            result.update(device=f"cpu ({cpu_name})", uuid="cpu", l2_bytes=None)
+            cache = 32 * 2**20
+            result.update(device=f"cpu ({platform.processor() or platform.machine()})", uuid="cpu")
             size = (args.mib or 64) * 2**20
-        n = size // 4
-        src = torch.rand(n, device=args.device, dtype=torch.float32)
-        dst = torch.empty_like(src)
-        measure, load_error = load_contract_measure(args.contract)
-        notes = [] if load_error is None else [f"contract not loaded: {load_error}"]
-        copy_ms, timer, copy_samples = time_fn(
-            torch, lambda: dst.copy_(src), args.device, measure, notes, args.reps, args.rounds)
-        read_ms, _, read_samples = time_fn(
-            torch, lambda: torch.sum(src), args.device, measure, notes, args.reps, args.rounds)
-        bytes_per_buffer = n * 4
+            free = 16 * size
+        n_sets = max(2, math.ceil(CACHE_MULTIPLE * cache / (2 * size)))
+        while n_sets > 2 and 2 * n_sets * size > free // 2:
+            n_sets -= 1
+        if 2 * n_sets * size > free // 2:
+            raise RuntimeError(
+                f"not enough free device memory for 2 x {n_sets} buffers of {size >> 20} MiB: "
+                "pass a smaller --mib"
+            )
+        numel = size // 4
+        sources = [torch.rand(numel, device=args.device) for _ in range(n_sets)]
+        targets = [torch.empty_like(s) for s in sources]
+        contract, why = load_contract(args.contract)
+        notes = (
+            [] if contract is not None else [f"contract timer not used ({why}); timed with the probe's loop"]
+        )
+
+        def copy(j):
+            return targets[j % n_sets].copy_(sources[j % n_sets])
+
+        def read(j):
+            return torch.sum(sources[j % n_sets])
+
+        timings = {}
+        for label, call in (("copy", copy), ("read", read)):
+            if contract is not None:
+                try:
+                    timings[label] = contract_ms(contract, torch, call, n_sets, args.device)
+                    continue
+                except Exception as exc:  # noqa: BLE001 - fall back, flagged
+                    notes.append(
+                        f"contract measure failed for {label} ({type(exc).__name__}: {exc}); "
+                        "timed with the probe's loop"
+                    )
+            timings[label] = event_ms(torch, call, n_sets, args.device)
+        bytes_per_buffer = numel * 4
         result.update(
             ok=True,
             bytes_per_buffer=bytes_per_buffer,
-            copy_ms=copy_ms,
-            read_ms=read_ms,
-            copy_gbps=2 * bytes_per_buffer / (copy_ms * 1e-3) / 1e9,
-            read_gbps=bytes_per_buffer / (read_ms * 1e-3) / 1e9,
-            timer=timer,
-            copy_samples_ms=copy_samples,
-            read_samples_ms=read_samples,
+            rotation=n_sets,
+            copy_ms=timings["copy"][0],
+            read_ms=timings["read"][0],
+            copy_gbps=2 * bytes_per_buffer / (timings["copy"][0] * 1e-3) / 1e9,
+            read_gbps=bytes_per_buffer / (timings["read"][0] * 1e-3) / 1e9,
+            timer=timings["copy"][1],
+            copy_samples_ms=timings["copy"][2],
+            read_samples_ms=timings["read"][2],
             notes=notes,
         )
     except Exception as exc:  # noqa: BLE001 - the tool turns this into one line
