@@ -585,10 +585,10 @@ def poison_tensors(torch: Any, outputs: list[Any], protected: list[Any]) -> None
 def worker_main(argv: list[str]) -> None:
     """``worker [SCRIPT RUN_DIR]``: wait for the job line on stdin, run it, write one protocol line, exit."""
     proto_fd = int(os.environ.get(PROTOCOL_FD_ENV, "-1"))
-    if proto_fd < 0:  # started by hand: the protocol line goes to the real stdout
+    if proto_fd < 0:  # started by hand: the protocol line goes to the real stdout, prints to stderr
         proto_fd = os.dup(1)
-    os.dup2(2, 1)  # anything the script prints lands on stderr, never on the protocol channel
-    sys.stdout = sys.stderr
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
     write = os.write
     hard_exit = os._exit
     started = time.perf_counter()
@@ -897,6 +897,7 @@ def judge_main() -> None:
     import torch
 
     state = JudgeState(torch)
+    os.write(reply_fd, b'{"ready": true}\n')
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -1189,10 +1190,11 @@ class Worker:
         env[TOKEN_ENV] = self.token
         env[PROTOCOL_FD_ENV] = str(write_fd)
         self.log = tempfile.TemporaryFile()
+        self.out = tempfile.TemporaryFile()  # the script's prints: kept apart so forged JSON lines are seen
         self.proc = subprocess.Popen(
             [python, "-I", contract, "worker"],
             stdin=subprocess.PIPE,
-            stdout=self.log,
+            stdout=self.out,
             stderr=self.log,
             pass_fds=(write_fd,),
             start_new_session=True,
@@ -1215,12 +1217,20 @@ class Worker:
             self.chunks.append(chunk)
 
     def log_tail(self, limit: int = 4000) -> str:
+        """The end of the worker's stderr, then of its stdout."""
+        return (tail_of(self.log, limit) + "\n" + tail_of(self.out, limit)).strip()[-limit:]
+
+    def forged_stdout_line(self) -> str | None:
+        """A JSON object the script printed on stdout (a forged result line), if any."""
         with contextlib.suppress(OSError, ValueError):
-            self.log.seek(0, os.SEEK_END)
-            size = self.log.tell()
-            self.log.seek(max(0, size - 4 * limit))
-            return self.log.read().decode("utf-8", "replace")[-limit:]
-        return ""
+            self.out.seek(0)
+            for raw in self.out.read(1 << 22).splitlines():
+                text = raw.strip()
+                if text.startswith(b"{") and text.endswith(b"}"):
+                    with contextlib.suppress(ValueError):
+                        if isinstance(json.loads(text), dict):
+                            return text[:120].decode("utf-8", "replace")
+        return None
 
     def kill(self) -> None:
         """Kill the worker's process group and every process carrying its token."""
@@ -1236,9 +1246,19 @@ class Worker:
         self.kill()
         with contextlib.suppress(OSError):
             self.log.close()
+            self.out.close()
         self.reader.join(timeout=1.0)
         with contextlib.suppress(OSError):
             os.close(self.read_fd)
+
+
+def tail_of(handle: Any, limit: int) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - 4 * limit))
+        return handle.read().decode("utf-8", "replace")[-limit:]
+    return ""
 
 
 def token_processes(token: str) -> list[int]:
@@ -1279,6 +1299,7 @@ class Judge:
             start_new_session=True,
         )
         self.lines: list[bytes] = []
+        self.ready_seen = False
         self.ready = threading.Condition()
         self.reader = threading.Thread(target=self._drain, daemon=True)
         self.reader.start()
@@ -1292,7 +1313,17 @@ class Judge:
         with self.ready:
             self.ready.notify_all()
 
+    def wait_ready(self, timeout_s: float = JUDGE_REPLY_TIMEOUT_S) -> bool:
+        """Block until the judge has imported torch (so it does not compete with a worker's timing)."""
+        if self.ready_seen:
+            return True
+        reply = self.next_line(timeout_s)
+        self.ready_seen = reply.get("ready") is True
+        return self.ready_seen
+
     def ask(self, job: dict[str, Any], timeout_s: float = JUDGE_REPLY_TIMEOUT_S) -> dict[str, Any]:
+        if not self.wait_ready(timeout_s):
+            return fail("crashed", f"judge did not start: {self.log_tail()}")
         if self.proc.poll() is not None or self.proc.stdin is None:
             return fail("crashed", f"judge process exited ({self.proc.returncode}): {self.log_tail()}")
         try:
@@ -1300,6 +1331,10 @@ class Judge:
             self.proc.stdin.flush()
         except OSError as err:
             return fail("crashed", f"judge process is gone ({err})")
+        return self.next_line(timeout_s)
+
+    def next_line(self, timeout_s: float) -> dict[str, Any]:
+        """The judge's next reply line, or a failure when it dies or stays silent."""
         deadline = time.monotonic() + timeout_s
         with self.ready:
             while not self.lines:
@@ -1383,6 +1418,7 @@ def orchestrate(
     worker = worker or Worker(python, contract)
     run_dir = tempfile.mkdtemp(prefix="hk_run_", dir=run_dir_parent())
     try:
+        judge.wait_ready()
         verdict = run_worker(worker, script, run_dir, timeout_s, on_worker_done)
         result["stderr_tail"] = worker.log_tail()
         if verdict.get("status") != "measured":
@@ -1456,6 +1492,9 @@ def run_worker(
         )
     if code != 0:
         return fail("worker_exit_clean", f"worker exited with code {code} after reporting")
+    forged = worker.forged_stdout_line()
+    if forged:
+        return fail("single_protocol_line", f"the script printed a JSON line on stdout (forged): {forged}")
     if record.get("status") != "measured":
         reason = str(record.get("reason") or "crashed: worker failed without a reason")
         status = "invalid"

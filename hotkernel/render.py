@@ -1,0 +1,188 @@
+"""Render a target's scripts from its resolved manifest entry: a generated ``baseline.py`` (hash-checked), a
+``candidate.py`` created once and never overwritten, and the vendored contract ``targets/hk_contract.py``.
+
+Templates live in ``hotkernel/templates/`` inside a wheel and in ``<repo>/templates/`` in an editable install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import keyword
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hotkernel.errors import HotkernelError
+from hotkernel.workspace import Workspace, validate_target_name
+
+CONTRACT_NAME = "hk_contract.py"
+BASELINE_TEMPLATE = "baseline.py.j2"
+CANDIDATE_TEMPLATE = "candidate.py.j2"
+
+
+class RenderResult(BaseModel):
+    """What ``render_target`` did: files written, files kept as they were, and the baseline's hash."""
+
+    target: str = Field(description="target name")
+    written: list[str] = Field(default_factory=list, description="workspace-relative paths written")
+    kept: list[str] = Field(default_factory=list, description="paths left untouched (an existing candidate)")
+    baseline_sha256: str = Field(description="sha256 of the generated baseline.py")
+    contract_sha256: str = Field(description="sha256 of targets/hk_contract.py")
+
+
+def templates_dir() -> Path:
+    """``hotkernel/templates`` (wheel) or ``<repo>/templates`` (editable checkout)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "templates", here.parent / "templates"):
+        if (candidate / CONTRACT_NAME).is_file():
+            return candidate
+    raise HotkernelError(
+        f"hotkernel's templates are missing (looked in {here / 'templates'} and {here.parent / 'templates'}): "
+        "reinstall hotkernel (`pip install -e .` from the repository, or `pip install hotkernel`)"
+    )
+
+
+def contract_path() -> Path:
+    """The tool's own copy of the contract (the one every workspace copy must equal)."""
+    return templates_dir() / CONTRACT_NAME
+
+
+def contract_source() -> str:
+    return contract_path().read_text(encoding="utf-8")
+
+
+def contract_sha256() -> str:
+    return hashlib.sha256(contract_path().read_bytes()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def contract_module() -> ModuleType:
+    """The contract imported in the tool process (stdlib only at import: the orchestrator side)."""
+    spec = importlib.util.spec_from_file_location("hotkernel_contract", contract_path())
+    if spec is None or spec.loader is None:  # pragma: no cover - the file exists (templates_dir checked)
+        raise HotkernelError(f"cannot load {contract_path()}: reinstall hotkernel")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def _identifier(name: str, what: str) -> str:
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise HotkernelError(
+            f"{what} {name!r} cannot be a Python parameter name: rename it in hotkernel.yaml "
+            "(letters, digits and '_', not a keyword)"
+        )
+    return name
+
+
+def call_names(resolved: dict[str, Any]) -> list[str]:
+    """The kernel's positional parameters: derived input names when a derive hook is set, else the inputs."""
+    names = resolved.get("derived_inputs") or [item["name"] for item in resolved["inputs"]]
+    return [_identifier(str(n), "input name") for n in names]
+
+
+def _context(resolved: dict[str, Any]) -> dict[str, Any]:
+    contract = contract_module()
+    positional = call_names(resolved)
+    kwargs = [_identifier(str(k), "kwarg") for k in (resolved.get("kwargs") or {})]
+    signature = ", ".join(positional + (["*"] + kwargs if kwargs else []))
+    call_args = ", ".join(positional + [f"{k}={k}" for k in kwargs])
+    return {
+        "name": resolved["name"],
+        "from_ref": resolved["from"],
+        "from_literal": json.dumps(resolved["from"]),
+        "spec_json": json.dumps(resolved, indent=2, sort_keys=False, allow_nan=False),
+        "protocol": contract.PROTOCOL_VERSION,
+        "signature": signature,
+        "call_args": call_args,
+        "atol": resolved.get("atol"),
+        "rtol": resolved.get("rtol"),
+        "dtype": resolved.get("dtype"),
+        "device": resolved.get("device"),
+    }
+
+
+def expected_baseline(resolved: dict[str, Any]) -> str:
+    """The exact text ``baseline.py`` must have for this resolved target (an edited copy differs)."""
+    return _environment().get_template(BASELINE_TEMPLATE).render(**_context(resolved))
+
+
+def expected_baseline_sha256(resolved: dict[str, Any]) -> str:
+    return hashlib.sha256(expected_baseline(resolved).encode("utf-8")).hexdigest()
+
+
+def initial_candidate(resolved: dict[str, Any]) -> str:
+    """The candidate a new target starts with: ``kernel`` calls the baseline's function."""
+    return _environment().get_template(CANDIDATE_TEMPLATE).render(**_context(resolved))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_if_changed(path: Path, text: str) -> bool:
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    _write_atomic(path, text)
+    return True
+
+
+def render_target(ws: Workspace, name: str, resolved: dict[str, Any]) -> RenderResult:
+    """Write ``targets/<name>/baseline.py`` (always regenerated), ``candidate.py`` (only if missing) and
+    ``targets/hk_contract.py`` (the tool's contract, verbatim)."""
+    validate_target_name(name)
+    if resolved.get("name") != name:
+        raise HotkernelError(f"render: resolved target is {resolved.get('name')!r}, asked to render {name!r}")
+    target_dir = ws.target_dir(name)
+    result_written: list[str] = []
+    kept: list[str] = []
+
+    def rel(path: Path) -> str:
+        return path.relative_to(ws.root).as_posix()
+
+    contract_text = contract_source()
+    if _write_if_changed(ws.contract_file, contract_text):
+        result_written.append(rel(ws.contract_file))
+    baseline_text = expected_baseline(resolved)
+    baseline = target_dir / "baseline.py"
+    if _write_if_changed(baseline, baseline_text):
+        result_written.append(rel(baseline))
+    candidate = target_dir / "candidate.py"
+    if candidate.exists():
+        kept.append(rel(candidate))
+    else:
+        _write_atomic(candidate, initial_candidate(resolved))
+        result_written.append(rel(candidate))
+    return RenderResult(
+        target=name,
+        written=result_written,
+        kept=kept,
+        baseline_sha256=hashlib.sha256(baseline_text.encode("utf-8")).hexdigest(),
+        contract_sha256=hashlib.sha256(contract_text.encode("utf-8")).hexdigest(),
+    )

@@ -1,0 +1,265 @@
+"""Tool side of a run: hash checks, device-idle check, the contract's orchestrator, one ``RunOutcome``.
+
+The tool never imports torch: the worker and the judge run in the user's interpreter (``python``), started
+from hotkernel's own copy of the contract; the workspace copy (``targets/hk_contract.py``, imported by the
+scripts) and the generated ``baseline.py`` are hash-checked before and after every run. A crash, hang, missing
+or doubled protocol line comes back as a status and a ``"<check>: <detail>"`` reason, never a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from hotkernel import render
+from hotkernel.errors import HotkernelError
+from hotkernel.workspace import Workspace
+
+IDLE_WAIT_S = 10.0  # how long a run waits for foreign GPU processes to finish before it is refused
+IDLE_POLL_S = 0.5
+STDERR_TAIL_CHARS = 4000
+
+
+class RunOutcome(BaseModel):
+    """One run of one script, as the contract judged it."""
+
+    status: Literal["ok", "incorrect", "invalid"] = Field(description="the contract's verdict on this run")
+    reason: str | None = Field(default=None, description="'<check_name>: <detail>' whenever status is not ok")
+    ms: float | None = Field(default=None, description="headline time per call, milliseconds (ok runs)")
+    run: dict[str, Any] | None = Field(default=None, description="the run's JSON line (protocol 1)")
+    stderr_tail: str = Field(default="", description="last lines the worker wrote to stdout/stderr")
+    wall_s: float = Field(description="wall-clock seconds of the whole run, checks included")
+    script: str = Field(description="the script that ran")
+    role: str = Field(description="'baseline' or 'candidate'")
+
+    @property
+    def data(self) -> dict[str, Any] | None:
+        """The run JSON line (alias of ``run``)."""
+        return self.run
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _resolved_from_manifest(ws: Workspace, name: str) -> dict[str, Any] | None:
+    """The manifest's resolved entry for ``name``, or None when the workspace has no such target."""
+    if not ws.manifest.is_file():
+        return None
+    from hotkernel.manifest import load_manifest, resolved_target
+
+    manifest = load_manifest(ws.manifest)
+    if name not in manifest.targets:
+        return None
+    return resolved_target(manifest, name)
+
+
+def check_workspace_integrity(ws: Workspace, name: str, resolved: dict[str, Any] | None = None) -> str | None:
+    """None when ``targets/hk_contract.py`` is hotkernel's contract and ``targets/<name>/baseline.py`` is
+    exactly what the manifest renders; else the reason (``contract_unchanged: ...`` / ``baseline_unchanged:``).
+    """
+    contract = ws.contract_file
+    if _sha256(contract) != render.contract_sha256():
+        what = "is missing" if not contract.is_file() else "differs from hotkernel's contract"
+        return f"contract_unchanged: targets/hk_contract.py {what}; run `hotkernel sync` to re-render it"
+    baseline = ws.target_dir(name) / "baseline.py"
+    if not baseline.is_file():
+        return f"baseline_unchanged: targets/{name}/baseline.py is missing; run `hotkernel sync` to render it"
+    if resolved is None:
+        resolved = _resolved_from_manifest(ws, name)
+    if resolved is None:  # no manifest entry: at least the file must be what its own SPEC renders
+        contract = render.contract_module()
+        try:
+            resolved = contract.read_spec(str(baseline))
+        except (OSError, ValueError, SyntaxError) as err:
+            return f"baseline_unchanged: targets/{name}/baseline.py has no readable SPEC ({err})"
+    expected = render.expected_baseline_sha256(resolved)
+    if _sha256(baseline) != expected:
+        return (f"baseline_unchanged: targets/{name}/baseline.py was edited (it is generated from "
+                "hotkernel.yaml); run `hotkernel sync` to re-render it")
+    return None
+
+
+def _nvml_foreign_processes(own_pids: set[int]) -> list[int] | None:
+    """PIDs (visible in /proc, not ours) with a compute context on any GPU; None when NVML is unavailable."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver, no GPU, no library: nothing to check
+        return None
+    foreign: list[int] = []
+    try:
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                pid = int(proc.pid)
+                if pid not in own_pids and os.path.exists(f"/proc/{pid}"):
+                    foreign.append(pid)
+    except Exception:  # noqa: BLE001
+        return None
+    return foreign
+
+
+def device_idle_problem(own_pids: set[int], wait_s: float = IDLE_WAIT_S) -> str | None:
+    """``device_idle: ...`` when other processes keep using the GPU for ``wait_s``; None when idle or no GPU."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        foreign = _nvml_foreign_processes(own_pids | {os.getpid()})
+        if not foreign:
+            return None
+        if time.monotonic() >= deadline:
+            return (f"device_idle: {len(foreign)} other process(es) use the GPU (pids "
+                    f"{', '.join(map(str, sorted(foreign)[:5]))}); stop them and run again")
+        time.sleep(IDLE_POLL_S)
+
+
+class JudgeProcess:
+    """One judge for a whole bench/verify, plus one pre-started worker so the next run's interpreter and
+    ``import torch`` overlap with the judging of the previous run. Use as a context manager."""
+
+    def __init__(self, ws: Workspace, *, python: str, prestart: bool = True) -> None:
+        self.ws = ws
+        self.python = str(python)
+        self.prestart_enabled = prestart
+        self.contract = render.contract_module()
+        self.contract_file = str(render.contract_path())
+        self.client: Any = None
+        self.spare: Any = None
+
+    def __enter__(self) -> JudgeProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        if self.client is None or self.client.proc.poll() is not None:
+            if self.client is not None:
+                self.client.close()
+            try:
+                self.client = self.contract.Judge(self.python, self.contract_file)
+            except OSError as err:
+                raise HotkernelError(f"cannot start the judge with {self.python}: {err}; check HOTKERNEL_PYTHON")
+        if self.prestart_enabled and self.spare is None:
+            self.prestart()
+
+    def prestart(self) -> None:
+        """Start the next worker now (it imports torch, then waits for its job)."""
+        if self.spare is None:
+            try:
+                self.spare = self.contract.Worker(self.python, self.contract_file)
+            except OSError:
+                self.spare = None
+
+    def take_worker(self) -> Any:
+        """The pre-started worker if it is still alive, else a fresh one."""
+        worker, self.spare = self.spare, None
+        if worker is not None and worker.proc.poll() is None:
+            return worker
+        if worker is not None:
+            worker.close()
+        return self.contract.Worker(self.python, self.contract_file)
+
+    def own_pids(self) -> set[int]:
+        pids = set()
+        for item in (self.client, self.spare):
+            if item is not None:
+                pids.add(item.proc.pid)
+        return pids
+
+    def close(self) -> None:
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+
+def _target_name(ws: Workspace, script: Path) -> str:
+    targets = ws.targets_dir.resolve()
+    if script.parent.parent != targets:
+        raise HotkernelError(
+            f"{script} is not a rendered target script: give targets/NAME/baseline.py or targets/NAME/candidate.py "
+            "(run `hotkernel sync` to render them)"
+        )
+    return script.parent.name
+
+
+def run_script(
+    ws: Workspace,
+    script: str | os.PathLike[str],
+    *,
+    python: str,
+    role: str | None = None,
+    timeout_s: float = 600.0,
+    ceiling_gbps: float | None = None,
+    judge: JudgeProcess | None = None,
+    check_idle: bool = True,
+    resolved: dict[str, Any] | None = None,
+) -> RunOutcome:
+    """Run ``script`` once under the contract with the user's ``python``; hashes checked before and after."""
+    started = time.monotonic()
+    path = ws.inside(script, what="script")
+    if not path.is_file():
+        raise HotkernelError(f"script {script} does not exist: run `hotkernel sync` to render the target")
+    name = _target_name(ws, path)
+    role = role or ("baseline" if path.name == "baseline.py" else "candidate")
+
+    def outcome(status: str, reason: str | None, run: dict[str, Any] | None = None, tail: str = "") -> RunOutcome:
+        ms = run.get("ms") if run and status == "ok" else None
+        return RunOutcome(status=status, reason=reason, ms=ms, run=run, stderr_tail=tail[-STDERR_TAIL_CHARS:],
+                          wall_s=round(time.monotonic() - started, 3), script=str(path), role=role)
+
+    problem = check_workspace_integrity(ws, name, resolved)
+    if problem:
+        return outcome("invalid", problem)
+    own = judge is None
+    session = judge or JudgeProcess(ws, python=python, prestart=False)
+    try:
+        session.start()
+        if check_idle and _wants_cuda(path):
+            problem = device_idle_problem(session.own_pids())
+            if problem:
+                return outcome("invalid", problem)
+        worker = session.take_worker()
+        result = session.contract.orchestrate(
+            str(path), python=session.python, contract=session.contract_file, timeout_s=timeout_s,
+            ceiling_gbps=ceiling_gbps, judge=session.client, worker=worker, role=role,
+            on_worker_done=session.prestart if session.prestart_enabled else None,
+        )
+    except HotkernelError:
+        raise
+    except Exception as err:  # noqa: BLE001 - never a traceback: the run is invalid with the cause
+        return outcome("invalid", f"crashed: runner: {type(err).__name__}: {err}")
+    finally:
+        if own:
+            session.close()
+    tail = str(result.pop("stderr_tail", "") or "")
+    status = result.get("status") if result.get("status") in ("ok", "incorrect", "invalid") else "invalid"
+    reason = result.get("reason")
+    problem = check_workspace_integrity(ws, name, resolved)
+    if problem:
+        status, reason = "invalid", problem
+        result.update(status=status, ok=False, reason=reason)
+    if status != "ok" and not reason:
+        reason = "crashed: the run gave no reason"
+    return outcome(status, reason, result, tail)
+
+
+def _wants_cuda(script: Path) -> bool:
+    try:
+        spec = render.contract_module().read_spec(str(script))
+    except (OSError, ValueError, SyntaxError):
+        return False
+    return str(spec.get("device", "cuda")).startswith("cuda")

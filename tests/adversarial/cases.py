@@ -1,0 +1,67 @@
+"""The adversarial table: one candidate file per cheat family, with the status and check it must produce.
+
+Reusable: ``from adversarial.cases import CASES`` gives (file, expected status, accepted check names); the
+files live in ``candidates/``. ``untouched`` means the candidate exactly as ``render`` creates it. A case
+whose memory contents are up to the allocator lists every check that may legitimately fire first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # candidates/<name>.py, or "untouched" for the rendered candidate
+    status: str  # "ok" | "incorrect" | "invalid"
+    checks: tuple[str, ...]  # the reason must start with one of these ("" for ok)
+    timeout_s: float = 120.0
+    family: str = ""
+
+    @property
+    def is_control(self) -> bool:
+        return self.status == "ok" or self.name == "zeros"
+
+
+CASES: tuple[Case, ...] = (
+    Case("untouched", "ok", (), family="control: the rendered candidate"),
+    Case("untouched_inline", "ok", (), family="control: an honest rewrite"),
+    Case("zeros", "incorrect", ("outputs_match_reference",), family="control: zeros"),
+    Case("never_written", "incorrect", ("output_not_nan", "outputs_match_reference"),
+         family="output never written"),
+    Case("partly_written", "incorrect", ("output_not_nan", "outputs_match_reference"),
+         family="output partly written"),
+    Case("inputs_zeroed", "incorrect", ("inputs_unchanged",), family="inputs mutated in place"),
+    Case("inputs_mutated_quietly", "incorrect", ("inputs_unchanged",), family="inputs mutated in place"),
+    Case("return_input", "incorrect", ("outputs_match_reference",), family="input returned"),
+    Case("return_view", "incorrect", ("outputs_match_reference",), family="view of the input returned"),
+    Case("return_constant", "incorrect", ("outputs_match_reference",), family="constant returned"),
+    Case("return_mean", "incorrect", ("outputs_match_reference",), family="mean returned"),
+    Case("nan_output", "incorrect", ("output_not_nan",), family="NaN output"),
+    Case("inf_output", "incorrect", ("output_not_nan",), family="inf output"),
+    Case("wrong_dtype", "incorrect", ("output_shape_dtype",), family="dtype differs"),
+    Case("wrong_shape", "incorrect", ("output_shape_dtype",), family="shape differs"),
+    Case("patch_allclose", "invalid", ("functions_unpatched",), family="comparison patched"),
+    Case("patch_isclose_equal", "invalid", ("functions_unpatched",), family="comparison patched"),
+    Case("patch_assert_close", "invalid", ("functions_unpatched",), family="comparison patched"),
+    Case("patch_perf_counter", "invalid", ("functions_unpatched",), family="timer patched"),
+    Case("patch_elapsed_time", "invalid", ("functions_unpatched",), family="timer patched"),
+    Case("patch_contract", "invalid", ("functions_unpatched",), family="the contract's own timer patched"),
+    Case("cache_by_pointer", "incorrect", ("timed_outputs_match_reference",), family="cached by pointer"),
+    Case("honest_then_stale", "incorrect", ("timed_outputs_match_reference",), family="honest, then stale"),
+    Case("lower_precision", "incorrect", ("outputs_match_reference",), family="precision lowered"),
+    Case("print_forged_json", "invalid", ("single_protocol_line",), family="forged JSON line printed"),
+    Case("forge_protocol_fd", "invalid", ("single_protocol_line",), family="forged protocol line"),
+    Case("early_exit", "invalid", ("single_protocol_line",), family="early exit after a forged line"),
+    Case("exit_at_import", "invalid", ("import_failed",), family="early exit at import"),
+    Case("edit_baseline", "invalid", ("baseline_unchanged",), family="generated baseline edited"),
+    Case("edit_contract", "invalid", ("contract_unchanged",), family="contract edited"),
+    Case("leftover_process", "invalid", ("no_leftover_processes",), family="process left running"),
+    Case("leftover_daemon", "invalid", ("no_leftover_processes",), family="daemon left running"),
+    Case("raises", "invalid", ("crashed",), family="kernel raises"),
+    Case("segfault", "invalid", ("crashed",), family="kernel dies of a signal"),
+    Case("hangs", "invalid", ("timeout",), timeout_s=20.0, family="kernel hangs"),
+    Case("import_error", "invalid", ("import_failed",), family="candidate does not import"),
+)
+
+CHEATS = tuple(case for case in CASES if not case.is_control)

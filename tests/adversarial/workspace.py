@@ -1,0 +1,87 @@
+"""A tiny CPU workspace for contract tests: one fp32 target ``rms`` (64x256 rows scaled by their RMS and a
+weight), rendered, with helpers to swap in a candidate. Reusable by other test modules
+(``from adversarial.workspace import make_workspace``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from hotkernel.render import render_target
+from hotkernel.workspace import Workspace
+
+TARGET = "rms"
+CANDIDATES_DIR = Path(__file__).resolve().parent / "candidates"
+KERNEL_SOURCE = '''"""The baseline kernel: rows scaled by their root-mean-square, times a weight."""
+
+import torch
+
+
+def rms_scale(x, w, *, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+'''
+MANIFEST_SOURCE = """version: 1
+targets:
+  rms:
+    from: ./kernels/ops.py:rms_scale
+    shapes: [64x256]
+    extra: ["w:256"]
+    dtype: fp32
+    kwargs: {eps: 1.0e-6}
+    device: cpu
+"""
+
+
+def default_resolved(**overrides: Any) -> dict[str, Any]:
+    """The render context of ``rms`` as docs/architecture.md defines it (every default filled in)."""
+    resolved: dict[str, Any] = {
+        "name": TARGET, "from": "./kernels/ops.py:rms_scale", "reference": None, "derive": None,
+        "derived_inputs": None,
+        "inputs": [{"name": "x", "shapes": [[64, 256]]}, {"name": "w", "shapes": [[256]]}],
+        "shapes": ["64x256"], "dtype": "fp32", "kwargs": {"eps": 1e-6}, "rotate": ["x"], "flops": None,
+        "bytes": None, "min_bytes": None, "atol": 1e-4, "rtol": 1e-4, "seed": None, "iters": None,
+        "device": "cpu",
+    }
+    resolved.update(overrides)
+    return resolved
+
+
+def manifest_resolved(ws: Workspace) -> dict[str, Any] | None:
+    """``resolved_target`` from the workspace manifest, when the manifest module can load it."""
+    try:
+        from hotkernel.manifest import load_manifest, resolved_target
+
+        return resolved_target(load_manifest(ws.manifest), TARGET)
+    except Exception:  # noqa: BLE001 - the manifest module is another part's work; fall back to our dict
+        return None
+
+
+def make_workspace(root: Path, **overrides: Any) -> tuple[Workspace, dict[str, Any]]:
+    """Write kernels/ops.py and hotkernel.yaml under ``root`` and render ``rms``; (workspace, resolved)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "kernels").mkdir(exist_ok=True)
+    (root / "kernels" / "ops.py").write_text(KERNEL_SOURCE)
+    (root / "hotkernel.yaml").write_text(MANIFEST_SOURCE)
+    ws = Workspace(root)
+    resolved = None if overrides else manifest_resolved(ws)
+    if resolved is None:
+        resolved = default_resolved(**overrides)
+    render_target(ws, TARGET, resolved)
+    return ws, resolved
+
+
+def install_candidate(ws: Workspace, name: str) -> Path:
+    """Copy ``candidates/<name>.py`` over ``targets/rms/candidate.py``; returns the candidate path."""
+    path = ws.target_dir(TARGET) / "candidate.py"
+    shutil.copyfile(CANDIDATES_DIR / f"{name}.py", path)
+    return path
+
+
+def python() -> str:
+    """The user interpreter for tests: HOTKERNEL_PYTHON or this venv's python (it has CPU torch)."""
+    import os
+
+    return os.environ.get("HOTKERNEL_PYTHON") or sys.executable
