@@ -357,7 +357,11 @@ def op_sync(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     from hotkernel.reconcile import sync
 
     return sync(
-        _workspace(root), args.get("names"), from_scratch=args.get("from_scratch", False), progress=progress
+        _workspace(root),
+        args.get("names"),
+        from_scratch=args.get("from_scratch", False),
+        n=args.get("n"),
+        progress=progress,
     )
 
 
@@ -396,12 +400,39 @@ def op_torch_trace(root: Path, args: dict[str, Any], progress: ProgressFn) -> An
     return result
 
 
+def op_profile(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
+    """run a script in the user's python under ncu/nsys; a missing tool or permission is a one-line error."""
+    from hotkernel.bench import resolve_python
+    from hotkernel.profile import profile
+
+    ws = _workspace(root)
+    out_dir = ws.state_dir / "profiles" / time.strftime("%Y%m%d-%H%M%S")
+    command = [resolve_python(ws, None), args["script"], *args.get("script_args", [])]
+    progress(0, 1, f"{args['tool']} {Path(args['script']).name}")
+    result = profile(
+        command,
+        tool=args["tool"],
+        kernel_regex=args.get("kernel_regex"),
+        launch_count=args.get("launch_count"),
+        cache_control=args.get("cache_control", "all"),
+        timeout_s=args.get("timeout_s", 600),
+        out_dir=out_dir,
+        cwd=ws.root,
+        top=args.get("top", 10),
+    )
+    if not result.ok and result.diagnosis is not None:
+        raise HotkernelError(f"profile: {result.diagnosis.one_line()}")
+    progress(1, 1, "done")
+    return result
+
+
 OPERATIONS: dict[str, Callable[[Path, dict[str, Any], ProgressFn], Any]] = {
     "bench": op_bench,
     "verify": op_verify,
     "sync": op_sync,
     "calibrate": op_calibrate,
     "torch_trace": op_torch_trace,
+    "profile": op_profile,
 }
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from hotkernel.calibrate import CalibrationEntry
 from hotkernel.disasm import DisasmResult
 from hotkernel.errors import HotkernelError
 from hotkernel.gpu_info import GpuInfo
+from hotkernel.profile import ProfileResult
 from hotkernel.results import (
     BenchResult,
     HistoryEntry,
@@ -42,6 +43,7 @@ from hotkernel.results import (
     VerifyResult,
 )
 from hotkernel.roofline import RooflineResult
+from hotkernel.top_kernels import TopKernels
 from hotkernel.torch_trace import TraceResult
 from hotkernel.workspace import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace, safe_path
 
@@ -418,10 +420,10 @@ async def bench(
     """
     ws = _workspace(ctx)
     _known_target(ws, target)
-    _render(ws, target)
     args: dict[str, Any] = {"target": target, "role": role, "n": n, "warmup": warmup, "timeout_s": timeout_s}
     if script is not None:
         args["script"] = str(_inside(ws, script, "script"))
+    _render(ws, target)
     info, result = await _run_job(ctx, "bench", ws, args, wait_s)
     return BenchOutcome(job=info, result=result)
 
@@ -526,6 +528,14 @@ async def sync(
     from_scratch: Annotated[
         bool, Field(description="re-run even targets that are up to date; default false")
     ] = False,
+    n: Annotated[
+        int | None,
+        Field(
+            description="verify rounds per target, 2 to 50; default None = defaults.n in hotkernel.yaml",
+            ge=2,
+            le=50,
+        ),
+    ] = None,
     wait_s: WaitS = DEFAULT_WAIT_S,
 ) -> SyncOutcome:  # type: ignore[valid-type]
     """Reconcile the workspace: render, verify and record every out-of-date target (what plan lists).
@@ -543,7 +553,7 @@ async def sync(
                 f"known targets: {', '.join(sorted(manifest.targets))}"
             )
     info, result = await _run_job(
-        ctx, "sync", ws, {"names": targets or None, "from_scratch": from_scratch}, wait_s
+        ctx, "sync", ws, {"names": targets or None, "from_scratch": from_scratch, "n": n}, wait_s
     )
     return SyncOutcome(job=info, result=result)
 
@@ -1226,3 +1236,120 @@ def disasm(
     stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in (kernel or Path(source).stem))[:80]
     out_path = out_dir / f"{stem}.{'ptx' if ptx else 'sass'}"
     return disassemble(source, kernel=kernel, ptx=ptx, max_lines=max_lines, out_path=out_path)
+
+
+ProfileOutcome = _outcome_model(ProfileResult, "ProfileOutcome")
+
+
+@_tool(read_only=False, destructive=False, idempotent=False)
+async def profile(
+    ctx: Context,
+    target: Annotated[
+        str | None,
+        Field(
+            description="profile this target's rendered script (see role); give target or script; default "
+            "None",
+            pattern=TARGET_NAME_RE.pattern,
+        ),
+    ] = None,
+    role: Role = "candidate",
+    script: Annotated[
+        str | None,
+        Field(description="instead of a target: a workspace-relative .py script to run in the user's python"),
+    ] = None,
+    script_args: Annotated[
+        list[str] | None,
+        Field(description="arguments for script (a list, never a shell string); default None"),
+    ] = None,
+    tool: Annotated[
+        Literal["ncu", "nsys"],
+        Field(description="'ncu' (Nsight Compute: per-kernel counters, default) or 'nsys' (Nsight Systems)"),
+    ] = "ncu",
+    kernel_regex: Annotated[
+        str | None,
+        Field(
+            description="ncu only: profile kernels whose name matches this regex (e.g. 'rms|norm'); default "
+            "None "
+            "= all",
+            max_length=200,
+        ),
+    ] = None,
+    launch_count: Annotated[
+        int | None,
+        Field(
+            description="ncu only: launches to profile, 1 to 1000; default None = 5 when no regex",
+            ge=1,
+            le=1000,
+        ),
+    ] = None,
+    cache_control: Annotated[
+        Literal["all", "none"],
+        Field(
+            description="ncu: 'all' flushes caches before each launch (cold, default), 'none' keeps them warm"
+        ),
+    ] = "all",
+    top: Annotated[int, Field(description="kernels to summarise, 1 to 100; default 10", ge=1, le=100)] = 10,
+    timeout_s: Annotated[
+        float, Field(description="time limit in seconds, 1 to 3600; default 600", ge=1, le=3600)
+    ] = 600,
+    wait_s: WaitS = DEFAULT_WAIT_S,
+) -> ProfileOutcome:  # type: ignore[valid-type]
+    """Run a target's script (or a workspace script) under Nsight Compute or Nsight Systems and summarise its
+    heaviest kernels with hardware counters: DRAM/SM throughput %, occupancy, registers, Nsight's advice.
+
+    Use it once torch_trace found the dominant kernel, to see why it is slow. Needs a GPU and Nsight; when one
+    is missing (or counters are not permitted) the tool error says the fix and the fallback (torch_trace).
+    Reports go under .hotkernel/profiles/; re-read one with top_kernels.
+    """
+    ws = _workspace(ctx)
+    if (target is None) == (script is None):
+        raise ToolError(
+            "give exactly one of target (a target's rendered script) or script (a workspace .py file)"
+        )
+    if target is not None:
+        _known_target(ws, target)
+        path = ws.target_dir(target) / f"{role}.py"
+        _render(ws, target)
+    else:
+        path = _inside(ws, script or "", "script")
+        if not path.is_file():
+            raise ToolError(f"script {script!r} is not a file in the workspace")
+    args = {
+        "script": str(path),
+        "script_args": list(script_args or []),
+        "tool": tool,
+        "kernel_regex": kernel_regex,
+        "launch_count": launch_count if launch_count is not None or kernel_regex else 5,
+        "cache_control": cache_control,
+        "top": top,
+        "timeout_s": timeout_s,
+    }
+    info, result = await _run_job(ctx, "profile", ws, args, wait_s)
+    return ProfileOutcome(job=info, result=result)
+
+
+@_tool(read_only=True, destructive=False, idempotent=True)
+def top_kernels(
+    ctx: Context,
+    report: Annotated[
+        str,
+        Field(
+            description="workspace-relative path of a saved report: .ncu-rep, an ncu/nsys CSV export, or a "
+            "torch_trace Chrome trace (.json); profile and torch_trace print where theirs went",
+            min_length=1,
+        ),
+    ],
+    n: Annotated[int, Field(description="kernels to list, 1 to 200; default 10", ge=1, le=200)] = 10,
+) -> TopKernels:
+    """Rank the kernels of a saved profiler report by total time, with counters when the report has them.
+
+    Reads only; runs nothing on the GPU. Use it to re-read a profile or torch_trace result, or a report you
+    exported yourself. To make a new report use profile (counters) or torch_trace (no Nsight needed).
+    """
+    from hotkernel.top_kernels import top_kernels as rank
+
+    ws = _workspace(ctx)
+    path = _inside(ws, report, "report")
+    if not path.is_file():
+        raise ToolError(f"report {report!r} is not a file in the workspace")
+    return rank(path, n)
