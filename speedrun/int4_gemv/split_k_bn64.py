@@ -24,7 +24,8 @@ BLOCK_N = 64
 GROUPS_PER_ITER = 2
 NUM_WARPS = 4
 PROGRAMS_PER_SM = 4
-MAGIC = 0x4B000000  # fp32 bit pattern of 2^23: OR-ing a nibble into the low mantissa bits gives 2^23 + q
+# fp32 bit pattern of 2^23: OR-ing a nibble into the low mantissa bits gives 2^23 + q
+MAGIC = tl.constexpr(0x4B000000)
 
 
 @functools.cache

@@ -19,7 +19,8 @@ import triton.language as tl
 BLOCK_N = 16
 GROUPS_PER_ITER = 8
 NUM_WARPS = 4
-MAGIC = 0x4B000000  # fp32 bit pattern of 2^23: OR-ing a nibble into the low mantissa bits gives 2^23 + q
+# fp32 bit pattern of 2^23: OR-ing a nibble into the low mantissa bits gives 2^23 + q
+MAGIC = tl.constexpr(0x4B000000)
 
 
 @triton.jit

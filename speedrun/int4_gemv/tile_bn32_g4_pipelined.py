@@ -21,7 +21,8 @@ BLOCK_N = 32
 GROUPS_PER_ITER = 4
 NUM_WARPS = 4
 NUM_STAGES = 3
-MAGIC = 0x4B000000  # fp32 bit pattern of 2^23: OR-ing a nibble into the low mantissa bits gives 2^23 + q
+# fp32 bit pattern of 2^23: OR-ing a nibble into the low mantissa bits gives 2^23 + q
+MAGIC = tl.constexpr(0x4B000000)
 
 
 @triton.jit
