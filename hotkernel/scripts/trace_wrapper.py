@@ -113,9 +113,13 @@ def main() -> int:
     kernels = summarise_kernels(prof, torch)
     with open(os.path.join(args.out, "ops.json"), "w") as handle:
         json.dump({"ops": ops, "ops_sorted_by": sort_key, "kernels": kernels}, handle)
-    table_sort = "cuda_time_total" if use_cuda else "cpu_time_total"
+    averages = prof.key_averages(group_by_input_shape=True)
+    try:  # torch >= 2.4 names it device_time_total; older releases only know cuda_time_total
+        table = averages.table(sort_by="device_time_total" if use_cuda else "cpu_time_total", row_limit=-1)
+    except (AttributeError, KeyError):
+        table = averages.table(sort_by="cuda_time_total", row_limit=-1)
     with open(os.path.join(args.out, "table.txt"), "w") as handle:
-        handle.write(prof.key_averages(group_by_input_shape=True).table(sort_by=table_sort, row_limit=-1))
+        handle.write(table)
     if not args.no_chrome_trace:
         prof.export_chrome_trace(os.path.join(args.out, "trace.json"))
     with open(os.path.join(args.out, "status.json"), "w") as handle:
