@@ -44,8 +44,8 @@ def templates_dir() -> Path:
         if (candidate / CONTRACT_NAME).is_file():
             return candidate
     raise HotkernelError(
-        f"hotkernel's templates are missing (looked in {here / 'templates'} and {here.parent / 'templates'}): "
-        "reinstall hotkernel (`pip install -e .` from the repository, or `pip install hotkernel`)"
+        f"hotkernel's templates are missing (looked in {here / 'templates'} and "
+        f"{here.parent / 'templates'}): reinstall hotkernel (`pip install -e .` in the repository)"
     )
 
 

@@ -64,7 +64,7 @@ def _resolved_from_manifest(ws: Workspace, name: str) -> dict[str, Any] | None:
 
 def check_workspace_integrity(ws: Workspace, name: str, resolved: dict[str, Any] | None = None) -> str | None:
     """None when ``targets/hk_contract.py`` is hotkernel's contract and ``targets/<name>/baseline.py`` is
-    exactly what the manifest renders; else the reason (``contract_unchanged: ...`` / ``baseline_unchanged:``).
+    exactly what the manifest renders; else the reason (`contract_unchanged: ...`, `baseline_unchanged: ...`).
     """
     contract = ws.contract_file
     if _sha256(contract) != render.contract_sha256():
@@ -110,7 +110,7 @@ def _nvml_foreign_processes(own_pids: set[int]) -> list[int] | None:
 
 
 def device_idle_problem(own_pids: set[int], wait_s: float = IDLE_WAIT_S) -> str | None:
-    """``device_idle: ...`` when other processes keep using the GPU for ``wait_s``; None when idle or no GPU."""
+    """``device_idle: ...`` when other processes use the GPU for ``wait_s``; None when idle or no GPU."""
     deadline = time.monotonic() + wait_s
     while True:
         foreign = _nvml_foreign_processes(own_pids | {os.getpid()})
@@ -149,7 +149,9 @@ class JudgeProcess:
             try:
                 self.client = self.contract.Judge(self.python, self.contract_file)
             except OSError as err:
-                raise HotkernelError(f"cannot start the judge with {self.python}: {err}; check HOTKERNEL_PYTHON")
+                raise HotkernelError(
+                    f"cannot start the judge with {self.python}: {err}; check HOTKERNEL_PYTHON"
+                ) from err
         if self.prestart_enabled and self.spare is None:
             self.prestart()
 
@@ -190,8 +192,8 @@ def _target_name(ws: Workspace, script: Path) -> str:
     targets = ws.targets_dir.resolve()
     if script.parent.parent != targets:
         raise HotkernelError(
-            f"{script} is not a rendered target script: give targets/NAME/baseline.py or targets/NAME/candidate.py "
-            "(run `hotkernel sync` to render them)"
+            f"{script} is not a rendered target script: give targets/NAME/baseline.py or "
+            "targets/NAME/candidate.py (run `hotkernel sync` to render them)"
         )
     return script.parent.name
 
@@ -216,7 +218,8 @@ def run_script(
     name = _target_name(ws, path)
     role = role or ("baseline" if path.name == "baseline.py" else "candidate")
 
-    def outcome(status: str, reason: str | None, run: dict[str, Any] | None = None, tail: str = "") -> RunOutcome:
+    def outcome(status: str, reason: str | None, run: dict[str, Any] | None = None,
+                tail: str = "") -> RunOutcome:
         ms = run.get("ms") if run and status == "ok" else None
         return RunOutcome(status=status, reason=reason, ms=ms, run=run, stderr_tail=tail[-STDERR_TAIL_CHARS:],
                           wall_s=round(time.monotonic() - started, 3), script=str(path), role=role)
@@ -226,13 +229,18 @@ def run_script(
         return outcome("invalid", problem)
     own = judge is None
     session = judge or JudgeProcess(ws, python=python, prestart=False)
+    cuda = _wants_cuda(path)
     try:
         session.start()
-        if check_idle and _wants_cuda(path):
+        if check_idle and cuda:
             problem = device_idle_problem(session.own_pids())
             if problem:
                 return outcome("invalid", problem)
         worker = session.take_worker()
+        if session.prestart_enabled and cuda:
+            # The next worker's `import torch` (CPU only, no CUDA context) overlaps this run's GPU timing;
+            # for CPU targets it waits until this worker is done, so it cannot steal the timed cores.
+            session.prestart()
         result = session.contract.orchestrate(
             str(path), python=session.python, contract=session.contract_file, timeout_s=timeout_s,
             ceiling_gbps=ceiling_gbps, judge=session.client, worker=worker, role=role,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import gc
 import hashlib
 import importlib
 import importlib.util
@@ -49,7 +48,7 @@ PROTOCOL_VERSION = 1
 MIN_LOOP_MS = 2.0  # a timed graph (or eager loop) of N calls runs at least this long
 SAMPLES = 15  # timed loops per shape, each after a refill of every input with fresh seeds; result = median
 MIN_ROTATION = 2  # K, the number of input sets, is at least this
-MAX_ROTATION = 64  # ... and at most this (tiny inputs then stay cache-resident: flagged `cache_resident`)
+MAX_ROTATION = {"cuda": 64, "cpu": 16}  # ... and at most this (tiny inputs stay cache-resident: flagged)
 MAX_ROTATION_BYTES = 8 << 30  # K is also capped so the rotated sets take at most this much memory
 CACHE_MULTIPLE = 2.0  # rotated sets together exceed this multiple of the L2 (CPU: last-level cache)
 CPU_CACHE_FALLBACK_BYTES = 32 << 20  # when /sys does not say
@@ -297,12 +296,12 @@ def cache_bytes(torch: Any, device_kind: str) -> int:
     return best_size or CPU_CACHE_FALLBACK_BYTES
 
 
-def rotation_count(per_set_bytes: int, cache: int) -> tuple[int, bool]:
+def rotation_count(per_set_bytes: int, cache: int, device_kind: str) -> tuple[int, bool]:
     """K so that K sets together exceed CACHE_MULTIPLE x cache; (K, whether a cap kept it cache-resident)."""
     if per_set_bytes <= 0:
         return MIN_ROTATION, True
     wanted = int(CACHE_MULTIPLE * cache // per_set_bytes) + 1
-    k = max(MIN_ROTATION, min(wanted, MAX_ROTATION, max(1, MAX_ROTATION_BYTES // per_set_bytes)))
+    k = max(MIN_ROTATION, min(wanted, MAX_ROTATION[device_kind], max(1, MAX_ROTATION_BYTES // per_set_bytes)))
     return k, k * per_set_bytes <= CACHE_MULTIPLE * cache
 
 
@@ -595,7 +594,9 @@ def worker_main(argv: list[str]) -> None:
     import torch  # imported before the job arrives: a pre-started worker is warm
 
     saved = snapshot_functions(torch)
+    warm_s = time.perf_counter() - started
     line = sys.stdin.readline()
+    job_started = time.perf_counter()
     try:
         job = json.loads(line) if line.strip() else {}
     except ValueError:
@@ -612,6 +613,10 @@ def worker_main(argv: list[str]) -> None:
         record = {"status": "failed", "reason": f"crashed: {type(err).__name__}: {str(err)[:500]}"}
     record["protocol"] = PROTOCOL_VERSION
     record["nonce"] = nonce
+    record["phases_s"] = {
+        "import_torch": round(warm_s, 3),
+        "job": round(time.perf_counter() - job_started, 3),
+    }
     payload = (json.dumps(record, allow_nan=True) + "\n").encode()
     while payload:
         payload = payload[write(proto_fd, payload) :]
@@ -671,7 +676,6 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any], started: flo
                 elapsed,
             )
         )
-        gc.collect()
         if device_kind == "cuda":
             torch.cuda.empty_cache()
         patched = patched_functions(torch, saved)
@@ -690,7 +694,6 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any], started: flo
         "seed_policy": seeds.policy,
         "cache_bytes": cache,
         "shapes": shapes_out,
-        "worker_s": perf_counter() - started,
     }
 
 
@@ -735,7 +738,7 @@ def run_shape(
         per_set = nbytes([t for t, rot in zip(first, rotated, strict=False) if rot])
     else:
         per_set = nbytes(first)
-    n_sets, cache_resident = rotation_count(per_set, cache)
+    n_sets, cache_resident = rotation_count(per_set, cache, device_kind)
     set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
     sets: list[list[Any]] = [first]
     for k in range(1, n_sets):
@@ -806,7 +809,7 @@ def run_shape(
         if kept is not None:
             poison_tensors(torch, [as_outputs(torch, o) for o in kept], all_inputs)
         else:
-            poison_memory(torch, out_sizes * (n_sets + 2), device)
+            poison_memory(torch, out_sizes * 2, device)
 
     sweep = (
         torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
@@ -1165,12 +1168,12 @@ def measure_ceiling_gbps(state: JudgeState, device_kind: str) -> float:
         del src, dst
         torch.cuda.empty_cache()
     else:
-        size = 64 << 20
+        size = 32 << 20
         src = torch.ones(size, dtype=torch.uint8)
         dst = torch.empty_like(src)
         dst.copy_(src)
         best = math.inf
-        for _ in range(5):
+        for _ in range(3):
             t0 = time.perf_counter()
             dst.copy_(src)
             best = min(best, time.perf_counter() - t0)
@@ -1419,7 +1422,9 @@ def orchestrate(
     run_dir = tempfile.mkdtemp(prefix="hk_run_", dir=run_dir_parent())
     try:
         judge.wait_ready()
+        phase = time.monotonic()
         verdict = run_worker(worker, script, run_dir, timeout_s, on_worker_done)
+        phases = {"worker": round(time.monotonic() - phase, 3)}
         result["stderr_tail"] = worker.log_tail()
         if verdict.get("status") != "measured":
             result["reason"] = verdict.get("reason") or "crashed: worker gave no reason"
@@ -1428,7 +1433,12 @@ def orchestrate(
         reply = judge.ask(
             {"script": script, "run_dir": run_dir, "record": record, "ceiling_gbps": ceiling_gbps}
         )
+        phases["judge"] = round(time.monotonic() - phase - phases["worker"], 3)
         merge_run(result, record, reply)
+        result["phases_s"] = {
+            **phases,
+            **{f"worker_{k}": v for k, v in (record.get("phases_s") or {}).items()},
+        }
         return finish(result, started)
     finally:
         worker.close()
