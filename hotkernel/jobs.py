@@ -1,10 +1,10 @@
 """Long tool calls as child processes: start one, poll it, cancel it (its whole process tree is killed).
 
 The MCP server runs every call that spawns the user's interpreter (bench, verify, sync, profile, calibrate,
-torch_trace, disasm) as ``python -m hotkernel.jobs OP`` with ``{"root": ..., "args": {...}}`` on stdin. The
-child calls the library and writes JSON lines on its stdout: ``{"progress": p, "total": t, "message": m}``
-while it works and one final ``{"result": {...}}`` or ``{"error": "one line"}``. Anything else it prints goes
-to stderr.
+torch_trace) as ``python -m hotkernel.jobs OP`` with ``{"root": ..., "args": {...}}`` on stdin. The child
+calls the library and writes JSON lines on its stdout: ``{"progress": p, "total": t, "message": m}`` while it
+works and one final ``{"result": {...}}`` or ``{"error": "one line"}``. Anything else it prints goes to
+stderr.
 
 Why a child process rather than a thread: a thread cannot be interrupted, while a process tree can be frozen
 and killed as a whole, including the workers the runner starts in sessions of their own. The server stays
@@ -34,6 +34,7 @@ from hotkernel.errors import HotkernelError
 JobState = str  # "running" | "done" | "failed" | "cancelled"
 MAX_FINISHED_JOBS = 64
 STDERR_TAIL_LINES = 40
+KILL_WAIT_S = 5.0
 ProgressFn = Callable[..., None]
 
 
@@ -264,6 +265,19 @@ def kill_tree(pid: int) -> None:
             pass
     for p in frozen:
         _signal(p, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT_S
+    while time.monotonic() < deadline and any(_running(p) for p in frozen):
+        time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (a killed process takes a moment to go)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode(errors="replace")
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] != "Z"
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -52,7 +52,7 @@ log = logging.getLogger("hotkernel.server")
 INSTRUCTIONS = (
     "hotkernel measures and verifies GPU kernel speedups. Loop: bench the baseline (the number to beat), "
     "torch_trace/profile to find the dominant kernel, roofline for its floor, one change to the candidate, "
-    "verify, record (win or lose). Long calls (bench, verify, sync, profile, calibrate, torch_trace, disasm) "
+    "verify, record (win or lose). Long calls (bench, verify, sync, profile, calibrate, torch_trace) "
     "return a job id when they outlast wait_s: poll it with job_status."
 )
 DEFAULT_WAIT_S = 50.0
@@ -293,7 +293,7 @@ def _job_info(job: Any) -> JobInfo:
         )
 
 
-async def _follow(ctx: Context, job: Any, wait_s: float) -> None:
+async def _follow(ctx: Context, job: Any, wait_s: float, *, kill_on_cancel: bool = True) -> None:
     """Relay the job's progress until it ends or ``wait_s`` passes; a cancelled call kills the job."""
     from hotkernel import jobs
 
@@ -310,9 +310,11 @@ async def _follow(ctx: Context, job: Any, wait_s: float) -> None:
                 await ctx.report_progress(reported, total, message)
             await anyio.sleep(POLL_S)
     except BaseException:
-        # Cancelled (client timeout, notifications/cancelled, shutdown): nothing may be left running.
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(jobs.cancel_job, job)
+        # The call that started the job was cancelled (client timeout, notifications/cancelled, shutdown):
+        # nothing may be left running. A cancelled job_status poll leaves the job alone.
+        if kill_on_cancel:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(jobs.cancel_job, job)
         raise
 
 
@@ -342,7 +344,7 @@ async def job_status(
     job_id: Annotated[str, Field(description="job id a long tool returned (job.job_id)", min_length=1)],
     wait_s: WaitS = DEFAULT_WAIT_S,
 ) -> JobStatus:
-    """Poll a job that bench, verify, sync, profile, calibrate, torch_trace or disasm started.
+    """Poll a job that bench, verify, sync, profile, calibrate or torch_trace started.
 
     Waits up to wait_s for it to finish, reporting progress meanwhile, then returns its state and, when done,
     the result (the same fields the starting tool returns). A failed job is a tool error with the reason. Use
@@ -351,7 +353,7 @@ async def job_status(
     from hotkernel import jobs
 
     job = jobs.get_job(job_id)
-    await _follow(ctx, job, wait_s)
+    await _follow(ctx, job, wait_s, kill_on_cancel=False)
     info = _job_info(job)
     if info.state == "failed":
         raise ToolError(f"job {job_id} ({info.op}) failed: {info.error}")

@@ -472,3 +472,31 @@ async def test_sync_limited_to_one_target(workspace: Path) -> None:
         assert (workspace / "hotkernel.lock").is_file()
         again = await call(client, "plan")
         assert "scale" in again.structured_content["up_to_date"]
+
+
+async def test_profile_without_nsight_says_the_fix(workspace: Path) -> None:
+    async with Client(build_server(workspace)) as client:
+        neither = await call(client, "profile", {})
+        assert neither.is_error and "target" in text_of(neither) and "script" in text_of(neither)
+        result = await call(client, "profile", {"target": "scale", "wait_s": 120})
+    from hotkernel.top_kernels import find_ncu
+
+    if find_ncu() is not None:
+        pytest.skip("Nsight Compute is installed here")
+    assert result.is_error, text_of(result)
+    text = text_of(result)
+    assert "ncu" in text and "fix:" in text and "trace" in text, text
+
+
+async def test_top_kernels_reads_a_captured_ncu_csv(workspace: Path) -> None:
+    fixture = Path(__file__).parent / "fixtures" / "h200" / "ncu_import_details_csv.out"
+    if not fixture.is_file():
+        pytest.skip("H200 fixture not present")
+    (workspace / "reports").mkdir()
+    (workspace / "reports" / "ncu.csv").write_bytes(fixture.read_bytes())
+    async with Client(build_server(workspace)) as client:
+        result = await call(client, "top_kernels", {"report": "reports/ncu.csv", "n": 3})
+        assert not result.is_error, text_of(result)
+        assert result.structured_content["rows"] and len(result.structured_content["rows"]) <= 3
+        outside = await call(client, "top_kernels", {"report": str(fixture)})
+        assert outside.is_error and "outside the workspace" in text_of(outside)
