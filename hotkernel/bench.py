@@ -80,7 +80,7 @@ def resolve_python(ws: Workspace, python: str | None) -> str:
         manifest = load_manifest(ws.manifest)
         manifest_python = getattr(manifest, "python", None) or getattr(getattr(manifest, "defaults", None),
                                                                         "python", None)
-    return str(find_python(manifest_python).path)
+    return str(find_python(manifest_python, root=ws.root).path)
 
 
 def script_path(ws: Workspace, script: str | Path, what: str) -> Path:

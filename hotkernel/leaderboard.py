@@ -89,7 +89,7 @@ def not_counted_reason(record: Record, protocol: int) -> str | None:
     """Why a record does not count toward best-so-far, or None when it counts."""
     if record.invalidated is not None:
         return f"invalidated: {record.invalidated.reason}"
-    if record.contract is None or record.contract < protocol:
+    if record.contract is not None and record.contract < protocol:  # None: no run got far enough to say
         return f"contract protocol {record.contract} (current {protocol})"
     return None
 

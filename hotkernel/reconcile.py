@@ -170,6 +170,7 @@ def target_state(ws: Workspace, context: dict[str, Any], manifest_fingerprint: s
     """What the target would be recorded with now, and what is on disk."""
     target_dir = ws.targets_dir / context["name"]
     return {
+        "name": context["name"],
         "manifest": manifest_fingerprint,
         "baseline_sha256": expected_baseline_sha(context),
         "contract_sha256": contract_sha,
@@ -213,20 +214,53 @@ def out_of_date_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str,
         reasons.append("candidate not rendered")
     elif entry.get("candidate_sha256") != state["candidate_sha256"]:
         reasons.append("candidate changed")
-    on_disk = state["baseline_on_disk"]
-    if on_disk is None:
+    baseline = baseline_file_state(ws, state, entries)
+    if baseline == "missing":
         reasons.append("baseline not rendered")
-    elif on_disk not in (state["baseline_sha256"], entry.get("baseline_sha256")):
-        reasons.append("baseline edited")
-    contract_on_disk = state["contract_on_disk"]
-    if contract_on_disk is None:
+    elif baseline == "edited":
+        reasons.append("baseline edited (verify will say invalid; delete it to re-render)")
+    contract = contract_file_state(state, entries)
+    if contract == "missing":
         reasons.append("contract not rendered")
-    elif contract_on_disk not in (state["contract_sha256"], entry.get("contract_sha256")):
-        reasons.append("contract edited")
+    elif contract == "edited":
+        reasons.append("contract edited (verify will say invalid; delete it to re-render)")
     record = entry.get("record")
     if not record or not (ws.root / str(record)).is_file():
         reasons.append("record missing")
     return reasons
+
+
+def baseline_file_state(ws: Workspace, state: dict[str, Any], entries: dict[str, Any]) -> str:
+    """'ok', 'missing', 'stale' (an untouched older render) or 'edited' for targets/<name>/baseline.py."""
+    on_disk = state["baseline_on_disk"]
+    if on_disk is None:
+        return "missing"
+    if on_disk == state["baseline_sha256"]:
+        return "ok"
+    if on_disk in {e.get("baseline_sha256") for e in entries.values()}:
+        return "stale"
+    return "stale" if is_pristine_render(ws.targets_dir / state["name"] / "baseline.py") else "edited"
+
+
+def is_pristine_render(baseline: Path) -> bool:
+    """True when ``baseline`` is exactly what its own embedded SPEC renders (an untouched older render)."""
+    from hotkernel.render import contract_module, expected_baseline
+
+    try:
+        spec = contract_module().read_spec(str(baseline))
+        return sha256_text(expected_baseline(spec)) == sha256_file(baseline)
+    except Exception:  # unreadable SPEC, or a SPEC the current templates cannot render: not pristine
+        return False
+
+
+def contract_file_state(state: dict[str, Any], entries: dict[str, Any]) -> str:
+    """'ok', 'missing', 'stale' (a contract an earlier record used) or 'edited' for targets/hk_contract.py."""
+    on_disk = state["contract_on_disk"]
+    if on_disk is None:
+        return "missing"
+    if on_disk == state["contract_sha256"]:
+        return "ok"
+    return "stale" if on_disk in {e.get("contract_sha256") for e in entries.values()} else "edited"
 
 
 def plan(ws: Workspace, *, names: list[str] | None = None, gpu_name: Any = _AUTO,
@@ -364,22 +398,16 @@ def manifest_rounds(manifest: Any) -> int:
     return int(value) if isinstance(value, int) and value > 0 else DEFAULT_ROUNDS
 
 
-def needs_render(state: dict[str, Any], entries: dict[str, Any]) -> bool:
-    """Render when a file is missing, or stale but untouched (it matches what an earlier record used).
+def needs_render(ws: Workspace, state: dict[str, Any], entries: dict[str, Any]) -> bool:
+    """Render when a file is missing, or stale but untouched (an older render hotkernel itself made).
 
-    A baseline or contract that matches neither the expected render nor an earlier record was edited by
-    hand: it is left alone, and the runner's hash check makes the verify ``invalid`` (reason names the file).
+    A baseline or contract that is neither was edited by hand: it is left alone, and the runner's hash
+    check makes the verify ``invalid`` (reason names the file). Delete it to have sync render it again.
     """
-    files = ("candidate_sha256", "baseline_on_disk", "contract_on_disk")
-    if any(state[key] is None for key in files):
+    if state["candidate_sha256"] is None:
         return True
-    known_baselines = {e.get("baseline_sha256") for e in entries.values()}
-    known_contracts = {e.get("contract_sha256") for e in entries.values()}
-    stale_baseline = (state["baseline_on_disk"] != state["baseline_sha256"]
-                      and state["baseline_on_disk"] in known_baselines)
-    stale_contract = (state["contract_on_disk"] != state["contract_sha256"]
-                      and state["contract_on_disk"] in known_contracts)
-    return stale_baseline or stale_contract
+    files = (baseline_file_state(ws, state, entries), contract_file_state(state, entries))
+    return any(f in ("missing", "stale") for f in files)
 
 
 def sync(
@@ -459,18 +487,18 @@ def _sync_target(ws: Workspace, manifest: Any, name: str, reasons: list[str], *,
     try:
         context = resolved(manifest, name)
         device = device_key(context, gpu_name)
-        if device == NO_GPU:
-            say("skipped: no CUDA GPU")
-            return SyncItem(name=name, status="skipped",
-                            reason="no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)")
         lock = read_lock(ws)
         entries = lock["targets"].get(name) or {}
         contract_sha = current_contract_sha()
         state = target_state(ws, context, manifest_fp(manifest, name), contract_sha)
-        if needs_render(state, entries):
+        if needs_render(ws, state, entries):  # rendering needs no GPU: a skipped target gets its files too
             say("render")
             render(ws, name, context)
             state = target_state(ws, context, state["manifest"], contract_sha)
+        if device == NO_GPU:
+            say("skipped: no CUDA GPU")
+            return SyncItem(name=name, status="skipped",
+                            reason="no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)")
         target_dir = ws.targets_dir / name
         say("verify")
         kwargs: dict[str, Any] = {"n": rounds, "python": python,
@@ -487,7 +515,8 @@ def _sync_target(ws: Workspace, manifest: Any, name: str, reasons: list[str], *,
                                              "contract_sha256")}
         fingerprint["device"] = device
         note = f"hotkernel sync: {', '.join(reasons)}"
-        rec = record(ws, name, result, note=note, who=who, python=result.python, fingerprint=fingerprint)
+        rec = record(ws, name, result, note=note, who=who, python=result.python, fingerprint=fingerprint,
+                     device_kind="cpu" if device == CPU_DEVICE else "cuda")
         lock = read_lock(ws)
         lock["targets"].setdefault(name, {})[device] = {
             **fingerprint, "record": rec.path, "verdict": result.verdict,

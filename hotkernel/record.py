@@ -243,9 +243,10 @@ def package_versions(python: str | None) -> dict[str, str]:
         return {}
 
 
-def collect_provenance(ws: Workspace, result: VerifyResult, *, python: str | None = None) -> Provenance:
+def collect_provenance(ws: Workspace, result: VerifyResult, *, python: str | None = None,
+                       device_kind: str | None = None) -> Provenance:
     """GPU/CPU facts, versions and the git state, for a record of ``result``."""
-    kind = result.device_kind or ("cpu" if (result.device or "").lower() == "cpu" else "cuda")
+    kind = result.device_kind or device_kind or ("cpu" if (result.device or "").lower() == "cpu" else "cuda")
     facts = gpu_facts(result.device) if kind == "cuda" else {}
     versions = dict(result.versions)
     missing = [p for p in ("torch", "triton") if p not in versions]
@@ -303,6 +304,7 @@ def record(
     python: str | None = None,
     fingerprint: dict[str, Any] | None = None,
     provenance: Provenance | None = None,
+    device_kind: str | None = None,
 ) -> RecordResult:
     """Write the record atomically, regenerate LEADERBOARD.md, and say whether it beats the best so far."""
     validate_target_name(target)
@@ -314,7 +316,7 @@ def record(
             f"run `hotkernel record {verify_result.target} ...`"
         )
     protocol = current_protocol()
-    prov = provenance or collect_provenance(ws, verify_result, python=python)
+    prov = provenance or collect_provenance(ws, verify_result, python=python, device_kind=device_kind)
     device = prov.device or verify_result.device or "unknown"
     previous, previous_path = best_counted(ws, target, device, protocol)
     now = utc_now()

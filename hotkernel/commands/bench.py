@@ -19,22 +19,31 @@ def console() -> Any:
 
 @contextlib.contextmanager
 def progress_display(title: str, *, enabled: bool = True) -> Iterator[Callable[[int, int, str], None]]:
-    """A rich progress bar on stderr; yields a ``progress(done, total, message)`` callback."""
-    if not enabled:
+    """A rich progress bar on stderr, started at the first update (so an early error prints alone) and only
+    on a terminal; yields a ``progress(done, total, message)`` callback."""
+    out = console()
+    if not enabled or not out.is_terminal:
         yield lambda done, total, message: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
-    with Progress(
+    bar = Progress(
         SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[message]}"), console=console(), transient=False,
-    ) as bar:
-        task = bar.add_task(title, total=None, message="starting")
+        TextColumn("{task.fields[message]}"), console=out, transient=False,
+    )
+    task: list[Any] = []
 
-        def update(done: int, total: int, message: str) -> None:
-            bar.update(task, completed=done, total=total or None, message=message)
+    def update(done: int, total: int, message: str) -> None:
+        if not task:
+            bar.start()
+            task.append(bar.add_task(title, total=None, message=""))
+        bar.update(task[0], completed=done, total=total or None, message=message)
 
+    try:
         yield update
+    finally:
+        if task:
+            bar.stop()
 
 
 def print_json(model: Any) -> None:

@@ -1,0 +1,212 @@
+"""plan: reasons for every kind of drift; sync --check exit codes; the workspace lock. No torch runs here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from hotkernel.errors import HotkernelError
+from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
+from hotkernel.reconcile import plan, plan_lines, read_lock, sha256_file, sync, write_lock
+from hotkernel.render import contract_sha256, expected_baseline_sha256, render_target
+from hotkernel.workspace import Workspace
+
+MANIFEST = """\
+version: 1
+defaults:
+  dtype: fp32
+targets:
+  alpha:
+    from: ./kern.py:scale
+    shapes: [64x64]
+    device: cpu
+  beta:
+    from: ./kern.py:scale
+    shapes: [32x32]
+    device: cpu
+  gpu_only:
+    from: ./kern.py:scale
+    shapes: [128x128]
+"""
+
+
+def _cli(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(root)}
+    return subprocess.run([sys.executable, "-m", "hotkernel", *args], capture_output=True, text=True, env=env,
+                          cwd=root, timeout=timeout)
+
+
+def _workspace(root: Path) -> Workspace:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "kern.py").write_text("def scale(x):\n    return x * 2\n", encoding="utf-8")
+    (root / "hotkernel.yaml").write_text(MANIFEST, encoding="utf-8")
+    return Workspace(root)
+
+
+def _mark_up_to_date(ws: Workspace, device_for: dict[str, str] | None = None) -> None:
+    """Render every target and write the lock as sync would after recording each (record files included)."""
+    manifest = load_manifest(ws.manifest)
+    lock: dict = {"targets": {}}
+    for name in manifest.targets:
+        context = resolved_target(manifest, name)
+        render_target(ws, name, context)
+        device = (device_for or {}).get(name, "cpu" if context["device"] == "cpu" else "Test GPU")
+        record = ws.results_dir / name / "20260101T000000Z.json"
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text("{}\n", encoding="utf-8")
+        lock["targets"][name] = {device: {
+            "manifest": manifest_fingerprint(manifest, name),
+            "baseline_sha256": expected_baseline_sha256(context),
+            "candidate_sha256": sha256_file(ws.target_dir(name) / "candidate.py"),
+            "contract_sha256": contract_sha256(), "device": device,
+            "record": record.relative_to(ws.root).as_posix(), "verdict": "inconclusive",
+        }}
+    write_lock(ws, lock)
+
+
+def _reasons(ws: Workspace, gpu_name: str | None = None) -> dict[str, list[str]]:
+    return {item.name: item.reasons for item in plan(ws, gpu_name=gpu_name).items}
+
+
+def test_new_workspace_plans_every_target_as_new(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    result = plan(ws, gpu_name=None)
+    assert [(i.name, i.action, i.reasons) for i in result.items] == [
+        ("alpha", "create", ["new"]), ("beta", "create", ["new"]), ("gpu_only", "create", ["new"])]
+    assert plan_lines(result)[0] == "+ alpha: new"
+    assert plan_lines(result)[-1] == "Plan: 3 to add, 0 to change, 0 up to date."
+
+
+def test_up_to_date_then_each_kind_of_drift(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    assert _reasons(ws, "Test GPU") == {}
+    assert plan_lines(plan(ws, gpu_name="Test GPU")) == ["No changes. 3 target(s) up to date."]
+
+    candidate = ws.target_dir("alpha") / "candidate.py"
+    candidate.write_text(candidate.read_text() + "\n# faster now\n")
+    assert _reasons(ws, "Test GPU") == {"alpha": ["candidate changed"]}
+    assert plan_lines(plan(ws, gpu_name="Test GPU"))[0] == "~ alpha: candidate changed"
+
+    (ws.target_dir("beta") / "baseline.py").write_text("# tampered\n")
+    assert _reasons(ws, "Test GPU")["beta"] == [
+        "baseline edited (verify will say invalid; delete it to re-render)"]
+    (ws.target_dir("beta") / "baseline.py").unlink()
+    assert _reasons(ws, "Test GPU")["beta"] == ["baseline not rendered"]
+
+    ws.manifest.write_text(MANIFEST.replace("[128x128]", "[256x128]"))
+    assert _reasons(ws, "Test GPU")["gpu_only"] == ["manifest changed"]
+
+    (ws.results_dir / "alpha" / "20260101T000000Z.json").unlink()
+    assert _reasons(ws, "Test GPU")["alpha"] == ["candidate changed", "record missing"]
+
+
+def test_contract_and_gpu_reasons(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    assert _reasons(ws, "Other GPU") == {"gpu_only": ["no record on this GPU (Other GPU)"]}
+    none_here = plan(ws, gpu_name=None)  # no GPU: compared with the latest record on any GPU
+    assert not none_here.items and none_here.notes
+    lock = read_lock(ws)
+    lock["targets"]["alpha"]["cpu"]["contract_sha256"] = "0" * 64
+    write_lock(ws, lock)
+    assert _reasons(ws, "Test GPU") == {"alpha": ["contract changed"]}
+    ws.contract_file.write_text(ws.contract_file.read_text() + "\n# patched\n")
+    reasons = _reasons(ws, "Test GPU")
+    assert reasons["beta"] == ["contract edited (verify will say invalid; delete it to re-render)"]
+
+
+def test_lock_is_sorted_json(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    text = ws.lock_file.read_text()
+    data = json.loads(text)
+    assert data["schema"] == 1 and text == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    ws.lock_file.write_text("{ not json")
+    with pytest.raises(HotkernelError, match="hotkernel.lock"):
+        plan(ws, gpu_name=None)
+
+
+def test_check_exit_codes_and_bad_manifest_changes_nothing(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    out = _cli(ws.root, "sync", "--check")
+    assert out.returncode == 2 and "+ alpha: new" in out.stdout
+    assert not ws.lock_file.exists() and not ws.results_dir.exists() and not ws.targets_dir.exists()
+    _mark_up_to_date(ws)
+    snapshot = {p: p.read_bytes() for p in ws.root.rglob("*") if p.is_file()}
+    out = _cli(ws.root, "sync", "--check", "alpha", "beta")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert _cli(ws.root, "plan", "--json").returncode == 0
+    ws.manifest.write_text(MANIFEST.replace("dtype: fp32", "dtype: bf17"))
+    snapshot[ws.manifest] = ws.manifest.read_bytes()
+    for args in (("sync", "--check"), ("sync",), ("plan",)):
+        out = _cli(ws.root, *args)
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        assert "hotkernel.yaml:" in out.stderr and "Traceback" not in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
+    assert {p: p.read_bytes() for p in ws.root.rglob("*") if p.is_file() and ".hotkernel" not in p.parts} == {
+        p: b for p, b in snapshot.items() if ".hotkernel" not in p.parts}
+
+
+def test_unknown_target_name_is_one_line_error(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    out = _cli(ws.root, "sync", "--check", "nosuch")
+    assert out.returncode == 1 and "no target named 'nosuch'" in out.stderr
+
+
+def test_plan_imports_no_torch(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from hotkernel.reconcile import plan
+        from hotkernel.workspace import Workspace
+        plan(Workspace(Path({str(ws.root)!r})))
+        assert "torch" not in sys.modules and "triton" not in sys.modules, "plan imported torch"
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from hotkernel.reconcile import workspace_lock
+from hotkernel.workspace import Workspace
+with workspace_lock(Workspace(Path(sys.argv[1])), command="test holder"):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_second_sync_refuses_then_waits(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    ws.manifest.write_text(MANIFEST.split("  alpha:")[0] + "  gpu_only:\n    from: ./kern.py:scale\n"
+                           "    shapes: [128x128]\n")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ws.root), "4"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        refused = _cli(ws.root, "sync")
+        assert refused.returncode == 1
+        assert "locked by pid" in refused.stderr and "test holder" in refused.stderr
+        assert "--wait" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+        with pytest.raises(HotkernelError, match="locked by"):
+            sync(ws, gpu_name=None)
+        start = time.monotonic()
+        waited = sync(ws, wait_s=60, gpu_name=None)  # blocks until the holder lets go
+        assert time.monotonic() - start > 0.5
+    finally:
+        holder.wait(timeout=60)
+    assert [(i.name, i.status) for i in waited.items] == [("gpu_only", "skipped")]
+    assert waited.items[0].reason.startswith("no CUDA GPU")
+    assert not waited.failed
+    assert (ws.target_dir("gpu_only") / "candidate.py").is_file()  # rendered even though skipped
+    assert not (ws.state_dir / "lock.info").exists()  # holder info removed on release
