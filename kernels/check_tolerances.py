@@ -45,16 +45,21 @@ def check(name: str, device: str) -> dict[str, object]:
     raw = [torch.randn(shape, generator=generator, device=device, dtype=torch.bfloat16) for shape in shapes]
     inputs = derive(*raw, **kwargs) if derive else raw
     out = baseline(*inputs, **kwargs).float()
-    upcast = [tensor.float() for tensor in raw]
-    expected = (reference or baseline)(*upcast, **kwargs).float()
+    upcast = [tensor.float() if tensor.is_floating_point() else tensor for tensor in inputs]
+    expected = (reference or baseline)(*upcast, **kwargs).float()  # what the judge computes
     error = (out - expected).abs()
     needed_atol = (error - rtol * expected.abs()).clamp(min=0).max().item()
     zeros_pass = bool((expected.abs() <= atol + rtol * expected.abs()).all().item())
-    return {
+    result = {
         "target": name, "device": device, "max_abs_error": error.max().item(), "output_abs_mean":
         expected.abs().mean().item(), "atol": atol, "rtol": rtol, "atol_needed": needed_atol,
         "passes": needed_atol <= atol, "all_zero_output_would_pass": zeros_pass,
     }
+    if derive is not None:  # also against the reference from the raw inputs (never reads the packing)
+        from_raw = reference(*[tensor.float() for tensor in raw], **kwargs).float()
+        raw_error = ((out - from_raw).abs() - rtol * from_raw.abs()).clamp(min=0).max().item()
+        result["atol_needed_vs_raw_reference"] = raw_error
+    return result
 
 
 if __name__ == "__main__":
