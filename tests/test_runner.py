@@ -1,0 +1,79 @@
+"""Runner: hash checks before a run, clean errors, device-idle check without a GPU, a real run end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hotkernel.errors import HotkernelError
+from hotkernel.runner import (
+    JudgeProcess,
+    RunOutcome,
+    check_workspace_integrity,
+    device_idle_problem,
+    run_script,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from adversarial.workspace import TARGET, make_workspace, python  # noqa: E402
+
+
+def test_integrity_ok_then_edited_baseline_then_edited_contract(tmp_path: Path) -> None:
+    ws, resolved = make_workspace(tmp_path)
+    assert check_workspace_integrity(ws, TARGET, resolved) is None
+    assert check_workspace_integrity(ws, TARGET) is None  # resolved from hotkernel.yaml (or the file's SPEC)
+    baseline = ws.target_dir(TARGET) / "baseline.py"
+    baseline.write_text(baseline.read_text().replace("DO NOT EDIT", "edited"))
+    assert check_workspace_integrity(ws, TARGET, resolved).startswith("baseline_unchanged:")
+    outcome = run_script(ws, f"targets/{TARGET}/candidate.py", python=python(), resolved=resolved)
+    assert outcome.status == "invalid" and outcome.reason.startswith("baseline_unchanged:")
+    assert outcome.wall_s < 5  # refused before anything was started
+    ws2, resolved2 = make_workspace(tmp_path / "two")
+    ws2.contract_file.write_text(ws2.contract_file.read_text() + "\n# tweak\n")
+    assert check_workspace_integrity(ws2, TARGET, resolved2).startswith("contract_unchanged:")
+
+
+def test_script_outside_targets_is_a_one_line_error(tmp_path: Path) -> None:
+    ws, resolved = make_workspace(tmp_path)
+    stray = ws.root / "kernels" / "ops.py"
+    with pytest.raises(HotkernelError, match="not a rendered target script"):
+        run_script(ws, stray, python=python(), resolved=resolved)
+    with pytest.raises(HotkernelError):
+        run_script(ws, "targets/rms/missing.py", python=python(), resolved=resolved)
+
+
+def test_device_idle_check_skips_cleanly_without_a_gpu() -> None:
+    assert device_idle_problem(set(), wait_s=0.0) is None or "device_idle:" in device_idle_problem(set(), 0.0)
+
+
+def test_run_outcome_data_aliases_run() -> None:
+    outcome = RunOutcome(status="ok", ms=1.0, run={"ms": 1.0}, wall_s=1.0, script="s", role="candidate")
+    assert outcome.data == {"ms": 1.0}
+
+
+def test_the_tool_process_does_not_import_torch() -> None:
+    code = "import sys, hotkernel.runner, hotkernel.render; hotkernel.render.contract_module(); " \
+           "assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.slow
+def test_baseline_and_candidate_run_ok_with_one_judge(tmp_path: Path) -> None:
+    ws, resolved = make_workspace(tmp_path)
+    with JudgeProcess(ws, python=python()) as judge:
+        runs = [
+            run_script(ws, f"targets/{TARGET}/{name}.py", python=python(), judge=judge, resolved=resolved)
+            for name in ("baseline", "candidate", "baseline")
+        ]
+        judge_pid = judge.client.proc.pid
+    assert [r.status for r in runs] == ["ok", "ok", "ok"], [r.reason for r in runs]
+    assert [r.role for r in runs] == ["baseline", "candidate", "baseline"]
+    first, second = runs[0].run, runs[1].run
+    for field in ("target", "shapes", "dtype", "rotation", "bytes", "contract_sha256", "device"):
+        assert first[field] == second[field], field
+    assert first["script_sha256"] != second["script_sha256"]
+    status = Path(f"/proc/{judge_pid}/status")
+    assert not status.exists() or "zombie" in status.read_text()  # the judge is gone after the block
