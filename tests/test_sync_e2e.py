@@ -1,0 +1,125 @@
+"""A real end-to-end `hotkernel sync` on a small CPU target, with the real contract and the user's torch.
+
+untouched candidate -> inconclusive; wrong candidate -> incorrect (fail fast); edited baseline -> invalid;
+a crashing script -> a clear bench error; a bad manifest changes nothing in results/, the lock or the board.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+KERNEL = "def scale_add(x, w):\n    return x * w + 1.0\n"
+MANIFEST = """\
+version: 1
+defaults:
+  device: cpu
+  dtype: fp32
+targets:
+  scale:
+    from: ./kern.py:scale_add
+    shapes: [32x64]
+    extra: [w:64]
+"""
+WRONG = """
+
+def kernel(x, w):
+    return x * w  # forgot the + 1.0
+"""
+CRASH = """
+
+def kernel(x, w):
+    raise RuntimeError("boom")
+"""
+
+
+def _hk(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(root), "HOTKERNEL_PYTHON": sys.executable,
+           "HOTKERNEL_WHO": "e2e test"}
+    return subprocess.run([sys.executable, "-m", "hotkernel", *args], capture_output=True, text=True, env=env,
+                          cwd=root, timeout=900)
+
+
+def _state(root: Path) -> dict[str, bytes]:
+    files = [root / "hotkernel.lock", root / "LEADERBOARD.md", *sorted((root / "results").rglob("*"))]
+    return {str(p): p.read_bytes() for p in files if p.is_file()}
+
+
+def _last_record(root: Path) -> dict:
+    latest = sorted((root / "results" / "scale").glob("*.json"))[-1]
+    return json.loads(latest.read_text())
+
+
+def test_sync_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    root = tmp_path
+    (root / "kern.py").write_text(KERNEL)
+    (root / "hotkernel.yaml").write_text(MANIFEST)
+
+    # 1. untouched candidate: rendered, verified, recorded -> inconclusive; then up to date.
+    first = _hk(root, "sync", "-n", "3", "--json")
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    (item,) = report["items"]
+    assert item["status"] == "recorded" and item["verdict"] == "inconclusive", item
+    rec = _last_record(root)
+    assert rec["kind"] == "record" and rec["who"] == "e2e test" and rec["contract"] == 1
+    assert rec["result"]["rounds_completed"] == 3 and rec["result"]["order"] == ["B", "C", "C", "B", "B", "C"]
+    assert rec["provenance"]["device_kind"] == "cpu" and rec["provenance"]["torch"]
+    assert "speedup" in rec["result"] and rec["result"]["speedup"] is None
+    lock = json.loads((root / "hotkernel.lock").read_text())
+    assert lock["targets"]["scale"]["cpu"]["record"] == item["record"]
+    assert (root / "LEADERBOARD.md").read_text().startswith("<!-- Code generated")
+    check = _hk(root, "sync", "--check")
+    assert check.returncode == 0 and "No changes" in check.stdout
+    assert _hk(root, "leaderboard", "--check").returncode == 0
+
+    # 2. bench: every sample, mean/std/min/median.
+    bench = _hk(root, "bench", "targets/scale/baseline.py", "-n", "2", "--warmup", "0", "--json")
+    assert bench.returncode == 0, bench.stderr
+    stats = json.loads(bench.stdout)["stats"]
+    assert stats["n"] == 2 and len(stats["samples_ms"]) == 2 and stats["min_ms"] <= stats["median_ms"]
+
+    # 3. a wrong candidate -> incorrect, named check, and verify stops at the first candidate run.
+    candidate = root / "targets" / "scale" / "candidate.py"
+    original = candidate.read_text()
+    candidate.write_text(original.split("def kernel(")[0] + WRONG)
+    assert "~ scale: candidate changed" in _hk(root, "plan").stdout
+    wrong = _hk(root, "sync", "-n", "3", "--json")
+    assert wrong.returncode == 1, wrong.stderr
+    (item,) = json.loads(wrong.stdout)["items"]
+    assert item["verdict"] == "incorrect" and item["reason"].split(":")[0] in (
+        "outputs_match_reference", "timed_outputs_match_reference"), item
+    assert len(_last_record(root)["result"]["runs"]) == 2  # B then C, then it stopped
+
+    # 4. a crashing candidate: bench reports it, one line, no traceback from hotkernel.
+    candidate.write_text(original.split("def kernel(")[0] + CRASH)
+    crash = _hk(root, "bench", "targets/scale/candidate.py", "-n", "1", "--warmup", "0", "--json")
+    assert crash.returncode == 1
+    result = json.loads(crash.stdout)
+    assert result["status"] != "ok" and result["reason"] and "boom" in json.dumps(result)
+
+    # 5. an edited baseline -> invalid (baseline_unchanged), nothing run.
+    candidate.write_text(original)
+    baseline = root / "targets" / "scale" / "baseline.py"
+    baseline.write_text(baseline.read_text() + "\n# tuned by hand\n")
+    assert "baseline edited" in _hk(root, "plan").stdout
+    edited = _hk(root, "sync", "-n", "3", "--json")
+    assert edited.returncode == 1
+    (item,) = json.loads(edited.stdout)["items"]
+    assert item["verdict"] == "invalid" and "baseline_unchanged" in item["reason"], item
+
+    # 6. a bad manifest: one line naming the place, and results/, the lock and the board untouched.
+    before = _state(root)
+    (root / "hotkernel.yaml").write_text(MANIFEST.replace("dtype: fp32", "dtype: bf17"))
+    for args in (("sync", "-n", "3"), ("sync", "--check"), ("plan",)):
+        bad = _hk(root, *args)
+        assert bad.returncode == 1 and "hotkernel.yaml:" in bad.stderr and "Traceback" not in bad.stderr
+    assert _state(root) == before
