@@ -50,9 +50,25 @@ GPU_CASES = {
         + """
 
 def kernel(x, w, *, eps):
-    # Compute the answer, free it, and return a fresh allocation of the same size hoping for the same block.
-    tmp = honest(x, w, eps)
-    del tmp
+    # Never computes: returns a fresh allocation hoping the caching allocator hands back a block that still
+    # holds an earlier answer (the classic stale-buffer "speedup").
+    return torch.empty_like(x)
+""",
+    ),
+    "stale_allocator_recycled": (
+        "rms",
+        ("incorrect",),
+        HONEST
+        + """
+_calls = [0]
+
+
+def kernel(x, w, *, eps):
+    # Honest for the correctness pass and warm-up, then only allocates: freed blocks of earlier honest outputs
+    # of the same size are what the allocator hands out.
+    _calls[0] += 1
+    if _calls[0] <= 40:
+        return honest(x, w, eps)
     return torch.empty_like(x)
 """,
     ),
