@@ -685,7 +685,77 @@ def load_manifest(path: Path | str, *, check_files: bool = True) -> Manifest:
         raise HotkernelError(
             f"{_display(path)}: cannot read ({err.__class__.__name__}); check the file"
         ) from None
-    return load_manifest_text(text, path, check_files=check_files)
+    cached = _cached_manifest(path, text) if check_files else None
+    if cached is not None:
+        return cached
+    manifest = load_manifest_text(text, path, check_files=check_files)
+    if check_files:
+        _write_manifest_cache(path, text, manifest)
+    return manifest
+
+
+# A validated manifest is remembered in the workspace's scratch directory, keyed by the manifest's bytes and
+# the stat of every ./file.py it names and of this module: `hotkernel plan` then skips the (slow) YAML parse.
+CACHE_RELATIVE = Path(".hotkernel") / "tmp" / "manifest-cache.json"
+
+
+def _file_refs(manifest: Manifest) -> list[str]:
+    refs = set()
+    for spec in manifest.targets.values():
+        for ref in (spec.from_, spec.reference, spec.derive):
+            match = FILE_REF_RE.match(ref) if ref else None
+            if match:
+                refs.add(match["path"])
+    return sorted(refs)
+
+
+def _stat_key(path: Path) -> list[int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return [stat.st_mtime_ns, stat.st_size]
+
+
+def _cache_identity(path: Path, text: str) -> dict[str, Any]:
+    return {
+        "format": 1,
+        "module": _stat_key(Path(__file__)),
+        "manifest_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "root": str(path.parent.resolve()),
+    }
+
+
+def _cached_manifest(path: Path, text: str) -> Manifest | None:
+    """The manifest as validated last time, when nothing it depends on changed; else None."""
+    root = path.parent.resolve()
+    try:
+        cached = json.loads((root / CACHE_RELATIVE).read_text(encoding="utf-8"))
+        if cached.get("identity") != _cache_identity(path, text):
+            return None
+        for rel, key in cached["files"].items():
+            if _stat_key(root / rel) != key:
+                return None
+        manifest = Manifest.model_validate(cached["data"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    manifest._root = root
+    return manifest
+
+
+def _write_manifest_cache(path: Path, text: str, manifest: Manifest) -> None:
+    """Best effort: a workspace that cannot be written to just re-parses next time."""
+    root = path.parent.resolve()
+    entry = {
+        "identity": _cache_identity(path, text),
+        "files": {rel: _stat_key(root / rel) for rel in _file_refs(manifest)},
+        "data": manifest.model_dump(mode="json", by_alias=True, exclude_unset=True),
+    }
+    try:
+        (root / CACHE_RELATIVE).parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(root / CACHE_RELATIVE, json.dumps(entry))
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------------------------------------- the render context

@@ -431,3 +431,32 @@ def test_repository_byte_counts_match_the_shapes() -> None:
     int4 = resolved_target(manifest, "int4_gemv")
     n = k = 8192
     assert int4["bytes"] == n * k // 2 + (k // 128) * n * 2 * 2 + 2 * k + 2 * n
+
+
+def test_validated_manifest_is_cached_until_it_or_a_named_file_changes(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hotkernel.manifest as manifest_module
+
+    path = workspace / "hotkernel.yaml"
+    first = load_manifest(path)
+    assert (workspace / ".hotkernel" / "tmp" / "manifest-cache.json").is_file()
+    real_parse = manifest_module._parse_text
+    parses: list[str] = []
+    monkeypatch.setattr(
+        manifest_module,
+        "_parse_text",
+        lambda text, display: parses.append(display) or real_parse(text, display),
+    )
+    again = load_manifest(path)
+    assert parses == []
+    assert again.root == workspace.resolve()
+    assert all(manifest_fingerprint(again, n) == manifest_fingerprint(first, n) for n in first.targets)
+    kernel = workspace / "kernels" / "rms.py"
+    kernel.write_text("def something_else():\n    pass\n", encoding="utf-8")
+    with pytest.raises(HotkernelError, match="defines no function 'rms_norm'"):
+        load_manifest(path)
+    assert len(parses) == 1
+    kernel.write_text("def rms_norm(x, w, *, eps):\n    return x\n", encoding="utf-8")
+    path.write_text(GOOD.replace("n: 5", "n: 6"), encoding="utf-8")
+    assert load_manifest(path).defaults.n == 6 and len(parses) == 2
