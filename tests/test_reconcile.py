@@ -178,11 +178,19 @@ def test_plan_imports_no_torch(tmp_path: Path) -> None:
 HOLD = """
 import sys, time
 from pathlib import Path
-from hotkernel.reconcile import workspace_lock
+import hotkernel.verify
+from hotkernel.errors import HotkernelError
+from hotkernel.reconcile import sync
 from hotkernel.workspace import Workspace
-with workspace_lock(Workspace(Path(sys.argv[1])), command="test holder"):
+
+def slow_verify(*args, **kwargs):  # stands in for a long GPU verify: holds the workspace lock meanwhile
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
+    raise HotkernelError("stand-in verify: no real run in this test")
+
+hotkernel.verify.verify = slow_verify
+report = sync(Workspace(Path(sys.argv[1])), gpu_name="Test GPU")
+print(report.items[0].status, flush=True)
 """
 
 
@@ -193,16 +201,17 @@ def test_second_sync_refuses_then_waits(tmp_path: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ws.root), "4"], stdout=subprocess.PIPE,
                               text=True)
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert holder.stdout.readline().strip() == "held"  # the first sync is inside its verify
         refused = _cli(ws.root, "sync")
         assert refused.returncode == 1
-        assert "locked by pid" in refused.stderr and "test holder" in refused.stderr
+        assert f"locked by pid {holder.pid}" in refused.stderr and "`hotkernel sync`" in refused.stderr
         assert "--wait" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
         with pytest.raises(HotkernelError, match="locked by"):
             sync(ws, gpu_name=None)
         start = time.monotonic()
         waited = sync(ws, wait_s=60, gpu_name=None)  # blocks until the holder lets go
         assert time.monotonic() - start > 0.5
+        assert holder.stdout.readline().strip() == "failed"  # the first sync finished before we got in
     finally:
         holder.wait(timeout=60)
     assert [(i.name, i.status) for i in waited.items] == [("gpu_only", "skipped")]
