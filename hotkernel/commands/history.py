@@ -29,14 +29,10 @@ def register(app: typer.Typer) -> None:
         if not entries:
             console().print(f"no records of {target} yet: run `hotkernel sync {target}`")
             return
-        from rich.table import Table
-
-        table = Table("record", "device", "verdict", "speedup", "who", "note", "counted")
-        for e in entries:
-            speed = f"{e.speedup:.3f}x" if e.speedup is not None and e.verdict == "faster" else ""
-            counted = "yes" if e.counted else f"no ({e.not_counted_reason})"
-            table.add_row(e.path, e.device or "", e.verdict, speed, e.who, e.note, counted)
-        console().print(table)
+        for e in entries:  # one plain line per record: readable in a terminal, greppable in a log
+            speed = f" {e.speedup:.3f}x" if e.speedup is not None and e.verdict == "faster" else ""
+            counted = "" if e.counted else f"  NOT COUNTED ({e.not_counted_reason})"
+            typer.echo(f"{e.path}  {e.device}  {e.verdict}{speed}  who: {e.who}  note: {e.note}{counted}")
 
     @app.command("invalidate")
     def invalidate_command(
