@@ -219,3 +219,41 @@ def test_second_sync_refuses_then_waits(tmp_path: Path) -> None:
     assert not waited.failed
     assert (ws.target_dir("gpu_only") / "candidate.py").is_file()  # rendered even though skipped
     assert not (ws.state_dir / "lock.info").exists()  # holder info removed on release
+
+
+def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sync over a stand-in verify: a failing target is reported, the rest are recorded and locked."""
+    from record_factory import synthetic_result
+
+    import hotkernel.verify
+
+    ws = _workspace(tmp_path)
+    ran: list[str] = []
+
+    def stand_in(ws: Workspace, baseline: Path, candidate: Path, **kwargs: object) -> object:
+        name = Path(baseline).parent.name
+        ran.append(name)
+        if name == "beta":
+            raise HotkernelError("targets/beta/baseline.py: stand-in failure")
+        return synthetic_result(name, "inconclusive", device="Test CPU")
+
+    monkeypatch.setattr(hotkernel.verify, "verify", stand_in)
+    monkeypatch.setenv("HOTKERNEL_WHO", "tester")
+    report = sync(ws, n=3, gpu_name=None)
+    status = {i.name: (i.status, i.verdict) for i in report.items}
+    assert status == {"alpha": ("recorded", "inconclusive"), "beta": ("failed", None),
+                      "gpu_only": ("skipped", None)}
+    assert report.failed and ran == ["alpha", "beta"]
+    lock = read_lock(ws)
+    assert list(lock["targets"]) == ["alpha"] and lock["targets"]["alpha"]["cpu"]["verdict"] == "inconclusive"
+    pending = {i.name: i.reasons for i in plan(ws, gpu_name=None).items}
+    assert pending == {"beta": ["new"], "gpu_only": ["new"]}
+
+    ran.clear()
+    again = sync(ws, ["alpha", "beta"], n=3, gpu_name=None)
+    assert ran == ["beta"] and [i.status for i in again.items] == ["up to date", "failed"]
+    ran.clear()
+    fresh = sync(ws, ["alpha"], n=3, gpu_name=None, from_scratch=True)
+    assert ran == ["alpha"] and fresh.items[0].status == "recorded"
+    assert len(list((ws.results_dir / "alpha").glob("*.json"))) == 2  # a new record, the old one kept
+    assert read_lock(ws)["targets"]["alpha"]["cpu"]["record"] == fresh.items[0].record
