@@ -60,7 +60,7 @@ CASES: tuple[Case, ...] = (
     Case("leftover_daemon", "invalid", ("no_leftover_processes",), family="daemon left running"),
     Case("raises", "invalid", ("crashed",), family="kernel raises"),
     Case("segfault", "invalid", ("crashed",), family="kernel dies of a signal"),
-    Case("hangs", "invalid", ("timeout",), timeout_s=20.0, family="kernel hangs"),
+    Case("hangs", "invalid", ("timeout",), timeout_s=6.0, family="kernel hangs"),
     Case("import_error", "invalid", ("import_failed",), family="candidate does not import"),
 )
 
