@@ -17,6 +17,7 @@ runner, which kills the run's process group.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -153,8 +154,9 @@ def verify(
     problem = integrity_problem(ws, paths["baseline"])
     if problem:
         ended = ("invalid", problem if ":" in problem else f"baseline_unchanged: {problem}")
-    with judge_process(ws, python) as judge:
-        for round_index in range(n):
+    rounds = range(0 if ended else n)  # an integrity problem ends it before any process starts
+    with judge_process(ws, python) if rounds else contextlib.nullcontext() as judge:
+        for round_index in rounds:
             if ended:
                 break
             for role in round_order(round_index):

@@ -29,8 +29,11 @@ def _outcome(role: str, ms: float | None = 1.0, status: str = "ok", reason: str 
 
 
 class FakeJudge:
+    started = 0
+
     def __init__(self, ws: Any, *, python: str) -> None:
         self.closed = False
+        FakeJudge.started += 1
 
     def __enter__(self) -> FakeJudge:
         return self
@@ -140,8 +143,10 @@ def test_protocol_break_and_integrity(ws: Workspace, monkeypatch: pytest.MonkeyP
     calls = _script(monkeypatch, {"baseline": [], "candidate": []})
     monkeypatch.setattr(runner, "check_workspace_integrity",
                         lambda ws, name, resolved=None: "baseline_unchanged: baseline.py was edited")
+    started = FakeJudge.started
     result = _verify(ws)
     assert result.verdict == "invalid" and result.reason.startswith("baseline_unchanged") and calls == []
+    assert FakeJudge.started == started  # no judge process was started for nothing
 
 
 def test_cancel_stops_between_runs(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
