@@ -380,8 +380,25 @@ def _user() -> str:
 # ---------------------------------------------------------------- sync
 
 
+def candidate_who(candidate: Path) -> str | None:
+    """The candidate's own module-level ``WHO = "..."`` (read with ast, never imported), if it has one."""
+    import ast
+
+    try:
+        tree = ast.parse(candidate.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "WHO" and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str) and node.value.value.strip()):
+            return " ".join(node.value.value.split())
+    return None
+
+
 def default_who(ws: Workspace) -> str:
-    """Who a sync records as author: $HOTKERNEL_WHO, else git's user.name, else 'unknown'."""
+    """Who a sync records as author when the candidate declares no ``WHO``: $HOTKERNEL_WHO, else git's
+    user.name, else 'unknown'."""
     who = os.environ.get("HOTKERNEL_WHO", "").strip()
     if who:
         return who
@@ -444,7 +461,7 @@ def sync(
         current = plan(ws, names=names, gpu_name=gpu_name, manifest=manifest)  # state may have moved
         pending = {i.name: i for i in current.items}
         selected = select_names(manifest, names)
-        author = who or default_who(ws)
+        fallback_who = who or default_who(ws)
         to_run = [name for name in selected if name in pending or from_scratch]
         counter = _RunCounter(progress, total=2 * rounds * len(to_run))
         items: list[SyncItem] = []
@@ -453,6 +470,7 @@ def sync(
                 items.append(SyncItem(name=name, status="up to date"))
                 continue
             reasons = pending[name].reasons if name in pending else ["from scratch"]
+            author = who or candidate_who(ws.targets_dir / name / "candidate.py") or fallback_who
             items.append(_sync_target(ws, manifest, name, reasons, rounds=rounds, who=author,
                                       python=python, timeout_s=timeout_s, counter=counter,
                                       gpu_name=gpu_name))
@@ -536,3 +554,32 @@ def _sync_target(ws: Workspace, manifest: Any, name: str, reasons: list[str], *,
 def check_exit_code(report: SyncReport) -> int:
     """``sync --check``: 0 up to date, 2 out of date."""
     return 2 if report.plan.items else 0
+
+
+def keep_in_lock(ws: Workspace, target: str, record_path: str, verify_result: Any, device: str) -> bool:
+    """A record that beats the best makes its candidate the kept one: point the lock at it.
+
+    Only when the candidate on disk is the one that was verified and the target's other inputs (manifest
+    entry, rendered baseline, contract) are what the lock would record now; else the lock is left alone and
+    ``plan`` keeps saying what is out of date. Returns whether the lock changed.
+    """
+    manifest = load_workspace_manifest(ws)
+    if target not in manifest.targets:
+        return False
+    context = resolved(manifest, target)
+    state = target_state(ws, context, manifest_fp(manifest, target), current_contract_sha())
+    verified = getattr(getattr(verify_result, "candidate", None), "sha256", None)
+    if not verified or verified != state["candidate_sha256"]:
+        return False
+    on_disk = (state["baseline_on_disk"], state["contract_on_disk"])
+    if on_disk != (state["baseline_sha256"], state["contract_sha256"]):
+        return False
+    key = CPU_DEVICE if str(context.get("device", "cuda")) == CPU_DEVICE else device
+    parts = ("manifest", "baseline_sha256", "candidate_sha256", "contract_sha256")
+    fingerprint = {k: state[k] for k in parts}
+    lock = read_lock(ws)
+    lock["targets"].setdefault(target, {})[key] = {
+        **fingerprint, "device": key, "record": record_path, "verdict": verify_result.verdict,
+    }
+    write_lock(ws, lock)
+    return True

@@ -1,0 +1,72 @@
+"""A kept record points the lock at its candidate; sync records the candidate's own WHO. No torch runs here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from hotkernel.manifest import load_manifest, resolved_target
+from hotkernel.reconcile import candidate_who, keep_in_lock, plan, read_lock, sha256_file
+from hotkernel.render import render_target
+from hotkernel.workspace import Workspace
+
+MANIFEST = """\
+version: 1
+targets:
+  alpha:
+    from: ./kern.py:scale
+    shapes: [64x64]
+    dtype: fp32
+    device: cpu
+"""
+
+
+def _rendered(root: Path) -> Workspace:
+    (root / "kern.py").write_text("def scale(x):\n    return x * 2\n", encoding="utf-8")
+    (root / "hotkernel.yaml").write_text(MANIFEST, encoding="utf-8")
+    ws = Workspace(root)
+    render_target(ws, "alpha", resolved_target(load_manifest(ws.manifest), "alpha"))
+    return ws
+
+
+def _verified(sha: str | None, verdict: str = "faster") -> SimpleNamespace:
+    return SimpleNamespace(verdict=verdict, candidate=SimpleNamespace(sha256=sha))
+
+
+def test_generated_candidate_says_hotkernel_wrote_it(tmp_path: Path) -> None:
+    ws = _rendered(tmp_path)
+    assert "untouched" in candidate_who(ws.targets_dir / "alpha" / "candidate.py")
+
+
+def test_candidate_who_reads_the_assignment_without_importing(tmp_path: Path) -> None:
+    path = tmp_path / "candidate.py"
+    path.write_text('raise SystemExit("never imported")\nWHO = "Ada (Claude Opus, hotkernel session)"\n')
+    assert candidate_who(path) == "Ada (Claude Opus, hotkernel session)"
+    path.write_text("WHO = 3\n")
+    assert candidate_who(path) is None
+    path.write_text("def broken(:\n")
+    assert candidate_who(path) is None
+
+
+def test_keep_in_lock_points_the_lock_at_the_verified_candidate(tmp_path: Path) -> None:
+    ws = _rendered(tmp_path)
+    candidate = ws.targets_dir / "alpha" / "candidate.py"
+    assert plan(ws, gpu_name=None).items[0].reasons == ["new"]
+    record = ws.results_dir / "alpha" / "r.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{}")
+    assert keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified(sha256_file(candidate)), "cpu")
+    entry = read_lock(ws)["targets"]["alpha"]["cpu"]
+    assert entry["candidate_sha256"] == sha256_file(candidate) and entry["record"] == "results/alpha/r.json"
+    assert plan(ws, gpu_name=None).items == []
+
+
+def test_keep_in_lock_refuses_a_candidate_that_is_not_on_disk(tmp_path: Path) -> None:
+    ws = _rendered(tmp_path)
+    assert not keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified("0" * 64), "cpu")
+    assert not ws.lock_file.exists()
+    baseline = ws.targets_dir / "alpha" / "baseline.py"
+    baseline.write_text(baseline.read_text() + "# edited\n")
+    candidate_sha = sha256_file(ws.targets_dir / "alpha" / "candidate.py")
+    assert not keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified(candidate_sha), "cpu")
+    assert not ws.lock_file.exists()
