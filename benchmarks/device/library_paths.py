@@ -135,22 +135,31 @@ def attention_paths():
 
 
 def int4_paths():
-    from kernels import int4_gemv as k4  # the manifest's derive hook and reference
+    from kernels import int4_gemv as k4  # the manifest's derive hook (quantize_weight) and reference
 
     def make():
         raw_x = torch.randn(1, 8192, device="cuda", dtype=BF16)
         raw_w = torch.randn(8192, 8192, device="cuda", dtype=BF16)
-        return tuple(k4.derive(raw_x, raw_w)) if hasattr(k4, "derive") else None
+        return tuple(k4.quantize_weight(raw_x, raw_w, group_size=128))
 
     first = make()
-    per_set = sum(t.numel() * t.element_size() for t in first if torch.is_tensor(t))
+    per_set = sum(t.numel() * t.element_size() for t in first[1:])
     sets = [first] + [make() for _ in range(max(2, math.ceil(2 * L2_BYTES / per_set) + 1) - 1)]
-    paths = {"torch.ops.aten._weight_int4pack_mm (tinygemm)": k4.int4_gemv}
-    if hasattr(k4, "dequantize"):
-        paths["dequantize to bf16 + torch.mm (strawman)"] = lambda *a: k4.dequant_mm(*a) if hasattr(k4, "dequant_mm") else None
-        del paths["dequantize to bf16 + torch.mm (strawman)"]
-    ref = getattr(k4, "reference", None)
-    return "int4_gemv", paths, sets, ref, per_set + 8192 * 2
+    eye = torch.eye(8192, device="cuda", dtype=BF16)
+
+    def dequant_then_mv(x, w_int4, sz):
+        weight = k4.int4_gemv(eye, w_int4, sz, group_size=128)  # [K, N] = dequantized weight, transposed
+        return (x @ weight)
+
+    paths = {
+        "torch.ops.aten._weight_int4pack_mm (tinygemm)": lambda x, w, sz: k4.int4_gemv(x, w, sz, group_size=128),
+        "dequantize (tinygemm on identity) then bf16 matmul (strawman)": dequant_then_mv,
+    }
+
+    def ref(x, w_int4, sz):
+        return k4.int4_gemv(eye, w_int4, sz, group_size=128).double().t().matmul(x.double().t()).t()
+
+    return "int4_gemv", paths, sets, ref, per_set + 8192 * 2 * 2
 
 
 def choose(builder, out_dir: Path) -> dict:
@@ -274,7 +283,10 @@ def main() -> None:
     if os.environ.get("HK_SKIP_NCU") != "1":
         timer_vs_ncu(out / "calibration")
     print(f"timer_vs_ncu done {time.time() - t0:.1f}s", flush=True)
+    only = os.environ.get("HK_ONLY")
     for builder in (rmsnorm_paths, softmax_paths, gemv_paths, attention_paths, int4_paths):
+        if only and only not in builder.__name__:
+            continue
         doc = choose(builder, out / "baseline_choice")
         print(json.dumps({k: doc.get(k) for k in ("target", "chosen", "error")}), flush=True)
     print(f"all done {time.time() - t0:.1f}s", flush=True)
