@@ -19,11 +19,17 @@ def console() -> Any:
 
 @contextlib.contextmanager
 def progress_display(title: str, *, enabled: bool = True) -> Iterator[Callable[[int, int, str], None]]:
-    """A rich progress bar on stderr, started at the first update (so an early error prints alone) and only
-    on a terminal; yields a ``progress(done, total, message)`` callback."""
+    """A rich progress bar on stderr, started at the first update (so an early error prints alone); off a
+    terminal (CI logs) one plain line per update instead. Yields a ``progress(done, total, message)``."""
     out = console()
-    if not enabled or not out.is_terminal:
+    if not enabled:
         yield lambda done, total, message: None
+        return
+    if not out.is_terminal:
+        def plain(done: int, total: int, message: str) -> None:
+            print(f"[{done}/{total}] {message}" if total else message, file=sys.stderr, flush=True)
+
+        yield plain
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
