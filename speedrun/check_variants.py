@@ -181,15 +181,17 @@ def time_variant(fn: Callable[..., Any], inputs: tuple, kwargs: dict, bytes_per_
     return sorted(samples)[len(samples) // 2]
 
 
-def run(targets: list[str], device: str, shapes: str, timing: bool) -> int:
-    """Check (and optionally time) every variant; print one JSON line each; return the number of failures."""
+def run(targets: list[str], device: str, shapes: str, timing: bool, only: list[str] | None = None) -> int:
+    """Check (and optionally time) every variant (or those whose name contains one of ``only``); print one
+    JSON line each; return the number of failures."""
     import torch
 
     torch.manual_seed(0)
     failures = 0
     for target in targets:
         cases = make_cases(target, shapes, device)
-        paths: list[Path | None] = list(variant_files(target))
+        paths: list[Path | None] = [p for p in variant_files(target)
+                                    if not only or any(word in p.stem for word in only)]
         if timing and device == "cuda":
             paths.insert(0, None)  # the manifest's baseline, timed the same way
         for path in paths:
@@ -229,10 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", choices=("small", "headline"), default="small")
     parser.add_argument("--targets", nargs="*", default=list(TARGETS), choices=TARGETS)
     parser.add_argument("--time", action="store_true", help="CUDA-graph triage timing (cuda only)")
+    parser.add_argument("--only", nargs="*", default=None, metavar="SUBSTRING",
+                        help="only the variants whose file name contains one of these (the baseline is kept)")
     args = parser.parse_args(argv)
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
-    return 1 if run(args.targets, args.device, args.shapes, args.time) else 0
+    return 1 if run(args.targets, args.device, args.shapes, args.time, args.only) else 0
 
 
 if __name__ == "__main__":

@@ -85,9 +85,11 @@ def compile_kernel(
     for op in OPCODES.findall(sass):
         counts[op] = counts.get(op, 0) + 1
     pipelined = "ASYNC" if any(op.startswith("LDGSTS") for op in counts) else ""
+    n_instructions = len(re.findall(r"^\s+/\*[0-9a-f]{4}\*/", sass, re.MULTILINE))
     return (
         f"{name:70s} warps {num_warps} stages {num_stages} regs {regs.group(1) if regs else '?'} "
-        f"stack {regs.group(2) if regs else '?'} smem {compiled.metadata.shared} {counts} {pipelined}"
+        f"stack {regs.group(2) if regs else '?'} smem {compiled.metadata.shared} sass {n_instructions} "
+        f"{counts} {pipelined}"
     )
 
 
@@ -105,6 +107,7 @@ DECODE = {
     "counter_ptr": I32,
     "qk_scale": "fp32",
 }
+GEMV_ROWS_C = {"EVEN": True}
 DECODE_C = {"GROUP": 4, "GROUP_PAD": 16, "HEAD_DIM": 128, "BLOCK_N": 64, "DOT_IN_FP32": False}
 INT4 = {"x_ptr": BF16, "w_ptr": I32, "sz_ptr": I32, "out_ptr": BF16, "partial_ptr": FP32, "counter_ptr": I32}
 INT4_C = {"GROUP": 128, "IKT": 8}
@@ -134,6 +137,18 @@ JOBS: list[tuple[str, str, dict[str, str], dict[str, Any], int, int]] = [
         8,
         3,
     ),
+    ("rmsnorm/row_w4.py", "_rmsnorm_row_kernel", RMSNORM, {"BLOCK": 8192}, 4, 3),
+    ("rmsnorm/row_w16.py", "_rmsnorm_row_kernel", RMSNORM, {"BLOCK": 8192}, 16, 3),
+    ("rmsnorm/rows2_w8.py", "_rmsnorm_rows_kernel", RMSNORM, {"BLOCK": 8192, "ROWS": 2}, 8, 3),
+    ("softmax/row_w4.py", "_softmax_row_kernel", SOFTMAX, {"BLOCK": 8192}, 4, 3),
+    ("softmax/row_w16.py", "_softmax_row_kernel", SOFTMAX, {"BLOCK": 8192}, 16, 3),
+    ("softmax/rows2_w8.py", "_softmax_rows_kernel", SOFTMAX, {"BLOCK": 8192, "ROWS": 2}, 8, 3),
+    ("gemv/rows_bm2_bk4096.py", "_gemv_rows_kernel", GEMV,
+     {**GEMV_ROWS_C, "BLOCK_M": 2, "BLOCK_K": 4096}, 8, 3),
+    ("gemv/rows_bm4_bk2048_w4.py", "_gemv_rows_kernel", GEMV,
+     {**GEMV_ROWS_C, "BLOCK_M": 4, "BLOCK_K": 2048}, 4, 3),
+    ("gemv/rows_bm8_bk1024.py", "_gemv_rows_kernel", GEMV,
+     {**GEMV_ROWS_C, "BLOCK_M": 8, "BLOCK_K": 1024}, 8, 3),
     (
         "gemv/rows_bm16_bk512.py",
         "_gemv_rows_kernel",
@@ -191,6 +206,14 @@ JOBS: list[tuple[str, str, dict[str, str], dict[str, Any], int, int]] = [
         4,
         3,
     ),
+    ("decode_attention/fused_s32_bn64_st4.py", "_decode_fused_kernel", DECODE,
+     {**DECODE_C, "NUM_STAGES": 4, "SPLITS_PAD": 32}, 4, 3),
+    ("decode_attention/fused_2wave_bn32_st6.py", "_decode_fused_kernel", DECODE,
+     {**DECODE_C, "BLOCK_N": 32, "NUM_STAGES": 6, "SPLITS_PAD": 64}, 4, 3),
+    ("decode_attention/fused_3wave_bn32_st4.py", "_decode_fused_kernel", DECODE,
+     {**DECODE_C, "BLOCK_N": 32, "NUM_STAGES": 4, "SPLITS_PAD": 64}, 4, 3),
+    ("decode_attention/fused_1wave_bn64_st5_w8.py", "_decode_fused_kernel", DECODE,
+     {**DECODE_C, "NUM_STAGES": 5, "SPLITS_PAD": 16}, 8, 3),
     (
         "int4_gemv/tile_bn32_g4.py",
         "_int4_gemv_kernel",
@@ -223,6 +246,14 @@ JOBS: list[tuple[str, str, dict[str, str], dict[str, Any], int, int]] = [
         4,
         3,
     ),
+    ("int4_gemv/rowreg_bn128_sk8.py", "_int4_gemv_rowreg_kernel", INT4,
+     {**INT4_C, "BLOCK_N": 128, "SPLIT_K": 8, "NUM_STAGES": 3}, 4, 3),
+    ("int4_gemv/rowreg_bn256_sk16.py", "_int4_gemv_rowreg_kernel", INT4,
+     {**INT4_C, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 4, 3),
+    ("int4_gemv/rowreg_bn256_sk8_w8.py", "_int4_gemv_rowreg_kernel", INT4,
+     {**INT4_C, "BLOCK_N": 256, "SPLIT_K": 8, "NUM_STAGES": 3}, 8, 3),
+    ("int4_gemv/rowreg_bn64_sk4_w2.py", "_int4_gemv_rowreg_kernel", INT4,
+     {**INT4_C, "BLOCK_N": 64, "SPLIT_K": 4, "NUM_STAGES": 4}, 2, 3),
 ]
 
 

@@ -1,0 +1,150 @@
+"""decode attention candidate: one launch, exactly 2 programs per SM, 32-token tiles pipelined 6 deep.
+
+Hypothesis: with 32 splits per KV head, 256 programs on 132 SMs leave 8 SMs with one program, and a program
+is 16 tiles of 64 tokens, so ramp-up and drain (first tiles in flight, last tile computed) are a visible part
+of each program. Here splits = 2 x SMs / KV heads (33 at the headline: 264 programs, 2 on every SM), the
+context is cut tile-balanced into 32-token tiles (splits differ by at most one tile), and num_stages=6 keeps
+5 tiles (80 KiB) in flight per program, with 96 KiB of shared memory per program. Last arriver combines.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+SPLITS = 0  # splits per KV head; 0: PROGRAMS_PER_SM x SMs / KV heads
+PROGRAMS_PER_SM = 2
+BLOCK_N = 32
+NUM_WARPS = 4
+NUM_STAGES = 6
+LOG2E = 1.4426950408889634
+# Triton 3.9's CPU interpreter multiplies bf16 tl.dot operands as raw uint16 bits; under the interpreter the
+# operands are widened to fp32 first (compiled code keeps bf16 tensor-core dots).
+DOT_IN_FP32 = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@functools.cache
+def _num_sms(device_type: str, index: int | None) -> int:
+    if device_type == "cuda":
+        return torch.cuda.get_device_properties(index).multi_processor_count
+    return 4
+
+
+_COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
+
+
+def _counters(device: torch.device, n: int) -> torch.Tensor:
+    """Zeroed int32 arrival counters, kept between calls (each launch leaves them at zero again)."""
+    key = (device.type, device.index)
+    buf = _COUNTERS.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
+        _COUNTERS[key] = buf
+    return buf
+
+
+@triton.jit
+def _decode_fused_kernel(q_ptr, k_ptr, v_ptr, out_ptr, o_part_ptr, lse_part_ptr, counter_ptr, seq_len,
+                         n_tiles, qk_scale, n_kv_heads, n_splits, stride_qb, stride_qh, stride_kb,
+                         stride_kh, stride_kn, stride_vb, stride_vh, stride_vn, stride_ob, stride_oh,
+                         GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
+                         BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, SPLITS_PAD: tl.constexpr,
+                         DOT_IN_FP32: tl.constexpr):
+    bh = tl.program_id(0)
+    split = tl.program_id(1)
+    batch = bh // n_kv_heads
+    kv_head = bh % n_kv_heads
+    g = tl.arange(0, GROUP_PAD)
+    d = tl.arange(0, HEAD_DIM)
+    head_mask = g < GROUP
+    q_heads = kv_head * GROUP + g
+    q = tl.load(q_ptr + batch * stride_qb + q_heads[:, None] * stride_qh + d[None, :],
+                mask=head_mask[:, None], other=0.0)
+    if DOT_IN_FP32:
+        q = q.to(tl.float32)
+    k_base = k_ptr + batch.to(tl.int64) * stride_kb + kv_head.to(tl.int64) * stride_kh
+    v_base = v_ptr + batch.to(tl.int64) * stride_vb + kv_head.to(tl.int64) * stride_vh
+    start = (split * n_tiles // n_splits) * BLOCK_N  # tile-balanced: splits differ by at most one tile
+    end = tl.minimum(((split + 1) * n_tiles // n_splits) * BLOCK_N, seq_len)
+    m_i = tl.full([GROUP_PAD], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
+    acc = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
+    n = tl.arange(0, BLOCK_N)
+    for n0 in tl.range(start, end, BLOCK_N, num_stages=NUM_STAGES):
+        tokens = n0 + n
+        valid = tokens < end
+        k = tl.load(k_base + tl.cast(tokens, tl.int64)[:, None] * stride_kn + d[None, :], mask=valid[:, None],
+                    other=0.0, eviction_policy="evict_first")
+        v = tl.load(v_base + tl.cast(tokens, tl.int64)[:, None] * stride_vn + d[None, :], mask=valid[:, None],
+                    other=0.0, eviction_policy="evict_first")
+        if DOT_IN_FP32:
+            k, v = k.to(tl.float32), v.to(tl.float32)
+        s = tl.dot(q, tl.trans(k)) * qk_scale
+        s = tl.where(valid[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v_ptr.dtype.element_ty).to(v.dtype), v)
+        m_i = m_new
+    part = (batch * n_kv_heads * GROUP + q_heads) * n_splits + split
+    tl.store(o_part_ptr + part[:, None] * HEAD_DIM + d[None, :], acc / l_i[:, None], mask=head_mask[:, None])
+    tl.store(lse_part_ptr + part, m_i + tl.log2(l_i), mask=head_mask)
+    arrived = tl.atomic_add(counter_ptr + bh, 1, sem="acq_rel")
+    if arrived == n_splits - 1:
+        sp = tl.arange(0, SPLITS_PAD)
+        sp_mask = sp < n_splits
+        for gi in tl.static_range(GROUP):
+            row = (batch * n_kv_heads + kv_head) * GROUP + gi
+            lse = tl.load(lse_part_ptr + row * n_splits + sp, mask=sp_mask, other=float("-inf"),
+                          cache_modifier=".cg")
+            weight = tl.exp2(lse - tl.max(lse, axis=0))
+            o = tl.load(o_part_ptr + (row * n_splits + sp)[:, None] * HEAD_DIM + d[None, :],
+                        mask=sp_mask[:, None], other=0.0, cache_modifier=".cg")
+            out = tl.sum(o * weight[:, None], axis=0) / tl.sum(weight, axis=0)
+            tl.store(out_ptr + batch * stride_ob + (kv_head * GROUP + gi) * stride_oh + d,
+                     out.to(out_ptr.dtype.element_ty))
+        tl.store(counter_ptr + bh, 0)
+
+
+def kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, enable_gqa: bool = True,
+           scale: float | None = None, is_causal: bool = False) -> torch.Tensor:
+    """SDPA for one query token per head over a KV cache (same result as SDPA with enable_gqa=True)."""
+    batch, n_q_heads, q_len, head_dim = q.shape
+    _, n_kv_heads, seq_len, _ = k.shape
+    assert q_len == 1 and not is_causal, "decode attention: one query token, non-causal, only"
+    assert k.shape == v.shape == (batch, n_kv_heads, seq_len, head_dim), "decode attention: k/v shapes differ"
+    assert n_q_heads % n_kv_heads == 0, "decode attention: query heads must be a multiple of KV heads"
+    assert enable_gqa or n_q_heads == n_kv_heads, "decode attention: grouped heads need enable_gqa=True"
+    assert head_dim == triton.next_power_of_2(head_dim) >= 16, "decode attention: head_dim must be 2^n >= 16"
+    group = n_q_heads // n_kv_heads
+    if k.stride(-1) != 1:
+        k = k.contiguous()
+    if v.stride(-1) != 1:
+        v = v.contiguous()
+    if q.stride(-1) != 1:
+        q = q.contiguous()
+    sm_scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
+    heads = batch * n_kv_heads
+    n_tiles = triton.cdiv(seq_len, BLOCK_N)
+    if SPLITS:
+        wanted_splits = SPLITS
+    else:  # programs = PROGRAMS_PER_SM x SMs, rounded down to whole splits per head
+        wanted_splits = max(1, _num_sms(q.device.type, q.device.index) * PROGRAMS_PER_SM // heads)
+    n_splits = min(wanted_splits, n_tiles)  # every split holds at least one tile
+    o_part = torch.empty((batch * n_q_heads, n_splits, head_dim), dtype=torch.float32, device=q.device)
+    lse_part = torch.empty((batch * n_q_heads, n_splits), dtype=torch.float32, device=q.device)
+    out = torch.empty((batch, n_q_heads, 1, head_dim), dtype=q.dtype, device=q.device)
+    _decode_fused_kernel[(heads, n_splits)](
+        q, k, v, out, o_part, lse_part, _counters(q.device, heads), seq_len, n_tiles,
+        sm_scale * LOG2E, n_kv_heads, n_splits, q.stride(0), q.stride(1), k.stride(0), k.stride(1),
+        k.stride(2), v.stride(0), v.stride(1), v.stride(2), out.stride(0), out.stride(1), GROUP=group,
+        GROUP_PAD=max(16, triton.next_power_of_2(group)), HEAD_DIM=head_dim, BLOCK_N=BLOCK_N,
+        NUM_STAGES=NUM_STAGES, SPLITS_PAD=triton.next_power_of_2(n_splits), DOT_IN_FP32=DOT_IN_FP32,
+        num_warps=NUM_WARPS)
+    return out
