@@ -252,6 +252,8 @@ JOBS: list[tuple[str, str, dict[str, str], dict[str, Any], int, int]] = [
      {**INT4_C, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 4, 3),
     ("int4_gemv/rowreg_bn256_sk8_w8.py", "_int4_gemv_rowreg_kernel", INT4,
      {**INT4_C, "BLOCK_N": 256, "SPLIT_K": 8, "NUM_STAGES": 3}, 8, 3),
+    ("int4_gemv/rowreg_bn256_sk16_w2.py", "_int4_gemv_rowreg_kernel", INT4,
+     {**INT4_C, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 2, 3),
     ("int4_gemv/rowreg_bn64_sk4_w2.py", "_int4_gemv_rowreg_kernel", INT4,
      {**INT4_C, "BLOCK_N": 64, "SPLIT_K": 4, "NUM_STAGES": 4}, 2, 3),
 ]
