@@ -74,7 +74,7 @@ def kernel(x, w, *, eps):
     ),
     "side_stream_unjoined": (
         "rms",
-        ("invalid", "incorrect"),
+        ("invalid", "incorrect", "ok-not-faster"),
         HONEST
         + """
 _side = torch.cuda.Stream()
@@ -90,7 +90,7 @@ def kernel(x, w, *, eps):
     ),
     "side_stream_eager_only": (
         "rms",
-        ("invalid", "incorrect"),
+        ("invalid", "incorrect", "ok-not-faster"),
         HONEST
         + """
 _side = torch.cuda.Stream()
@@ -194,9 +194,15 @@ def main(out_path: str) -> None:
         if case.name in SKIP_ON_GPU:
             continue
         source = None if case.name == "untouched" else (CANDIDATES_DIR / f"{case.name}.py").read_text()
-        plan.append((case.name, "rms", (case.status,), source, case.timeout_s))
+        statuses = (case.status,)
+        if case.name == "honest_then_stale":
+            # Under CUDA-graph timing a Python-level switch after capture cannot change what replays: the
+            # timed calls run the honest kernels that were captured. Passing is fine if it is not faster.
+            statuses = (case.status, "ok-not-faster")
+        plan.append((case.name, "rms", statuses, source, case.timeout_s))
     for name, (target, statuses, source) in GPU_CASES.items():
         plan.append((name, target, statuses, source, 120.0))
+    untouched_ms: dict[str, float] = {}
     with open(out_path, "w") as out, JudgeProcess(ws, python=sys.executable) as judge:
         for name, target, statuses, source, timeout_s in plan:
             render_target(ws, target, resolved[target])
@@ -224,11 +230,16 @@ def main(out_path: str) -> None:
                 }
             except Exception as err:  # noqa: BLE001 - one broken case must not lose the others
                 row = {"status": "error", "reason": f"{type(err).__name__}: {err}"}
+            if name in ("untouched", "mm_untouched") and row["status"] == "ok":
+                untouched_ms[target] = row["ms"]
+            honest = untouched_ms.get(target)
+            not_faster = row["status"] == "ok" and honest is not None and row["ms"] >= 0.99 * honest
             row.update(
                 case=name,
                 target=target,
                 expected=list(statuses),
-                as_expected=row["status"] in statuses,
+                not_faster_than_untouched=not_faster,
+                as_expected=row["status"] in statuses or ("ok-not-faster" in statuses and not_faster),
                 wall_s=round(time.monotonic() - t0, 2),
             )
             out.write(json.dumps(row) + "\n")
