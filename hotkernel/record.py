@@ -107,8 +107,9 @@ def _run(cmd: list[str], *, cwd: Path | None = None, timeout: float = 10.0) -> s
 def git_state(root: Path) -> tuple[str | None, bool | None]:
     """(HEAD commit, dirty?) of the workspace's git repository, (None, None) outside one."""
     commit = _run(["git", "-C", str(root), "rev-parse", "HEAD"])
-    if commit is None:
-        return None, None
+    if commit is None:  # a copy of the workspace without .git (e.g. a GPU machine): the caller may say
+        pinned = os.environ.get("HOTKERNEL_GIT_COMMIT", "").strip()
+        return (pinned, None) if pinned else (None, None)
     status = _run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"])
     return commit, bool(status)
 
