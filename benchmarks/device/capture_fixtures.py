@@ -6,7 +6,6 @@ Writes OUT_DIR/h200/... and OUT_DIR/capture_log.txt (every command, its exit cod
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
