@@ -132,3 +132,23 @@ def test_device_script_cpu_smoke_uses_the_contract_timer(tmp_path: Path) -> None
     assert sim.load_samples(out)["neg"]["stats"]["rounds"] == 3
     meta = json.loads(Path(str(out) + ".meta.json").read_text())
     assert meta["processes_completed"] == 6 and meta["device"]["name"] == "cpu"
+
+
+@pytest.mark.slow
+def test_device_script_records_why_it_did_not_use_the_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A contract helper that cannot be called: auto times inline and says why on every line; contract stops."""
+    pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    def rotation_count(per_set_bytes: int, cache: int, device_kind: str, new_knob: int) -> tuple[int, bool]:
+        raise AssertionError("never reached: the script cannot fill new_knob")
+
+    fake = SimpleNamespace(cache_bytes=lambda torch, device: 1 << 20, rotation_count=rotation_count,
+                           measure=lambda *args, **kwargs: None)
+    monkeypatch.setattr(samples_script, "_load_contract", lambda: fake)
+    records = samples_script.child(0, "cpu", "auto")
+    assert [r["kernel"] for r in records] == ["neg", "rms_norm"]
+    assert all(r["timer"] == "inline-cpu-perf-counter" for r in records)
+    assert all(r["timer_note"].startswith("contract rotation not used: TypeError") for r in records)
+    with pytest.raises(SystemExit, match="--timer contract, but contract rotation not used"):
+        samples_script.child(0, "cpu", "contract")

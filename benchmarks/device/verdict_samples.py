@@ -19,6 +19,10 @@ Design (docs/verdicts.md, "Error rates (H200 runs)"):
   repetitions and output poisoning, so the samples come from the real timer. ``--timer inline`` (and auto
   when the contract is missing) uses an inline equivalent: a CUDA graph of N rotated calls, warmed up,
   replayed R times between CUDA events, per-call time = elapsed / N. Process value = median of the samples.
+  When auto falls back, ``timer_note`` on every line says which contract helper could not be called
+  (``--timer contract`` stops instead). The 2026-11-30 H200 samples were all timed inline: the script
+  called ``rotation_count`` with two arguments after the contract had added a third, and the fallback
+  did not record why (fixed: the call adapts to the signature and the reason is recorded).
 
 Output: one JSONL line per (process, kernel): {kernel, process_index, round, arm, ms, samples, timer, ...}
 and ``<out>.meta.json`` (device, versions, settings, wall time). ``--device cpu`` is a smoke test of the
@@ -72,6 +76,18 @@ def _load_contract():
     sys.modules["hk_contract"] = module
     spec.loader.exec_module(module)
     return module if hasattr(module, "measure") else None
+
+
+def _contract_rotation(contract, torch, set_bytes: int, device: str) -> tuple[int, bool | None]:
+    """K and the cache-resident flag from the contract's ``rotation_count``, whose third parameter (the
+    device kind, for its per-device cap) only newer contracts take; a signature it cannot satisfy raises."""
+    arguments = [set_bytes, contract.cache_bytes(torch, device)]
+    if len(inspect.signature(contract.rotation_count).parameters) >= 3:
+        arguments.append(device)
+    result = contract.rotation_count(*arguments)
+    if isinstance(result, tuple):
+        return int(result[0]), bool(result[1])
+    return int(result), None
 
 
 def _contract_timing(contract, fn, input_sets: list[tuple], device: str) -> dict:
@@ -176,11 +192,12 @@ def child(process_index: int, device: str, timer_choice: str) -> list[dict]:
     rows, cols = CPU_SHAPE if device == "cpu" else SHAPE
     dtype = torch.bfloat16
     set_bytes = 2 * rows * cols * dtype.itemsize + cols * dtype.itemsize  # input + output + weight
-    k = None
+    k, cache_resident, rotation_note = None, None, None
     if contract is not None:  # the contract's rotation rule
         try:
-            k = contract.rotation_count(set_bytes, contract.cache_bytes(torch, device))[0]
-        except Exception:  # noqa: BLE001 - the contract changed shape: time inline (recorded in `timer`)
+            k, cache_resident = _contract_rotation(contract, torch, set_bytes, device)
+        except Exception as err:  # noqa: BLE001 - the contract changed shape: time inline, say so per line
+            rotation_note = f"contract rotation not used: {type(err).__name__}: {err}"
             contract = None
     if k is None:
         l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size if device == "cuda" else 4 << 20
@@ -197,12 +214,14 @@ def child(process_index: int, device: str, timer_choice: str) -> list[dict]:
     records = []
     for name in order:
         fn = _kernel(name)
-        timing, note = None, None
+        timing, note = None, rotation_note
         if contract is not None:
             try:
                 timing = _contract_timing(contract, fn, input_sets, device)
             except Exception as err:  # noqa: BLE001 - the contract's timer changed shape: say so, time inline
                 note = f"contract timer not used: {type(err).__name__}: {err}"
+        if timing is None and timer_choice == "contract":
+            raise SystemExit(f"verdict_samples: --timer contract, but {note}")
         if timing is not None:
             samples, n_calls = timing["samples_ms"], timing["n_calls"]
             timer = f"hk_contract.measure/{timing['timer']}"
@@ -219,6 +238,7 @@ def child(process_index: int, device: str, timer_choice: str) -> list[dict]:
                 "samples": samples,
                 "timer": timer,
                 "rotation": k,
+                "cache_resident": cache_resident,
                 "n_calls": n_calls,
                 "shape": f"{rows}x{cols}",
                 "dtype": "bf16",
