@@ -1,35 +1,53 @@
-"""Candidate for target 'gemv': the one file the optimisation loop edits.
+"""gemv candidate: `rows_bm4_bk2048` (tied with cuBLAS in the first triage) at 4 warps instead of 8.
 
-Define ``kernel(w, x)`` returning what the baseline (./kernels/gemv.py:gemv) returns: same
-shapes, same dtypes, values within atol=0.02 / rtol=0.02 of the reference. Inputs are bf16
-tensors on cuda, in call order; the manifest's kwargs come as keyword arguments.
-
-``python targets/gemv/candidate.py`` times it and checks it (one JSON line); ``hotkernel verify``
-compares it with the baseline. hotkernel created this file once and never overwrites it.
+Hypothesis: the same tiles with 128 threads: 64 bf16 weights (8 vectors of 16 bytes) in flight per thread per
+iteration instead of 32, and up to twice the programs resident per SM; each program's final reduction
+crosses 4 warps instead of 8.
 """
 
-import os
-import sys
+from __future__ import annotations
 
-import torch  # noqa: F401
+import torch
+import triton
+import triton.language as tl
 
-# Who wrote this candidate: `hotkernel sync` records it with every result. Keep it honest when you edit the
-# kernel (a person, or an agent and its model).
-WHO = "hotkernel (generated: the untouched candidate calls the baseline)"
-
-_TARGETS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _TARGETS_DIR not in sys.path:
-    sys.path.insert(0, _TARGETS_DIR)
-
-import hk_contract  # noqa: E402  (the vendored contract)
-
-_baseline_kernel = hk_contract.load_function("./kernels/gemv.py:gemv", os.path.dirname(_TARGETS_DIR))
+BLOCK_M = 4
+BLOCK_K = 2048
+NUM_WARPS = 4
 
 
-def kernel(w, x):
-    """Start here: this body just calls the baseline, so an untouched candidate is honest and equal."""
-    return _baseline_kernel(w, x)
+@triton.jit
+def _gemv_rows_kernel(w_ptr, x_ptr, out_ptr, n_rows, n_cols, w_row_stride, BLOCK_M: tl.constexpr,
+                      BLOCK_K: tl.constexpr, EVEN: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_K)
+    row_mask = rows < n_rows
+    w_ptrs = w_ptr + tl.cast(rows, tl.int64)[:, None] * w_row_stride + cols[None, :]
+    acc = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
+    for k0 in range(0, n_cols, BLOCK_K):
+        if EVEN:
+            w = tl.load(w_ptrs + k0, eviction_policy="evict_first")
+            x = tl.load(x_ptr + k0 + cols)
+        else:
+            col_mask = k0 + cols < n_cols
+            w = tl.load(w_ptrs + k0, mask=row_mask[:, None] & col_mask[None, :], other=0.0,
+                        eviction_policy="evict_first")
+            x = tl.load(x_ptr + k0 + cols, mask=col_mask, other=0.0)
+        acc += w.to(tl.float32) * x.to(tl.float32)[None, :]
+    tl.store(out_ptr + rows, tl.sum(acc, axis=1).to(out_ptr.dtype.element_ty), mask=row_mask)
 
 
-if __name__ == "__main__":
-    hk_contract.main(__file__)
+def kernel(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Matrix-vector product w @ x (same result as torch.mv(w, x))."""
+    assert w.ndim == 2 and x.ndim == 1 and w.shape[1] == x.shape[0], (
+        f"gemv: expected w [M, K] and x [K], got {tuple(w.shape)} and {tuple(x.shape)}")
+    if w.stride(1) != 1:
+        w = w.contiguous()
+    x = x.contiguous()
+    n_rows, n_cols = w.shape
+    out = torch.empty(n_rows, dtype=w.dtype, device=w.device)
+    even = n_rows % BLOCK_M == 0 and n_cols % BLOCK_K == 0
+    _gemv_rows_kernel[(triton.cdiv(n_rows, BLOCK_M),)](w, x, out, n_rows, n_cols, w.stride(0),
+                                                      BLOCK_M=BLOCK_M, BLOCK_K=BLOCK_K, EVEN=even,
+                                                      num_warps=NUM_WARPS)
+    return out

@@ -1,35 +1,40 @@
-"""Candidate for target 'softmax': the one file the optimisation loop edits.
+"""softmax candidate: `row_per_program` at 16 warps instead of 8.
 
-Define ``kernel(x, *, dim)`` returning what the baseline (./kernels/softmax.py:softmax) returns: same
-shapes, same dtypes, values within atol=1e-05 / rtol=0.02 of the reference. Inputs are bf16
-tensors on cuda, in call order; the manifest's kwargs come as keyword arguments.
-
-``python targets/softmax/candidate.py`` times it and checks it (one JSON line); ``hotkernel verify``
-compares it with the baseline. hotkernel created this file once and never overwrites it.
+Hypothesis: the other direction from `row_w4`: 512 threads per row, each with 2 vectors of 16 bytes (16
+values), about 32 registers, so residency is bounded by warps (4 programs of 16 warps per SM), and each
+program finishes its row sooner. Tells whether per-thread bytes in flight or program count limits the rate.
 """
 
-import os
-import sys
+from __future__ import annotations
 
-import torch  # noqa: F401
+import torch
+import triton
+import triton.language as tl
 
-# Who wrote this candidate: `hotkernel sync` records it with every result. Keep it honest when you edit the
-# kernel (a person, or an agent and its model).
-WHO = "hotkernel (generated: the untouched candidate calls the baseline)"
-
-_TARGETS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _TARGETS_DIR not in sys.path:
-    sys.path.insert(0, _TARGETS_DIR)
-
-import hk_contract  # noqa: E402  (the vendored contract)
-
-_baseline_kernel = hk_contract.load_function("./kernels/softmax.py:softmax", os.path.dirname(_TARGETS_DIR))
+NUM_WARPS = 16
 
 
-def kernel(x, *, dim):
-    """Start here: this body just calls the baseline, so an untouched candidate is honest and equal."""
-    return _baseline_kernel(x, dim=dim)
+@triton.jit
+def _softmax_row_kernel(x_ptr, out_ptr, n_cols, x_row_stride, out_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=float("-inf")).to(tl.float32)
+    e = tl.exp2((x - tl.max(x, axis=0)) * 1.4426950408889634)
+    y = e * (1.0 / tl.sum(e, axis=0))
+    tl.store(out_ptr + row * out_row_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-if __name__ == "__main__":
-    hk_contract.main(__file__)
+def kernel(x: torch.Tensor, *, dim: int) -> torch.Tensor:
+    """Softmax of x along its last dimension (same result as torch.softmax(x, dim))."""
+    assert dim in (-1, x.ndim - 1), f"softmax: only the last dimension is supported, got dim={dim}"
+    n_cols = x.shape[-1]
+    block = triton.next_power_of_2(n_cols)
+    assert block <= 65536, f"softmax: rows of {n_cols} elements do not fit one program; use a looped variant"
+    x2 = x.reshape(-1, n_cols)
+    if x2.stride(-1) != 1:
+        x2 = x2.contiguous()
+    out = torch.empty((x2.shape[0], n_cols), dtype=x.dtype, device=x.device)
+    _softmax_row_kernel[(x2.shape[0],)](x2, out, n_cols, x2.stride(0), out.stride(0), BLOCK=block,
+                                        num_warps=NUM_WARPS)
+    return out.view(x.shape)
