@@ -470,8 +470,8 @@ def sync(
                 items.append(SyncItem(name=name, status="up to date"))
                 continue
             reasons = pending[name].reasons if name in pending else ["from scratch"]
-            author = who or candidate_who(ws.targets_dir / name / "candidate.py") or fallback_who
-            items.append(_sync_target(ws, manifest, name, reasons, rounds=rounds, who=author,
+            items.append(_sync_target(ws, manifest, name, reasons, rounds=rounds, who=who,
+                                      fallback_who=fallback_who,
                                       python=python, timeout_s=timeout_s, counter=counter,
                                       gpu_name=gpu_name))
             counter.finish_target(2 * rounds)
@@ -493,7 +493,7 @@ class _RunCounter:
 
 
 def _sync_target(ws: Workspace, manifest: Any, name: str, reasons: list[str], *, rounds: int,
-                 who: str, python: str | None, timeout_s: float | None,
+                 who: str | None, fallback_who: str, python: str | None, timeout_s: float | None,
                  counter: _RunCounter, gpu_name: str | None) -> SyncItem:
     """Render, verify and record one target; every anticipated failure becomes a ``failed`` item."""
     from hotkernel.record import record
@@ -533,6 +533,7 @@ def _sync_target(ws: Workspace, manifest: Any, name: str, reasons: list[str], *,
                                              "contract_sha256")}
         fingerprint["device"] = device
         note = f"hotkernel sync: {', '.join(reasons)}"
+        who = who or candidate_who(target_dir / "candidate.py") or fallback_who  # read after rendering
         rec = record(ws, name, result, note=note, who=who, python=result.python, fingerprint=fingerprint,
                      device_kind="cpu" if device == CPU_DEVICE else "cuda")
         lock = read_lock(ws)

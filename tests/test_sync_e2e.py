@@ -70,7 +70,9 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     (item,) = report["items"]
     assert item["status"] == "recorded" and item["verdict"] == "inconclusive", item
     rec = _last_record(root)
-    assert rec["kind"] == "record" and rec["who"] == "e2e test" and rec["contract"] == 1
+    # the generated candidate declares WHO, which wins over the session default (HOTKERNEL_WHO)
+    assert rec["kind"] == "record" and rec["contract"] == 1
+    assert rec["who"] == "hotkernel (generated: the untouched candidate calls the baseline)"
     assert rec["result"]["rounds_completed"] == 3 and rec["result"]["order"] == ["B", "C", "C", "B", "B", "C"]
     assert rec["provenance"]["device_kind"] == "cpu" and rec["provenance"]["torch"]
     assert "speedup" in rec["result"] and rec["result"]["speedup"] is None
