@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -86,8 +87,11 @@ def main() -> None:
                          f"targets/{target}/candidate.py", "-n", str(N_ROUNDS), "--json", timeout=400)
             verify_s = time.monotonic() - t0
             (log / f"verify_{tag}.json").write_text(out)
-            if tries == 0:
-                hk(log, f"disasm_{tag}", "disasm", "triton-cache", "--max-lines", "60", "--json")
+            if tries == 0:  # read the machine code after the first compile
+                jitted = re.findall(r"@triton\.jit[^\n]*\n(?:@[^\n]*\n)*def (\w+)", source.read_text())
+                for kernel_name in jitted[:2]:
+                    hk(log, f"disasm_{tag}_{kernel_name}", "disasm", "triton-cache", "--kernel", kernel_name,
+                       "--max-lines", "60", "--json")
             note = f"{variant} (triage {triage_ms * 1e3:.1f} us): {hypothesis(source)}"
             rc, rec = hk(log, f"record_{tag}", "record", target, str(log / f"verify_{tag}.json"),
                          "--who", WHO.format(target=target, variant=variant), "--note", note, "--json")
