@@ -1,6 +1,7 @@
 """Verdict-level controls and one known hole, through the real runner and ``verify`` on CPU (docs/verdicts.md).
 
-The adversarial suite (tests/adversarial) judges single runs; these tests judge whole verifies: an honest
+The adversarial suite (tests/adversarial) judges single runs; these judge whole verifies (n = 5: a 2-core CI
+machine shared with other jobs can disturb single runs badly, and n = 3 has t = 9.9): an honest
 rewrite that does an eighth of the work is ``faster``, one that does eight times the work is ``slower``. The
 last test documents a hole found while writing docs/verdicts.md ("Honest limits"): the module the baseline
 imports its kernel from is not hash-checked, so a candidate can slow the baseline down on disk. It is a strict
@@ -60,7 +61,7 @@ def run_verify(root: Path, candidate: str, *, baseline_source: str | None = None
     if baseline_source is not None:
         (ws.root / "kernels" / "ops.py").write_text(baseline_source)
     (ws.target_dir(TARGET) / "candidate.py").write_text(candidate)
-    return verify(ws, f"targets/{TARGET}/baseline.py", f"targets/{TARGET}/candidate.py", n=3, python=python())
+    return verify(ws, f"targets/{TARGET}/baseline.py", f"targets/{TARGET}/candidate.py", n=5, python=python())
 
 
 def test_honest_rewrite_doing_an_eighth_of_the_work_is_faster(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ Run on the H200 (torch + CUDA; no hotkernel install needed, the repo only has to
 
     python3 benchmarks/device/verdict_samples.py --out $OUT/verdict_samples.jsonl
 
-Design (docs/verdicts.md, "Error rates (H200 runs)"):
+Design (docs/verdicts.md, "Error rates measured on the H200"):
 * The unit of replication is the process: every sample comes from a fresh interpreter (CUDA context,
   allocator, clocks all start over), as in ``hotkernel verify``. Processes run one after another.
 * Two arms, A and B, run *identical* code. Process p belongs to round p // 2; rounds alternate A,B then B,A
