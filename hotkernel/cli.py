@@ -6,6 +6,7 @@ Each command module defines ``register(app: typer.Typer) -> None``. Bare ``hotke
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import typer
@@ -45,7 +46,7 @@ for _name in COMMAND_MODULES:
 def main() -> None:
     """Console entry point: run the app; anticipated failures print one line and exit non-zero."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # click returns a typer.Exit's code here instead of raising it
     except HotkernelError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
@@ -60,4 +61,9 @@ def main() -> None:
         if isinstance(err, click.ClickException):
             err.show()
             sys.exit(err.exit_code)
-        raise
+        if os.environ.get("HOTKERNEL_DEBUG"):
+            raise
+        print(f"error: internal error: {type(err).__name__}: {err} (a bug in hotkernel: rerun with "
+              "HOTKERNEL_DEBUG=1 for the traceback and report it)", file=sys.stderr)
+        sys.exit(3)
+    sys.exit(code if isinstance(code, int) else 0)
