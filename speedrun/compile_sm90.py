@@ -111,6 +111,9 @@ GEMV_ROWS_C = {"EVEN": True}
 DECODE_C = {"GROUP": 4, "GROUP_PAD": 16, "HEAD_DIM": 128, "BLOCK_N": 64, "DOT_IN_FP32": False}
 INT4 = {"x_ptr": BF16, "w_ptr": I32, "sz_ptr": I32, "out_ptr": BF16, "partial_ptr": FP32, "counter_ptr": I32}
 INT4_C = {"GROUP": 128, "IKT": 8}
+# the lop3 kernels read x as int32 bf16 pairs; USE_PTX=True is the GPU path (inline PTX, not interpretable)
+INT4_PAIRS = {**{k: v for k, v in INT4.items() if k != "x_ptr"}, "xpair_ptr": I32}
+INT4_LOP3_C = {**INT4_C, "USE_PTX": True, "X_PRESCALE": 0.0625}
 # (file, kernel, argument types, headline constexprs, num_warps, num_stages), as each kernel() launches them
 JOBS: list[tuple[str, str, dict[str, str], dict[str, Any], int, int]] = [
     ("rmsnorm/row_per_program.py", "_rmsnorm_row_kernel", RMSNORM, {"BLOCK": 8192}, 8, 3),
@@ -256,6 +259,8 @@ JOBS: list[tuple[str, str, dict[str, str], dict[str, Any], int, int]] = [
      {**INT4_C, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 2, 3),
     ("int4_gemv/rowreg_bn64_sk4_w2.py", "_int4_gemv_rowreg_kernel", INT4,
      {**INT4_C, "BLOCK_N": 64, "SPLIT_K": 4, "NUM_STAGES": 4}, 2, 3),
+    ("int4_gemv/lop3_f16_bn256_sk16.py", "_int4_gemv_lop3_kernel", INT4_PAIRS,
+     {**INT4_LOP3_C, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 4, 3),
 ]
 
 
