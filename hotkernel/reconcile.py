@@ -177,7 +177,15 @@ def target_state(ws: Workspace, context: dict[str, Any], manifest_fingerprint: s
         "candidate_sha256": sha256_file(target_dir / "candidate.py"),
         "baseline_on_disk": sha256_file(target_dir / "baseline.py"),
         "contract_on_disk": sha256_file(ws.contract_file),
+        "sources_sha256": sources_sha(ws, context),
     }
+
+
+def sources_sha(ws: Workspace, context: dict[str, Any]) -> str:
+    """Fingerprint of the target's own source files (the folders of its ./file.py references)."""
+    from hotkernel.runner import sources_digest
+
+    return sources_digest(ws, context)
 
 
 def device_key(context: dict[str, Any], gpu_name: str | None) -> str:
@@ -210,6 +218,8 @@ def out_of_date_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str,
         reasons.append("contract changed")
     elif entry.get("baseline_sha256") != state["baseline_sha256"] and "manifest changed" not in reasons:
         reasons.append("templates changed")
+    if entry.get("sources_sha256") != state["sources_sha256"]:
+        reasons.append("baseline source changed")
     if state["candidate_sha256"] is None:
         reasons.append("candidate not rendered")
     elif entry.get("candidate_sha256") != state["candidate_sha256"]:
@@ -530,7 +540,7 @@ def _sync_target(ws: Workspace, manifest: Any, name: str, reasons: list[str], *,
                             reason="candidate changed during sync: run `hotkernel sync` again")
         say(f"record ({result.verdict})")
         fingerprint = {k: state[k] for k in ("manifest", "baseline_sha256", "candidate_sha256",
-                                             "contract_sha256")}
+                                             "contract_sha256", "sources_sha256")}
         fingerprint["device"] = device
         note = f"hotkernel sync: {', '.join(reasons)}"
         who = who or candidate_who(target_dir / "candidate.py") or fallback_who  # read after rendering
@@ -576,7 +586,7 @@ def keep_in_lock(ws: Workspace, target: str, record_path: str, verify_result: An
     if on_disk != (state["baseline_sha256"], state["contract_sha256"]):
         return False
     key = CPU_DEVICE if str(context.get("device", "cuda")) == CPU_DEVICE else device
-    parts = ("manifest", "baseline_sha256", "candidate_sha256", "contract_sha256")
+    parts = ("manifest", "baseline_sha256", "candidate_sha256", "contract_sha256", "sources_sha256")
     fingerprint = {k: state[k] for k in parts}
     lock = read_lock(ws)
     lock["targets"].setdefault(target, {})[key] = {

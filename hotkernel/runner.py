@@ -62,6 +62,46 @@ def _resolved_from_manifest(ws: Workspace, name: str) -> dict[str, Any] | None:
     return resolved_target(manifest, name)
 
 
+def source_files(ws: Workspace, resolved: dict[str, Any]) -> list[Path]:
+    """The workspace files a target's own functions come from: every ``*.py`` in the folders of its
+    ``./path.py:function`` references (``from``, ``reference``, ``derive``), so local imports count too.
+
+    A run must not change them: a candidate that rewrote the baseline's source would slow the baseline down.
+    ``module:function`` references outside the workspace are not hashed (see docs/verdicts.md, honest limits).
+    """
+    folders: set[Path] = set()
+    for key in ("from", "reference", "derive"):
+        ref = resolved.get(key)
+        if isinstance(ref, str) and ":" in ref and ref.split(":", 1)[0].endswith(".py"):
+            try:
+                folders.add(ws.inside(ref.rsplit(":", 1)[0], what=key).parent)
+            except HotkernelError:
+                continue
+    root = ws.root.resolve()
+    skip = {ws.targets_dir.resolve(), ws.results_dir.resolve(), ws.state_dir.resolve()}
+    files: set[Path] = set()
+    for folder in folders:  # the workspace root itself: its own *.py only, not the whole tree below it
+        for path in folder.glob("*.py") if folder == root else folder.rglob("*.py"):
+            rel = path.relative_to(root).parts
+            if any(part.startswith(".") or part == "__pycache__" for part in rel[:-1]):
+                continue
+            if not any(parent in skip for parent in path.parents):
+                files.add(path)
+    return sorted(files)
+
+
+def source_hashes(ws: Workspace, resolved: dict[str, Any]) -> dict[str, str]:
+    """{workspace-relative path: sha256} of the target's source files."""
+    root = ws.root.resolve()
+    return {path.relative_to(root).as_posix(): _sha256(path) or "missing" for path in source_files(ws, resolved)}
+
+
+def sources_digest(ws: Workspace, resolved: dict[str, Any]) -> str:
+    """One sha256 over the target's source files (paths and contents): a fingerprint part of the lock."""
+    text = "\n".join(f"{path}\0{sha}" for path, sha in sorted(source_hashes(ws, resolved).items()))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def check_workspace_integrity(ws: Workspace, name: str, resolved: dict[str, Any] | None = None) -> str | None:
     """None when ``targets/hk_contract.py`` is hotkernel's contract and ``targets/<name>/baseline.py`` is
     exactly what the manifest renders; else the reason (`contract_unchanged: ...`, `baseline_unchanged: ...`).
@@ -227,6 +267,8 @@ def run_script(
     problem = check_workspace_integrity(ws, name, resolved)
     if problem:
         return outcome("invalid", problem)
+    context = resolved if resolved is not None else _resolved_from_manifest(ws, name)
+    sources_before = source_hashes(ws, context) if context else {}
     own = judge is None
     session = judge or JudgeProcess(ws, python=python, prestart=False)
     cuda = _wants_cuda(path)
@@ -257,6 +299,12 @@ def run_script(
     status = result.get("status") if result.get("status") in ("ok", "incorrect", "invalid") else "invalid"
     reason = result.get("reason")
     problem = check_workspace_integrity(ws, name, resolved)
+    sources_after = source_hashes(ws, context) if context else {}
+    if problem is None and sources_after != sources_before:
+        changed = sorted(k for k in sources_before.keys() | sources_after.keys()
+                         if sources_before.get(k) != sources_after.get(k))
+        problem = (f"baseline_unchanged: {', '.join(changed)} (the target's own source) changed during the run; "
+                   "restore it (git checkout) and verify again")
     if problem:
         status, reason = "invalid", problem
         result.update(status=status, ok=False, reason=reason)

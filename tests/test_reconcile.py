@@ -16,6 +16,7 @@ from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
 from hotkernel.reconcile import plan, plan_lines, read_lock, sha256_file, sync, write_lock
 from hotkernel.render import contract_sha256, expected_baseline_sha256, render_target
+from hotkernel.runner import sources_digest
 from hotkernel.workspace import Workspace
 
 MANIFEST = """\
@@ -66,6 +67,7 @@ def _mark_up_to_date(ws: Workspace, device_for: dict[str, str] | None = None) ->
             "baseline_sha256": expected_baseline_sha256(context),
             "candidate_sha256": sha256_file(ws.target_dir(name) / "candidate.py"),
             "contract_sha256": contract_sha256(), "device": device,
+            "sources_sha256": sources_digest(ws, context),
             "record": record.relative_to(ws.root).as_posix(), "verdict": "inconclusive",
         }}
     write_lock(ws, lock)
@@ -106,6 +108,9 @@ def test_up_to_date_then_each_kind_of_drift(tmp_path: Path) -> None:
 
     (ws.results_dir / "alpha" / "20260101T000000Z.json").unlink()
     assert _reasons(ws, "Test GPU")["alpha"] == ["candidate changed", "record missing"]
+
+    (ws.root / "kern.py").write_text("def scale(x):\n    return x * 2  # edited\n")  # the baseline's source
+    assert "baseline source changed" in _reasons(ws, "Test GPU")["alpha"]
 
 
 def test_contract_and_gpu_reasons(tmp_path: Path) -> None:

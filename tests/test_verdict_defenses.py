@@ -3,9 +3,9 @@
 The adversarial suite (tests/adversarial) judges single runs; these judge whole verifies (n = 5: a 2-core CI
 machine shared with other jobs can disturb single runs badly, and n = 3 has t = 9.9): an honest
 rewrite that does an eighth of the work is ``faster``, one that does eight times the work is ``slower``. The
-last test documents a hole found while writing docs/verdicts.md ("Honest limits"): the module the baseline
-imports its kernel from is not hash-checked, so a candidate can slow the baseline down on disk. It is a strict
-xfail: when the runner starts checking that file, the test passes and the mark must go.
+last test closes a hole found while writing docs/verdicts.md: a candidate that rewrites the module the baseline
+imports its kernel from (to slow the baseline down) makes its own run ``invalid`` (``baseline_unchanged``),
+because the runner hashes the target's source files before and after every run.
 """
 
 from __future__ import annotations
@@ -75,7 +75,6 @@ def test_honest_rewrite_doing_eight_times_the_work_is_slower(tmp_path: Path) -> 
     assert result.verdict == "slower", result.reason
 
 
-@pytest.mark.xfail(strict=True, reason="open hole: the baseline's `from:` module is not hash-checked")
 def test_candidate_that_slows_the_baseline_source_is_caught(tmp_path: Path) -> None:
     ws, resolved = make_workspace(tmp_path / "ws")
     (ws.target_dir(TARGET) / "candidate.py").write_text(
@@ -84,7 +83,5 @@ def test_candidate_that_slows_the_baseline_source_is_caught(tmp_path: Path) -> N
     with JudgeProcess(ws, python=python()) as judge:
         first = run_script(ws, f"targets/{TARGET}/candidate.py", python=python(), judge=judge, resolved=resolved)
         assert SLOW_BASELINE == (ws.root / "kernels" / "ops.py").read_text()  # the edit happened
-        if first.status == "invalid":
-            return
-        after = run_script(ws, f"targets/{TARGET}/baseline.py", python=python(), judge=judge, resolved=resolved)
-    assert after.status == "invalid", f"the baseline ran the edited module: {after.status} / {after.reason}"
+    assert first.status == "invalid", f"the edit went unnoticed: {first.status} / {first.reason}"
+    assert first.reason.startswith("baseline_unchanged: kernels/ops.py"), first.reason
