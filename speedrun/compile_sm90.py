@@ -261,6 +261,12 @@ JOBS: list[tuple[str, str, dict[str, str], dict[str, Any], int, int]] = [
      {**INT4_C, "BLOCK_N": 64, "SPLIT_K": 4, "NUM_STAGES": 4}, 2, 3),
     ("int4_gemv/lop3_f16_bn256_sk16.py", "_int4_gemv_lop3_kernel", INT4_PAIRS,
      {**INT4_LOP3_C, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 4, 3),
+    ("int4_gemv/lop3w2_f16_bn256_sk16.py", "_int4_gemv_lop3_kernel", INT4_PAIRS,
+     {**INT4_LOP3_C, "X_PRESCALE": 0.015625, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 4, 3),
+    ("int4_gemv/lop3w2_f16_bn128_sk8.py", "_int4_gemv_lop3_kernel", INT4_PAIRS,
+     {**INT4_LOP3_C, "X_PRESCALE": 0.015625, "BLOCK_N": 128, "SPLIT_K": 8, "NUM_STAGES": 3}, 4, 3),
+    ("int4_gemv/lop3w2_f16_bn256_sk8_w8.py", "_int4_gemv_lop3_kernel", INT4_PAIRS,
+     {**INT4_LOP3_C, "X_PRESCALE": 0.015625, "BLOCK_N": 256, "SPLIT_K": 8, "NUM_STAGES": 3}, 8, 3),
 ]
 
 
