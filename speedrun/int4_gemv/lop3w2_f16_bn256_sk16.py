@@ -7,7 +7,7 @@ fp16x2 accumulator and converts once, and it uses one shift per word, not three 
 and 2 (bits 0-3 and 16-19 of w and w >> 8) take lop3 with 0x000F000F | 0x64006400 = 1024 + q and subtract
 1032; pairs 1 and 3 are masked in place (0x00F000F0), 1024 + 16 q, and one fma (x 1/16, - 72) gives q - 8.
 About 29 instructions per 16 nibbles (1.8 per nibble) against 2.25. q - 8 is exact in fp16; x is prescaled
-by 2^-6 before rounding to fp16 (16-product fp16 partials cannot overflow below |x| ~ 30000; the fp32 sums
+by 2^-6 before rounding to fp16 (8-product fp16 partials per half cannot overflow below |x| ~ 60000; the fp32 sums
 are scaled back); products and partials round to fp16's 11 bits (tinygemm rounds each weight to bf16's 8).
 Everything past the 16-nibble partial (group dot, scale and zero, split-K last-arriver sum) is fp32.
 
