@@ -1,0 +1,60 @@
+"""Summarise the H200 speedrun from the committed records: speedups, share of the measured copy ceiling, goals.
+
+    python benchmarks/speedrun_summary.py     # prints the markdown table used in docs/speedrun.md
+
+Reads every record under results/<target>/ (through hotkernel's own loader, invalidated ones skipped), the
+manifest's `bytes` per target and the calibrated copy ceiling in results/calibration/calibrate_h200.json.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hotkernel.leaderboard import load_records
+from hotkernel.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+GOALS = {
+    "rmsnorm": ("faster than F.rms_norm", lambda s: s > 1.0),
+    "softmax": (">= 3x torch.softmax", lambda s: s >= 3.0),
+    "gemv": ("level with or better than cuBLAS", lambda s: s >= 0.99),
+    "decode_attention": ("faster than the best SDPA path", lambda s: s > 1.0),
+    "int4_gemv": (">= 1.5x tinygemm", lambda s: s >= 1.5),
+}
+
+
+def main() -> None:
+    ceiling_gbps = json.loads((ROOT / "results/calibration/calibrate_h200.json").read_text())["copy_gbps"]
+    manifest = load_manifest(ROOT / "hotkernel.yaml")
+    records = [(path, rec) for path, rec in load_records(ROOT / "results") if rec.invalidated is None]
+    print(f"Copy ceiling (calibrated): {ceiling_gbps:.0f} GB/s\n")
+    print("| target | experiments (faster / slower / inconclusive / other) | kept | speedup [99% interval] | "
+          "baseline ms | kept ms | share of ceiling | goal | met |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for target, (goal, met) in GOALS.items():
+        mine = [(p, r) for p, r in records if r.target == target and (r.provenance.device or "").startswith("NVIDIA")]
+        verdicts = [r.result.verdict for _, r in mine]
+        counts = "/".join(str(verdicts.count(v)) for v in ("faster", "slower", "inconclusive"))
+        other = len(verdicts) - sum(verdicts.count(v) for v in ("faster", "slower", "inconclusive"))
+        faster = [(p, r) for p, r in mine if r.result.verdict == "faster"]
+        best = max(faster, key=lambda pr: pr[1].result.speedup, default=None)
+        bytes_moved = manifest.targets[target].bytes_
+        if best is None:
+            base = min(r.result.baseline.stats.median_ms for _, r in mine)
+            share = bytes_moved / (base * 1e-3) / (ceiling_gbps * 1e9)
+            print(f"| {target} | {counts} / {other} | none (baseline kept) | - | {base:.4f} | - | "
+                  f"{share:.1%} (baseline) | {goal} | no |")
+            continue
+        _, rec = best
+        res = rec.result
+        kept_ms = res.candidate.stats.median_ms
+        share = bytes_moved / (kept_ms * 1e-3) / (ceiling_gbps * 1e9)
+        low, high = res.interval or (None, None)
+        print(f"| {target} | {counts} / {other} | {Path(rec.who.split()[-1]).stem} | {res.speedup:.3f}x "
+              f"[{low:.3f}, {high:.3f}] | {res.baseline.stats.median_ms:.4f} | {kept_ms:.4f} | {share:.1%} | "
+              f"{goal} | {'yes' if met(res.speedup) else 'no'} |")
+
+
+if __name__ == "__main__":
+    main()
