@@ -122,10 +122,9 @@ def triton_cache_dirs() -> list[Path]:
     return dirs
 
 
-def find_triton_kernel(name: str, cache_dirs: list[Path] | None = None) -> Path:
-    """The newest ``<hash>/<name>.cubin`` (exact name first, else names containing ``name``)."""
-    if not name:
-        raise HotkernelError("disasm triton-cache: give --kernel NAME (the @triton.jit function's name)")
+def find_triton_kernel(name: str | None, cache_dirs: list[Path] | None = None) -> Path:
+    """The newest ``<hash>/<name>.cubin`` (exact name first, else names containing ``name``); without a name,
+    the newest kernel in the cache (what the last compile produced)."""
     dirs = [d for d in (cache_dirs or triton_cache_dirs()) if d.is_dir()]
     if not dirs:
         searched = ", ".join(str(d) for d in (cache_dirs or triton_cache_dirs()))
@@ -133,6 +132,11 @@ def find_triton_kernel(name: str, cache_dirs: list[Path] | None = None) -> Path:
             f"disasm: no Triton cache at {searched}; run the kernel once, or set TRITON_CACHE_DIR"
         )
     cubins = [p for d in dirs for p in d.glob("*/*.cubin")]
+    if not name:
+        if not cubins:
+            raise HotkernelError(f"disasm: the Triton cache ({', '.join(map(str, dirs))}) holds no kernel yet; "
+                                 "run the kernel once")
+        return max(cubins, key=lambda p: p.stat().st_mtime)
     exact = [p for p in cubins if p.stem == name]
     matches = exact or [p for p in cubins if name.lower() in p.stem.lower()]
     if not matches:

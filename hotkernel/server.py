@@ -1200,8 +1200,8 @@ def disasm(
     kernel: Annotated[
         str | None,
         Field(
-            description="kernel name (or a unique part of it); required with 'triton-cache' and for files "
-            "holding several kernels; default None",
+            description="kernel name (or a unique part of it); with 'triton-cache' the newest matching kernel, "
+            "and None there means the newest kernel in the cache; default None",
             max_length=512,
         ),
     ] = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -141,8 +142,10 @@ def test_embedded_ptx_absent_from_cubin():
 def test_bad_inputs(tmp_path):
     with pytest.raises(HotkernelError, match="not found"):
         disasm(str(tmp_path / "none.cubin"))
-    with pytest.raises(HotkernelError, match="--kernel NAME"):
-        disasm("triton-cache", cache_dirs=[CACHE])
+    empty = tmp_path / "cache"
+    (empty / "abc").mkdir(parents=True)
+    with pytest.raises(HotkernelError, match="holds no kernel yet"):
+        disasm("triton-cache", cache_dirs=[empty])
     with pytest.raises(HotkernelError, match="cached kernels: rmsnorm_kernel"):
         disasm("triton-cache", kernel="softmax", cache_dirs=[CACHE])
     with pytest.raises(HotkernelError, match="no Triton cache"):
@@ -157,3 +160,13 @@ def _text_file(tmp_path: Path, suffix: str = ".bin") -> Path:
     path = tmp_path / f"plain{suffix}"
     path.write_text("hello, not a kernel\n")
     return path
+
+
+def test_without_a_kernel_name_the_newest_cache_entry_is_taken(tmp_path):
+    cubin = next(CACHE.glob("*/rmsnorm_kernel.cubin"))
+    assert find_triton_kernel(None, [CACHE]) == cubin
+    older = tmp_path / "old" / "other_kernel.cubin"
+    older.parent.mkdir()
+    older.write_bytes(b"x")
+    os.utime(older, (1, 1))
+    assert find_triton_kernel(None, [tmp_path, CACHE]) == cubin

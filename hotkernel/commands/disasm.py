@@ -11,7 +11,7 @@ def register(app: typer.Typer) -> None:
     @app.command("disasm")
     def disasm_command(
         target: str = typer.Argument(..., help="a .cubin, .ptx, CUDA .so/executable, or 'triton-cache'"),
-        kernel: str = typer.Option(None, "--kernel", "-k", help="kernel name (required for triton-cache)"),
+        kernel: str = typer.Option(None, "--kernel", "-k", help="kernel name (triton-cache: default the newest)"),
         ptx: bool = typer.Option(False, "--ptx", help="show PTX instead of SASS"),
         max_lines: int = typer.Option(200, "--max-lines", help="listing lines to print (0: summary only)"),
         out: str = typer.Option(None, "--out", help="write the full listing to this file"),
