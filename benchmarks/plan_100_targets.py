@@ -28,6 +28,7 @@ def build_workspace(root: Path, count: int) -> None:
     from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
     from hotkernel.reconcile import sha256_file, write_lock
     from hotkernel.render import contract_sha256, expected_baseline_sha256, render_target
+    from hotkernel.runner import sources_digest
     from hotkernel.workspace import Workspace
 
     (root / "kernels.py").write_text("def scale(x, w):\n    return x * w\n", encoding="utf-8")
@@ -51,6 +52,7 @@ def build_workspace(root: Path, count: int) -> None:
             "baseline_sha256": expected_baseline_sha256(context),
             "candidate_sha256": sha256_file(ws.target_dir(name) / "candidate.py"),
             "contract_sha256": contract_sha256(), "device": "cpu",
+            "sources_sha256": sources_digest(ws, context),
             "record": record.relative_to(root).as_posix(), "verdict": "inconclusive",
         }}
     write_lock(ws, lock)
