@@ -55,6 +55,7 @@ class Job:
     result: dict[str, Any] | None = None
     error: str | None = None
     finished: float | None = None
+    recorded: str | None = None  # a verify job: the record written from it (one record per verify)
     stderr_tail: deque = field(default_factory=lambda: deque(maxlen=STDERR_TAIL_LINES))
     lock: threading.Lock = field(default_factory=threading.Lock)
     done_event: threading.Event = field(default_factory=threading.Event)
@@ -126,12 +127,17 @@ def latest_job(op: str, predicate: Callable[[Job], bool] = lambda job: True) -> 
 
 
 def cancel_job(job: Job) -> None:
-    """Kill the job's whole process tree (frozen first, so nothing escapes) and mark it cancelled."""
-    if job.state == "running":
-        with job.lock:
+    """Kill the job's whole process tree (frozen first, so nothing escapes) and mark it cancelled.
+
+    A job that already ended changes nothing: its pid may belong to another process by now.
+    """
+    with job.lock:
+        if job.process.poll() is not None:
+            return
+        if job.state == "running":
             job.state = "cancelled"
             job.error = "cancelled"
-    kill_tree(job.pid)
+        kill_tree(job.pid)
     try:
         job.process.wait(timeout=5)
     except subprocess.TimeoutExpired:

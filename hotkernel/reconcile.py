@@ -582,6 +582,8 @@ def keep_in_lock(ws: Workspace, target: str, record_path: str, verify_result: An
     verified = getattr(getattr(verify_result, "candidate", None), "sha256", None)
     if not verified or verified != state["candidate_sha256"]:
         return False
+    if getattr(getattr(verify_result, "baseline", None), "sha256", None) != state["baseline_sha256"]:
+        return False  # the verify ran a baseline rendered from an older manifest entry
     on_disk = (state["baseline_on_disk"], state["contract_on_disk"])
     if on_disk != (state["baseline_sha256"], state["contract_sha256"]):
         return False

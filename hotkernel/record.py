@@ -295,6 +295,24 @@ def best_counted(ws: Workspace, target: str, device: str, protocol: int) -> tupl
     return best
 
 
+def stale_verify_reason(ws: Workspace, target: str, verify_result: VerifyResult) -> str | None:
+    """Why ``verify_result`` no longer describes ``target`` (its baseline is not what hotkernel.yaml renders
+    now: shapes, dtype or another field changed since that verify), or None."""
+    ran = getattr(verify_result.baseline, "sha256", None)
+    if not ran or not ws.manifest.is_file():
+        return None
+    from hotkernel.manifest import load_manifest, resolved_target
+    from hotkernel.render import expected_baseline_sha256
+
+    manifest = load_manifest(ws.manifest)
+    if target not in manifest.targets:
+        return None
+    if expected_baseline_sha256(resolved_target(manifest, target)) != ran:
+        return (f"record: this verify ran targets/{target}/baseline.py as it was before hotkernel.yaml changed "
+                f"(its sha256 {ran[:12]} is not the current render's); verify {target} again, then record")
+    return None
+
+
 def record(
     ws: Workspace,
     target: str,
@@ -316,6 +334,9 @@ def record(
             f"record: the result is for target {verify_result.target!r}, not {target!r}: "
             f"run `hotkernel record {verify_result.target} ...`"
         )
+    stale = stale_verify_reason(ws, target, verify_result)
+    if stale:
+        raise HotkernelError(stale)
     protocol = current_protocol()
     prov = provenance or collect_provenance(ws, verify_result, python=python, device_kind=device_kind)
     device = prov.device or verify_result.device or "unknown"

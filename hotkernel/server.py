@@ -219,8 +219,16 @@ def build_server(root: str | os.PathLike[str] | None = None) -> MCPServer:
 
 def serve() -> None:
     """Serve MCP on stdio until the client closes the pipe; running jobs are killed on the way out."""
+    import signal
+
     from hotkernel import jobs
 
+    def stop(signum: int, _frame: object) -> None:  # SIGTERM/SIGHUP: no job outlives the server
+        jobs.cancel_all_jobs()
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
     server = build_server()
     try:
         server.run("stdio")
@@ -231,6 +239,16 @@ def serve() -> None:
 
 
 # ---- helpers -----------------------------------------------------------------------------------------------
+
+
+def _target_script(ws: Workspace, target: str, path: str, param: str) -> Path:
+    """``path`` resolved inside the workspace, and a .py file in targets/<target>/ (else a ToolError naming it)."""
+    resolved = _inside(ws, path, param)
+    folder = ws.target_dir(target).resolve()
+    if resolved.suffix != ".py" or resolved.parent != folder or not resolved.is_file():
+        raise ToolError(f"{param} {path!r} must be an existing .py file in targets/{target}/ (e.g. "
+                        f"'targets/{target}/candidate.py')")
+    return resolved
 
 
 def _start_dir(ctx: Context) -> Path:
@@ -424,7 +442,7 @@ async def bench(
     _known_target(ws, target)
     args: dict[str, Any] = {"target": target, "role": role, "n": n, "warmup": warmup, "timeout_s": timeout_s}
     if script is not None:
-        args["script"] = str(_inside(ws, script, "script"))
+        args["script"] = str(_target_script(ws, target, script, "script"))
     _render(ws, target)
     info, result = await _run_job(ctx, "bench", ws, args, wait_s)
     return BenchOutcome(job=info, result=result)
@@ -463,7 +481,7 @@ async def verify(
     _known_target(ws, target)
     args: dict[str, Any] = {"target": target, "n": n, "timeout_s": timeout_s}
     if candidate is not None:
-        args["candidate"] = str(_inside(ws, candidate, "candidate"))
+        args["candidate"] = str(_target_script(ws, target, candidate, "candidate"))
     _render(ws, target)
     info, result = await _run_job(ctx, "verify", ws, args, wait_s)
     return VerifyOutcome(job=info, result=result)
@@ -517,7 +535,13 @@ def record(
         job = jobs.latest_job("verify", lambda j: j.args.get("target") == target)
         if job is None:
             raise ToolError(f"no finished verify of target {target!r} in this server: call verify first")
-    return record_result(ws, target, VerifyResult.model_validate(job.result), note=note, who=who)
+    with job.lock:
+        if job.recorded:
+            raise ToolError(f"the verify job {job.id} of {target!r} is already recorded as {job.recorded}: "
+                            "one record per verify; run verify again to record another experiment")
+        result = record_result(ws, target, VerifyResult.model_validate(job.result), note=note, who=who)
+        job.recorded = result.path
+    return result
 
 
 @_tool(read_only=False, destructive=False, idempotent=False)
@@ -1231,11 +1255,9 @@ def disasm(
                 f"source {source!r} is not a file in the workspace (or use 'triton-cache' with kernel)"
             )
         source = str(path)
-    elif not kernel:
-        raise ToolError("kernel: give the kernel name to look up in the Triton cache (source 'triton-cache')")
     out_dir = ws.state_dir / "disasm"
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in (kernel or Path(source).stem))[:80]
+    stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in (kernel or Path(source).stem or "newest"))[:80]
     out_path = out_dir / f"{stem}.{'ptx' if ptx else 'sass'}"
     return disassemble(source, kernel=kernel, ptx=ptx, max_lines=max_lines, out_path=out_path)
 

@@ -29,8 +29,9 @@ def _rendered(root: Path) -> Workspace:
     return ws
 
 
-def _verified(sha: str | None, verdict: str = "faster") -> SimpleNamespace:
-    return SimpleNamespace(verdict=verdict, candidate=SimpleNamespace(sha256=sha))
+def _verified(sha: str | None, verdict: str = "faster", baseline_sha: str | None = None) -> SimpleNamespace:
+    return SimpleNamespace(verdict=verdict, candidate=SimpleNamespace(sha256=sha),
+                           baseline=SimpleNamespace(sha256=baseline_sha))
 
 
 def test_generated_candidate_says_hotkernel_wrote_it(tmp_path: Path) -> None:
@@ -55,7 +56,10 @@ def test_keep_in_lock_points_the_lock_at_the_verified_candidate(tmp_path: Path) 
     record = ws.results_dir / "alpha" / "r.json"
     record.parent.mkdir(parents=True)
     record.write_text("{}")
-    assert keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified(sha256_file(candidate)), "cpu")
+    baseline_sha = sha256_file(ws.targets_dir / "alpha" / "baseline.py")
+    assert not keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified(sha256_file(candidate)), "cpu")
+    assert keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified(sha256_file(candidate), "faster", baseline_sha),
+                        "cpu")
     entry = read_lock(ws)["targets"]["alpha"]["cpu"]
     assert entry["candidate_sha256"] == sha256_file(candidate) and entry["record"] == "results/alpha/r.json"
     assert plan(ws, gpu_name=None).items == []

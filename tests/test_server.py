@@ -328,11 +328,15 @@ async def test_torch_trace_runs_on_cpu(workspace: Path) -> None:
     assert Path(trace["files"]["table"]).resolve().is_relative_to(workspace.resolve())
 
 
-async def test_disasm_without_cubin_is_a_clear_error(workspace: Path) -> None:
+async def test_disasm_without_cubin_is_a_clear_error(workspace: Path, tmp_path: Path, monkeypatch) -> None:
     (workspace / "tools" / "not_a_kernel.ptx").write_text("hello\n")
+    empty_cache = tmp_path / "triton-cache"
+    (empty_cache / "0123").mkdir(parents=True)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(empty_cache))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.triton/cache either
     async with Client(build_server(workspace)) as client:
-        missing = await call(client, "disasm", {"source": "triton-cache"})
-        assert missing.is_error and "kernel" in text_of(missing)
+        missing = await call(client, "disasm", {"source": "triton-cache"})  # no kernel: the newest, if any
+        assert missing.is_error and "no kernel yet" in text_of(missing)
         bad = await call(client, "disasm", {"source": "tools/not_a_kernel.ptx"})
         assert bad.is_error and "PTX" in text_of(bad)
 
