@@ -295,21 +295,30 @@ def best_counted(ws: Workspace, target: str, device: str, protocol: int) -> tupl
     return best
 
 
-def stale_verify_reason(ws: Workspace, target: str, verify_result: VerifyResult) -> str | None:
-    """Why ``verify_result`` no longer describes ``target`` (its baseline is not what hotkernel.yaml renders
-    now: shapes, dtype or another field changed since that verify), or None."""
-    ran = getattr(verify_result.baseline, "sha256", None)
-    if not ran or not ws.manifest.is_file():
+def mismatched_verify_reason(ws: Workspace, target: str, verify_result: VerifyResult) -> str | None:
+    """Why ``verify_result`` cannot be recorded for ``target`` in this workspace, or None.
+
+    With a manifest: the target must be in it, the baseline side must have been ``targets/<target>/baseline.py``,
+    and (for a timed verdict) that file as hotkernel.yaml renders it now, not an older render or another script.
+    """
+    if not ws.manifest.is_file():
         return None
     from hotkernel.manifest import load_manifest, resolved_target
     from hotkernel.render import expected_baseline_sha256
 
     manifest = load_manifest(ws.manifest)
     if target not in manifest.targets:
-        return None
-    if expected_baseline_sha256(resolved_target(manifest, target)) != ran:
+        known = ", ".join(sorted(manifest.targets)) or "none"
+        return f"record: hotkernel.yaml has no target named {target!r} (targets: {known})"
+    script = Path(verify_result.baseline.script)
+    if script.name != "baseline.py" or script.parent.name != target:
+        return (f"record: the baseline side of this verify was {verify_result.baseline.script}, not "
+                f"targets/{target}/baseline.py; verify against the generated baseline, then record")
+    ran = verify_result.baseline.sha256  # what the contract reported; a hand-made result may lack it, and then
+    # keep_in_lock leaves the lock alone
+    if ran and ran != expected_baseline_sha256(resolved_target(manifest, target)):
         return (f"record: this verify ran targets/{target}/baseline.py as it was before hotkernel.yaml changed "
-                f"(its sha256 {ran[:12]} is not the current render's); verify {target} again, then record")
+                f"(sha256 {str(ran)[:12]} is not the current render's); verify {target} again, then record")
     return None
 
 
@@ -334,9 +343,9 @@ def record(
             f"record: the result is for target {verify_result.target!r}, not {target!r}: "
             f"run `hotkernel record {verify_result.target} ...`"
         )
-    stale = stale_verify_reason(ws, target, verify_result)
-    if stale:
-        raise HotkernelError(stale)
+    mismatch = mismatched_verify_reason(ws, target, verify_result)
+    if mismatch:
+        raise HotkernelError(mismatch)
     protocol = current_protocol()
     prov = provenance or collect_provenance(ws, verify_result, python=python, device_kind=device_kind)
     device = prov.device or verify_result.device or "unknown"

@@ -40,10 +40,16 @@ def provenance(device: str = DEVICE) -> Provenance:
     return Provenance(device=device, device_kind="cpu", cpu="test cpu", hotkernel="0.0.test")
 
 
+TARGETS = ("rmsnorm", "softmax", "gemv")
+
+
 def make_workspace(root: Path) -> Workspace:
-    """A bare workspace directory (manifest file present so find_workspace accepts it)."""
+    """A workspace whose manifest declares the targets the synthetic records use (record refuses others)."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / "hotkernel.yaml").write_text("version: 1\ntargets: {}\n", encoding="utf-8")
+    (root / "k.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
+    entries = "".join(f"  {t}:\n    from: ./k.py:f\n    shapes: [8x8]\n    dtype: fp32\n    device: cpu\n"
+                      for t in TARGETS)
+    (root / "hotkernel.yaml").write_text(f"version: 1\ntargets:\n{entries}", encoding="utf-8")
     return Workspace(root)
 
 

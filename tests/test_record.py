@@ -30,6 +30,8 @@ def test_killed_between_temp_write_and_rename_leaves_no_record(tmp_path: Path) -
         from record_factory import provenance, synthetic_result
         from hotkernel.record import record
         from hotkernel.workspace import Workspace
+        from hotkernel.manifest import load_manifest
+        load_manifest(Path({str(ws.root)!r}) / "hotkernel.yaml")  # warm the manifest cache (it writes atomically)
         def die(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGKILL)
         os.link = die
@@ -145,3 +147,19 @@ def test_cli_record_from_stdin(tmp_path: Path) -> None:
     bad = subprocess.run(cmd, input="{not json", capture_output=True, text=True, env=env, cwd=ws.root,
                          timeout=120)
     assert bad.returncode == 1 and "not a verify result" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_record_refuses_what_does_not_describe_the_target(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    with pytest.raises(HotkernelError, match="no target named 'attention'"):
+        record(ws, "attention", synthetic_result("attention", "faster", 2.0), note="n", who="w",
+               provenance=provenance())
+    swapped = synthetic_result("gemv", "faster", 100.0)
+    swapped.baseline.script = "targets/gemv/slow_copy.py"  # a slowed-down "baseline" makes any candidate win
+    with pytest.raises(HotkernelError, match="not targets/gemv/baseline.py"):
+        record(ws, "gemv", swapped, note="n", who="w", provenance=provenance())
+    stale = synthetic_result("gemv", "faster", 1.5)
+    stale.baseline.sha256 = "0" * 64  # the baseline as an older manifest entry rendered it
+    with pytest.raises(HotkernelError, match="before hotkernel.yaml changed"):
+        record(ws, "gemv", stale, note="n", who="w", provenance=provenance())
+    assert not ws.results_dir.exists() or not list(ws.results_dir.rglob("*.json"))

@@ -85,7 +85,7 @@ def register(app: typer.Typer) -> None:
         defaults = manifest_defaults(ws)
         role = "baseline" if script.endswith("baseline.py") else "candidate"
         with progress_display(f"bench {script}", enabled=not as_json) as progress:
-            result = bench(ws, script, n=n or defaults.n,
+            result = bench(ws, script, n=n if n is not None else defaults.n,
                            warmup=defaults.warmup if warmup is None else warmup,
                            role=role, timeout_s=defaults.timeout_s, progress=progress)
         if as_json:

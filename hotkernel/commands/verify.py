@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
 
         ws = find_workspace()
         defaults = manifest_defaults(ws)
-        rounds = n or defaults.n
+        rounds = n if n is not None else defaults.n
         with progress_display("verify", enabled=not as_json) as progress:
             result = verify(ws, baseline, candidate, n=rounds, timeout_s=defaults.timeout_s,
                             progress=progress)
