@@ -146,7 +146,17 @@ def read_lock(ws: Workspace) -> dict[str, Any]:
             f"{ws.lock_file}: has no 'targets' mapping; restore it with `git checkout -- hotkernel.lock`, "
             "or delete it to re-run every target"
         )
-    if data.get("schema", LOCK_SCHEMA) > LOCK_SCHEMA:
+    schema = data.get("schema", LOCK_SCHEMA)
+    well_formed = isinstance(schema, int) and all(
+        isinstance(entries, dict) and all(isinstance(e, dict) for e in entries.values())
+        for entries in data["targets"].values()
+    )
+    if not well_formed:
+        raise HotkernelError(
+            f"{ws.lock_file}: not a hotkernel lock (schema must be an integer, targets a mapping of mappings); "
+            "restore it with `git checkout -- hotkernel.lock`, or delete it to re-run every target"
+        )
+    if schema > LOCK_SCHEMA:
         raise HotkernelError(
             f"{ws.lock_file}: schema {data.get('schema')} is newer than this hotkernel understands "
             f"({LOCK_SCHEMA}): upgrade hotkernel"
@@ -237,7 +247,17 @@ def out_of_date_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str,
     record = entry.get("record")
     if not record or not (ws.root / str(record)).is_file():
         reasons.append("record missing")
+    elif record_invalidated(ws.root / str(record)):
+        reasons.append("record invalidated")
     return reasons
+
+
+def record_invalidated(path: Path) -> bool:
+    """True when the record file carries an ``invalidated`` mark (``hotkernel invalidate``)."""
+    try:
+        return bool(json.loads(path.read_text(encoding="utf-8")).get("invalidated"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def baseline_file_state(ws: Workspace, state: dict[str, Any], entries: dict[str, Any]) -> str:
@@ -546,11 +566,12 @@ def _sync_target(ws: Workspace, manifest: Any, name: str, reasons: list[str], *,
         who = who or candidate_who(target_dir / "candidate.py") or fallback_who  # read after rendering
         rec = record(ws, name, result, note=note, who=who, python=result.python, fingerprint=fingerprint,
                      device_kind="cpu" if device == CPU_DEVICE else "cuda")
-        lock = read_lock(ws)
-        lock["targets"].setdefault(name, {})[device] = {
-            **fingerprint, "record": rec.path, "verdict": result.verdict,
-        }
-        write_lock(ws, lock)
+        if result.verdict != "invalid":  # an invalid run measured nothing: the target stays out of date
+            lock = read_lock(ws)
+            lock["targets"].setdefault(name, {})[device] = {
+                **fingerprint, "record": rec.path, "verdict": result.verdict,
+            }
+            write_lock(ws, lock)
         say(f"done: {result.verdict}", 2 * rounds)
         return SyncItem(name=name, status="recorded", verdict=result.verdict, speedup=rec.speedup,
                         record=rec.path, beats_best=rec.beats_best, reason=result.reason)

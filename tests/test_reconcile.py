@@ -262,3 +262,16 @@ def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: 
     assert ran == ["alpha"] and fresh.items[0].status == "recorded"
     assert len(list((ws.results_dir / "alpha").glob("*.json"))) == 2  # a new record, the old one kept
     assert read_lock(ws)["targets"]["alpha"]["cpu"]["record"] == fresh.items[0].record
+
+
+def test_invalidated_record_and_malformed_lock(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    record = ws.root / read_lock(ws)["targets"]["alpha"]["cpu"]["record"]
+    record.write_text(json.dumps({"invalidated": {"reason": "bad", "at": "2026-11-30T00:00:00Z"}}))
+    assert _reasons(ws, "Test GPU") == {"alpha": ["record invalidated"]}
+    for bad in ('{"schema": "1", "targets": {}}', '{"schema": 1, "targets": {"a": {"cpu": "x"}}}',
+                '{"schema": 1, "targets": {"a": []}}'):
+        ws.lock_file.write_text(bad)
+        with pytest.raises(HotkernelError, match="not a hotkernel lock"):
+            plan(ws, gpu_name=None)

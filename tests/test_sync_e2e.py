@@ -117,6 +117,8 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     assert edited.returncode == 1
     (item,) = json.loads(edited.stdout)["items"]
     assert item["verdict"] == "invalid" and "baseline_unchanged" in item["reason"], item
+    assert "baseline edited" in _hk(root, "plan").stdout  # an invalid run is recorded, never locked in
+    assert _hk(root, "sync", "--check").returncode == 2
 
     # 6. a bad manifest: one line naming the place, and results/, the lock and the board untouched.
     before = _state(root)
