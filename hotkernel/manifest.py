@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import io
 import json
+import keyword
 import math
 import os
 import re
@@ -124,7 +125,7 @@ def _shape_entry(value: Any) -> str | dict[str, str]:
             raise ValueError("an empty mapping is not a shape; write input: shape pairs, e.g. {x: 1024x8192}")
         entry: dict[str, str] = {}
         for key, shape in value.items():
-            if not isinstance(key, str) or not IDENTIFIER_RE.match(key):
+            if not is_parameter_name(key):
                 raise ValueError(f"{key!r} is not an input name; use the name of an input, e.g. x or w")
             entry[key] = format_shape(parse_shape(shape))
         return entry
@@ -136,9 +137,10 @@ def _extra_entry(value: Any) -> str:
     if isinstance(value, str) and ":" in value:
         name, _, shape = value.partition(":")
         name = name.strip()
-        if IDENTIFIER_RE.match(name):
+        if is_parameter_name(name):
             return f"{name}:{format_shape(parse_shape(shape.strip()))}"
-    raise ValueError(f"{value!r} is not an extra input; write name:shape, e.g. w:8192")
+    raise ValueError(f"{value!r} is not an extra input; write name:shape, e.g. w:8192 (a name that is not a "
+                     "Python keyword)")
 
 
 def _function_ref(value: Any) -> str:
@@ -150,10 +152,15 @@ def _function_ref(value: Any) -> str:
     raise ValueError(f"{value!r} is not a function reference; {FUNCTION_REF_HELP}")
 
 
+def is_parameter_name(name: Any) -> bool:
+    """A name usable as a Python parameter: an identifier that is not a keyword (``lambda``, ``class``)."""
+    return isinstance(name, str) and bool(IDENTIFIER_RE.match(name)) and not keyword.iskeyword(name)
+
+
 def _identifier(value: Any) -> str:
-    if isinstance(value, str) and IDENTIFIER_RE.match(value):
+    if is_parameter_name(value):
         return value
-    raise ValueError(f"{value!r} is not a valid name; use a Python identifier such as x or w")
+    raise ValueError(f"{value!r} is not a valid name; use a Python identifier that is not a keyword, such as x or w")
 
 
 ShapeEntry = Annotated[
@@ -553,9 +560,10 @@ def _check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
                 f"{_did_you_mean(rotated, names)}inputs: {', '.join(names)}",
             )
     for key in spec.kwargs:
-        if not IDENTIFIER_RE.match(str(key)):
+        if not is_parameter_name(str(key)):
             raise ManifestProblem(
-                (*base, "kwargs", key), f"{key!r} is not a keyword name; use a Python identifier"
+                (*base, "kwargs", key), f"{key!r} is not a keyword argument name; use a Python identifier "
+                "that is not a keyword"
             )
         if key in names:
             raise ManifestProblem((*base, "kwargs", key), f"{key!r} is also an input name; rename one")

@@ -460,3 +460,15 @@ def test_validated_manifest_is_cached_until_it_or_a_named_file_changes(
     kernel.write_text("def rms_norm(x, w, *, eps):\n    return x\n", encoding="utf-8")
     path.write_text(GOOD.replace("n: 5", "n: 6"), encoding="utf-8")
     assert load_manifest(path).defaults.n == 6 and len(parses) == 2
+
+
+def test_python_keywords_are_refused_as_names(tmp_path) -> None:
+    from hotkernel.errors import HotkernelError
+    from hotkernel.manifest import load_manifest
+
+    (tmp_path / "k.py").write_text("def f(x):\n    return x\n")
+    for line in ("    kwargs: {lambda: 1}", "    extra: [class:8]", "    input: def"):
+        (tmp_path / "hotkernel.yaml").write_text(
+            "version: 1\ntargets:\n  t:\n    from: ./k.py:f\n    shapes: [8x8]\n    dtype: fp32\n" + line + "\n")
+        with pytest.raises(HotkernelError, match=r"hotkernel.yaml:7: .*keyword"):
+            load_manifest(tmp_path / "hotkernel.yaml")
