@@ -191,7 +191,7 @@ def calibrate(
     if not result.get("ok"):
         raise HotkernelError(
             f"calibrate: the probe in {interpreter} failed: {result.get('error', 'unknown error')}; "
-            f"use --python to pick an interpreter with CUDA torch (traceback: {out})"
+            f"point HOTKERNEL_PYTHON (or --python) at an interpreter with CUDA torch (traceback: {out})"
         )
     from hotkernel.roofline import find_gpu
 

@@ -25,7 +25,7 @@ from hotkernel.top_kernels import TopKernels, find_ncu, top_kernels
 DEFAULT_TIMEOUT_S = 600.0
 CACHE_CONTROL = ("all", "none")
 CLOCK_CONTROL = ("none", "base", "boost", "reset")
-TRACE_FALLBACK = "`hotkernel trace SCRIPT` (torch.profiler, needs no Nsight and no counter permission)"
+TRACE_FALLBACK = "torch_trace (`hotkernel trace SCRIPT`: torch.profiler, needs no Nsight and no counter permission)"
 NCU_FALLBACK = "`hotkernel profile --tool ncu -- CMD` (Nsight Compute) or " + TRACE_FALLBACK
 
 

@@ -1,5 +1,5 @@
 """Render a target's scripts from its resolved manifest entry: a generated ``baseline.py`` (hash-checked), a
-``candidate.py`` created once and never overwritten, and the vendored contract ``targets/hk_contract.py``.
+``candidate.py`` created once and never overwritten once edited, and the vendored contract ``targets/hk_contract.py``.
 
 Templates live in ``hotkernel/templates/`` inside a wheel and in ``<repo>/templates/`` in an editable install.
 """
@@ -129,9 +129,26 @@ def expected_baseline_sha256(resolved: dict[str, Any]) -> str:
     return hashlib.sha256(expected_baseline(resolved).encode("utf-8")).hexdigest()
 
 
+GENERATED_CANDIDATE_MARK = "# hotkernel: untouched generated candidate "  # + sha256 of the text above it
+
+
 def initial_candidate(resolved: dict[str, Any]) -> str:
-    """The candidate a new target starts with: ``kernel`` calls the baseline's function."""
-    return _environment().get_template(CANDIDATE_TEMPLATE).render(**_context(resolved))
+    """The candidate a new target starts with: ``kernel`` calls the baseline's function.
+
+    Its last line marks it as generated, with the sha256 of everything above: while that still matches, the file
+    is untouched and render may refresh it (after ``from``, the inputs or the kwargs change in hotkernel.yaml).
+    """
+    text = _environment().get_template(CANDIDATE_TEMPLATE).render(**_context(resolved))
+    text = text if text.endswith("\n") else text + "\n"
+    return text + GENERATED_CANDIDATE_MARK + hashlib.sha256(text.encode()).hexdigest() + "\n"
+
+
+def is_untouched_candidate(text: str) -> bool:
+    """True when ``text`` is a generated candidate nobody has edited (its mark matches its content)."""
+    body, _, last = text.rstrip("\n").rpartition("\n")
+    if not last.startswith(GENERATED_CANDIDATE_MARK):
+        return False
+    return last[len(GENERATED_CANDIDATE_MARK):] == hashlib.sha256((body + "\n").encode()).hexdigest()
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -154,7 +171,8 @@ def _write_if_changed(path: Path, text: str) -> bool:
 
 
 def render_target(ws: Workspace, name: str, resolved: dict[str, Any]) -> RenderResult:
-    """Write ``targets/<name>/baseline.py`` (always regenerated), ``candidate.py`` (only if missing) and
+    """Write ``targets/<name>/baseline.py`` (always regenerated), ``candidate.py`` (when missing, or refreshed
+    while it is still the untouched generated one: an edited candidate is never overwritten) and
     ``targets/hk_contract.py`` (the tool's contract, verbatim)."""
     validate_target_name(name)
     if resolved.get("name") != name:
@@ -174,10 +192,16 @@ def render_target(ws: Workspace, name: str, resolved: dict[str, Any]) -> RenderR
     if _write_if_changed(baseline, baseline_text):
         result_written.append(rel(baseline))
     candidate = target_dir / "candidate.py"
-    if candidate.exists():
+    fresh = initial_candidate(resolved)
+    if candidate.exists() and is_untouched_candidate(candidate.read_text(encoding="utf-8")):
+        if _write_if_changed(candidate, fresh):  # untouched: follow hotkernel.yaml (e.g. a new `from`)
+            result_written.append(rel(candidate))
+        else:
+            kept.append(rel(candidate))
+    elif candidate.exists():
         kept.append(rel(candidate))
     else:
-        _write_atomic(candidate, initial_candidate(resolved))
+        _write_atomic(candidate, fresh)
         result_written.append(rel(candidate))
     return RenderResult(
         target=name,

@@ -173,7 +173,8 @@ def roofline(
         info = gpu_info()
         if not info.gpus:
             raise HotkernelError(
-                f"roofline: no GPU found here ({info.message}); pass --gpu NAME, one of {known_gpus()}"
+                f"roofline: no GPU found here ({info.message}); name the GPU (gpu NAME; --gpu on the command "
+                f"line), one of {known_gpus()}"
             )
         gpu, uuid = info.gpus[0].name, info.gpus[0].uuid
     spec, warning = find_gpu(gpu)

@@ -435,7 +435,7 @@ async def bench(
     judge.
 
     Use it on the baseline first: that is the number to beat. It renders the target from hotkernel.yaml first
-    (candidate.py is never overwritten) and otherwise writes only scratch files. To compare a candidate with
+    (an edited candidate.py is never overwritten) and otherwise writes only scratch files. To compare a candidate with
     the baseline use verify (interleaved, with a verdict); to keep a result use record.
     """
     ws = _workspace(ctx)

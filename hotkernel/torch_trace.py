@@ -110,7 +110,7 @@ def torch_trace(
     if proc.timed_out:
         raise HotkernelError(
             f"trace: {path} ran past {timeout_s:.0f} s under the profiler and was killed; make it run fewer "
-            f"steps or pass --timeout (output: {proc.stdout_path})"
+            f"steps or raise the timeout (timeout_s; --timeout on the command line) (output: {proc.stdout_path})"
         )
     status_file = directory / "status.json"
     if not status_file.is_file():

@@ -78,3 +78,22 @@ def test_rendering_does_not_import_torch(tmp_path: Path) -> None:
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+
+
+def test_untouched_candidate_follows_the_manifest_edited_one_never(tmp_path) -> None:
+    from hotkernel.render import initial_candidate, is_untouched_candidate, render_target
+
+    ws, base = make_workspace(tmp_path)
+    first = {**base, "from": "./kernels/ops.py:scale_rows"}
+    render_target(ws, first["name"], first)
+    candidate = ws.target_dir(first["name"]) / "candidate.py"
+    assert is_untouched_candidate(candidate.read_text())
+    second = {**first, "from": "./kernels/ops.py:other"}  # the manifest's baseline changed
+    result = render_target(ws, second["name"], second)
+    assert candidate.read_text() == initial_candidate(second) and "ops.py:other" in candidate.read_text()
+    assert any(path.endswith("candidate.py") for path in result.written)
+    candidate.write_text(candidate.read_text().replace("return _baseline_kernel(", "return 2 * _baseline_kernel("))
+    assert not is_untouched_candidate(candidate.read_text())
+    edited = candidate.read_text()
+    render_target(ws, first["name"], first)
+    assert candidate.read_text() == edited  # an edited candidate is never overwritten

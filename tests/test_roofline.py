@@ -124,7 +124,7 @@ def test_no_gpu_here_requires_gpu_name(monkeypatch):
     monkeypatch.setattr(
         gpu_info, "gpu_info", lambda: gpu_info.GpuInfo(source="none", message="no NVIDIA GPU")
     )
-    with pytest.raises(HotkernelError, match="pass --gpu"):
+    with pytest.raises(HotkernelError, match="gpu NAME; --gpu on the command line"):
         roofline(1, 1)
 
 
