@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hotkernel.errors import HotkernelError
+from hotkernel.procs import descendants, kill_tree  # noqa: F401 (jobs.kill_tree: the job's whole tree)
 
 JobState = str  # "running" | "done" | "failed" | "cancelled"
 MAX_FINISHED_JOBS = 64
@@ -207,93 +207,6 @@ def _read_stdout(job: Job) -> None:
             )
         job.finished = time.monotonic()
     job.done_event.set()
-
-
-# ---- killing a process tree --------------------------------------------------------------------------------
-
-
-def _parent_map() -> dict[int, int]:
-    """pid -> ppid of every process visible in /proc."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read().decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1:
-            parents[int(entry)] = int(fields[1])
-    return parents
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (children, grandchildren, ...), whatever session they moved to."""
-    if not os.path.isdir("/proc"):
-        return []
-    children: dict[int, list[int]] = {}
-    for child, parent in _parent_map().items():
-        children.setdefault(parent, []).append(child)
-    found: list[int] = []
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
-def kill_tree(pid: int) -> None:
-    """SIGSTOP ``pid`` and all its descendants until the set stops growing, then SIGKILL them and their
-    groups.
-    """
-    own_group = os.getpgrp()
-    frozen: list[int] = []
-    for _ in range(10):
-        fresh = [p for p in [pid, *descendants(pid)] if p not in frozen]
-        if not fresh:
-            break
-        for p in fresh:
-            _signal(p, signal.SIGSTOP)
-        frozen.extend(fresh)
-    groups = set()
-    for p in frozen:
-        try:
-            groups.add(os.getpgid(p))
-        except (ProcessLookupError, PermissionError):
-            pass
-    for group in groups - {own_group, 0, 1}:
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    for p in frozen:
-        _signal(p, signal.SIGKILL)
-    deadline = time.monotonic() + KILL_WAIT_S
-    while time.monotonic() < deadline and any(_running(p) for p in frozen):
-        time.sleep(0.02)
-
-
-def _running(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie (a killed process takes a moment to go)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read().decode(errors="replace")
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] != "Z"
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-# ---- the child side ----------------------------------------------------------------------------------------
 
 
 def _jsonable(value: Any) -> Any:

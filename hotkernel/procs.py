@@ -64,7 +64,9 @@ def read_text_tail(path: Path, limit: int | None = None) -> str:
 
 
 def kill_group(proc: subprocess.Popen, *, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the process group of ``proc``, then SIGKILL it if anything is left after ``grace_s``."""
+    """SIGTERM the process group of ``proc``, then SIGKILL it if anything is left after ``grace_s``; then kill
+    whatever of its process tree escaped the group (a child that started a session of its own)."""
+    family = [proc.pid, *descendants(proc.pid)]  # before any of them exits and is reparented
     try:
         pgid = os.getpgid(proc.pid)
     except ProcessLookupError:
@@ -83,6 +85,9 @@ def kill_group(proc: subprocess.Popen, *, grace_s: float = KILL_GRACE_S) -> None
             os.killpg(pgid, signal.SIGKILL)  # also reaps grandchildren that ignored SIGTERM
         except ProcessLookupError:
             pass
+    for pid in family[1:]:
+        if _running(pid):
+            kill_tree(pid)
     try:
         proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
@@ -201,3 +206,92 @@ def find_executable(
         if path.is_file() and os.access(path, os.X_OK):
             return path
     return None
+
+
+# ---- killing a whole process tree (descendants in sessions of their own too) -----------------------------
+
+TREE_KILL_WAIT_S = 5.0
+
+
+def _parent_map() -> dict[int, int]:
+    """pid -> ppid of every process visible in /proc."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1:
+            parents[int(entry)] = int(fields[1])
+    return parents
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, grandchildren, ...), whatever session they moved to."""
+    if not os.path.isdir("/proc"):
+        return []
+    children: dict[int, list[int]] = {}
+    for child, parent in _parent_map().items():
+        children.setdefault(parent, []).append(child)
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGSTOP ``pid`` and all its descendants until the set stops growing, then SIGKILL them and their
+    groups.
+    """
+    own_group = os.getpgrp()
+    frozen: list[int] = []
+    for _ in range(10):
+        fresh = [p for p in [pid, *descendants(pid)] if p not in frozen]
+        if not fresh:
+            break
+        for p in fresh:
+            _signal(p, signal.SIGSTOP)
+        frozen.extend(fresh)
+    groups = set()
+    for p in frozen:
+        try:
+            groups.add(os.getpgid(p))
+        except (ProcessLookupError, PermissionError):
+            pass
+    for group in groups - {own_group, 0, 1}:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for p in frozen:
+        _signal(p, signal.SIGKILL)
+    deadline = time.monotonic() + TREE_KILL_WAIT_S
+    while time.monotonic() < deadline and any(_running(p) for p in frozen):
+        time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (a killed process takes a moment to go)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode(errors="replace")
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] != "Z"
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# ---- the child side ----------------------------------------------------------------------------------------

@@ -87,3 +87,34 @@ def test_find_executable_looks_in_extra_dirs(tmp_path, monkeypatch):
     assert find_executable("mytool", extra_dirs=[tmp_path / "bin"]) == tool
     monkeypatch.setenv("MY_HOME", str(tmp_path))
     assert find_executable("mytool", env_homes=["MY_HOME"]) == tool
+
+
+def test_timeout_kills_a_grandchild_that_left_the_group(tmp_path) -> None:
+    import os
+    import sys
+    import time
+
+    from hotkernel.procs import run_command
+
+    pid_file = tmp_path / "grandchild.pid"
+    script = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(60)\n"
+    )
+    result = run_command([sys.executable, "-c", script], timeout_s=3, out_dir=tmp_path, name="spawn")
+    assert result.timed_out
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{grandchild}/stat") as handle:
+                if handle.read().split(") ", 1)[1].startswith("Z"):
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(grandchild, 9)
+        raise AssertionError("the grandchild in its own session outlived the timeout")
