@@ -14,6 +14,7 @@ import functools
 import inspect
 import logging
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -935,13 +936,29 @@ def _edit_then_render(ws: Workspace, name: str, edit: Callable[[], Any]) -> Edit
     try:
         edit()
         written, kept, spec = _render(ws, name)
-    except BaseException:
+    except BaseException as err:
         if before is None:
             ws.manifest.unlink(missing_ok=True)
         else:
             ws.manifest.write_bytes(before)
+        if isinstance(err, HotkernelError):
+            raise ToolError(_as_parameter_error(str(err))) from None
         raise
     return EditResult(name=name, manifest=_rel(ws, ws.manifest), written=written, kept=kept, spec=spec)
+
+
+_PARAMETER_OF_KEY = {"from": "source", "bytes": "bytes_moved"}
+
+
+def _as_parameter_error(message: str) -> str:
+    """A manifest error about an edit the tool rolled back: drop the ``hotkernel.yaml:LINE:`` prefix (that line
+    is gone) and name the tool parameter (``targets.t.from`` -> ``source``)."""
+    text = re.sub(r"^\S*hotkernel\.yaml:\d+:\s*", "", message)
+    match = re.match(r"targets\.[A-Za-z_][A-Za-z0-9_]*\.([A-Za-z_]+)(\S*):\s*", text)
+    if match:
+        key = match.group(1)
+        text = f"{_PARAMETER_OF_KEY.get(key, key)}{match.group(2)}: {text[match.end():]}"
+    return text + " (hotkernel.yaml left as it was)"
 
 
 @_tool(read_only=False, destructive=False, idempotent=False)

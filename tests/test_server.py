@@ -450,6 +450,11 @@ async def test_add_update_remove_target_minimal_diff(workspace: Path) -> None:
             client, "add_target", {"name": "twice", "source": "./kernels/scale.py:scale", "shapes": ["8"]}
         )
         assert dup.is_error and "update_target" in text_of(dup)
+        missing = await call(
+            client, "add_target", {"name": "gone", "source": "./kernels/nope.py:f", "shapes": ["8"]}
+        )
+        assert missing.is_error and "source:" in text_of(missing) and "hotkernel.yaml:" not in text_of(missing)
+        assert (workspace / "hotkernel.yaml").read_text() == text
         candidate = workspace / "targets" / "twice" / "candidate.py"
         candidate.write_text(candidate.read_text() + "\n# my edit\n")
         changed = await call(client, "update_target", {"name": "twice", "shapes": ["32x32"]})
