@@ -91,6 +91,12 @@ def script_path(ws: Workspace, script: str | Path, what: str) -> Path:
             f"{what} {str(script)!r} does not exist: give a rendered script such as "
             "targets/NAME/candidate.py (run `hotkernel sync` to render missing ones)"
         )
+    targets = ws.targets_dir.resolve()
+    if path.suffix != ".py" or path.parent.parent != targets or not (path.parent / "baseline.py").is_file():
+        raise HotkernelError(
+            f"{what} {str(script)!r} is not a target script: give targets/NAME/baseline.py, "
+            "targets/NAME/candidate.py or another .py file beside them"
+        )
     return path
 
 

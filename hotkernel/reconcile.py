@@ -370,9 +370,19 @@ def lock_holder(ws: Workspace) -> str:
     )
 
 
+_HELD_BY_THIS_PROCESS: set[Path] = set()  # workspaces whose lock this process holds (sync -> record -> lock)
+
+
 @contextlib.contextmanager
 def workspace_lock(ws: Workspace, *, wait_s: float = 0.0, command: str = "hotkernel sync") -> Iterator[None]:
-    """Hold ``.hotkernel/lock`` (an OS file lock) for the duration; refuse or wait ``wait_s`` when taken."""
+    """Hold ``.hotkernel/lock`` (an OS file lock) for the duration; refuse or wait ``wait_s`` when taken.
+
+    Re-entrant within one process: a ``record`` inside a ``sync`` does not wait for its own sync.
+    """
+    root = ws.root.resolve()
+    if root in _HELD_BY_THIS_PROCESS:
+        yield
+        return
     from filelock import FileLock, Timeout
 
     ws.state_dir.mkdir(parents=True, exist_ok=True)
@@ -393,8 +403,10 @@ def workspace_lock(ws: Workspace, *, wait_s: float = 0.0, command: str = "hotker
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         atomic_write_text(info_path, json.dumps(info, sort_keys=True) + "\n", overwrite=True)
+        _HELD_BY_THIS_PROCESS.add(root)
         yield
     finally:
+        _HELD_BY_THIS_PROCESS.discard(root)
         with contextlib.suppress(OSError):
             info_path.unlink()
         lock.release()
@@ -611,9 +623,10 @@ def keep_in_lock(ws: Workspace, target: str, record_path: str, verify_result: An
     key = CPU_DEVICE if str(context.get("device", "cuda")) == CPU_DEVICE else device
     parts = ("manifest", "baseline_sha256", "candidate_sha256", "contract_sha256", "sources_sha256")
     fingerprint = {k: state[k] for k in parts}
-    lock = read_lock(ws)
-    lock["targets"].setdefault(target, {})[key] = {
-        **fingerprint, "device": key, "record": record_path, "verdict": verify_result.verdict,
-    }
-    write_lock(ws, lock)
+    with workspace_lock(ws, wait_s=60.0, command=f"hotkernel record {target}"):  # not while a sync writes
+        lock = read_lock(ws)
+        lock["targets"].setdefault(target, {})[key] = {
+            **fingerprint, "device": key, "record": record_path, "verdict": verify_result.verdict,
+        }
+        write_lock(ws, lock)
     return True

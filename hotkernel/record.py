@@ -406,6 +406,9 @@ def invalidate_record(ws: Workspace, path: str | os.PathLike[str], reason: str) 
     rec = load_record(resolved)
     if rec is None:
         raise HotkernelError(f"{resolved}: not a hotkernel record (no kind: record); nothing to invalidate")
+    if rec.invalidated is not None:
+        raise HotkernelError(f"{resolved.relative_to(ws.root.resolve()).as_posix()}: already invalidated at "
+                             f"{rec.invalidated.at} ({rec.invalidated.reason}); the first reason stays")
     at = utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
     rec.invalidated = Invalidation(reason=reason, at=at)
     atomic_write_text(resolved, json.dumps(rec.model_dump(mode="json"), indent=2, sort_keys=True) + "\n",

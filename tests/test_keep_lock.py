@@ -74,3 +74,14 @@ def test_keep_in_lock_refuses_a_candidate_that_is_not_on_disk(tmp_path: Path) ->
     candidate_sha = sha256_file(ws.targets_dir / "alpha" / "candidate.py")
     assert not keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified(candidate_sha), "cpu")
     assert not ws.lock_file.exists()
+
+
+def test_keep_in_lock_inside_a_sync_does_not_wait_for_itself(tmp_path: Path) -> None:
+    from hotkernel.reconcile import workspace_lock
+
+    ws = _rendered(tmp_path)
+    candidate = sha256_file(ws.targets_dir / "alpha" / "candidate.py")
+    baseline = sha256_file(ws.targets_dir / "alpha" / "baseline.py")
+    with workspace_lock(ws, wait_s=0):  # what sync holds while it records
+        assert keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified(candidate, "faster", baseline), "cpu")
+    assert read_lock(ws)["targets"]["alpha"]["cpu"]["record"] == "results/alpha/r.json"
