@@ -319,15 +319,21 @@ async def _follow(ctx: Context, job: Any, wait_s: float, *, kill_on_cancel: bool
     deadline = time.monotonic() + wait_s
     seen_updates = 0
     reported = 0.0
+
+    async def relay() -> None:
+        nonlocal seen_updates, reported
+        if job.updates != seen_updates:
+            seen_updates = job.updates
+            with job.lock:
+                progress, total, message = job.progress, job.total, job.message
+            reported = progress if progress > reported else reported + 1e-3
+            await ctx.report_progress(reported, total, message)
+
     try:
         while job.state == "running" and time.monotonic() < deadline:
-            if job.updates != seen_updates:
-                seen_updates = job.updates
-                with job.lock:
-                    progress, total, message = job.progress, job.total, job.message
-                reported = progress if progress > reported else reported + 1e-3
-                await ctx.report_progress(reported, total, message)
+            await relay()
             await anyio.sleep(POLL_S)
+        await relay()  # the last update, when the job ended between two polls
     except BaseException:
         # The call that started the job was cancelled (client timeout, notifications/cancelled, shutdown):
         # nothing may be left running. A cancelled job_status poll leaves the job alone.
