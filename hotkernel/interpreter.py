@@ -138,6 +138,8 @@ def find_python(
     without torch are skipped.
     """
     env_value = os.environ.get(ENV_VAR, "").strip()
+    if env_value.startswith("${"):  # a host that left a plugin option unexpanded (`${user_config.python}`)
+        env_value = ""
     explicit: list[tuple[Source, str, str]] = []
     if env_value:
         explicit.append(("env", env_value, ENV_VAR))

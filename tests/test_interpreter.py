@@ -129,3 +129,11 @@ def test_tool_modules_never_import_torch() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_an_unexpanded_plugin_option_counts_as_unset(monkeypatch) -> None:
+    from hotkernel.interpreter import find_python
+
+    monkeypatch.setenv("HOTKERNEL_PYTHON", "${user_config.python}")
+    choice = find_python(None, require_torch=False)
+    assert choice.source != "env"
