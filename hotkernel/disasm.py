@@ -330,19 +330,8 @@ def disasm(
         text = path.read_text(errors="replace")
         if ".version" not in text and ".entry" not in text:
             raise HotkernelError(f"disasm: {path} does not look like PTX (no .version/.entry directive)")
-        return _result(
-            path,
-            kernel,
-            "ptx",
-            None,
-            text,
-            None,
-            summarise_ptx(text),
-            max_lines,
-            out_path,
-            meta_path,
-            _ptx_functions(text),
-        )
+        return _result(path, kernel, "ptx", None, text, None, summarise_ptx(text), max_lines, out_path, meta_path,
+                       _ptx_functions(text))
     tool = find_cuobjdump()
     if tool is None:
         raise HotkernelError(
@@ -353,19 +342,8 @@ def disasm(
         text = _run_cuobjdump(tool, ["-ptx"], path)
         if not text.strip():
             raise HotkernelError(f"disasm: {path} holds no embedded PTX (only SASS); drop --ptx for the SASS")
-        return _result(
-            path,
-            kernel,
-            "ptx",
-            tool,
-            text,
-            None,
-            summarise_ptx(text),
-            max_lines,
-            out_path,
-            meta_path,
-            _ptx_functions(text),
-        )
+        return _result(path, kernel, "ptx", tool, text, None, summarise_ptx(text), max_lines, out_path, meta_path,
+                       _ptx_functions(text))
     sass = _run_cuobjdump(tool, ["-sass"], path)
     usage = parse_res_usage(_run_cuobjdump(tool, ["-res-usage"], path))
     functions = split_functions(sass)

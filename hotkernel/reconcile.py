@@ -195,7 +195,7 @@ def sources_sha(ws: Workspace, context: dict[str, Any]) -> str:
     """Fingerprint of the target's own source files (the folders of its ./file.py references)."""
     from hotkernel.runner import sources_digest
 
-    return sources_digest(ws, context)
+    return sources_digest(ws, context, trust_stat=True)
 
 
 def device_key(context: dict[str, Any], gpu_name: str | None) -> str:

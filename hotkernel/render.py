@@ -6,6 +6,7 @@ Templates live in ``hotkernel/templates/`` inside a wheel and in ``<repo>/templa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -73,7 +74,9 @@ def contract_module() -> ModuleType:
     return module
 
 
+@functools.lru_cache(maxsize=1)
 def _environment() -> Any:
+    """One jinja2 environment per process: it caches the compiled templates (``plan`` renders every target)."""
     import jinja2
 
     return jinja2.Environment(

@@ -90,15 +90,33 @@ def source_files(ws: Workspace, resolved: dict[str, Any]) -> list[Path]:
     return sorted(files)
 
 
-def source_hashes(ws: Workspace, resolved: dict[str, Any]) -> dict[str, str]:
+_HASH_BY_STAT: dict[tuple[str, int, int, int], str] = {}  # (path, inode, size, mtime_ns) -> sha256
+
+
+def _sha256_by_stat(path: Path) -> str | None:
+    """sha256 of ``path``, reused while its stat is unchanged (DVC's hash cache): for ``plan``, where many
+    targets share one source folder. Never for the run integrity check, which a forged mtime could fool."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _HASH_BY_STAT:
+        _HASH_BY_STAT[key] = _sha256(path) or "missing"
+    return _HASH_BY_STAT[key]
+
+
+def source_hashes(ws: Workspace, resolved: dict[str, Any], *, trust_stat: bool = False) -> dict[str, str]:
     """{workspace-relative path: sha256} of the target's source files."""
     root = ws.root.resolve()
-    return {path.relative_to(root).as_posix(): _sha256(path) or "missing" for path in source_files(ws, resolved)}
+    digest = _sha256_by_stat if trust_stat else _sha256
+    return {path.relative_to(root).as_posix(): digest(path) or "missing" for path in source_files(ws, resolved)}
 
 
-def sources_digest(ws: Workspace, resolved: dict[str, Any]) -> str:
+def sources_digest(ws: Workspace, resolved: dict[str, Any], *, trust_stat: bool = False) -> str:
     """One sha256 over the target's source files (paths and contents): a fingerprint part of the lock."""
-    text = "\n".join(f"{path}\0{sha}" for path, sha in sorted(source_hashes(ws, resolved).items()))
+    hashes = source_hashes(ws, resolved, trust_stat=trust_stat)
+    text = "\n".join(f"{path}\0{sha}" for path, sha in sorted(hashes.items()))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
