@@ -3,7 +3,7 @@
     python benchmarks/speedrun_summary.py     # prints the markdown table used in docs/speedrun.md
 
 Reads every record under results/<target>/ (through hotkernel's own loader, invalidated ones skipped), the
-manifest's `bytes` per target and the calibrated copy ceiling in results/calibration/calibrate_h200.json.
+manifest's `bytes` per target and the calibrated copy ceiling in benchmarks/evidence/calibration/calibrate_h200.json.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ GOALS = {
 
 
 def main() -> None:
-    ceiling_gbps = json.loads((ROOT / "results/calibration/calibrate_h200.json").read_text())["copy_gbps"]
+    ceiling_gbps = json.loads((ROOT / "benchmarks/evidence/calibration/calibrate_h200.json").read_text())["copy_gbps"]
     manifest = load_manifest(ROOT / "hotkernel.yaml")
     records = [(path, rec) for path, rec in load_records(ROOT / "results") if rec.invalidated is None]
     print(f"Copy ceiling (calibrated): {ceiling_gbps:.0f} GB/s\n")

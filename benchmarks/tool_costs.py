@@ -1,12 +1,12 @@
 """hotkernel's own costs, the three numbers of docs/performance.md, in one command.
 
-    python benchmarks/tool_costs.py [--out results/performance/tool_costs_<host>.json]
+    python benchmarks/tool_costs.py [--out benchmarks/evidence/performance/tool_costs_<host>.json]
 
 1. `plan` on a 100-target manifest (CPU; goal <= 0.5 s): runs benchmarks/plan_100_targets.py.
 2. MCP server start against the SDK's bare import (goal: at most 0.3 s added): runs benchmarks/server_startup.py.
 3. `verify` at n=7 on rmsnorm on the H200 (goal <= 20 s, and within the 60 s MCP tool timeout): on a machine
    with CUDA it times `hotkernel verify targets/rmsnorm/baseline.py targets/rmsnorm/candidate.py -n 7`; without
-   one it reports the verify wall times the H200 speedrun logged (results/speedrun/*/log/*/steps.txt).
+   one it reports the verify wall times the H200 speedrun logged (benchmarks/evidence/speedrun/*/log/*/steps.txt).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def run(argv: list[str], timeout: float = 900) -> tuple[float, str]:
 def logged_verify_walls() -> list[dict]:
     """Every `hotkernel verify ... -n 7` wall time in the committed speedrun logs."""
     rows = []
-    for steps in sorted(ROOT.glob("results/speedrun/*/log/*/steps.txt")):
+    for steps in sorted(ROOT.glob("benchmarks/evidence/speedrun/*/log/*/steps.txt")):
         lines = steps.read_text().splitlines()
         for command, result in zip(lines, lines[1:], strict=False):
             if command.startswith("$ hotkernel verify") and "-n 7" in command:

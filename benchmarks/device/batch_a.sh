@@ -1,6 +1,7 @@
 #!/bin/bash
 # Device batch A (H200): speedrun triage, library paths + timer vs ncu, insight tools, contract smoke.
 # Usage (device, repo root, after the carried wheels are installed and PYTHONPATH set): bash benchmarks/device/batch_a.sh OUT
+# Evidence only: keep what the archive holds under benchmarks/evidence/ (results/ holds records alone).
 set -u
 OUTDIR=${1:?usage: batch_a.sh OUT}
 R=/tmp/hk_batch_a; rm -rf $R; mkdir -p $R

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Device batch B (H200): adversarial GPU cases, A/A timing samples, int4 library paths, tolerance check.
 # Usage (device, repo root, wheels installed, PYTHONPATH=/tmp/site:$PWD): bash benchmarks/device/batch_b.sh OUT
+# Evidence only: keep what the archive holds under benchmarks/evidence/ (results/ holds records alone).
 set -u
 OUTDIR=${1:?usage: batch_b.sh OUT}
 R=/tmp/hk_batch_b; rm -rf $R; mkdir -p $R

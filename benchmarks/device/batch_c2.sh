@@ -2,6 +2,8 @@
 # Device batch C2 (H200): triage the int4/decode candidates, speedrun both targets through hotkernel's loop,
 # then A/A verifies of an unchanged script and (if time is left) A/A timing samples with the real timer.
 # Usage (device, repo root, wheels installed, PYTHONPATH set): bash benchmarks/device/batch_c2.sh OUT
+# The archive holds the loop's records (results/, hotkernel.lock, LEADERBOARD.md, targets/) and its evidence
+# (c2/: triage, logs, profiles, A/A runs), which belongs under benchmarks/evidence/speedrun/h200_c2/.
 set -u
 OUTDIR=${1:?}; R=$OUTDIR/c2; mkdir -p $R
 export PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3
