@@ -1,0 +1,304 @@
+"""Scale-aware correctness of a run's outputs against the reference (docs/correctness.md).
+
+Three checks per call, each over every output: ``outputs_match_reference`` (elementwise
+``|out - ref| <= atol + rtol |ref|``; integer and boolean outputs compared exactly), ``relative_error_norm``
+(``||out - ref||_2 / ||ref||_2`` under a per-dtype bound) and ``output_carries_signal`` (the output varies
+where the reference does and its Pearson correlation with the reference reaches a per-dtype bound). The last
+two do not depend on the outputs' magnitude: an all-zero or constant output of a softmax (values ~1e-4) fails
+them whatever atol is. Statistics are accumulated in fp64 on the outputs' device, one chunk at a time, so the
+extra memory is a few fp64 copies of one chunk and only scalars come back to the host.
+
+Stdlib only: torch is passed in. This file is vendored into the contract, so its names carry a prefix.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# (atol, rtol) by target dtype, used when the target does not set them: the manifest's defaults.
+CORRECTNESS_DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "bf16": (0.02, 0.02),
+    "fp16": (2.5e-3, 2.5e-3),
+    "fp32": (1e-4, 1e-4),
+    "fp8_e4m3": (0.125, 0.125),
+    "fp8_e5m2": (0.25, 0.25),
+}
+# Largest ||out - ref||_2 / ||ref||_2 by target dtype. Honest kernels measured on CPU (softmax, rmsnorm, gemv,
+# attention; benchmarks/correctness_margins.py) stay at least 3x under it; the op on inputs rounded through the
+# next narrower format lands at least 2x over it (docs/correctness.md has the table).
+CORRECTNESS_REL_L2_MAX: dict[str, float] = {
+    "bf16": 1e-2,
+    "fp16": 2e-3,
+    "fp32": 1e-5,
+    "fp8_e4m3": 0.1,
+    "fp8_e5m2": 0.2,
+}
+# Smallest Pearson correlation of the output with the reference by target dtype.
+CORRECTNESS_MIN_CORR: dict[str, float] = {
+    "bf16": 0.99,
+    "fp16": 0.999,
+    "fp32": 0.9999,
+    "fp8_e4m3": 0.9,
+    "fp8_e5m2": 0.8,
+}
+# The norm bound never falls under this many times the error of the reference merely rounded to the output's
+# dtype (an fp8 output of a bf16 target), and the correlation bound is relaxed to match (the square of it).
+CORRECTNESS_ROUNDING_FACTOR = 4.0
+# Below this achievable correlation the output's dtype cannot carry the reference's variation (a large offset
+# plus a small signal): the correlation check is skipped and says so.
+CORRECTNESS_MIN_USEFUL_CORR = 0.5
+# A reference whose standard deviation is under this fraction of its RMS is constant (fp32 noise is ~6e-8).
+CORRECTNESS_FLAT_REL = 2.0**-20
+# Elements per chunk of the streamed statistics; the extra device memory is about 56 bytes per chunk element
+# (several fp64 buffers): 1 << 22 elements is about 235 MiB. Override with check_outputs(chunk_elements=...).
+CORRECTNESS_CHUNK_ELEMENTS = 1 << 22
+
+
+def tolerances(dtype: str, spec: dict[str, Any]) -> dict[str, float]:
+    """The bounds for a target: atol/rtol (the spec's when set, else by dtype), rel_l2_max and min_corr."""
+    if dtype not in CORRECTNESS_DEFAULT_TOLERANCES:
+        known = ", ".join(CORRECTNESS_DEFAULT_TOLERANCES)
+        raise ValueError(f"correctness: unknown dtype {dtype!r}; use one of {known}")
+    atol, rtol = CORRECTNESS_DEFAULT_TOLERANCES[dtype]
+    defaults = {
+        "atol": atol,
+        "rtol": rtol,
+        "rel_l2_max": CORRECTNESS_REL_L2_MAX[dtype],
+        "min_corr": CORRECTNESS_MIN_CORR[dtype],
+    }
+    return {key: float(spec[key]) if spec.get(key) is not None else value for key, value in defaults.items()}
+
+
+def correctness_pieces(shape: tuple[int, ...], chunk: int) -> list[tuple[Any, ...]]:
+    """Index tuples that cover a tensor of this shape in views of at most ``chunk`` elements (rows first)."""
+    numel = math.prod(shape)
+    if numel <= chunk or not shape:
+        return [()]
+    if len(shape) == 1:
+        return [(slice(start, start + chunk),) for start in range(0, shape[0], chunk)]
+    row = math.prod(shape[1:])
+    if row <= chunk:
+        step = chunk // row
+        return [(slice(start, start + step),) for start in range(0, shape[0], step)]
+    inner = correctness_pieces(shape[1:], chunk)
+    return [(index, *rest) for index in range(shape[0]) for rest in inner]
+
+
+def correctness_statistics(
+    torch: Any, out: Any, ref: Any, atol: float, rtol: float, chunk_elements: int = CORRECTNESS_CHUNK_ELEMENTS
+) -> dict[str, float]:
+    """One output's error statistics against its reference, streamed in fp64 chunks on the output's device.
+
+    Keys: n, out_nonfinite, ref_nonfinite, max_abs_error, mismatches (elementwise; exact for integer and
+    boolean outputs), rel_l2 and rel_l2_rounded (||out - ref|| and ||round(ref) - ref|| over ||ref||, round =
+    to the output's dtype), out_mean, ref_mean, out_rms, ref_rms, out_std, ref_std, corr (Pearson; NaN when
+    either side is constant) and corr_rounded (what an output equal to the rounded reference would reach).
+    """
+    wide = torch.float64
+    device = out.device
+    exact = not (out.is_floating_point() or out.is_complex())
+    if out.is_complex():
+        out, ref = torch.view_as_real(out), torch.view_as_real(ref.to(out.dtype))
+    ref = ref.to(device)
+    zero = torch.zeros((), dtype=wide, device=device)
+    keys = ("out_bad", "ref_bad", "mismatches", "d2", "r2", "q2", "so", "sr", "oo", "rr", "or")
+    sums = {key: zero.clone() for key in keys}
+    worst = zero.clone()
+    shift_o = shift_r = None
+    for index in correctness_pieces(tuple(out.shape), max(1, int(chunk_elements))):
+        o = out[index].to(wide)
+        r = ref[index].to(wide)
+        if exact:
+            sums["mismatches"] += (o != r).sum()
+            worst = torch.maximum(worst, (o - r).abs().max())
+            continue
+        sums["out_bad"] += (~torch.isfinite(o)).sum()
+        sums["ref_bad"] += (~torch.isfinite(r)).sum()
+        d = o - r
+        worst = torch.maximum(worst, d.abs().max())
+        sums["mismatches"] += (~(d.abs() <= atol + rtol * r.abs())).sum()
+        sums["d2"] += (d * d).sum()
+        sums["r2"] += (r * r).sum()
+        sums["q2"] += (r.to(out.dtype).to(wide) - r).square().sum()
+        if shift_o is None:
+            shift_o, shift_r = o.mean(), r.mean()
+        o = o - shift_o
+        r = r - shift_r
+        sums["so"] += o.sum()
+        sums["sr"] += r.sum()
+        sums["oo"] += (o * o).sum()
+        sums["rr"] += (r * r).sum()
+        sums["or"] += (o * r).sum()
+    host = {key: float(value.item()) for key, value in sums.items()}
+    n = out.numel()
+    stats = {
+        "n": float(n),
+        "out_nonfinite": host["out_bad"],
+        "ref_nonfinite": host["ref_bad"],
+        "max_abs_error": float(worst.item()),
+        "mismatches": host["mismatches"],
+    }
+    if exact or n == 0:
+        return stats
+    var_o = max(host["oo"] / n - (host["so"] / n) ** 2, 0.0)
+    var_r = max(host["rr"] / n - (host["sr"] / n) ** 2, 0.0)
+    cov = host["or"] / n - host["so"] * host["sr"] / n**2
+    ref_ss = host["r2"]
+    mse_q = host["q2"] / n
+    mean_o = host["so"] / n + float(shift_o.item())
+    mean_r = host["sr"] / n + float(shift_r.item())
+    stats.update(
+        out_mean=mean_o,
+        ref_mean=mean_r,
+        out_rms=math.sqrt(var_o + mean_o**2),
+        ref_rms=math.sqrt(max(ref_ss, 0.0) / n),
+        ref_std=math.sqrt(var_r),
+        out_std=math.sqrt(var_o),
+        rel_l2=math.sqrt(host["d2"] / ref_ss) if ref_ss > 0 else math.nan,
+        rel_l2_rounded=math.sqrt(host["q2"] / ref_ss) if ref_ss > 0 else math.nan,
+        corr=cov / math.sqrt(var_o * var_r) if var_o > 0 and var_r > 0 else math.nan,
+        corr_rounded=math.sqrt(var_r / (var_r + mse_q)) if var_r > 0 else math.nan,
+    )
+    return stats
+
+
+def correctness_flat(std: float, rms: float) -> bool:
+    """Whether values with this standard deviation and RMS are constant up to fp32 noise (all zeros too)."""
+    return std <= CORRECTNESS_FLAT_REL * rms
+
+
+def check_outputs(
+    torch: Any, outs: list[Any], refs: list[Any], tol: dict[str, float], *, chunk_elements: int | None = None
+) -> list[dict[str, Any]]:
+    """The three checks over every output; each {"name", "ok", "detail", "max_abs_error"}."""
+    atol, rtol = float(tol["atol"]), float(tol["rtol"])
+    chunk = int(chunk_elements or CORRECTNESS_CHUNK_ELEMENTS)
+    if len(outs) != len(refs):
+        detail = f"{len(outs)} outputs, the reference returns {len(refs)}"
+        return [{"name": "outputs_match_reference", "ok": False, "detail": detail, "max_abs_error": None}]
+    elementwise: list[str] = []
+    norm: list[str] = []
+    signal: list[str] = []
+    notes: list[str] = []
+    worst, worst_rel, least_corr, any_float = 0.0, 0.0, 1.0, False
+    for i, (out, ref) in enumerate(zip(outs, refs, strict=False)):
+        stats = correctness_statistics(torch, out, ref, atol, rtol, chunk)
+        n, mismatches = int(stats["n"]), int(stats["mismatches"])
+        worst = max(worst, stats["max_abs_error"]) if math.isfinite(stats["max_abs_error"]) else math.inf
+        if "rel_l2" not in stats:
+            if mismatches:
+                elementwise.append(
+                    f"output {i}: {mismatches} of {n} elements differ from the reference "
+                    f"({out.dtype}, compared exactly; max abs error {stats['max_abs_error']:.4g})"
+                )
+            continue
+        any_float = True
+        if stats["out_nonfinite"]:
+            bad = f"output {i}: {int(stats['out_nonfinite'])} of {n} elements are NaN or inf"
+            elementwise.append(bad)
+            norm.append(bad)
+            signal.append(bad)
+            continue
+        if stats["ref_nonfinite"]:
+            elementwise.append(
+                f"output {i}: the reference itself is not finite ({int(stats['ref_nonfinite'])} elements)"
+            )
+            continue
+        if mismatches:
+            elementwise.append(
+                f"output {i}: {mismatches} of {n} elements differ from the reference "
+                f"(max abs error {stats['max_abs_error']:.4g}; atol={atol}, rtol={rtol})"
+            )
+        norm_problem, norm_note = correctness_norm(i, stats, tol["rel_l2_max"], out.dtype)
+        signal_problem, signal_note = correctness_signal(i, stats, tol["min_corr"], out.dtype)
+        norm += [norm_problem] if norm_problem else []
+        signal += [signal_problem] if signal_problem else []
+        notes += [note for note in (norm_note, signal_note) if note]
+        if math.isfinite(stats["rel_l2"]):
+            worst_rel = max(worst_rel, stats["rel_l2"])
+        if math.isfinite(stats["corr"]):
+            least_corr = min(least_corr, stats["corr"])
+    suffix = "".join(f"; {note}" for note in notes)
+    checks = [
+        {
+            "name": "outputs_match_reference",
+            "ok": not elementwise,
+            "detail": elementwise[0]
+            if elementwise
+            else (
+                f"every output within atol={atol}, rtol={rtol} (integer and boolean outputs exactly); "
+                f"max abs error {worst:.3g}"
+            ),
+            "max_abs_error": worst,
+        }
+    ]
+    if any_float:
+        checks.append(
+            {
+                "name": "relative_error_norm",
+                "ok": not norm,
+                "detail": norm[0]
+                if norm
+                else (
+                    f"largest ||out - ref||_2 / ||ref||_2 {worst_rel:.3g} (rel_l2_max {tol['rel_l2_max']:.3g}){suffix}"
+                ),
+                "max_abs_error": None,
+            }
+        )
+        checks.append(
+            {
+                "name": "output_carries_signal",
+                "ok": not signal,
+                "detail": signal[0]
+                if signal
+                else (
+                    f"smallest correlation with the reference {least_corr:.6g} (min_corr {tol['min_corr']:.6g}){suffix}"
+                ),
+                "max_abs_error": None,
+            }
+        )
+    return checks
+
+
+def correctness_norm(index: int, stats: dict[str, float], bound: float, dtype: Any) -> tuple[str | None, str | None]:
+    """(problem, note) of the relative-error-norm check for one floating output."""
+    if not stats["ref_rms"] > 0:
+        return None, f"output {index}: the reference is all zeros, so only the elementwise check judges it"
+    floor = CORRECTNESS_ROUNDING_FACTOR * stats["rel_l2_rounded"]
+    if stats["rel_l2"] <= max(bound, floor):
+        return None, None
+    why = (
+        f"rel_l2_max {bound:.3g}"
+        if bound >= floor
+        else (f"{CORRECTNESS_ROUNDING_FACTOR:g} x the error of the reference rounded to {dtype}")
+    )
+    return (
+        f"output {index}: ||out - ref||_2 / ||ref||_2 = {stats['rel_l2']:.3g} > {max(bound, floor):.3g} ({why})",
+        None,
+    )
+
+
+def correctness_signal(
+    index: int, stats: dict[str, float], min_corr: float, dtype: Any
+) -> tuple[str | None, str | None]:
+    """(problem, note) of the output-carries-signal check for one floating output."""
+    if correctness_flat(stats["ref_std"], stats["ref_rms"]):
+        return None, (
+            f"output {index}: the reference is constant ({stats['ref_mean']:.4g}), so correlation is undefined "
+            "and only the elementwise check judges it"
+        )
+    bound = min(min_corr, 1.0 - CORRECTNESS_ROUNDING_FACTOR**2 * (1.0 - stats["corr_rounded"]))
+    if bound < CORRECTNESS_MIN_USEFUL_CORR:
+        return None, (
+            f"output {index}: {dtype} cannot carry the reference's variation (std {stats['ref_std']:.3g} on RMS "
+            f"{stats['ref_rms']:.3g}), so correlation is not judged"
+        )
+    if correctness_flat(stats["out_std"], stats["out_rms"]):
+        return (
+            f"output {index} is constant ({stats['out_mean']:.4g}) where the reference varies "
+            f"(std {stats['ref_std']:.3g})"
+        ), None
+    if stats["corr"] >= bound:
+        return None, None
+    return f"output {index}: correlation with the reference {stats['corr']:.4g} < {bound:.4g}", None
