@@ -1,0 +1,17 @@
+"""hotkernel's run contract, protocol 2: the referee a candidate kernel cannot reach.
+
+Built into one vendored file (``python -m hotkernel.contract.build`` writes ``templates/hk_contract.py``,
+copied into every workspace as ``targets/hk_contract.py``, sha256-checked before and after every run), so
+``python targets/<name>/candidate.py`` works without hotkernel installed. Stdlib only at the top level; torch
+is imported inside the worker and the judge. This package imports nothing else of hotkernel.
+
+Three roles, three processes::
+
+    python hk_contract.py run SCRIPT            orchestrator: prints exactly one JSON line (the run result)
+    python -I hk_contract.py worker [SCRIPT]    times the script's `kernel`; one protocol line on a private fd
+    python -I hk_contract.py judge              persistent; one job per stdin line, one JSON reply
+
+Where things are: knobs.py (every knob, unit in its name), spec.py (SPEC from baseline.py, seeds),
+inputs.py (input sets, perturbation), timer.py (the timer), checks.py (the checks table), hygiene.py
+(process trees, stale files), transport.py (CUDA IPC / files), worker.py, judge.py, orchestrator.py.
+"""

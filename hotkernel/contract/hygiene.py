@@ -1,0 +1,170 @@
+"""Process hygiene: every process of a run is found (same group, run token, or an orphan the orchestrator
+inherits as child subreaper) and killed; stale run directories of dead orchestrators are removed."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import sys
+import time
+
+from .knobs import KILL_WAIT_S, STALE_RUN_DIR_PREFIX, TOKEN_ENV
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def prctl(option: int, value: int) -> bool:
+    """Linux prctl through libc; False where the platform has none."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Orphans of our descendants (a double-forked daemon, a new session) are reparented to this process."""
+    return prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def die_with_parent(parent_pid: int | None) -> None:
+    """SIGKILL this process when the process that started it dies (a ``kill -9`` of the CLI included)."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent_pid and os.getppid() != parent_pid:  # the parent died before prctl: follow it now
+        os._exit(1)
+
+
+def process_table() -> dict[int, tuple[int, int]]:
+    """{pid: (ppid, pgid)} of every process visible in /proc."""
+    table: dict[int, tuple[int, int]] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    text = handle.read().decode("ascii", "replace")
+            except OSError:
+                continue
+            fields = text[text.rfind(")") + 2:].split()
+            if len(fields) > 3 and fields[0] != "Z":
+                table[int(entry)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def token_processes(token: str) -> list[int]:
+    """Processes (of this user) whose environment carries the run token, found through /proc."""
+    needle = f"{TOKEN_ENV}={token}".encode()
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as handle:
+                    if needle in handle.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def descendants(roots: set[int], table: dict[int, tuple[int, int]]) -> set[int]:
+    """Every process below ``roots`` in the table (roots excluded)."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    stack = list(roots)
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found and child not in roots:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def run_processes(group: int, token: str, known: set[int], adopted_after: set[int]) -> set[int]:
+    """Processes of one run: the worker's group, its descendants, token carriers, and children of this
+    process (reparented orphans) that are not ``known`` and were not already there (``adopted_after``)."""
+    table = process_table()
+    me = os.getpid()
+    found = {pid for pid, (_, pgid) in table.items() if pgid == group}
+    found |= set(token_processes(token))
+    found |= {pid for pid, (ppid, _) in table.items()
+              if ppid == me and pid not in known and pid not in adopted_after}
+    found |= descendants(found, table)
+    found.discard(me)
+    return found
+
+
+def own_children() -> set[int]:
+    """Current children of this process (to tell later orphans from processes that were already ours)."""
+    me = os.getpid()
+    return {pid for pid, (ppid, _) in process_table().items() if ppid == me}
+
+
+def kill_processes(pids: set[int]) -> None:
+    """SIGKILL each, reap those that are our children, wait until all are gone (at most KILL_WAIT_S)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT_S
+    pending = set(pids)
+    while pending and time.monotonic() < deadline:
+        for pid in list(pending):
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+            if not os.path.exists(f"/proc/{pid}") or zombie(pid):
+                pending.discard(pid)
+        if pending:
+            time.sleep(0.01)
+
+
+def zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read().decode("ascii", "replace")
+    except OSError:
+        return True
+    return text[text.rfind(")") + 2:].split()[:1] == ["Z"]
+
+
+def stop_processes(pids: set[int]) -> None:
+    """SIGSTOP each (a frozen process cannot run a thread or launch work until it is killed)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGSTOP)
+
+
+def run_dir_parent() -> str | None:
+    """Run directories go to RAM (/dev/shm) when there is one."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+def clean_stale_run_dirs(parent: str | None = None) -> list[str]:
+    """Remove ``hk_run_<pid>_*`` directories (ours) whose orchestrator ``pid`` is gone; returns their paths."""
+    import tempfile
+
+    removed = []
+    for folder in {parent or run_dir_parent() or tempfile.gettempdir(), tempfile.gettempdir()}:
+        with contextlib.suppress(OSError):
+            for name in os.listdir(folder):
+                if not name.startswith(STALE_RUN_DIR_PREFIX):
+                    continue
+                owner = name[len(STALE_RUN_DIR_PREFIX):].split("_", 1)[0]
+                path = os.path.join(folder, name)
+                try:
+                    mine = os.stat(path).st_uid == os.getuid()
+                except OSError:
+                    continue
+                if mine and owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed.append(path)
+    return removed

@@ -1,0 +1,244 @@
+"""Input sets (the worker and the judge build them identically from seeds), outputs, checksums, poison, and
+the per-call perturbation that makes every timed call see content it has not seen before."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+from collections.abc import Callable
+from typing import Any
+
+from .knobs import (
+    CACHE_MULTIPLE,
+    CHECKSUM_CHUNK_ELEMENTS,
+    CPU_CACHE_FALLBACK_BYTES,
+    DTYPES,
+    MAX_ROTATION,
+    MAX_ROTATION_BYTES,
+    MIN_ROTATION,
+    PERTURB_MAX_ABS,
+    PERTURB_MIN_ABS,
+    CheckFailed,
+)
+from .spec import mix_seed
+
+
+def torch_dtype(torch: Any, name: str) -> Any:
+    return getattr(torch, DTYPES[name])
+
+
+def rotated_raw(spec: dict[str, Any]) -> list[bool]:
+    """Which raw inputs get their own copy per set (with a ``derive`` hook, every input does)."""
+    if spec.get("derive"):
+        return [True] * len(spec["inputs"])
+    rotate = set(spec.get("rotate") or [])
+    return [item["name"] in rotate for item in spec["inputs"]]
+
+
+def random_tensor(torch: Any, shape: list[int], dtype: Any, seed: int, device: str) -> Any:
+    """Standard-normal data drawn in fp32 from a seeded generator, then cast (never zeros or constants)."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    return torch.randn(tuple(shape), generator=generator, device=device, dtype=torch.float32).to(dtype)
+
+
+def make_raw(
+    torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str
+) -> list[Any]:
+    """The raw tensors of one input set: rotated ones from ``set_seed``, shared ones from ``shared_seed``."""
+    dtype = torch_dtype(torch, spec["dtype"])
+    tensors = []
+    for index, (item, rotated) in enumerate(zip(spec["inputs"], rotated_raw(spec), strict=False)):
+        seed = mix_seed(set_seed if rotated else shared_seed, index)
+        tensors.append(random_tensor(torch, item["shapes"][shape_index], dtype, seed, device))
+    return tensors
+
+
+def call_inputs(raw: list[Any], derive: Callable[..., Any] | None, kwargs: dict[str, Any]) -> list[Any]:
+    """The kernel's positional inputs: the raw tensors, or what the ``derive`` hook makes of them."""
+    if derive is None:
+        return raw
+    out = derive(*raw, **kwargs) if kwargs and accepts_kwargs(derive) else derive(*raw)
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def accepts_kwargs(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params)
+
+
+def input_bytes(spec: dict[str, Any], shape_index: int) -> tuple[int, int]:
+    """(bytes of the rotated raw inputs of one set, bytes of the shared ones) at this shape, from the SPEC."""
+    size = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1}[spec["dtype"]]
+    rotated = shared = 0
+    for item, rot in zip(spec["inputs"], rotated_raw(spec), strict=False):
+        count = 1
+        for dim in item["shapes"][shape_index]:
+            count *= int(dim)
+        if rot:
+            rotated += count * size
+        else:
+            shared += count * size
+    return rotated, shared
+
+
+def as_outputs(torch: Any, value: Any) -> list[Any]:
+    """A kernel's return value as a list of tensors (a tensor, or a tuple/list of tensors)."""
+    items = list(value) if isinstance(value, (tuple, list)) else [value]
+    for item in items:
+        if not isinstance(item, torch.Tensor):
+            raise CheckFailed("output_shape_dtype", f"kernel returned {type(item).__name__}, not a tensor")
+    return items
+
+
+def checksum(torch: Any, tensor: Any) -> list[float]:
+    """Two float64 sums (plain and position-weighted) that change when any element changes; computed on the
+    tensor's device in chunks of CHECKSUM_CHUNK_ELEMENTS, so a 6 GB output needs no full-size wide copy."""
+    flat = tensor.detach().reshape(-1)
+    plain = weighted = 0.0
+    for start in range(0, flat.numel(), CHECKSUM_CHUNK_ELEMENTS):
+        part = flat[start:start + CHECKSUM_CHUNK_ELEMENTS]
+        if part.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            part = part.to(torch.float32)
+        part = part.to(torch.float64)
+        weights = ((torch.arange(part.numel(), device=part.device) + start) % 251 + 1).to(torch.float64)
+        plain += float(part.sum().item())
+        weighted += float((part * weights).sum().item())
+    return [plain, weighted]
+
+
+def nbytes(tensors: list[Any]) -> int:
+    return int(sum(t.numel() * t.element_size() for t in tensors))
+
+
+def sync_device(torch: Any, device_kind: str) -> None:
+    if device_kind == "cuda":
+        torch.cuda.synchronize()
+
+
+def cache_bytes(torch: Any, device_kind: str) -> int:
+    """The L2 size (CUDA) or the CPU's last-level cache (from /sys; fallback 32 MiB)."""
+    if device_kind == "cuda":
+        return int(torch.cuda.get_device_properties(0).L2_cache_size)
+    best_level, best_size = -1, 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    with contextlib.suppress(OSError):
+        for entry in sorted(os.listdir(base)):
+            try:
+                with open(os.path.join(base, entry, "level")) as handle:
+                    level = int(handle.read().strip())
+                with open(os.path.join(base, entry, "size")) as handle:
+                    text = handle.read().strip().upper()
+            except (OSError, ValueError):
+                continue
+            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            size = int(text.rstrip("KMG")) * scale
+            if level > best_level or (level == best_level and size > best_size):
+                best_level, best_size = level, size
+    return best_size or CPU_CACHE_FALLBACK_BYTES
+
+
+def rotation_count(per_set_bytes: int, cache: int, device_kind: str) -> tuple[int, bool]:
+    """K so that K sets together exceed CACHE_MULTIPLE x cache; (K, whether a cap kept it cache-resident)."""
+    if per_set_bytes <= 0:
+        return MIN_ROTATION, True
+    wanted = int(CACHE_MULTIPLE * cache // per_set_bytes) + 1
+    k = max(MIN_ROTATION, min(wanted, MAX_ROTATION[device_kind], max(1, MAX_ROTATION_BYTES // per_set_bytes)))
+    return k, k * per_set_bytes <= CACHE_MULTIPLE * cache
+
+
+def poison_memory(torch: Any, sizes: list[int], device: str) -> None:
+    """Allocate blocks of these byte sizes, fill them with 0xFF (NaN in every float format) and free them."""
+    blocks = []
+    for size in sizes:
+        if size <= 0:
+            continue
+        block = torch.empty(int(size), dtype=torch.uint8, device=device)
+        block.fill_(255)
+        blocks.append(block)
+    del blocks
+
+
+def poison_tensors(torch: Any, outputs: list[list[Any]], protected: list[Any]) -> None:
+    """Fill output tensors with NaN (-1 for integers) unless they alias an input (that is judged by value)."""
+    spans = []
+    for t in protected:
+        storage = t.untyped_storage()
+        spans.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+    for group in outputs:
+        for t in group:
+            ptr = t.untyped_storage().data_ptr()
+            if any(lo <= ptr < hi for lo, hi in spans):
+                continue
+            with torch.no_grad():
+                t.fill_(float("nan") if t.is_floating_point() or t.is_complex() else -1)
+
+
+# ---- the per-call perturbation ----------------------------------------------------------------------------
+# Before timed call j (on set k = j % K) one element of one per-set input is set to a value drawn from this
+# sample's perturbation seed, and restored after the call: the content a call sees is new at an unpredictable
+# place, so an output cached under any key that misses that element is stale, and checked calls are judged
+# against the perturbed inputs. Raw inputs get +-[PERTURB_MIN_ABS, PERTURB_MAX_ABS] (a large value changes the
+# row's result beyond any tolerance); derived inputs get another element of the same tensor (keeps the
+# derive hook's invariants). Cost: 3 x N elements of memory and two one-element copies per call, timed
+# alone and subtracted (``overhead_ms`` in the run JSON).
+def perturb_slot(torch: Any, first_set: list[Any], per_set: list[bool]) -> int | None:
+    """Index of the input a timed call sees perturbed: the first per-set, contiguous, non-empty tensor."""
+    for index, (tensor, own) in enumerate(zip(first_set, per_set, strict=False)):
+        if own and tensor.is_contiguous() and tensor.numel() > 0 and tensor.element_size() in (1, 2, 4, 8):
+            return index
+    return None
+
+
+def bits_view(torch: Any, tensor: Any) -> Any:
+    """A flat integer view of ``tensor`` with the same element size (index_copy_ works on every dtype)."""
+    kind = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.element_size()]
+    return tensor.detach().reshape(-1).view(kind)
+
+
+def perturbation_draws(
+    torch: Any, numel: int, n_calls: int, seed: int, device: str, derived: bool, dtype: Any
+) -> tuple[Any, Any]:
+    """(positions, values as bits) of one sample's perturbations, from ``seed``; for derived inputs the
+    second tensor holds source positions instead (the value is the set's own element there)."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    pos = torch.randint(0, numel, (n_calls,), generator=generator, device=device, dtype=torch.int64)
+    if derived:
+        return pos, torch.randint(0, numel, (n_calls,), generator=generator, device=device, dtype=torch.int64)
+    mag = torch.rand(n_calls, generator=generator, device=device, dtype=torch.float32)
+    mag = mag * (PERTURB_MAX_ABS - PERTURB_MIN_ABS) + PERTURB_MIN_ABS
+    sign = torch.randint(0, 2, (n_calls,), generator=generator, device=device).to(torch.float32) * 2 - 1
+    return pos, bits_view(torch, (mag * sign).to(dtype))
+
+
+def perturbation_of_call(
+    torch: Any, inputs: list[Any], slot: int, n_calls: int, seed: int, call: int, derived: bool
+) -> tuple[int, Any]:
+    """The judge's side: (position, value bits) that timed call ``call`` saw, for its own regenerated set."""
+    flat = bits_view(torch, inputs[slot])
+    pos, second = perturbation_draws(torch, flat.numel(), n_calls, seed, flat.device.type, derived,
+                                     inputs[slot].dtype)
+    value = flat[second[call]].clone() if derived else second[call]
+    return int(pos[call].item()), value
+
+
+def gather_per_set(torch: Any, flats: list[Any], index: Any) -> Any:
+    """``out[j] = flats[j % K][index[j]]``."""
+    k_sets = len(flats)
+    out = torch.empty(index.numel(), dtype=flats[0].dtype, device=index.device)
+    for k in range(k_sets):
+        picks = torch.arange(k, index.numel(), k_sets, device=index.device)
+        out[picks] = flats[k][index[picks]]
+    return out
+
+
+def apply_perturbation(torch: Any, inputs: list[Any], slot: int, position: int, value_bits: Any) -> None:
+    """The judge's side: set element ``position`` of ``inputs[slot]`` to the recorded value (bits)."""
+    flat = bits_view(torch, inputs[slot])
+    index = torch.tensor([position], dtype=torch.int64, device=flat.device)
+    flat.index_copy_(0, index, value_bits.reshape(1).to(flat.device))

@@ -1,0 +1,321 @@
+"""The judge: a persistent process that never imports the candidate. Per run it opens the worker's judged
+outputs (CUDA IPC: the worker's own buffers, on the GPU, while the worker is frozen), regenerates every input
+from the recorded seeds on the same device, recomputes the reference in a wide dtype and runs the checks
+table's output rows on every judged output."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .checks import OUTPUT_CHECKS, OutputCase, check_floor, check_result, verdict_of
+from .correctness import check_outputs, tolerances
+from .hygiene import die_with_parent
+from .inputs import apply_perturbation, as_outputs, call_inputs, checksum, make_raw, nbytes, perturbation_of_call
+from .knobs import PARENT_PID_ENV, CheckFailed
+from .spec import device_kind_of, load_function, read_spec, workspace_root
+from .transport import import_outputs
+
+
+class JudgeState:
+    """What a persistent judge keeps between runs: imported functions, expected outputs, precision, ceiling."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.functions: dict[str, Any] = {}
+        self.expected: dict[tuple[str, int], list[tuple[tuple[int, ...], str]]] = {}
+        self.precision: dict[str, str] = {}
+        self.ceiling_gbps: dict[str, float] = {}
+
+
+def judge_main() -> None:
+    """Serve judge requests: one JSON job per stdin line, one JSON reply per line on the private stdout."""
+    parent = os.environ.get(PARENT_PID_ENV)
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    reply_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    import torch
+
+    state = JudgeState(torch)
+    os.write(reply_fd, b'{"ready": true}\n')
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            reply = judge_job(state, json.loads(line))
+        except CheckFailed as err:
+            reply = {"status": verdict_of(err.check), "reason": str(err), "checks": []}
+        except Exception as err:  # noqa: BLE001 - a judge failure is a reply, not a dead judge
+            reply = {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}",
+                     "checks": []}
+        payload = (json.dumps(reply, allow_nan=True) + "\n").encode()
+        while payload:
+            payload = payload[os.write(reply_fd, payload):]
+
+
+def judge_functions(state: JudgeState, spec: dict[str, Any], root: str) -> tuple[Any, Any, Any]:
+    """(baseline `from`, reference, derive) functions, imported once per judge."""
+
+    def get(ref: str | None) -> Any:
+        if not ref:
+            return None
+        key = f"{root}|{ref}"
+        if key not in state.functions:
+            try:
+                state.functions[key] = load_function(ref, root)
+            except Exception as err:  # noqa: BLE001
+                raise CheckFailed("import_failed",
+                                  f"judge could not import {ref}: {type(err).__name__}: {err}") from err
+        return state.functions[key]
+
+    base = get(spec["from"])
+    return base, get(spec.get("reference")) or base, get(spec.get("derive"))
+
+
+def modules_of(torch: Any, fn: Any) -> list[Any]:
+    """``nn.Module`` objects a reference function uses: itself, its ``self``, closure cells, named globals."""
+    found: list[Any] = []
+    candidates = [fn, getattr(fn, "__self__", None)]
+    code = getattr(fn, "__code__", None)
+    for cell in getattr(fn, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):
+            candidates.append(cell.cell_contents)
+    if code is not None:
+        names = getattr(fn, "__globals__", {})
+        candidates += [names.get(name) for name in code.co_names]
+    for item in candidates:
+        if isinstance(item, torch.nn.Module) and all(item is not seen for seen in found):
+            found.append(item)
+    return found
+
+
+@contextlib.contextmanager
+def upcast_modules(torch: Any, modules: list[Any], wide: Any) -> Any:
+    """Floating parameters and buffers of ``modules`` in ``wide`` for the duration; restored exactly."""
+    saved = []
+    for module in modules:
+        for tensor in list(module.parameters()) + list(module.buffers()):
+            if tensor.is_floating_point() and tensor.dtype != wide:
+                saved.append((tensor, tensor.data))
+                tensor.data = tensor.data.to(wide)
+    try:
+        yield
+    finally:
+        for tensor, data in saved:
+            tensor.data = data
+
+
+def wide_dtype(torch: Any, name: str) -> Any:
+    return {"fp64": torch.float64, "fp32": torch.float32}.get(name)
+
+
+def reference_outputs(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: list[Any],
+                      kwargs: dict[str, Any]) -> list[Any]:
+    """The reference on upcast inputs and modules; the precision that works is found once per target:
+    fp64 (fp32 targets) or fp32, then fp32, then the target dtype (stated in ``reference_precision``)."""
+    torch = state.torch
+    key = json.dumps(spec, sort_keys=True)
+    ladder = ["fp64", "fp32", "target"] if spec["dtype"] == "fp32" else ["fp32", "target"]
+    if key in state.precision:
+        ladder = [state.precision[key]]
+    modules = modules_of(torch, ref_fn)
+    last_error: Exception | None = None
+    for name in ladder:
+        wide = wide_dtype(torch, name)
+        try:
+            with torch.no_grad(), upcast_modules(torch, modules if wide is not None else [], wide):
+                cast = [t.to(wide) if wide is not None and t.is_floating_point() else t for t in inputs]
+                outs = as_outputs(torch, ref_fn(*cast, **kwargs))
+        except (RuntimeError, TypeError) as err:
+            last_error = err
+            continue
+        state.precision[key] = name
+        return outs
+    raise CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
+
+
+def precision_label(state: JudgeState, spec: dict[str, Any], modules: int) -> str | None:
+    name = state.precision.get(json.dumps(spec, sort_keys=True))
+    if name is None:
+        return None
+    label = spec["dtype"] + " (the target dtype: tolerances as stated)" if name == "target" else name
+    return label + (f", {modules} module(s) upcast" if modules and name != "target" else "")
+
+
+def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
+    """Check one worker run: regenerate inputs from the seeds, recompute the reference, run the checks."""
+    torch = state.torch
+    script, run_dir, record = job["script"], job["run_dir"], job["record"]
+    spec = read_spec(script)
+    root = workspace_root(script)
+    device_kind = device_kind_of(spec)
+    device = "cuda" if device_kind == "cuda" else "cpu"
+    base_fn, ref_fn, derive = judge_functions(state, spec, root)
+    kwargs = dict(spec.get("kwargs") or {})
+    tol = tolerances(spec["dtype"], spec)
+    checks: list[dict[str, Any]] = []
+    per_shape: list[dict[str, Any]] = []
+    failure: dict[str, Any] | None = None
+    worst = 0.0
+    ceiling = job.get("ceiling_gbps") or measure_ceiling_gbps(state, device_kind)
+    if len(record.get("shapes") or []) != len(spec["shapes"]):
+        raise CheckFailed("single_protocol_line", "worker reported a different number of shapes than the spec")
+
+    def note(item: dict[str, Any], where: str) -> None:
+        nonlocal failure
+        entry = {**item, "detail": f"{where}: {item['detail']}" if item["detail"] else where}
+        if not item["ok"]:
+            checks.append(entry)
+            if failure is None:
+                failure = entry
+
+    started = time.monotonic()
+    for shape_index, shape_rec in enumerate(record["shapes"]):
+        label = spec["shapes"][shape_index]
+        try:
+            handed = import_outputs(torch, shape_rec["outputs"], run_dir, device)
+        except (OSError, ValueError, KeyError, RuntimeError) as err:
+            raise CheckFailed("single_protocol_line", f"shape {label}: judged outputs unreadable: {err}") from err
+        stamps = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
+
+        def inputs_for(item: dict[str, Any], _i: int = shape_index) -> list[Any]:
+            raw = make_raw(torch, spec, _i, int(item["set_seed"]), int(item["shared_seed"]), device)
+            return call_inputs(raw, derive, kwargs)
+
+        first_inputs = inputs_for(shape_rec["correct"][0])
+        expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
+        shape_error, shape_ok = 0.0, True
+        for kind in ("correct", "timed"):
+            items, outputs = shape_rec[kind], handed.get(kind, [])
+            if len(items) != len(outputs):
+                raise CheckFailed("single_protocol_line", f"shape {label}: {kind} outputs and seeds disagree")
+            if kind == "correct" and len(items) != shape_rec["rotation"]:
+                raise CheckFailed("outputs_match_reference", f"shape {label}: not every input set was checked")
+            for item, outs in zip(items, outputs, strict=False):
+                inputs = inputs_for(item)
+                where = f"shape {label}, set {item['set']}" + (
+                    f", timed sample {item['sample']} call {item['call']}" if kind == "timed" else "")
+                reference = reference_for(state, spec, ref_fn, inputs, kwargs, item, shape_rec)
+                case = OutputCase(torch, outs, inputs, expected, item, kind, reference, tol, check_outputs)
+                for check in OUTPUT_CHECKS:
+                    found = check.function(case)
+                    for entry in found:
+                        if entry.get("max_abs_error") is not None and math.isfinite(entry["max_abs_error"]):
+                            shape_error = max(shape_error, float(entry["max_abs_error"]))
+                        note(entry, where)
+                    if any(not entry["ok"] for entry in found):
+                        shape_ok = False
+                        break
+                del case, inputs
+        again = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
+        if json.dumps(again) != json.dumps(stamps):  # NaN equals NaN here
+            note(check_result("outputs_stable_during_judging", False,
+                              "the worker's output buffers changed while the judge read them"), f"shape {label}")
+            shape_ok = False
+        worst = max(worst, shape_error)
+        out_bytes = sum(math.prod(shape) * dtype_size(torch, dtype) for shape, dtype in expected)
+        shape_bytes = spec.get("bytes") or nbytes(first_inputs) + out_bytes
+        floor_bytes = spec.get("min_bytes")
+        if floor_bytes is None and not shape_rec.get("cache_resident"):
+            floor_bytes = shape_rec.get("rotated_bytes") or 0
+        floor_ms, problem = check_floor(float(shape_rec["ms"]), floor_bytes, ceiling, device_kind)
+        if problem:
+            note(check_result("faster_than_floor", False, problem), f"shape {label}")
+            shape_ok = False
+        per_shape.append({"shape": label, "max_abs_error": shape_error, "ok": shape_ok, "bytes": int(shape_bytes),
+                          "floor_ms": floor_ms, "transport": shape_rec["outputs"].get("kind")})
+        del handed, first_inputs
+    if device_kind == "cuda":
+        torch.cuda.synchronize()
+        with contextlib.suppress(Exception):
+            torch.cuda.ipc_collect()
+        torch.cuda.empty_cache()
+    modules = len(modules_of(torch, ref_fn))
+    if failure is None:
+        checks.append({"name": "outputs_match_reference", "ok": True,
+                       "detail": f"every judged output within {json.dumps(tol, sort_keys=True)}; "
+                                 f"max error {worst:.3g}"})
+        status, reason = "ok", None
+    else:
+        status, reason = verdict_of(failure["name"]), f"{failure['name']}: {failure['detail']}"
+    return {"status": status, "reason": reason, "checks": checks, "max_error": worst, "per_shape": per_shape,
+            "ceiling_gbps": ceiling, "tolerances": tol, "reference_precision": precision_label(state, spec, modules),
+            "judge_s": round(time.monotonic() - started, 3)}
+
+
+def reference_for(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: list[Any], kwargs: dict[str, Any],
+                  item: dict[str, Any], shape_rec: dict[str, Any]) -> Callable[[], list[Any]]:
+    """A lazy reference for one judged output: on the inputs as the call saw them (timed calls: perturbed)."""
+    cache: list[list[Any]] = []
+
+    def compute() -> list[Any]:
+        if not cache:
+            seen = inputs
+            slot = shape_rec.get("perturbed_input")
+            if item.get("perturb_seed") is not None and slot is not None:
+                seen = [t.clone() for t in inputs]
+                position, value = perturbation_of_call(state.torch, seen, slot, int(item["n_calls"]),
+                                                       int(item["perturb_seed"]), int(item["call"]),
+                                                       bool(shape_rec.get("perturb_derived")))
+                apply_perturbation(state.torch, seen, slot, position, value)
+            cache.append(reference_outputs(state, spec, ref_fn, seen, kwargs))
+        return cache[0]
+
+    return compute
+
+
+def dtype_size(torch: Any, name: str) -> int:
+    return torch.empty((), dtype=getattr(torch, name.replace("torch.", ""))).element_size()
+
+
+def expected_outputs(state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, inputs: list[Any],
+                     kwargs: dict[str, Any]) -> list[tuple[tuple[int, ...], str]]:
+    """Shapes and dtypes the baseline's own function returns at this shape (cached per judge)."""
+    key = (json.dumps(spec, sort_keys=True), shape_index)
+    if key not in state.expected:
+        with state.torch.no_grad():
+            outs = as_outputs(state.torch, base_fn(*inputs, **kwargs))
+        state.expected[key] = [(tuple(t.shape), str(t.dtype)) for t in outs]
+    return state.expected[key]
+
+
+def measure_ceiling_gbps(state: JudgeState, device_kind: str) -> float:
+    """Device-to-device copy bandwidth (read + write counted), GB/s; measured once per judge."""
+    if device_kind in state.ceiling_gbps:
+        return state.ceiling_gbps[device_kind]
+    torch = state.torch
+    if device_kind == "cuda":
+        size = 256 << 20
+        src = torch.empty(size, dtype=torch.uint8, device="cuda").fill_(1)
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(10):
+            dst.copy_(src)
+        end.record()
+        torch.cuda.synchronize()
+        seconds, moved = start.elapsed_time(end) / 1e3, 2 * size * 10
+        del src, dst
+        torch.cuda.empty_cache()
+    else:
+        size = 32 << 20
+        src = torch.ones(size, dtype=torch.uint8)
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            dst.copy_(src)
+            best = min(best, time.perf_counter() - t0)
+        seconds, moved = best, 2 * size
+    state.ceiling_gbps[device_kind] = moved / seconds / 1e9
+    return state.ceiling_gbps[device_kind]

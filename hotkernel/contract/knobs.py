@@ -1,0 +1,71 @@
+"""Every knob of the run contract, with its unit in its name, and the vocabulary the other modules share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROTOCOL_VERSION = 2
+
+# ---- the timer (timer.py) ---------------------------------------------------------------------------------
+MIN_SAMPLE_KERNEL_MS = 10.0  # one timed sample (graph replay or eager loop of N calls) covers at least this
+SIZING_CALLS_MAX = 64  # the short graph that sizes N has at most this many calls ...
+SIZING_REPLAYS = 3  # ... and is replayed this many times (the fastest replay sizes N)
+SAMPLES = 15  # timed samples per shape, each after a refill of every input with fresh seeds; result = median
+MAX_CALLS_PER_SAMPLE = 100_000
+LAUNCH_BOUND_MS = 0.010  # per-call results below this are flagged launch_bound
+OVERHEAD_REPLAYS = 3  # the perturbation-only graph (or loop) is timed this many times; its median is subtracted
+
+# ---- inputs (inputs.py) -----------------------------------------------------------------------------------
+MIN_ROTATION = 2  # K, the number of input sets, is at least this
+MAX_ROTATION = {"cuda": 64, "cpu": 16}  # ... and at most this (tiny inputs stay cache-resident: flagged)
+MAX_ROTATION_BYTES = 8 << 30  # K is also capped so the rotated sets take at most this many bytes
+CACHE_MULTIPLE = 2.0  # rotated sets together exceed this multiple of the L2 (CPU: last-level cache)
+CPU_CACHE_FALLBACK_BYTES = 32 << 20  # when /sys does not say
+PERTURB_MIN_ABS = 4.0  # the element a timed call sees changed is set to +-[MIN, MAX] (raw inputs) ...
+PERTURB_MAX_ABS = 8.0  # ... (derived inputs get another element of the same tensor instead)
+SAMPLED_EARLY = 2  # besides the last sample, one random checked call of this many earlier samples is judged
+
+# ---- checks (checks.py, judge.py) ------------------------------------------------------------------------
+WALL_SLACK_FACTOR = 1.5  # wall clock may exceed max(event time, enqueue time) by this factor ...
+WALL_SLACK_MS = 5.0  # ... plus this much, per sample
+FLOOR_SAFETY = {"cuda": 1.25, "cpu": 2.0}  # a kernel may beat the copy ceiling by this factor, not more
+CHECKSUM_REL_TOL = 1e-9
+CHECKSUM_CHUNK_ELEMENTS = 1 << 26  # checksums run over chunks of this many elements (fp64: 512 MiB)
+DEVICE_HEADROOM_BYTES = 1 << 30  # a run must leave this much device memory free (allocator, workspace) ...
+HOST_HEADROOM_BYTES = 2 << 30  # ... and this much host memory
+OUTPUT_COPIES_PER_SET = 2  # judged outputs kept per input set (correctness pass + last timed sample) ...
+OUTPUT_COPIES_EXTRA = SAMPLED_EARLY  # ... plus one per sampled earlier sample
+
+# ---- processes (orchestrator.py, hygiene.py) -------------------------------------------------------------
+LEFTOVER_GRACE_S = 1.0  # worker descendants get this long to exit by themselves once the worker is gone
+KILL_WAIT_S = 5.0  # a killed process tree must be gone within this long
+JUDGE_REPLY_TIMEOUT_S = 600.0
+STALE_RUN_DIR_PREFIX = "hk_run_"  # run directories are <tmp>/hk_run_<orchestrator pid>_<random>
+TOKEN_ENV = "HK_RUN_TOKEN"
+PROTOCOL_FD_ENV = "HK_PROTOCOL_FD"
+PARENT_PID_ENV = "HK_PARENT_PID"
+WORKER_ENV = {  # set for the worker: torch's own machinery stays in the worker process
+    "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile worker pool (it would outlive the worker)
+}
+
+DTYPES = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp32": "float32",
+    "fp8_e4m3": "float8_e4m3fn",
+    "fp8_e5m2": "float8_e5m2",
+}
+
+
+class CheckFailed(Exception):
+    """A named check failed; ``str()`` is the reason ``"<check>: <detail>"``."""
+
+    def __init__(self, check: str, detail: str) -> None:
+        super().__init__(f"{check}: {detail}")
+        self.check = check
+        self.detail = detail
+
+
+def fail(check: str, detail: str) -> dict[str, Any]:
+    """A non-ok run result for ``check`` (the status the checks table gives it)."""
+    return {"status": "invalid", "reason": f"{check}: {detail}"}

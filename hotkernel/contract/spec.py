@@ -1,0 +1,124 @@
+"""The target's SPEC (parsed from ``baseline.py`` with ast, never imported), functions it names, seeds."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import random
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def sha256_file(path: str) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+def read_spec(script: str) -> dict[str, Any]:
+    """The target's SPEC, parsed (never imported) from ``baseline.py`` next to ``script``."""
+    baseline = os.path.join(os.path.dirname(os.path.abspath(script)), "baseline.py")
+    with open(baseline, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), filename=baseline)
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "SPEC"
+            and isinstance(node.value, ast.Call)
+            and node.value.args
+            and isinstance(node.value.args[0], ast.Constant)
+            and isinstance(node.value.args[0].value, str)
+        ):
+            return json.loads(node.value.args[0].value)
+    raise ValueError(f"{baseline} has no `SPEC = json.loads(r'''...''')` literal: re-render it (`hotkernel sync`)")
+
+
+def device_kind_of(spec: dict[str, Any]) -> str:
+    return "cuda" if str(spec.get("device", "cuda")).startswith("cuda") else "cpu"
+
+
+def workspace_root(script: str) -> str:
+    """The workspace root: the parent of ``targets/`` (scripts live in ``targets/<name>/``)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(script))))
+
+
+def load_function(ref: str, root: str) -> Callable[..., Any]:
+    """Import ``module:function`` (importable or under ``root``), or ``./path.py:function`` under ``root``."""
+    module_part, _, attr = ref.rpartition(":")
+    if not module_part or not attr:
+        raise ValueError(f"function reference {ref!r} must look like module:function or ./file.py:function")
+    if module_part.endswith(".py") or module_part.startswith(("./", "../", "/")):
+        path = os.path.normpath(os.path.join(root, module_part))
+        name = "hk_user_" + hashlib.sha256(path.encode()).hexdigest()[:16]
+        module = sys.modules.get(name)
+        if module is None:
+            folder = os.path.dirname(path)
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                sys.modules.pop(name, None)
+                raise
+    else:
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        module = importlib.import_module(module_part)
+    value: Any = module
+    for part in attr.split("."):
+        value = getattr(value, part)
+    if not callable(value):
+        raise TypeError(f"{ref} is not callable")
+    return value
+
+
+def mix_seed(seed: int, index: int) -> int:
+    """A per-tensor seed derived from a set seed (both < 2**63)."""
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+class SeedSource:
+    """Fresh seeds from os.urandom (default policy) or a deterministic stream when the spec fixes ``seed``."""
+
+    def __init__(self, fixed: int | None) -> None:
+        self.policy = "fresh-per-run" if fixed is None else f"fixed:{fixed}"
+        self._rng = None if fixed is None else random.Random(int(fixed))
+
+    def next(self) -> int:
+        if self._rng is None:
+            return int.from_bytes(os.urandom(8), "little") >> 1
+        return self._rng.getrandbits(63)
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return "CPU " + line.split(":", 1)[1].strip()
+    import platform
+
+    return "CPU " + (platform.processor() or platform.machine())
+
+
+def host_available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (None when the platform does not say)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    return None

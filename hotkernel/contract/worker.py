@@ -1,0 +1,404 @@
+"""The worker: imports the script's ``kernel`` (never trusted), builds the inputs, runs the correctness pass
+and the timer, keeps the judged outputs on the device, reports one protocol line and waits to be frozen."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .checks import check_wall_clock, fit_rotation
+from .hygiene import die_with_parent
+from .inputs import (
+    as_outputs,
+    bits_view,
+    cache_bytes,
+    call_inputs,
+    checksum,
+    gather_per_set,
+    input_bytes,
+    make_raw,
+    nbytes,
+    perturb_slot,
+    perturbation_draws,
+    poison_memory,
+    poison_tensors,
+    rotated_raw,
+    rotation_count,
+    sync_device,
+)
+from .knobs import (
+    CACHE_MULTIPLE,
+    PARENT_PID_ENV,
+    PROTOCOL_FD_ENV,
+    PROTOCOL_VERSION,
+    SAMPLED_EARLY,
+    SAMPLES,
+    CheckFailed,
+)
+from .spec import SeedSource, cpu_name, device_kind_of, host_available_bytes, load_function, read_spec, workspace_root
+from .timer import measure
+from .transport import export_outputs
+
+
+def pristine_table(torch: Any) -> dict[str, tuple[Any, str]]:
+    """Objects whose attributes the referee relies on; saved before the script is imported."""
+    import torch.testing  # noqa: F401
+
+    table: dict[str, tuple[Any, str]] = {}
+    for name in ("allclose", "isclose", "equal", "randn", "rand", "randint", "empty", "empty_like", "save",
+                 "Generator", "manual_seed", "arange", "index_select"):
+        table[f"torch.{name}"] = (torch, name)
+    table["torch.testing.assert_close"] = (torch.testing, "assert_close")
+    for name in ("copy_", "clone", "to", "cpu", "float", "double", "fill_", "sum", "abs", "max", "reshape",
+                 "detach", "isfinite", "data_ptr", "__eq__", "__sub__", "index_copy_", "view"):
+        table[f"torch.Tensor.{name}"] = (torch.Tensor, name)
+    for name in ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "process_time"):
+        table[f"time.{name}"] = (time, name)
+    for name in ("synchronize", "Event", "CUDAGraph", "graph", "current_stream", "Stream", "stream",
+                 "empty_cache", "get_device_properties", "get_device_name", "mem_get_info"):
+        table[f"torch.cuda.{name}"] = (torch.cuda, name)
+    for name in ("record", "elapsed_time", "synchronize"):
+        table[f"torch.cuda.Event.{name}"] = (torch.cuda.Event, name)
+    for name in ("replay", "capture_begin", "capture_end"):
+        table[f"torch.cuda.CUDAGraph.{name}"] = (torch.cuda.CUDAGraph, name)
+    for name in ("write", "_exit", "dup2", "urandom"):
+        table[f"os.{name}"] = (os, name)
+    table["json.dumps"] = (json, "dumps")
+    table["hashlib.sha256"] = (hashlib, "sha256")
+    table["builtins.print"] = (__builtins__ if isinstance(__builtins__, dict) else vars(__builtins__), "print")
+    return table
+
+
+def snapshot_functions(torch: Any) -> dict[str, Any]:
+    """The referee's objects, saved after ``import torch`` and ``import torch._dynamo`` (whose wrappers of
+    ``torch.manual_seed`` and friends are therefore the pristine objects) and before the script runs."""
+    saved = {}
+    for name, (owner, attr) in pristine_table(torch).items():
+        saved[name] = owner.get(attr) if isinstance(owner, dict) else getattr(owner, attr, None)
+    for name, value in globals().items():
+        if callable(value) and not name.startswith("__"):
+            saved[f"hk_contract.{name}"] = value
+    return saved
+
+
+def patched_functions(torch: Any, saved: dict[str, Any]) -> list[str]:
+    table = pristine_table(torch)
+    changed = []
+    own = globals()
+    for name, value in saved.items():
+        if name.startswith("hk_contract."):
+            current = own.get(name.split(".", 1)[1])
+        else:
+            owner, attr = table[name]
+            current = owner.get(attr) if isinstance(owner, dict) else getattr(owner, attr, None)
+        if current is not value:
+            changed.append(name)
+    return changed
+
+
+def worker_main(argv: list[str]) -> None:
+    """``worker [SCRIPT RUN_DIR]``: wait for the job line, run it, write one protocol line, wait (frozen)."""
+    parent = os.environ.get(PARENT_PID_ENV)
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    proto_fd = int(os.environ.get(PROTOCOL_FD_ENV, "-1"))
+    standalone = proto_fd < 0
+    if standalone:  # started by hand: the protocol line goes to the real stdout, prints to stderr
+        proto_fd = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    write, hard_exit = os.write, os._exit
+    started = time.perf_counter()
+    import torch  # imported before the job arrives: a pre-started worker is warm
+
+    with contextlib.suppress(Exception):  # Dynamo wraps torch.manual_seed & co. on import: snapshot after it
+        import torch._dynamo  # noqa: F401
+    saved = snapshot_functions(torch)
+    warm_s = time.perf_counter() - started
+    line = sys.stdin.readline()
+    job_started = time.perf_counter()
+    try:
+        job = json.loads(line) if line.strip() else {}
+    except ValueError:
+        job = {}
+    if len(argv) >= 2:
+        job.setdefault("script", argv[0])
+        job.setdefault("run_dir", argv[1])
+    nonce = job.get("nonce", "")
+    try:
+        record = run_job(torch, job, saved)
+    except CheckFailed as err:
+        record = {"status": "failed", "reason": str(err)}
+    except BaseException as err:  # noqa: BLE001 - the protocol line must always be written
+        record = {"status": "failed", "reason": f"crashed: {type(err).__name__}: {str(err)[:500]}"}
+    record["protocol"] = PROTOCOL_VERSION
+    record["nonce"] = nonce
+    record["phases_s"] = {"import_torch": round(warm_s, 3), "job": round(time.perf_counter() - job_started, 3)}
+    payload = (json.dumps(record, allow_nan=True) + "\n").encode()
+    while payload:
+        payload = payload[write(proto_fd, payload):]
+    if not standalone:
+        sys.stdin.readline()  # the orchestrator freezes this process here, the judge reads, then it is killed
+    hard_exit(0)  # no atexit hooks, no finalizers: nothing runs after the protocol line
+
+
+def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
+    """Everything a worker does between the job line and the protocol line."""
+    script = os.path.abspath(job["script"])
+    run_dir = job["run_dir"]
+    spec = read_spec(script)
+    device_kind = device_kind_of(spec)
+    if device_kind == "cuda" and not torch.cuda.is_available():
+        raise CheckFailed("device_available", "target wants CUDA but torch.cuda.is_available() is False")
+    device = "cuda" if device_kind == "cuda" else "cpu"
+    root = workspace_root(script)
+    try:
+        derive = load_function(spec["derive"], root) if spec.get("derive") else None
+        module_name = "hk_script_" + hashlib.sha256(script.encode()).hexdigest()[:12]
+        module_spec = importlib.util.spec_from_file_location(module_name, script)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        module_spec.loader.exec_module(module)
+        kernel = module.kernel
+    except SystemExit as err:
+        raise CheckFailed("import_failed", f"{os.path.basename(script)} called exit({err.code}) on import") from err
+    except Exception as err:  # noqa: BLE001
+        raise CheckFailed("import_failed", f"{os.path.basename(script)}: {type(err).__name__}: {err}") from err
+
+    clocks = (saved["time.perf_counter"], saved["time.monotonic"], saved["torch.cuda.Event.elapsed_time"])
+    kwargs = dict(spec.get("kwargs") or {})
+    seeds = SeedSource(spec.get("seed"))
+    cache = cache_bytes(torch, device_kind)
+    shapes_out, kept = [], []
+    for shape_index, label in enumerate(spec["shapes"]):
+        shape, groups = run_shape(torch, spec, shape_index, label, kernel, derive, kwargs, seeds, cache, device,
+                                  device_kind, clocks)
+        shapes_out.append(shape)
+        kept.append(groups)
+        patched = patched_functions(torch, saved)
+        if patched:
+            raise CheckFailed("functions_unpatched", "the script replaced " + ", ".join(sorted(patched)[:8]))
+        problem = check_wall_clock(shape["timing"])
+        if problem:
+            raise CheckFailed("timer_consistent_with_wall_clock", f"shape {label}: {problem}")
+    shutdown_compile_pool()
+    sync_device(torch, device_kind)
+    for index, (shape, groups) in enumerate(zip(shapes_out, kept, strict=False)):
+        shape["outputs"] = export_outputs(torch, groups, run_dir, f"shape{index}.pt", device_kind)
+    sync_device(torch, device_kind)
+    name = torch.cuda.get_device_name(0) if device_kind == "cuda" else cpu_name()
+    keep_alive.extend(kept)  # judged through IPC: the buffers must outlive this function
+    return {"status": "measured", "reason": None, "device": name, "device_kind": device_kind,
+            "torch": torch.__version__, "seed_policy": seeds.policy, "cache_bytes": cache, "shapes": shapes_out}
+
+
+keep_alive: list[Any] = []
+
+
+def shutdown_compile_pool() -> None:
+    """Inductor's compile worker pool, if torch started one despite TORCHINDUCTOR_COMPILE_THREADS=1."""
+    module = sys.modules.get("torch._inductor.async_compile")
+    if module is not None and hasattr(module, "shutdown_compile_workers"):
+        with contextlib.suppress(Exception):
+            module.shutdown_compile_workers()
+
+
+def free_bytes(torch: Any, device_kind: str) -> int | None:
+    """Memory this run may still use: the device's free memory plus what our allocator holds (cuda), or the
+    host's MemAvailable (cpu)."""
+    if device_kind == "cuda":
+        free, _total = torch.cuda.mem_get_info()
+        return int(free) + int(torch.cuda.memory_reserved())
+    return host_available_bytes()
+
+
+def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, kernel: Callable[..., Any],
+              derive: Callable[..., Any] | None, kwargs: dict[str, Any], seeds: SeedSource, cache: int, device: str,
+              device_kind: str, clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]]
+              ) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
+    """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape."""
+    perf_counter, monotonic, elapsed = clocks
+    rotated = rotated_raw(spec)
+    urandom = random.SystemRandom()  # call picks: os.urandom, not the `random` state a script can seed
+    rotated_bytes, shared_bytes = input_bytes(spec, shape_index)
+    free = free_bytes(torch, device_kind)
+    _, problem = fit_rotation(rotated_bytes, shared_bytes, max(rotated_bytes, shared_bytes), 2, free, device_kind)
+    if problem:
+        raise CheckFailed("fits_memory", f"shape {label}: {problem}")
+
+    def build(set_seed: int, shared_seed: int) -> list[Any]:
+        return call_inputs(make_raw(torch, spec, shape_index, set_seed, shared_seed, device), derive, kwargs)
+
+    shared_seed, first_seed = seeds.next(), seeds.next()
+    first = build(first_seed, shared_seed)
+    per_set_flags = [True] * len(first) if derive is not None else rotated
+    per_set = nbytes([t for t, own in zip(first, per_set_flags, strict=False) if own])
+    wanted, cache_resident = rotation_count(per_set, cache, device_kind)
+    with torch.no_grad():
+        probe = as_outputs(torch, kernel(*first, **kwargs))
+    sync_device(torch, device_kind)
+    out_bytes = nbytes(probe)
+    del probe
+    n_sets, problem = fit_rotation(per_set, nbytes(first) - per_set, out_bytes, wanted, free, device_kind)
+    if problem:
+        raise CheckFailed("fits_memory", f"shape {label}: {problem}")
+    cache_resident = cache_resident or n_sets * per_set <= CACHE_MULTIPLE * cache
+    set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
+    sets: list[list[Any]] = [first]
+    for k in range(1, n_sets):
+        fresh = build(set_seeds[k], shared_seed)
+        if derive is None:  # shared (non-rotated) inputs are one tensor used by every set
+            fresh = [f if rot else s for f, s, rot in zip(fresh, first, rotated, strict=False)]
+        sets.append(fresh)
+    all_inputs = [t for s in sets for t in s]
+    input_sizes = sorted({t.numel() * t.element_size() for t in first})
+    poison_memory(torch, input_sizes * 2 + [sum(input_sizes)], device)
+
+    # Correctness pass: every set once, outputs kept (a device copy each).
+    correct_outputs, correct_items, out_sizes = [], [], []
+    for k in range(n_sets):
+        outs = as_outputs(torch, kernel(*sets[k], **kwargs))
+        sync_device(torch, device_kind)
+        out_sizes = [t.numel() * t.element_size() for t in outs]
+        correct_outputs.append([t.detach().clone() for t in outs])
+        del outs
+    for k in range(n_sets):
+        correct_items.append({"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed,
+                              "checksums": [checksum(torch, t) for t in sets[k]]})
+
+    # The per-call perturbation (inputs.py): buffers sized by the timer through `resize`.
+    slot = perturb_slot(torch, first, per_set_flags)
+    flats = [bits_view(torch, s[slot]) for s in sets] if slot is not None else []
+    state: dict[str, Any] = {"pos": [], "val": [], "orig": [], "n": 0}
+
+    def resize(n: int) -> None:
+        if not flats:
+            return
+        state["buffers"] = (torch.zeros(n, dtype=torch.int64, device=device),
+                            torch.zeros(n, dtype=flats[0].dtype, device=device),
+                            torch.zeros(n, dtype=flats[0].dtype, device=device))
+        pos, val, orig = state["buffers"]
+        state.update(n=n, pos=[pos[j:j + 1] for j in range(n)], val=[val[j:j + 1] for j in range(n)],
+                     orig=[orig[j:j + 1] for j in range(n)])
+
+    def draw(seed: int) -> None:
+        if not flats:
+            return
+        pos, second = perturbation_draws(torch, flats[0].numel(), state["n"], seed, device, derive is not None,
+                                         first[slot].dtype)
+        values = gather_per_set(torch, flats, second) if derive is not None else second
+        buf_pos, buf_val, buf_orig = state["buffers"]
+        buf_pos.copy_(pos)
+        buf_val.copy_(values)
+        buf_orig.copy_(gather_per_set(torch, flats, pos))
+
+    def perturb(j: int, k: int) -> None:
+        if flats:
+            flats[k].index_copy_(0, state["pos"][j], state["val"][j])
+
+    def restore(j: int, k: int) -> None:
+        if flats:
+            flats[k].index_copy_(0, state["pos"][j], state["orig"][j])
+
+    def call(j: int) -> Any:
+        k = j % n_sets
+        perturb(j, k)
+        out = kernel(*sets[k], **kwargs)
+        restore(j, k)
+        return out
+
+    def overhead_call(j: int) -> None:
+        k = j % n_sets
+        perturb(j, k)
+        restore(j, k)
+
+    sample_seeds: dict[int, tuple[list[int], int, int]] = {}
+
+    def refill(index: int) -> None:
+        shared = seeds.next()
+        fresh_seeds = [seeds.next() for _ in range(n_sets)]
+        for k in range(n_sets):
+            fresh = build(fresh_seeds[k], shared)
+            with torch.no_grad():
+                for position, (buf, new) in enumerate(zip(sets[k], fresh, strict=False)):
+                    if k == 0 or derive is not None or rotated[position]:
+                        buf.copy_(new)
+            del fresh
+        perturb_seed = seeds.next()
+        draw(perturb_seed)
+        sample_seeds[index] = (fresh_seeds, shared, perturb_seed)
+
+    def prepare(index: int) -> None:
+        if index < 0:
+            draw(seeds.next())
+        else:
+            refill(index)
+
+    def pick_calls(n: int) -> set[int]:
+        """One unpredictable call per set (a repeat, when the set is called more than once)."""
+        return {urandom.randrange(k, n, n_sets) for k in range(n_sets)}
+
+    def pointers(out: Any) -> tuple:
+        return tuple(t.data_ptr() for t in as_outputs(torch, out))
+
+    last = SAMPLES - 1
+    sampled = set(urandom.sample(range(last), min(SAMPLED_EARLY, last)))
+    timed_outputs, timed_items = [], []
+
+    def on_sample_done(index: int, kept: dict[int, Any], writers: dict[int, int], n_calls: int) -> None:
+        if index != last and index not in sampled:
+            return
+        sync_device(torch, device_kind)
+        owners: dict[int, Any] = {}
+        for j, out in kept.items():
+            owners.setdefault(writers[j], out)
+        chosen = sorted(owners) if index == last else [urandom.choice(sorted(owners))]
+        fresh_seeds, shared, perturb_seed = sample_seeds[index]
+        for call_index in chosen:
+            k = call_index % n_sets
+            timed_outputs.append([t.detach().clone() for t in as_outputs(torch, owners[call_index])])
+            item = {"set": k, "sample": index, "call": call_index, "n_calls": n_calls, "set_seed": fresh_seeds[k],
+                    "shared_seed": shared, "perturb_seed": perturb_seed if flats else None}
+            if index == last:
+                item["checksums"] = [checksum(torch, t) for t in sets[k]]
+            timed_items.append(item)
+
+    def poison(kept: list[Any] | None) -> None:
+        if kept is not None:
+            poison_tensors(torch, [as_outputs(torch, o) for o in kept], all_inputs)
+        else:
+            poison_memory(torch, out_sizes * 2, device)
+
+    sweep = (torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
+             if device_kind == "cuda" else None)
+
+    def flush() -> None:
+        """A read-only pass over 2x L2: evicts the refill's dirty lines and leaves clean ones."""
+        if sweep is not None:
+            sweep.sum()
+
+    with torch.no_grad():
+        timing = measure(call, overhead_call, n_sets, torch=torch, device_kind=device_kind, resize=resize,
+                         prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
+                         poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
+                         n_calls=spec.get("iters"))
+    sync_device(torch, device_kind)
+    record = {
+        "shape": label, "index": shape_index, "rotation": n_sets, "rotated_bytes": per_set,
+        "output_bytes": out_bytes, "cache_resident": cache_resident, "n_calls": timing["n_calls"],
+        "timer": timing["timer"], "ms": timing["ms"], "samples_ms": timing["samples_ms"],
+        "launch_bound": timing["launch_bound"], "capture_error": timing["capture_error"],
+        "overhead_ms": timing["overhead_ms"], "sized_by": timing["sized_by"], "perturbed_input": slot,
+        "perturb_derived": derive is not None,
+        "timing": {k: timing[k] for k in ("event_total_ms", "enqueue_total_ms", "wall_total_ms", "samples",
+                                          "estimate_ms", "eager_estimate_ms")},
+        "correct": correct_items, "timed": timed_items,
+    }
+    return record, {"correct": correct_outputs, "timed": timed_outputs}
