@@ -2,11 +2,16 @@
 
     python speedrun/check_variants.py --device cpu               # small shapes, TRITON_INTERPRET=1 (tests)
     python speedrun/check_variants.py --device cuda --shapes headline --time   # triage on the H200
+    python speedrun/check_variants.py --candidate rmsnorm row_w4                # one variant as a candidate file
 
 One JSON line per (target, variant, case) on stdout: ``{"target", "variant", "case", "ok", "max_abs_err",
 "worst_ratio", "detail"}`` plus ``ms`` / ``gbps`` / ``ceiling_share`` with ``--time``. ``worst_ratio`` is the
 largest ``|out - ref| / (atol + rtol * |ref|)`` (ok when <= 1), with the manifest's tolerances. On CUDA the
 int4 case also checks that the test-side port of tinygemm's packing equals ``_convert_weight_to_int4pack``.
+
+Each ``speedrun/<target>/<idea>.py`` holds one idea: its Triton kernel(s), ``make_kernel(**params)`` returning
+the candidate ``kernel``, and ``VARIANTS``, the named parameter sets (the names are the variants triaged,
+verified and recorded). ``candidate_source`` turns one name into a self-contained candidate file.
 
 The timings here are a quick triage (CUDA-graph replay over rotated inputs), not results: records come only
 from ``hotkernel verify`` / ``record``. The tool process never runs this; it imports torch and triton.
@@ -15,10 +20,13 @@ from ``hotkernel verify`` / ``record``. The tool process never runs this; it imp
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
 import importlib.util
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -46,18 +54,60 @@ BASELINES = {"rmsnorm": "rms_norm", "softmax": "softmax", "gemv": "gemv",
              "decode_attention": "decode_attention", "int4_gemv": "int4_gemv"}
 
 
-def variant_files(target: str) -> list[Path]:
-    """The candidate files of one target, sorted by name."""
+def idea_files(target: str) -> list[Path]:
+    """The idea modules of one target, sorted by name."""
     return sorted(p for p in (SPEEDRUN_DIR / target).glob("*.py") if not p.name.startswith("_"))
 
 
-def load_variant(path: Path) -> ModuleType:
-    """Import one candidate file by path (each is self-contained)."""
+def _variants_literal(path: Path) -> dict[str, dict[str, Any]]:
+    """The ``VARIANTS`` dict of one module, read from its syntax tree (no import: no torch needed)."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if any(isinstance(t, ast.Name) and t.id == "VARIANTS" for t in targets):
+                return ast.literal_eval(node.value)
+    raise AssertionError(f"{path}: no VARIANTS dict")
+
+
+def variant_index(target: str) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Every variant of one target: name -> (its idea module, its parameters), sorted by name."""
+    index: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for path in idea_files(target):
+        for name, params in _variants_literal(path).items():
+            assert name not in index, f"{target}: variant {name} is in both {index[name][0].name} and {path.name}"
+            index[name] = (path, params)
+    return dict(sorted(index.items()))
+
+
+@functools.cache
+def load_module(path: Path) -> ModuleType:
+    """Import one self-contained file by path (an idea module or a baseline), once."""
     spec = importlib.util.spec_from_file_location(f"speedrun_{path.parent.name}_{path.stem}", path)
     assert spec is not None and spec.loader is not None, f"cannot import {path}"
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def variant_kernel(target: str, name: str) -> Callable[..., Any]:
+    """The candidate ``kernel`` of one variant: its module's ``make_kernel`` at its parameters."""
+    path, params = variant_index(target)[name]
+    return load_module(path).make_kernel(**params)
+
+
+def candidate_source(target: str, name: str) -> str:
+    """A self-contained candidate file for one variant: its idea module plus the line that picks its parameters."""
+    path, _ = variant_index(target)[name]
+    return f'{path.read_text().rstrip()}\n\n\nkernel = make_kernel(**VARIANTS["{name}"])\n'
+
+
+def variant_hypothesis(target: str, name: str) -> str:
+    """The hypothesis of one variant: its ``- `name` (...): ...`` entry in the module docstring, on one line."""
+    path, _ = variant_index(target)[name]
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    found = re.search(rf"^- `{re.escape(name)}` \((.*?)\): (.*?)(?=^- `|\Z)", doc, re.MULTILINE | re.DOTALL)
+    assert found, f"{path}: no hypothesis for variant {name}"
+    return " ".join(found.group(2).split())
 
 
 def pack_tinygemm_reference(q: Any, inner_k_tiles: int) -> Any:
@@ -190,17 +240,16 @@ def run(targets: list[str], device: str, shapes: str, timing: bool, only: list[s
     failures = 0
     for target in targets:
         cases = make_cases(target, shapes, device)
-        paths: list[Path | None] = [p for p in variant_files(target)
-                                    if not only or any(word in p.stem for word in only)]
+        names: list[str | None] = [n for n in variant_index(target) if not only or any(word in n for word in only)]
         if timing and device == "cuda":
-            paths.insert(0, None)  # the manifest's baseline, timed the same way
-        for path in paths:
-            record: dict[str, Any] = {"target": target, "variant": "baseline" if path is None else path.stem}
+            names.insert(0, None)  # the manifest's baseline, timed the same way
+        for name in names:
+            record: dict[str, Any] = {"target": target, "variant": "baseline" if name is None else name}
             try:
-                if path is None:
-                    fn = getattr(load_variant(REPO_ROOT / "kernels" / f"{target}.py"), BASELINES[target])
+                if name is None:
+                    fn = getattr(load_module(REPO_ROOT / "kernels" / f"{target}.py"), BASELINES[target])
                 else:
-                    fn = load_variant(path).kernel
+                    fn = variant_kernel(target, name)
             except Exception as exc:  # noqa: BLE001 - reported per variant, the run goes on
                 failures += 1
                 row = {**record, "case": None, "ok": False, "detail": f"import: {exc!r}"}
@@ -232,8 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", nargs="*", default=list(TARGETS), choices=TARGETS)
     parser.add_argument("--time", action="store_true", help="CUDA-graph triage timing (cuda only)")
     parser.add_argument("--only", nargs="*", default=None, metavar="SUBSTRING",
-                        help="only the variants whose file name contains one of these (the baseline is kept)")
+                        help="only the variants whose name contains one of these (the baseline is kept)")
+    parser.add_argument("--candidate", nargs=2, metavar=("TARGET", "VARIANT"),
+                        help="print the self-contained candidate file of one variant and exit")
     args = parser.parse_args(argv)
+    if args.candidate:
+        print(candidate_source(*args.candidate), end="")
+        return 0
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     return 1 if run(args.targets, args.device, args.shapes, args.time, args.only) else 0

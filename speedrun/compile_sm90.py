@@ -1,18 +1,18 @@
 """Compile every speedrun kernel for sm_90 on a machine without a GPU and report what ptxas made of it.
 
-    python speedrun/compile_sm90.py [substring-of-path]
+    python speedrun/compile_sm90.py [substring-of-target/variant]
 
-For each kernel at its headline specialization (constexprs below; pointers and integer arguments marked
-16-divisible as Triton's JIT does for these shapes): registers, stack (spills), shared memory, the global
-load/store opcodes (`LDG.E.128` = 16-byte vectors; `LDGSTS` = cp.async; `HMMA` = tensor cores), and whether
-the software pipeliner engaged (`ASYNC`: cp.async in the SASS). Uses the `cuobjdump` shipped in Triton's
-wheel. No timing: this is compile-time evidence only; it found, for example, that a plain Python global inside
-a kernel runs in the interpreter but does not compile for the GPU.
+For each kernel of each variant at its headline specialization (the variant's parameters whose upper-case name is a
+constexpr of the kernel, plus the shape-derived constexprs below; pointers and integer arguments marked 16-divisible
+as Triton's JIT does for these shapes; the variant's `num_warps`): registers, stack (spills), shared memory, the
+global load/store opcodes (`LDG.E.128` = 16-byte vectors; `LDGSTS` = cp.async; `HMMA` = tensor cores), and whether
+the software pipeliner engaged (`ASYNC`: cp.async in the SASS). Uses the `cuobjdump` shipped in Triton's wheel. No
+timing: this is compile-time evidence only; it found, for example, that a plain Python global inside a kernel runs
+in the interpreter but does not compile for the GPU.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -22,35 +22,26 @@ from pathlib import Path
 from typing import Any
 
 import triton
+from check_variants import load_module, variant_index  # run as a script: speedrun/ is on sys.path
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-SPEEDRUN_DIR = Path(__file__).resolve().parent
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+LAUNCH_NUM_STAGES = 3  # Triton's default: no kernel() passes num_stages at launch
 NOT_16_DIVISIBLE = ("n_kv_heads", "n_q_heads")  # 8 and 32 at the headline: the JIT marks only multiples of 16
 OPCODES = re.compile(r"\b(LDG\S*|STG\S*|LDGSTS\S*|HMMA\S*|LDL\S*|STL\S*|UTMALDG\S*|I2F\S*)")
 
 
-def load_module(path: Path) -> Any:
-    """Import one candidate file by path."""
-    spec = importlib.util.spec_from_file_location(f"sm90_{path.parent.name}_{path.stem}", path)
-    assert spec is not None and spec.loader is not None, f"cannot import {path}"
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def compile_kernel(
-    path: Path,
-    kernel_name: str,
-    types: dict[str, str],
-    constexprs: dict[str, Any],
-    num_warps: int,
-    num_stages: int,
-) -> str:
-    """Compile one kernel for sm_90 and return a one-line report (or the compiler's error)."""
+def compile_kernel(target: str, variant: str, kernel_name: str, types: dict[str, str],
+                   headline: dict[str, Any]) -> str:
+    """Compile one kernel of one variant for sm_90 and return a one-line report (or the compiler's error)."""
+    path, params = variant_index(target)[variant]
     fn = getattr(load_module(path), kernel_name)
+    from_params = {key.upper(): value for key, value in params.items() if key.upper() in fn.arg_names}
+    assert not from_params.keys() & headline.keys(), f"{target}/{variant}: a constexpr given twice"
+    constexprs = {**headline, **from_params}
+    num_warps, num_stages = params["num_warps"], LAUNCH_NUM_STAGES
     signature: dict[str, str] = {}
     attrs: dict[tuple[int], list[list[Any]]] = {}
     for index, arg in enumerate(fn.arg_names):
@@ -60,7 +51,7 @@ def compile_kernel(
         signature[arg] = types.get(arg, "i32")
         if (signature[arg].startswith("*") or signature[arg] == "i32") and arg not in NOT_16_DIVISIBLE:
             attrs[(index,)] = [["tt.divisibility", 16]]
-    name = f"{path.parent.name}/{path.name}:{kernel_name}"
+    name = f"{target}/{variant}:{kernel_name}"
     try:
         compiled = triton.compile(
             ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
@@ -107,180 +98,53 @@ DECODE = {
     "counter_ptr": I32,
     "qk_scale": "fp32",
 }
-GEMV_ROWS_C = {"EVEN": True}
-DECODE_C = {"GROUP": 4, "GROUP_PAD": 16, "HEAD_DIM": 128, "BLOCK_N": 64, "DOT_IN_FP32": False}
+DECODE_C = {"GROUP": 4, "GROUP_PAD": 16, "HEAD_DIM": 128, "DOT_IN_FP32": False}
 INT4 = {"x_ptr": BF16, "w_ptr": I32, "sz_ptr": I32, "out_ptr": BF16, "partial_ptr": FP32, "counter_ptr": I32}
 INT4_C = {"GROUP": 128, "IKT": 8}
 # the lop3 kernels read x as int32 bf16 pairs; USE_PTX=True is the GPU path (inline PTX, not interpretable)
 INT4_PAIRS = {**{k: v for k, v in INT4.items() if k != "x_ptr"}, "xpair_ptr": I32}
-INT4_LOP3_C = {**INT4_C, "USE_PTX": True, "X_PRESCALE": 0.0625}
-# (file, kernel, argument types, headline constexprs, num_warps, num_stages), as each kernel() launches them
-JOBS: list[tuple[str, str, dict[str, str], dict[str, Any], int, int]] = [
-    ("rmsnorm/row_per_program.py", "_rmsnorm_row_kernel", RMSNORM, {"BLOCK": 8192}, 8, 3),
-    ("rmsnorm/row_cache_hints.py", "_rmsnorm_row_hint_kernel", RMSNORM, {"BLOCK": 8192}, 8, 3),
-    ("rmsnorm/multi_row.py", "_rmsnorm_rows_kernel", RMSNORM, {"BLOCK": 8192, "ROWS": 4}, 16, 3),
-    ("rmsnorm/persistent_prefetch.py", "_rmsnorm_persistent_kernel", RMSNORM, {"BLOCK": 8192}, 16, 3),
-    (
-        "rmsnorm/persistent_pipelined.py",
-        "_rmsnorm_pipelined_kernel",
-        RMSNORM,
-        {"BLOCK": 8192, "NUM_STAGES": 3},
-        8,
-        3,
-    ),
-    ("softmax/row_per_program.py", "_softmax_row_kernel", SOFTMAX, {"BLOCK": 8192}, 8, 3),
-    ("softmax/row_cache_hints.py", "_softmax_row_hint_kernel", SOFTMAX, {"BLOCK": 8192}, 16, 3),
-    ("softmax/multi_row.py", "_softmax_rows_kernel", SOFTMAX, {"BLOCK": 8192, "ROWS": 2}, 16, 3),
-    ("softmax/persistent_prefetch.py", "_softmax_persistent_kernel", SOFTMAX, {"BLOCK": 8192}, 16, 3),
-    (
-        "softmax/persistent_pipelined.py",
-        "_softmax_pipelined_kernel",
-        SOFTMAX,
-        {"BLOCK": 8192, "NUM_STAGES": 3},
-        8,
-        3,
-    ),
-    ("rmsnorm/row_w4.py", "_rmsnorm_row_kernel", RMSNORM, {"BLOCK": 8192}, 4, 3),
-    ("rmsnorm/row_w16.py", "_rmsnorm_row_kernel", RMSNORM, {"BLOCK": 8192}, 16, 3),
-    ("rmsnorm/rows2_w8.py", "_rmsnorm_rows_kernel", RMSNORM, {"BLOCK": 8192, "ROWS": 2}, 8, 3),
-    ("softmax/row_w4.py", "_softmax_row_kernel", SOFTMAX, {"BLOCK": 8192}, 4, 3),
-    ("softmax/row_w16.py", "_softmax_row_kernel", SOFTMAX, {"BLOCK": 8192}, 16, 3),
-    ("softmax/rows2_w8.py", "_softmax_rows_kernel", SOFTMAX, {"BLOCK": 8192, "ROWS": 2}, 8, 3),
-    ("gemv/rows_bm2_bk4096.py", "_gemv_rows_kernel", GEMV,
-     {**GEMV_ROWS_C, "BLOCK_M": 2, "BLOCK_K": 4096}, 8, 3),
-    ("gemv/rows_bm4_bk2048_w4.py", "_gemv_rows_kernel", GEMV,
-     {**GEMV_ROWS_C, "BLOCK_M": 4, "BLOCK_K": 2048}, 4, 3),
-    ("gemv/rows_bm8_bk1024.py", "_gemv_rows_kernel", GEMV,
-     {**GEMV_ROWS_C, "BLOCK_M": 8, "BLOCK_K": 1024}, 8, 3),
-    (
-        "gemv/rows_bm16_bk512.py",
-        "_gemv_rows_kernel",
-        GEMV,
-        {"BLOCK_M": 16, "BLOCK_K": 512, "EVEN": True},
-        8,
-        3,
-    ),
-    (
-        "gemv/rows_bm4_bk2048.py",
-        "_gemv_rows_kernel",
-        GEMV,
-        {"BLOCK_M": 4, "BLOCK_K": 2048, "EVEN": True},
-        8,
-        3,
-    ),
-    (
-        "gemv/rows_pipelined.py",
-        "_gemv_pipelined_kernel",
-        GEMV,
-        {"BLOCK_M": 32, "BLOCK_K": 256, "NUM_STAGES": 4},
-        8,
-        3,
-    ),
-    ("gemv/split_k.py", "_gemv_split_k_kernel", GEMV, {"BLOCK_M": 64, "BLOCK_K": 128, "SPLIT_K": 4}, 8, 3),
-    (
-        "decode_attention/split64_two_pass.py",
-        "_decode_split_kernel",
-        DECODE,
-        {**DECODE_C, "NUM_STAGES": 3},
-        4,
-        3,
-    ),
-    (
-        "decode_attention/split64_two_pass.py",
-        "_decode_combine_kernel",
-        DECODE,
-        {"HEAD_DIM": 128, "SPLITS_PAD": 64},
-        4,
-        3,
-    ),
-    (
-        "decode_attention/split32_two_pass.py",
-        "_decode_split_kernel",
-        DECODE,
-        {**DECODE_C, "NUM_STAGES": 4},
-        4,
-        4,
-    ),
-    (
-        "decode_attention/sm_split_last_arriver.py",
-        "_decode_fused_kernel",
-        DECODE,
-        {**DECODE_C, "NUM_STAGES": 3, "SPLITS_PAD": 32},
-        4,
-        3,
-    ),
-    ("decode_attention/split64_bn128_st3.py", "_decode_split_kernel", DECODE,
-     {**DECODE_C, "BLOCK_N": 128, "NUM_STAGES": 3}, 4, 3),
-    ("decode_attention/split64_bn128_st2.py", "_decode_split_kernel", DECODE,
-     {**DECODE_C, "BLOCK_N": 128, "NUM_STAGES": 2}, 4, 3),
-    ("decode_attention/fused_s32_bn64_st4.py", "_decode_fused_kernel", DECODE,
-     {**DECODE_C, "NUM_STAGES": 4, "SPLITS_PAD": 32}, 4, 3),
-    ("decode_attention/fused_2wave_bn32_st6.py", "_decode_fused_kernel", DECODE,
-     {**DECODE_C, "BLOCK_N": 32, "NUM_STAGES": 6, "SPLITS_PAD": 64}, 4, 3),
-    ("decode_attention/fused_3wave_bn32_st4.py", "_decode_fused_kernel", DECODE,
-     {**DECODE_C, "BLOCK_N": 32, "NUM_STAGES": 4, "SPLITS_PAD": 64}, 4, 3),
-    ("decode_attention/fused_1wave_bn64_st5_w8.py", "_decode_fused_kernel", DECODE,
-     {**DECODE_C, "NUM_STAGES": 5, "SPLITS_PAD": 16}, 8, 3),
-    (
-        "int4_gemv/tile_bn32_g4.py",
-        "_int4_gemv_kernel",
-        INT4,
-        {**INT4_C, "BLOCK_N": 32, "GROUPS_PER_ITER": 4, "N_GROUPS": 64},
-        4,
-        3,
-    ),
-    (
-        "int4_gemv/tile_bn16_g8.py",
-        "_int4_gemv_kernel",
-        INT4,
-        {**INT4_C, "BLOCK_N": 16, "GROUPS_PER_ITER": 8, "N_GROUPS": 64},
-        4,
-        3,
-    ),
-    (
-        "int4_gemv/tile_bn32_g4_pipelined.py",
-        "_int4_gemv_kernel",
-        INT4,
-        {**INT4_C, "BLOCK_N": 32, "GROUPS_PER_ITER": 4, "N_GROUPS": 64, "NUM_STAGES": 3},
-        4,
-        3,
-    ),
-    (
-        "int4_gemv/split_k_bn64.py",
-        "_int4_gemv_split_kernel",
-        INT4,
-        {**INT4_C, "BLOCK_N": 64, "GROUPS_PER_ITER": 2, "SPLIT_K": 2},
-        4,
-        3,
-    ),
-    ("int4_gemv/rowreg_bn128_sk8.py", "_int4_gemv_rowreg_kernel", INT4,
-     {**INT4_C, "BLOCK_N": 128, "SPLIT_K": 8, "NUM_STAGES": 3}, 4, 3),
-    ("int4_gemv/rowreg_bn256_sk16.py", "_int4_gemv_rowreg_kernel", INT4,
-     {**INT4_C, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 4, 3),
-    ("int4_gemv/rowreg_bn256_sk8_w8.py", "_int4_gemv_rowreg_kernel", INT4,
-     {**INT4_C, "BLOCK_N": 256, "SPLIT_K": 8, "NUM_STAGES": 3}, 8, 3),
-    ("int4_gemv/rowreg_bn256_sk16_w2.py", "_int4_gemv_rowreg_kernel", INT4,
-     {**INT4_C, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 2, 3),
-    ("int4_gemv/rowreg_bn64_sk4_w2.py", "_int4_gemv_rowreg_kernel", INT4,
-     {**INT4_C, "BLOCK_N": 64, "SPLIT_K": 4, "NUM_STAGES": 4}, 2, 3),
-    ("int4_gemv/lop3_f16_bn256_sk16.py", "_int4_gemv_lop3_kernel", INT4_PAIRS,
-     {**INT4_LOP3_C, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 4, 3),
-    ("int4_gemv/lop3w2_f16_bn256_sk16.py", "_int4_gemv_lop3_kernel", INT4_PAIRS,
-     {**INT4_LOP3_C, "X_PRESCALE": 0.015625, "BLOCK_N": 256, "SPLIT_K": 16, "NUM_STAGES": 3}, 4, 3),
-    ("int4_gemv/lop3w2_f16_bn128_sk8.py", "_int4_gemv_lop3_kernel", INT4_PAIRS,
-     {**INT4_LOP3_C, "X_PRESCALE": 0.015625, "BLOCK_N": 128, "SPLIT_K": 8, "NUM_STAGES": 3}, 4, 3),
-    ("int4_gemv/lop3w2_f16_bn256_sk8_w8.py", "_int4_gemv_lop3_kernel", INT4_PAIRS,
-     {**INT4_LOP3_C, "X_PRESCALE": 0.015625, "BLOCK_N": 256, "SPLIT_K": 8, "NUM_STAGES": 3}, 8, 3),
+ROW = {"BLOCK": 8192}
+# (target, variant, kernel, argument types, shape-derived constexprs at the headline shape)
+JOBS: list[tuple[str, str, str, dict[str, str], dict[str, Any]]] = [
+    *[("rmsnorm", v, "_rmsnorm_row_kernel", RMSNORM, ROW)
+      for v in ("row_per_program", "row_w4", "row_w16", "row_cache_hints")],
+    *[("rmsnorm", v, "_rmsnorm_rows_kernel", RMSNORM, ROW) for v in ("multi_row", "rows2_w8")],
+    ("rmsnorm", "persistent_prefetch", "_rmsnorm_persistent_kernel", RMSNORM, ROW),
+    ("rmsnorm", "persistent_pipelined", "_rmsnorm_pipelined_kernel", RMSNORM, ROW),
+    *[("softmax", v, "_softmax_row_kernel", SOFTMAX, ROW)
+      for v in ("row_per_program", "row_w4", "row_w16", "row_cache_hints")],
+    *[("softmax", v, "_softmax_rows_kernel", SOFTMAX, ROW) for v in ("multi_row", "rows2_w8")],
+    ("softmax", "persistent_prefetch", "_softmax_persistent_kernel", SOFTMAX, ROW),
+    ("softmax", "persistent_pipelined", "_softmax_pipelined_kernel", SOFTMAX, ROW),
+    *[("gemv", v, "_gemv_rows_kernel", GEMV, {"EVEN": True})
+      for v in ("rows_bm16_bk512", "rows_bm2_bk4096", "rows_bm4_bk2048", "rows_bm4_bk2048_w4", "rows_bm8_bk1024")],
+    ("gemv", "rows_pipelined", "_gemv_pipelined_kernel", GEMV, {}),
+    ("gemv", "split_k", "_gemv_split_k_kernel", GEMV, {"SPLIT_K": 4}),
+    *[("decode_attention", v, "_decode_split_kernel", DECODE, DECODE_C)
+      for v in ("split64_two_pass", "split32_two_pass", "split64_bn128_st3", "split64_bn128_st2")],
+    ("decode_attention", "split64_two_pass", "_decode_combine_kernel", DECODE, {"HEAD_DIM": 128, "SPLITS_PAD": 64}),
+    # SPLITS_PAD: the next power of two of the splits per KV head at the headline on 132 SMs
+    *[("decode_attention", v, "_decode_fused_kernel", DECODE, {**DECODE_C, "SPLITS_PAD": pad})
+      for v, pad in (("sm_split_last_arriver", 32), ("fused_s32_bn64_st4", 32), ("fused_2wave_bn32_st6", 64),
+                     ("fused_3wave_bn32_st4", 64), ("fused_1wave_bn64_st5_w8", 16))],
+    *[("int4_gemv", v, "_int4_gemv_kernel", INT4, {**INT4_C, "N_GROUPS": 64})
+      for v in ("tile_bn32_g4", "tile_bn16_g8", "tile_bn32_g4_pipelined")],
+    ("int4_gemv", "split_k_bn64", "_int4_gemv_split_kernel", INT4, {**INT4_C, "SPLIT_K": 2}),
+    *[("int4_gemv", v, "_int4_gemv_rowreg_kernel", INT4, INT4_C)
+      for v in ("rowreg_bn128_sk8", "rowreg_bn256_sk16", "rowreg_bn256_sk8_w8", "rowreg_bn256_sk16_w2",
+                "rowreg_bn64_sk4_w2")],
+    *[("int4_gemv", v, "_int4_gemv_lop3_kernel", INT4_PAIRS, {**INT4_C, "USE_PTX": True})
+      for v in ("lop3_f16_bn256_sk16", "lop3w2_f16_bn256_sk16", "lop3w2_f16_bn128_sk8", "lop3w2_f16_bn256_sk8_w8")],
 ]
 
 
 def main(argv: list[str]) -> int:
-    """Compile the kernels whose path contains argv[0] (all by default); exit 1 if any failed."""
+    """Compile the kernels whose `target/variant` contains argv[0] (all by default); exit 1 if any failed."""
     selected = argv[0] if argv else ""
     failed = 0
-    for rel, kernel_name, types, constexprs, num_warps, num_stages in JOBS:
-        if selected in rel:
-            line = compile_kernel(SPEEDRUN_DIR / rel, kernel_name, types, constexprs, num_warps, num_stages)
+    for target, variant, kernel_name, types, headline in JOBS:
+        if selected in f"{target}/{variant}":
+            line = compile_kernel(target, variant, kernel_name, types, headline)
             failed += line.startswith("ERROR")
             print(line, flush=True)
     return 1 if failed else 0

@@ -1,25 +1,41 @@
-"""Every speedrun candidate (speedrun/<target>/<variant>.py) is correct at small shapes, interpreted.
+"""Every speedrun variant (a named parameter set of speedrun/<target>/<idea>.py) is correct at small shapes.
 
 One subprocess (TRITON_INTERPRET=1, CPU tensors) runs speedrun/check_variants.py over all variants; each
 variant is then one test case, failing with the checker's own line (error ratio or exception). The timing and
-the headline shapes are checked on the H200 by the lead (`--device cuda --shapes headline`).
+the headline shapes are checked on the H200 (`--device cuda --shapes headline`). The variant table of
+speedrun/README.md (every recorded variant name -> module and parameters) is checked against the modules.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SPEEDRUN = REPO / "speedrun"
-TARGETS = ("rmsnorm", "softmax", "gemv", "decode_attention", "int4_gemv")
-VARIANTS = [(t, p.stem) for t in TARGETS for p in sorted((SPEEDRUN / t).glob("*.py"))
-            if not p.name.startswith("_")]
+
+
+def _checker() -> ModuleType:
+    """speedrun/check_variants.py (stdlib at import time: no torch needed to list the variants)."""
+    spec = importlib.util.spec_from_file_location("speedrun_check_variants", SPEEDRUN / "check_variants.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CV = _checker()
+TARGETS = CV.TARGETS
+VARIANTS = [(t, name) for t in TARGETS for name in CV.variant_index(t)]
 
 pytestmark = pytest.mark.slow
 
@@ -50,6 +66,43 @@ def test_every_target_has_several_variants() -> None:
         assert sum(1 for t, _ in VARIANTS if t == target) >= 3, f"{target}: fewer than 3 candidates"
 
 
+def test_every_variant_has_one_hypothesis_and_no_stale_one() -> None:
+    for target in TARGETS:
+        for path in CV.idea_files(target):
+            doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+            named = re.findall(r"^- `(\w+)` \(", doc, re.MULTILINE)
+            assert sorted(named) == sorted(CV._variants_literal(path)), f"{path}: docstring bullets vs VARIANTS"
+    for target, name in VARIANTS:
+        assert len(CV.variant_hypothesis(target, name)) > 40, f"{target}/{name}: no real hypothesis"
+
+
+def _readme_table() -> dict[tuple[str, str], tuple[str, dict]]:
+    """(target, old file stem) -> (module file, parameters) from the table in speedrun/README.md."""
+    rows = {}
+    for line in (SPEEDRUN / "README.md").read_text().splitlines():
+        found = re.fullmatch(r"\| `(\w+)/(\w+)\.py` \| `(\w+/\w+\.py)` \| `(\{.*\})` \|", line.strip())
+        if found:
+            target, old, module, params = found.groups()
+            rows[(target, old)] = (module, ast.literal_eval(params))
+    return rows
+
+
+def test_readme_table_maps_every_variant_to_its_module_and_parameters() -> None:
+    table = _readme_table()
+    assert sorted(table) == sorted(VARIANTS), "speedrun/README.md's table and the VARIANTS of the modules differ"
+    for (target, name), (module, params) in table.items():
+        path, actual = CV.variant_index(target)[name]
+        assert (f"{target}/{path.name}", actual) == (module, params), f"README row for {target}/{name}"
+
+
+def test_candidate_source_picks_the_named_parameters() -> None:
+    """A candidate file is its module plus one line that binds `kernel` to the variant's parameters."""
+    for target, name in VARIANTS:
+        source = CV.candidate_source(target, name)
+        last = ast.parse(source).body[-1]
+        assert ast.unparse(last) == f"kernel = make_kernel(**VARIANTS[{name!r}])", f"{target}/{name}"
+
+
 @pytest.mark.parametrize(("target", "variant"), VARIANTS, ids=[f"{t}/{v}" for t, v in VARIANTS])
 def test_variant_matches_fp32_reference(interpreter_results: dict, target: str, variant: str) -> None:
     rows = interpreter_results.get((target, variant))
@@ -71,15 +124,42 @@ sys.path.insert(0, {str(SPEEDRUN)!r})
 import torch
 import check_variants as cv
 torch.manual_seed(0)
-module = cv.load_variant(cv.SPEEDRUN_DIR / "int4_gemv" / "tile_bn32_g4.py")
+kernel = cv.variant_kernel("int4_gemv", "tile_bn32_g4")
 name, inputs, kwargs, ref = cv.make_cases("int4_gemv", "small", "cpu")[0]
 x, packed, sz = inputs
 swapped = ((packed >> 4) & 0x0F0F0F0F) | ((packed & 0x0F0F0F0F) << 4)  # swap nibbles within each byte
-good = cv.compare(module.kernel(x, packed, sz, **kwargs), ref(), "int4_gemv", "cpu")[0]
-bad = cv.compare(module.kernel(x, swapped, sz, **kwargs), ref(), "int4_gemv", "cpu")[0]
+good = cv.compare(kernel(x, packed, sz, **kwargs), ref(), "int4_gemv", "cpu")[0]
+bad = cv.compare(kernel(x, swapped, sz, **kwargs), ref(), "int4_gemv", "cpu")[0]
 print(good, bad)
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           cwd=REPO, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["True", "False"]
+
+
+def test_candidate_file_runs_like_the_variant(tmp_path: Path) -> None:
+    """The self-contained candidate file of a variant computes exactly what the variant's kernel computes."""
+    if not _has_triton():
+        pytest.skip("torch and triton are not importable by this interpreter")
+    script = f"""
+import importlib.util, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, {str(SPEEDRUN)!r})
+import torch
+import check_variants as cv
+torch.manual_seed(0)
+for target, name in [("rmsnorm", "row_w4"), ("decode_attention", "sm_split_last_arriver")]:
+    path = {str(tmp_path)!r} + f"/{{name}}.py"
+    open(path, "w").write(cv.candidate_source(target, name))
+    spec = importlib.util.spec_from_file_location(f"candidate_{{name}}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    case, inputs, kwargs, ref = cv.make_cases(target, "small", "cpu")[0]
+    same = torch.equal(module.kernel(*inputs, **kwargs), cv.variant_kernel(target, name)(*inputs, **kwargs))
+    print(same, cv.compare(module.kernel(*inputs, **kwargs), ref(), target, "cpu")[0])
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=REPO, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["True", "True", "True", "True"]

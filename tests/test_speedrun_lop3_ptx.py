@@ -1,4 +1,4 @@
-"""The inline PTX of the `lop3*` int4 GEMV candidates decodes tinygemm's nibbles in the right order, on CPU.
+"""The inline PTX of the `lop3` / `lop3w2` int4 GEMV candidates decodes tinygemm's nibbles in the right order, on CPU.
 
 Inline PTX cannot run in the Triton interpreter (the CPU test runs those kernels' pure-Triton twin path), so
 this test executes the PTX text itself with a small emulator of the few instructions it uses (lop3, shr,
@@ -9,6 +9,7 @@ position, a wrong x pair or a wrong constant changes it.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import random
 import re
@@ -18,13 +19,16 @@ from types import ModuleType
 import pytest
 
 np = pytest.importorskip("numpy")
+pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 INT4_DIR = Path(__file__).resolve().parents[1] / "speedrun" / "int4_gemv"
 MASK32 = 0xFFFFFFFF
 
 
+@functools.cache
 def _load(name: str) -> ModuleType:
+    """One idea module of speedrun/int4_gemv/, imported once."""
     spec = importlib.util.spec_from_file_location(f"lop3_ptx_{name}", INT4_DIR / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -120,30 +124,33 @@ def _case(rng: random.Random, n_words: int, prescale: float) -> tuple[list[int],
     return words, pairs, exact
 
 
-def test_lop3_one_word_ptx_matches_nibble_order() -> None:
-    module = _load("lop3_f16_bn256_sk16")
+@pytest.mark.parametrize("variant", sorted(_load("lop3").VARIANTS))
+def test_lop3_one_word_ptx_matches_nibble_order(variant: str) -> None:
+    module = _load("lop3")
+    prescale = module.VARIANTS[variant]["x_prescale"]
     rng = random.Random(0)
     for _ in range(200):
-        words, pairs, exact = _case(rng, 1, module.X_PRESCALE)
+        words, pairs, exact = _case(rng, 1, prescale)
         out = run_ptx(module._DECODE_DOT_PTX.value, {1: words[0], **{2 + a: pairs[0][a] for a in range(4)}})
-        assert out[0] / module.X_PRESCALE == exact
+        assert out[0] / prescale == exact
 
 
-@pytest.mark.parametrize("name", ["lop3w2_f16_bn256_sk16", "lop3w2_f16_bn128_sk8", "lop3w2_f16_bn256_sk8_w8"])
-def test_lop3w2_two_word_ptx_matches_nibble_order(name: str) -> None:
-    module = _load(name)
+@pytest.mark.parametrize("variant", sorted(_load("lop3w2").VARIANTS))
+def test_lop3w2_two_word_ptx_matches_nibble_order(variant: str) -> None:
+    module = _load("lop3w2")
+    prescale = module.VARIANTS[variant]["x_prescale"]
     rng = random.Random(1)
     for _ in range(200):
-        words, pairs, exact = _case(rng, 2, module.X_PRESCALE)
+        words, pairs, exact = _case(rng, 2, prescale)
         operands = {1: words[0] | words[1] << 32}  # little-endian int64: the even word in the low half
         operands.update({2 + 4 * i + a: pairs[i][a] for i in range(2) for a in range(4)})
         out = run_ptx(module._DECODE_DOT_PTX.value, operands)
-        assert out[0] / module.X_PRESCALE == exact
+        assert out[0] / prescale == exact
 
 
 def test_emulator_has_teeth() -> None:
     """Swapping the x pairs of nibbles 0/4 and 1/5 changes the emulated result (the check can fail)."""
-    module = _load("lop3w2_f16_bn256_sk16")
+    module = _load("lop3w2")
     operands: dict[int, int | float] = {1: 0x76543210 | 0xFEDCBA98 << 32}
     operands.update({2 + 4 * i + a: _pack(0.015625 * (a + 1), 0.0) for i in range(2) for a in range(4)})
     good = run_ptx(module._DECODE_DOT_PTX.value, operands)[0]
@@ -152,6 +159,6 @@ def test_emulator_has_teeth() -> None:
 
 
 def test_pack_f16x2_puts_the_first_value_low() -> None:
-    module = _load("lop3_f16_bn256_sk16")
+    module = _load("lop3")
     out = run_ptx(module._PACK_F16X2_PTX.value, {1: 1.5, 2: -2.0})
     assert out[0] == _pack(1.5, -2.0)

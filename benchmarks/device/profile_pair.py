@@ -3,8 +3,9 @@
 Usage (device): hotkernel profile --tool ncu -c 40 --json -- python3 benchmarks/device/profile_pair.py TARGET VARIANT
 
 Builds the headline inputs the way speedrun/check_variants.py does (same shapes, same int4 packing), then calls
-the manifest's baseline and speedrun/<TARGET>/<VARIANT>.py three times each, so ncu's summary puts the two side
-by side (duration, DRAM throughput %, achieved occupancy): the profiler evidence behind docs/speedrun.md.
+the manifest's baseline and the speedrun variant VARIANT (a parameter set of a speedrun/<TARGET>/ module) three
+times each, so ncu's summary puts the two side by side (duration, DRAM throughput %, achieved occupancy): the
+profiler evidence behind docs/speedrun.md.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def main() -> None:
     (_, inputs, kwargs, _), *_ = cv.make_cases(target, "headline", "cuda")
     module, name = BASELINES[target]
     baseline = getattr(__import__(module, fromlist=[name]), name)
-    candidate = cv.load_variant(ROOT / "speedrun" / target / f"{variant}.py").kernel
+    candidate = cv.variant_kernel(target, variant)
     for fn in (baseline, candidate):
         for _ in range(3):
             fn(*inputs, **kwargs)

@@ -2,8 +2,10 @@
 
 Usage (device, repo root = the workspace): python3 benchmarks/device/speedrun.py TRIAGE.jsonl LOG_DIR TARGET...
 
-For each target: roofline of its flops/bytes, bench the baseline (the number to beat), then one candidate at a
-time from speedrun/<target>/ (best triage time first, at most MAX_TRIES): copy it over targets/<t>/candidate.py,
+For each target: roofline of its flops/bytes, bench the baseline (the number to beat), then one variant at a
+time from speedrun/<target>/ (best triage time first, at most MAX_TRIES): write its candidate file
+(speedrun/check_variants.py `candidate_source`: the idea module at the variant's parameters) over
+targets/<t>/candidate.py,
 `hotkernel verify -n 7`, `hotkernel disasm` after the first compile, `hotkernel record` with an honest `who`,
 keep it only when record says it beats the best, else revert; stop after three misses in a row or within 5% of
 the floor. A target left with no kept candidate is synced (untouched candidate) so the lock is complete.
@@ -12,22 +14,23 @@ Every command's output is kept under LOG_DIR; the time budget stops the loop cle
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "speedrun"))
+
+import check_variants as cv  # noqa: E402
+
 MAX_TRIES = int(os.environ.get("HK_MAX_TRIES", "2"))
 BUDGET_S = float(os.environ.get("HK_BUDGET_S", "500"))
 N_ROUNDS = 7
-WHO = ("Claude (Anthropic), hotkernel developer session, helper-written Triton kernel "
-       "speedrun/{target}/{variant}.py")
+WHO = "Claude (Anthropic), Triton kernel speedrun/{target}/{module}, variant {variant}"  # last word: the variant
 T0 = time.monotonic()
 
 
@@ -42,11 +45,6 @@ def hk(log: Path, name: str, *args: str, timeout: float = 300) -> tuple[int, str
     with (log / "steps.txt").open("a") as steps:
         steps.write(f"$ hotkernel {' '.join(args)}\n# rc={proc.returncode} wall={time.monotonic() - t0:.1f}s\n")
     return proc.returncode, proc.stdout
-
-
-def hypothesis(path: Path) -> str:
-    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-    return " ".join(doc.split())[:200]
 
 
 def main() -> None:
@@ -79,8 +77,9 @@ def main() -> None:
             if time.monotonic() - T0 > BUDGET_S:
                 (log / "steps.txt").open("a").write("# budget reached: stopping\n")
                 break
-            source = ROOT / "speedrun" / target / f"{variant}.py"
-            shutil.copyfile(source, candidate)
+            module, _ = cv.variant_index(target)[variant]
+            source = cv.candidate_source(target, variant)
+            candidate.write_text(source)
             tag = f"{tries}_{variant}"
             t0 = time.monotonic()
             rc, out = hk(log, f"verify_{tag}", "verify", f"targets/{target}/baseline.py",
@@ -88,13 +87,13 @@ def main() -> None:
             verify_s = time.monotonic() - t0
             (log / f"verify_{tag}.json").write_text(out)
             if tries == 0:  # read the machine code after the first compile
-                jitted = re.findall(r"@triton\.jit[^\n]*\n(?:@[^\n]*\n)*def (\w+)", source.read_text())
+                jitted = re.findall(r"@triton\.jit[^\n]*\n(?:@[^\n]*\n)*def (\w+)", source)
                 for kernel_name in jitted[:2]:
                     hk(log, f"disasm_{tag}_{kernel_name}", "disasm", "triton-cache", "--kernel", kernel_name,
                        "--max-lines", "60", "--json")
-            note = f"{variant} (triage {triage_ms * 1e3:.1f} us): {hypothesis(source)}"
+            note = f"{variant} (triage {triage_ms * 1e3:.1f} us): {cv.variant_hypothesis(target, variant)[:200]}"
             rc, rec = hk(log, f"record_{tag}", "record", target, str(log / f"verify_{tag}.json"),
-                         "--who", WHO.format(target=target, variant=variant), "--note", note, "--json")
+                         "--who", WHO.format(target=target, module=module.name, variant=variant), "--note", note, "--json")
             try:
                 result = json.loads(rec)
             except json.JSONDecodeError:

@@ -1,22 +1,27 @@
-"""gemv candidate: 32 rows per program, [32, 256] tiles staged through shared memory by the pipeliner.
+"""gemv, row tiles staged through shared memory by Triton's software pipeliner (`tl.range(num_stages)`).
 
-Hypothesis: instead of relying on registers to hold the loads in flight, `tl.range(..., num_stages=4)` lets
-Triton issue asynchronous copies (cp.async on Hopper) three tiles ahead into shared memory: 3 x 16 KiB in
-flight per program with 256 programs (about 2 per SM), i.e. ~96 KiB per SM, more than the register-resident
-variants can hold. Risk: the pipeliner may decline a loop without a dot (check the TTGIR for
-`async_copy_global_to_local`), and 256 programs on 132 SMs leaves some SMs with one program.
+Parameters: `block_m`, `block_k`, `num_warps` and `num_stages`.
+
+Variants:
+- `rows_pipelined` (32 rows, 256-column tiles, 8 warps, 4 stages): instead of relying on registers to hold the loads in
+  flight, `tl.range(..., num_stages=4)` lets Triton issue asynchronous copies (cp.async on Hopper) three tiles ahead
+  into shared memory: 3 x 16 KiB in flight per program with 256 programs (about 2 per SM), i.e. ~96 KiB per SM, more
+  than the register-resident variants can hold. Risk: the pipeliner may decline a loop without a dot (check the TTGIR
+  for `async_copy_global_to_local`), and 256 programs on 132 SMs leaves some SMs with one program.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
-BLOCK_M = 32
-BLOCK_K = 256
-NUM_WARPS = 8
-NUM_STAGES = 4
+VARIANTS: dict[str, dict[str, Any]] = {
+    "rows_pipelined": {"block_m": 32, "block_k": 256, "num_warps": 8, "num_stages": 4},
+}
 
 
 @triton.jit
@@ -36,16 +41,21 @@ def _gemv_pipelined_kernel(w_ptr, x_ptr, out_ptr, n_rows, n_cols, w_row_stride, 
     tl.store(out_ptr + rows, tl.sum(acc, axis=1).to(out_ptr.dtype.element_ty), mask=row_mask)
 
 
-def kernel(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """Matrix-vector product w @ x (same result as torch.mv(w, x))."""
-    assert w.ndim == 2 and x.ndim == 1 and w.shape[1] == x.shape[0], (
-        f"gemv: expected w [M, K] and x [K], got {tuple(w.shape)} and {tuple(x.shape)}")
-    if w.stride(1) != 1:
-        w = w.contiguous()
-    x = x.contiguous()
-    n_rows, n_cols = w.shape
-    out = torch.empty(n_rows, dtype=w.dtype, device=w.device)
-    _gemv_pipelined_kernel[(triton.cdiv(n_rows, BLOCK_M),)](w, x, out, n_rows, n_cols, w.stride(0),
-                                                           BLOCK_M=BLOCK_M, BLOCK_K=BLOCK_K,
-                                                           NUM_STAGES=NUM_STAGES, num_warps=NUM_WARPS)
-    return out
+def make_kernel(*, block_m: int, block_k: int, num_warps: int, num_stages: int) -> Callable[..., torch.Tensor]:
+    """The candidate `kernel(w, x)` at one parameter set."""
+
+    def kernel(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Matrix-vector product w @ x (same result as torch.mv(w, x))."""
+        assert w.ndim == 2 and x.ndim == 1 and w.shape[1] == x.shape[0], (
+            f"gemv: expected w [M, K] and x [K], got {tuple(w.shape)} and {tuple(x.shape)}")
+        if w.stride(1) != 1:
+            w = w.contiguous()
+        x = x.contiguous()
+        n_rows, n_cols = w.shape
+        out = torch.empty(n_rows, dtype=w.dtype, device=w.device)
+        _gemv_pipelined_kernel[(triton.cdiv(n_rows, block_m),)](w, x, out, n_rows, n_cols, w.stride(0),
+                                                               BLOCK_M=block_m, BLOCK_K=block_k,
+                                                               NUM_STAGES=num_stages, num_warps=num_warps)
+        return out
+
+    return kernel

@@ -1,25 +1,29 @@
-"""gemv candidate: split-K grid sized to the SMs, fp32 partials, the last-arriving split reduces in-kernel.
+"""gemv, split-K grid sized to the SMs: fp32 partials, the last-arriving split reduces in-kernel.
 
-Hypothesis: the row-blocked variants fix the number of programs to M / BLOCK_M; split-K decouples it, so the
-grid can be an exact multiple of the 132 SMs (here 64-row blocks x SPLIT_K splits, SPLIT_K chosen so the grid
-is about 4 programs per SM) and every program streams the same number of bytes, with no tail. Partials go to a
-small fp32 workspace (M x SPLIT_K x 4 B, 0.1% of the W bytes); each row block's last-arriving program (an
-acq_rel atomic counter, reset by that program, so one kernel launch and no memset) sums them and writes bf16.
-Risk: the extra workspace traffic and the atomic; 64-row x 128-column tiles read 256 B runs per row.
+Parameters: `block_m`, `block_k`, `num_warps` and `programs_per_sm` (the grid's target).
+
+Variants:
+- `split_k` (64-row x 128-column tiles, 8 warps, about 4 programs per SM): the row-blocked variants fix the number of
+  programs to M / BLOCK_M; split-K decouples it, so the grid can be an exact multiple of the 132 SMs (here 64-row blocks
+  x SPLIT_K splits, SPLIT_K chosen so the grid is about 4 programs per SM) and every program streams the same number of
+  bytes, with no tail. Partials go to a small fp32 workspace (M x SPLIT_K x 4 B, 0.1% of the W bytes); each row block's
+  last-arriving program (an acq_rel atomic counter, reset by that program, so one kernel launch and no memset) sums them
+  and writes bf16. Risk: the extra workspace traffic and the atomic; 64-row x 128-column tiles read 256 B runs per row.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
-BLOCK_M = 64
-BLOCK_K = 128
-NUM_WARPS = 8
-PROGRAMS_PER_SM = 4
+VARIANTS: dict[str, dict[str, Any]] = {
+    "split_k": {"block_m": 64, "block_k": 128, "num_warps": 8, "programs_per_sm": 4},
+}
 
 
 @functools.cache
@@ -71,23 +75,28 @@ def _gemv_split_k_kernel(w_ptr, x_ptr, out_ptr, partial_ptr, counter_ptr, n_rows
         tl.store(counter_ptr + pid_m, 0)
 
 
-def kernel(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """Matrix-vector product w @ x (same result as torch.mv(w, x))."""
-    assert w.ndim == 2 and x.ndim == 1 and w.shape[1] == x.shape[0], (
-        f"gemv: expected w [M, K] and x [K], got {tuple(w.shape)} and {tuple(x.shape)}")
-    if w.stride(1) != 1:
-        w = w.contiguous()
-    x = x.contiguous()
-    n_rows, n_cols = w.shape
-    row_blocks = triton.cdiv(n_rows, BLOCK_M)
-    wanted = _num_sms(w.device.type, w.device.index) * PROGRAMS_PER_SM
-    split_k = max(1, min(wanted // row_blocks, triton.cdiv(n_cols, BLOCK_K)))
-    split_k = 1 << (split_k.bit_length() - 1)  # a power of two, for tl.arange over the partials
-    cols_per_split = triton.cdiv(triton.cdiv(n_cols, split_k), BLOCK_K) * BLOCK_K
-    out = torch.empty(n_rows, dtype=w.dtype, device=w.device)
-    partial = torch.empty((split_k, n_rows), dtype=torch.float32, device=w.device)
-    counters = _counters(w.device, row_blocks)
-    _gemv_split_k_kernel[(row_blocks, split_k)](w, x, out, partial, counters, n_rows, n_cols, w.stride(0),
-                                               cols_per_split, SPLIT_K=split_k, BLOCK_M=BLOCK_M,
-                                               BLOCK_K=BLOCK_K, num_warps=NUM_WARPS)
-    return out
+def make_kernel(*, block_m: int, block_k: int, num_warps: int, programs_per_sm: int) -> Callable[..., torch.Tensor]:
+    """The candidate `kernel(w, x)` at one parameter set."""
+
+    def kernel(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Matrix-vector product w @ x (same result as torch.mv(w, x))."""
+        assert w.ndim == 2 and x.ndim == 1 and w.shape[1] == x.shape[0], (
+            f"gemv: expected w [M, K] and x [K], got {tuple(w.shape)} and {tuple(x.shape)}")
+        if w.stride(1) != 1:
+            w = w.contiguous()
+        x = x.contiguous()
+        n_rows, n_cols = w.shape
+        row_blocks = triton.cdiv(n_rows, block_m)
+        wanted = _num_sms(w.device.type, w.device.index) * programs_per_sm
+        split_k = max(1, min(wanted // row_blocks, triton.cdiv(n_cols, block_k)))
+        split_k = 1 << (split_k.bit_length() - 1)  # a power of two, for tl.arange over the partials
+        cols_per_split = triton.cdiv(triton.cdiv(n_cols, split_k), block_k) * block_k
+        out = torch.empty(n_rows, dtype=w.dtype, device=w.device)
+        partial = torch.empty((split_k, n_rows), dtype=torch.float32, device=w.device)
+        counters = _counters(w.device, row_blocks)
+        _gemv_split_k_kernel[(row_blocks, split_k)](w, x, out, partial, counters, n_rows, n_cols, w.stride(0),
+                                                   cols_per_split, SPLIT_K=split_k, BLOCK_M=block_m,
+                                                   BLOCK_K=block_k, num_warps=num_warps)
+        return out
+
+    return kernel
