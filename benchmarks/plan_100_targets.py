@@ -25,11 +25,12 @@ GOAL_S = 0.5
 
 def build_workspace(root: Path, count: int) -> None:
     """A manifest of ``count`` cpu targets over one kernel file, rendered, with an up-to-date lock."""
+    from hotkernel._util.fs import sha256_file
     from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
-    from hotkernel.reconcile import sha256_file, write_lock
-    from hotkernel.render import contract_sha256, expected_baseline_sha256, render_target
-    from hotkernel.runner import sources_digest
-    from hotkernel.workspace import Workspace
+    from hotkernel.run.render import contract_sha256, expected_baseline_sha256, render_target
+    from hotkernel.run.runner import sources_digest
+    from hotkernel.workspace.lockfile import write_lock
+    from hotkernel.workspace.paths import Workspace
 
     (root / "kernels.py").write_text("def scale(x, w):\n    return x * w\n", encoding="utf-8")
     lines = ["version: 1", "defaults:", "  device: cpu", "  dtype: fp32", "targets:"]
@@ -66,8 +67,8 @@ def main() -> int:
     parser.add_argument("--targets", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
-    from hotkernel.reconcile import plan
-    from hotkernel.workspace import Workspace
+    from hotkernel.reconcile.plan import plan
+    from hotkernel.workspace.paths import Workspace
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hotkernel.leaderboard import load_records
 from hotkernel.manifest import load_manifest
+from hotkernel.store.leaderboard import load_records
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = {

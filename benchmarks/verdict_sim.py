@@ -1,4 +1,4 @@
-"""Error rates of the verdict rule (hotkernel.verdict.decide) and of the seed's rule, by simulation.
+"""Error rates of the verdict rule (hotkernel.run.verdict.decide) and of the seed's rule, by simulation.
 
     python benchmarks/verdict_sim.py --out verdict_sim.json                      # parametric mode only
     python benchmarks/verdict_sim.py --samples verdict_samples.jsonl --out verdict_sim.json   # + H200 mode
@@ -32,14 +32,14 @@ from pathlib import Path
 
 import numpy as np
 
-from hotkernel.verdict import DEFAULT_ALPHA, MIN_EPSILON, aa_noise, decide, seed_rule, student_t_cdf
-from hotkernel.verdict import student_t_quantile as t_quantile
+from hotkernel.run.verdict import DEFAULT_ALPHA, MIN_EPSILON, aa_noise, decide, seed_rule, student_t_cdf
+from hotkernel.run.verdict import student_t_quantile as t_quantile
 
 ROUNDS = (5, 7, 10, 15)  # n values simulated
 SIMULATIONS = 20000  # per (mode, scenario or kernel, n)
 SEED = 20261130
 CANDIDATES_SCREENED = 20  # for the "any false faster among this many unchanged candidates" column
-REFERENCE_CHECKS = 300  # simulations re-decided with the real hotkernel.verdict functions (must agree)
+REFERENCE_CHECKS = 300  # simulations re-decided with the real hotkernel.run.verdict functions (must agree)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def seed_threshold(baseline: np.ndarray, candidate: np.ndarray) -> np.ndarray:
 def check_against_reference(
     baseline: np.ndarray, candidate: np.ndarray, alpha: float, epsilon: float
 ) -> None:
-    """The vectorised rules must agree with hotkernel.verdict on the first REFERENCE_CHECKS simulations."""
+    """The vectorised rules must agree with hotkernel.run.verdict on the first REFERENCE_CHECKS simulations."""
     codes = {"faster": 1, "slower": -1, "inconclusive": 0}
     low, high = decide_interval(baseline, candidate, alpha)
     fast, seed = verdict_codes(low, high, epsilon), seed_codes(baseline, candidate)
@@ -133,7 +133,7 @@ def check_against_reference(
         near_edge = abs(low[i] - math.log1p(epsilon)) < 1e-9 or abs(high[i] + math.log1p(epsilon)) < 1e-9
         if (codes[reference.verdict] != fast[i] and not near_edge) or codes[seed_rule(b, c)] != seed[i]:
             raise SystemExit(
-                f"verdict_sim: vectorised rule disagrees with hotkernel.verdict on simulation {i}"
+                f"verdict_sim: vectorised rule disagrees with hotkernel.run.verdict on simulation {i}"
             )
 
 

@@ -1,3 +1,3 @@
-from hotkernel.cli import main
+from hotkernel.cli.app import main
 
 main()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hotkernel.bench import sample_stats
-from hotkernel.results import Provenance, SideSummary, VerifyResult
-from hotkernel.workspace import Workspace
+from hotkernel.run.bench import sample_stats
+from hotkernel.run.models import SideSummary, VerifyResult
+from hotkernel.store.models import Provenance
+from hotkernel.workspace.paths import Workspace
 
 DEVICE = "Synthetic Test Device"
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from hotkernel import runner
-from hotkernel.bench import bench
 from hotkernel.errors import HotkernelError
-from hotkernel.runner import RunOutcome
-from hotkernel.verify import verify
-from hotkernel.workspace import Workspace
+from hotkernel.run import runner
+from hotkernel.run.bench import bench
+from hotkernel.run.runner import RunOutcome
+from hotkernel.run.verify import verify
+from hotkernel.workspace.paths import Workspace
 
 FIELDS = {"protocol": 1, "target": "t", "shapes": ["8x8"], "dtype": "fp32", "seed_policy": "fresh-per-run",
           "rotation": 4, "bytes": 512, "flops": None, "contract_sha256": "c" * 64, "device": "Fake CPU",

@@ -8,16 +8,17 @@ import sys
 
 import pytest
 
-from hotkernel import calibrate as cal
 from hotkernel.errors import HotkernelError
-from hotkernel.workspace import Workspace
+from hotkernel.insight import calibrate as cal
+from hotkernel.insight import calibration
+from hotkernel.workspace.paths import Workspace
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch not installed in this interpreter")
 
 
-def _entry(uuid: str = "GPU-1", copy: float = 100.0, read: float = 120.0) -> cal.CalibrationEntry:
-    return cal.CalibrationEntry(
+def _entry(uuid: str = "GPU-1", copy: float = 100.0, read: float = 120.0) -> calibration.CalibrationEntry:
+    return calibration.CalibrationEntry(
         uuid=uuid,
         name="NVIDIA H200",
         copy_gbps=copy,
@@ -37,9 +38,9 @@ def test_probe_runs_for_real_on_cpu_and_is_stored(tmp_path):
     assert entry.notes == []  # timed by the contract's own measure(), not the probe's fallback loop
     assert entry.copy_gbps > 0.1 and entry.read_gbps > 0.1
     assert entry.bytes_per_buffer == 8 * 2**20
-    stored = json.loads(cal.calibration_path(ws).read_text())
+    stored = json.loads(calibration.calibration_path(ws).read_text())
     assert stored["devices"]["cpu"]["copy_gbps"] == entry.copy_gbps
-    assert cal.measured_ceiling_gbps(ws, "cpu") == max(entry.copy_gbps, entry.read_gbps)
+    assert calibration.measured_ceiling_gbps(ws, "cpu") == max(entry.copy_gbps, entry.read_gbps)
 
 
 @needs_torch
@@ -71,29 +72,29 @@ def test_missing_interpreter(tmp_path):
 
 
 def test_store_replaces_per_uuid_and_keeps_aa_noise(tmp_path):
-    cal.store_calibration(tmp_path, _entry("GPU-1"))
-    cal.store_calibration(tmp_path, _entry("GPU-2", copy=50, read=40))
-    cal.store_aa_noise(tmp_path, "GPU-1", {"cv": 0.004})
-    cal.store_calibration(tmp_path, _entry("GPU-1", copy=200, read=150))  # re-calibration keeps the noise
-    entries = cal.load_calibration(tmp_path)
+    calibration.store_calibration(tmp_path, _entry("GPU-1"))
+    calibration.store_calibration(tmp_path, _entry("GPU-2", copy=50, read=40))
+    calibration.store_aa_noise(tmp_path, "GPU-1", {"cv": 0.004})
+    calibration.store_calibration(tmp_path, _entry("GPU-1", copy=200, read=150))  # re-calibration keeps the noise
+    entries = calibration.load_calibration(tmp_path)
     assert set(entries) == {"GPU-1", "GPU-2"}
     assert entries["GPU-1"].copy_gbps == 200 and entries["GPU-1"].aa_noise == {"cv": 0.004}
-    assert cal.measured_ceiling_gbps(tmp_path, "GPU-1") == 200
-    assert cal.measured_ceiling_gbps(tmp_path, "GPU-2") == 50
-    assert cal.measured_ceiling_gbps(tmp_path, "GPU-3") is None
-    assert cal.measured_ceiling_gbps(tmp_path, None) is None
+    assert calibration.measured_ceiling_gbps(tmp_path, "GPU-1") == 200
+    assert calibration.measured_ceiling_gbps(tmp_path, "GPU-2") == 50
+    assert calibration.measured_ceiling_gbps(tmp_path, "GPU-3") is None
+    assert calibration.measured_ceiling_gbps(tmp_path, None) is None
     with pytest.raises(HotkernelError, match="run `hotkernel calibrate` first"):
-        cal.store_aa_noise(tmp_path, "GPU-9", {})
+        calibration.store_aa_noise(tmp_path, "GPU-9", {})
 
 
 def test_corrupt_calibration_file_names_the_fix(tmp_path):
-    path = cal.calibration_path(tmp_path)
+    path = calibration.calibration_path(tmp_path)
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
     with pytest.raises(HotkernelError, match="delete it and run `hotkernel calibrate`"):
-        cal.load_calibration(tmp_path)
+        calibration.load_calibration(tmp_path)
 
 
 def test_nothing_calibrated_is_empty(tmp_path):
-    assert cal.load_calibration(tmp_path) == {}
-    assert cal.calibration_for(tmp_path, uuid="GPU-1", gpu_name="NVIDIA H200") is None
+    assert calibration.load_calibration(tmp_path) == {}
+    assert calibration.calibration_for(tmp_path, uuid="GPU-1", gpu_name="NVIDIA H200") is None

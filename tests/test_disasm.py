@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hotkernel.disasm import (
+from hotkernel.errors import HotkernelError
+from hotkernel.insight.disasm import (
     disasm,
     find_cuobjdump,
     find_triton_kernel,
@@ -19,7 +20,6 @@ from hotkernel.disasm import (
     summary_lines,
     triton_bin_dir,
 )
-from hotkernel.errors import HotkernelError
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
 CACHE = H200 / "triton_cache"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from hotkernel import gpu_info as gi
+from hotkernel.insight import gpu_info as gi
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
 H200_UUID = "GPU-dcd798de-e530-41ea-dcaf-589c0d912b05"

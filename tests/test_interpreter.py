@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hotkernel import interpreter
 from hotkernel.errors import HotkernelError
-from hotkernel.interpreter import ENV_VAR, find_python, probe_python
+from hotkernel.workspace import interpreter
+from hotkernel.workspace.interpreter import ENV_VAR, find_python, probe_python
 
 
 @pytest.fixture(autouse=True)
@@ -124,7 +124,8 @@ def test_this_venv_python_has_torch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_tool_modules_never_import_torch() -> None:
     code = (
-        "import sys, hotkernel.manifest, hotkernel.schema, hotkernel.interpreter, hotkernel.commands.new\n"
+        "import sys, hotkernel.manifest, hotkernel.manifest.schema, hotkernel.workspace.interpreter\n"
+        "import hotkernel.cli.commands.new\n"
         "assert 'torch' not in sys.modules and 'triton' not in sys.modules, 'torch imported'\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -132,7 +133,7 @@ def test_tool_modules_never_import_torch() -> None:
 
 
 def test_an_unexpanded_plugin_option_counts_as_unset(monkeypatch) -> None:
-    from hotkernel.interpreter import find_python
+    from hotkernel.workspace.interpreter import find_python
 
     monkeypatch.setenv("HOTKERNEL_PYTHON", "${user_config.python}")
     choice = find_python(None, require_torch=False)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+from hotkernel._util.fs import sha256_file
 from hotkernel.manifest import load_manifest, resolved_target
-from hotkernel.reconcile import candidate_who, keep_in_lock, plan, read_lock, sha256_file
-from hotkernel.render import render_target
-from hotkernel.workspace import Workspace
+from hotkernel.reconcile.plan import plan
+from hotkernel.reconcile.sync import candidate_who, keep_in_lock
+from hotkernel.run.render import render_target
+from hotkernel.workspace.lockfile import read_lock
+from hotkernel.workspace.paths import Workspace
 
 MANIFEST = """\
 version: 1
@@ -77,7 +80,7 @@ def test_keep_in_lock_refuses_a_candidate_that_is_not_on_disk(tmp_path: Path) ->
 
 
 def test_keep_in_lock_inside_a_sync_does_not_wait_for_itself(tmp_path: Path) -> None:
-    from hotkernel.reconcile import workspace_lock
+    from hotkernel.workspace.lockfile import workspace_lock
 
     ws = _rendered(tmp_path)
     candidate = sha256_file(ws.targets_dir / "alpha" / "candidate.py")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from record_factory import make_workspace, provenance, synthetic_result, write_noise
 
-from hotkernel.leaderboard import (
+from hotkernel.store.leaderboard import (
     GENERATED_MARKER,
     check_leaderboard,
     leaderboard_difference,
@@ -20,7 +20,7 @@ from hotkernel.leaderboard import (
     render_leaderboard,
     write_leaderboard,
 )
-from hotkernel.record import invalidate_record, record
+from hotkernel.store.record import invalidate_record, record
 
 
 def _populate(ws) -> list[str]:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hotkernel.cli import app
-from hotkernel.commands.new import parse_kwarg
+from hotkernel.cli.app import app
+from hotkernel.cli.commands.new import parse_kwarg
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, resolved_target
 
@@ -38,7 +38,7 @@ targets:
 
 def render_available() -> bool:
     try:
-        import hotkernel.render  # noqa: F401
+        import hotkernel.run.render  # noqa: F401
     except ModuleNotFoundError:
         return False
     return True
@@ -123,7 +123,7 @@ def test_new_adds_to_an_existing_manifest_with_a_minimal_diff(workspace: Path) -
     ]
 
 
-@pytest.mark.skipif(not render_available(), reason="hotkernel.render is being written by another helper")
+@pytest.mark.skipif(not render_available(), reason="hotkernel.run.render is being written by another helper")
 def test_new_renders_and_force_keeps_the_candidate(workspace: Path) -> None:
     out = new(
         "rmsnorm",

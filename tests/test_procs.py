@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
-from hotkernel.procs import find_executable, run_command
 
 
 def _alive(pid: int) -> bool:
@@ -94,7 +94,7 @@ def test_timeout_kills_a_grandchild_that_left_the_group(tmp_path) -> None:
     import sys
     import time
 
-    from hotkernel.procs import run_command
+    from hotkernel._util.procs import run_command
 
     pid_file = tmp_path / "grandchild.pid"
     script = (

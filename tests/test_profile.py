@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hotkernel import profile as prof
 from hotkernel.errors import HotkernelError
+from hotkernel.insight import profile as prof
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
 
@@ -35,9 +35,9 @@ def bare_path(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.setattr(prof.glob, "glob", lambda pattern: [])
-    monkeypatch.setattr("hotkernel.top_kernels.glob.glob", lambda pattern: [])
+    monkeypatch.setattr("hotkernel.insight.top_kernels.glob.glob", lambda pattern: [])
     monkeypatch.setattr(
-        "hotkernel.top_kernels.find_executable",
+        "hotkernel.insight.top_kernels.find_executable",
         lambda name, **kw: (bindir / name) if (bindir / name).is_file() else None,
     )
     monkeypatch.setattr(
@@ -165,7 +165,7 @@ def test_ncu_report_is_summarised(bare_path, tmp_path):
             "open(out + '.ncu-rep', 'wb').write(b'rep')\n"
         ),
     )
-    import hotkernel.top_kernels as tk
+    import hotkernel.insight.top_kernels as tk
 
     original = tk.load_ncu_report_module
     tk.load_ncu_report_module = lambda: None
@@ -210,7 +210,7 @@ def test_cancel_kills_the_profiler(bare_path, tmp_path):
 def test_cli_exits_1_with_diagnosis(bare_path, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from hotkernel.cli import app
+    from hotkernel.cli.app import app
 
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["profile", "--tool", "ncu", "-k", "rms", "--", "python", "-c", "1"])

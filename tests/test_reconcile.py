@@ -12,12 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from hotkernel._util.fs import sha256_file
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
-from hotkernel.reconcile import plan, plan_lines, read_lock, sha256_file, sync, write_lock
-from hotkernel.render import contract_sha256, expected_baseline_sha256, render_target
-from hotkernel.runner import sources_digest
-from hotkernel.workspace import Workspace
+from hotkernel.reconcile.plan import plan, plan_lines
+from hotkernel.reconcile.sync import sync
+from hotkernel.run.render import contract_sha256, expected_baseline_sha256, render_target
+from hotkernel.run.runner import sources_digest
+from hotkernel.workspace.lockfile import read_lock, write_lock
+from hotkernel.workspace.paths import Workspace
 
 MANIFEST = """\
 version: 1
@@ -171,8 +174,8 @@ def test_plan_imports_no_torch(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         import sys
         from pathlib import Path
-        from hotkernel.reconcile import plan
-        from hotkernel.workspace import Workspace
+        from hotkernel.reconcile.plan import plan
+        from hotkernel.workspace.paths import Workspace
         plan(Workspace(Path({str(ws.root)!r})))
         assert "torch" not in sys.modules and "triton" not in sys.modules, "plan imported torch"
     """)
@@ -183,17 +186,17 @@ def test_plan_imports_no_torch(tmp_path: Path) -> None:
 HOLD = """
 import sys, time
 from pathlib import Path
-import hotkernel.verify
+import hotkernel.reconcile.sync
 from hotkernel.errors import HotkernelError
-from hotkernel.reconcile import sync
-from hotkernel.workspace import Workspace
+from hotkernel.reconcile.sync import sync
+from hotkernel.workspace.paths import Workspace
 
 def slow_verify(*args, **kwargs):  # stands in for a long GPU verify: holds the workspace lock meanwhile
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
     raise HotkernelError("stand-in verify: no real run in this test")
 
-hotkernel.verify.verify = slow_verify
+hotkernel.reconcile.sync.verify = slow_verify
 report = sync(Workspace(Path(sys.argv[1])), gpu_name="Test GPU")
 print(report.items[0].status, flush=True)
 """
@@ -230,7 +233,7 @@ def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: 
     """sync over a stand-in verify: a failing target is reported, the rest are recorded and locked."""
     from record_factory import synthetic_result
 
-    import hotkernel.verify
+    import hotkernel.reconcile.sync
 
     ws = _workspace(tmp_path)
     ran: list[str] = []
@@ -242,7 +245,7 @@ def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: 
             raise HotkernelError("targets/beta/baseline.py: stand-in failure")
         return synthetic_result(name, "inconclusive", device="Test CPU")
 
-    monkeypatch.setattr(hotkernel.verify, "verify", stand_in)
+    monkeypatch.setattr(hotkernel.reconcile.sync, "verify", stand_in)
     monkeypatch.setenv("HOTKERNEL_WHO", "tester")
     report = sync(ws, n=3, gpu_name=None)
     status = {i.name: (i.status, i.verdict) for i in report.items}

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from record_factory import make_workspace, provenance, synthetic_result
 
-from hotkernel import record as record_module
 from hotkernel.errors import HotkernelError
-from hotkernel.leaderboard import load_records
-from hotkernel.record import history, invalidate_record, record, write_new_json
+from hotkernel.store import record as record_module
+from hotkernel.store.leaderboard import load_records
+from hotkernel.store.record import history, invalidate_record, record, write_new_json
 
 TESTS = Path(__file__).resolve().parent
 
@@ -28,8 +28,8 @@ def test_killed_between_temp_write_and_rename_leaves_no_record(tmp_path: Path) -
         from pathlib import Path
         sys.path.insert(0, {str(TESTS)!r})
         from record_factory import provenance, synthetic_result
-        from hotkernel.record import record
-        from hotkernel.workspace import Workspace
+        from hotkernel.store.record import record
+        from hotkernel.workspace.paths import Workspace
         from hotkernel.manifest import load_manifest
         load_manifest(Path({str(ws.root)!r}) / "hotkernel.yaml")  # warm the manifest cache (it writes atomically)
         def die(*args, **kwargs):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hotkernel import render
 from hotkernel.errors import HotkernelError
-from hotkernel.workspace import Workspace
+from hotkernel.run import render
+from hotkernel.workspace.paths import Workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial.workspace import TARGET, default_resolved, make_workspace  # noqa: E402
@@ -73,7 +73,7 @@ def test_rendering_does_not_import_torch(tmp_path: Path) -> None:
         "import sys; sys.path.insert(0, 'tests')\n"
         "from pathlib import Path\n"
         "from adversarial.workspace import make_workspace\n"
-        "import hotkernel.runner\n"
+        "import hotkernel.run.runner\n"
         f"make_workspace(Path({str(tmp_path)!r}))\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
@@ -81,7 +81,7 @@ def test_rendering_does_not_import_torch(tmp_path: Path) -> None:
 
 
 def test_untouched_candidate_follows_the_manifest_edited_one_never(tmp_path) -> None:
-    from hotkernel.render import initial_candidate, is_untouched_candidate, render_target
+    from hotkernel.run.render import initial_candidate, is_untouched_candidate, render_target
 
     ws, base = make_workspace(tmp_path)
     first = {**base, "from": "./kernels/ops.py:scale_rows"}

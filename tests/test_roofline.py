@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from hotkernel.calibrate import CalibrationEntry, store_calibration
 from hotkernel.errors import HotkernelError
-from hotkernel.roofline import DTYPE_RATE_FIELD, find_gpu, gpu_table, roofline
+from hotkernel.insight.calibration import CalibrationEntry, store_calibration
+from hotkernel.insight.roofline import roofline
+from hotkernel.insight.specs import DTYPE_RATE_FIELD, find_gpu, gpu_table
 
 REQUIRED = {
     "H200-SXM",
@@ -119,21 +120,21 @@ def test_fp8_on_ampere_and_unknown_dtype():
 
 
 def test_no_gpu_here_requires_gpu_name(monkeypatch):
-    from hotkernel import gpu_info
+    from hotkernel.insight import gpu_info
 
     monkeypatch.setattr(
-        gpu_info, "gpu_info", lambda: gpu_info.GpuInfo(source="none", message="no NVIDIA GPU")
+        "hotkernel.insight.roofline.gpu_info", lambda: gpu_info.GpuInfo(source="none", message="no NVIDIA GPU")
     )
     with pytest.raises(HotkernelError, match="gpu NAME; --gpu on the command line"):
         roofline(1, 1)
 
 
 def test_workspace_calibration_is_used_by_default(tmp_path, monkeypatch):
-    from hotkernel import gpu_info
+    from hotkernel.insight import gpu_info
 
     uuid = "GPU-dcd798de-e530-41ea-dcaf-589c0d912b05"
     device = gpu_info.GpuDevice(index=0, name="NVIDIA H200", uuid=uuid)
-    monkeypatch.setattr(gpu_info, "gpu_info", lambda: gpu_info.GpuInfo(source="nvml", gpus=[device]))
+    monkeypatch.setattr("hotkernel.insight.roofline.gpu_info", lambda: gpu_info.GpuInfo(source="nvml", gpus=[device]))
     store_calibration(
         tmp_path,
         CalibrationEntry(

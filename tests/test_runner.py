@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hotkernel.errors import HotkernelError
-from hotkernel.runner import (
+from hotkernel.run.runner import (
     JudgeProcess,
     RunOutcome,
     check_workspace_integrity,
@@ -55,7 +55,7 @@ def test_run_outcome_data_aliases_run() -> None:
 
 
 def test_the_tool_process_does_not_import_torch() -> None:
-    code = "import sys, hotkernel.runner, hotkernel.render; hotkernel.render.contract_module(); " \
+    code = "import sys, hotkernel.run.runner, hotkernel.run.render; hotkernel.run.render.contract_module(); " \
            "assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from ruamel.yaml import YAML
 
-from hotkernel.schema import (
+from hotkernel.manifest.schema import (
     manifest_json_schema,
     packaged_schema_path,
     schema_reference,
@@ -23,7 +23,7 @@ COMMITTED = REPO / "schemas" / "hotkernel.schema.json"
 
 def test_committed_schema_is_up_to_date() -> None:
     assert COMMITTED.read_text(encoding="utf-8") == schema_text(), (
-        "schemas/hotkernel.schema.json is stale: run `python -m hotkernel.schema` and commit the result"
+        "schemas/hotkernel.schema.json is stale: run `python -m hotkernel.manifest.schema` and commit the result"
     )
 
 

@@ -17,8 +17,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from hotkernel import jobs
-from hotkernel.server import build_server
+from hotkernel.mcp import jobs
+from hotkernel.mcp.app import build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -344,7 +344,7 @@ async def test_disasm_without_cubin_is_a_clear_error(workspace: Path, tmp_path: 
 def test_cli_never_imports_the_sdk() -> None:
     import subprocess
 
-    code = "import hotkernel.cli, sys; print([m for m in sys.modules if m.split('.')[0] == 'mcp'])"
+    code = "import hotkernel.cli.app, sys; print([m for m in sys.modules if m.split('.')[0] == 'mcp'])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -353,7 +353,7 @@ def test_server_never_imports_torch() -> None:
     import subprocess
 
     code = (
-        "import importlib, pkgutil, sys, hotkernel; from hotkernel.server import build_server; "
+        "import importlib, pkgutil, sys, hotkernel; from hotkernel.mcp.app import build_server; "
         "build_server('.'); "
         "[importlib.import_module(m.name) for m in pkgutil.walk_packages(hotkernel.__path__, 'hotkernel.') "
         "if '.scripts' not in m.name and m.name != 'hotkernel.__main__']; "
@@ -488,7 +488,7 @@ async def test_profile_without_nsight_says_the_fix(workspace: Path) -> None:
         neither = await call(client, "profile", {})
         assert neither.is_error and "target" in text_of(neither) and "script" in text_of(neither)
         result = await call(client, "profile", {"target": "scale", "wait_s": 120})
-    from hotkernel.top_kernels import find_ncu
+    from hotkernel.insight.top_kernels import find_ncu
 
     if find_ncu() is not None:
         pytest.skip("Nsight Compute is installed here")

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 import hotkernel
-from hotkernel.server import build_server
+from hotkernel.mcp.app import build_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SKILL = ROOT / "skills" / "kernel-speedrun" / "SKILL.md"

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from hotkernel import jobs
+from hotkernel.mcp import jobs
 
 pytestmark = pytest.mark.anyio
 MANIFEST = """\

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hotkernel.errors import HotkernelError
-from hotkernel.top_kernels import bound_hint, short_kernel_name, summary_lines, top_kernels
+from hotkernel.insight.top_kernels import bound_hint, short_kernel_name, summary_lines, top_kernels
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
 
@@ -114,8 +114,8 @@ def test_ncu_rep_without_nsight_compute(tmp_path, monkeypatch):
     report = tmp_path / "r.ncu-rep"
     report.write_bytes(b"\x00not really")
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr("hotkernel.top_kernels.load_ncu_report_module", lambda: None)
-    monkeypatch.setattr("hotkernel.top_kernels.find_ncu", lambda: None)
+    monkeypatch.setattr("hotkernel.insight.top_kernels.load_ncu_report_module", lambda: None)
+    monkeypatch.setattr("hotkernel.insight.top_kernels.find_ncu", lambda: None)
     with pytest.raises(HotkernelError, match="needs Nsight Compute.*--page details"):
         top_kernels(report)
 
@@ -137,7 +137,7 @@ def test_bad_n_and_short_names():
 
 
 def test_bound_hint_latency():
-    from hotkernel.top_kernels import KernelRow
+    from hotkernel.insight.top_kernels import KernelRow
 
     row = KernelRow(
         name="k", short_name="k", calls=1, memory_pct=20, dram_pct=18, sm_pct=30, occupancy_pct=12

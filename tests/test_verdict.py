@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from hotkernel.verdict import (
+from hotkernel.run.verdict import (
     MIN_EPSILON,
     aa_noise,
     decide,

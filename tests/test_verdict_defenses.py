@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from hotkernel.runner import JudgeProcess, run_script
-from hotkernel.verify import verify
+from hotkernel.run.runner import JudgeProcess, run_script
+from hotkernel.run.verify import verify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial.workspace import KERNEL_SOURCE, TARGET, make_workspace, python  # noqa: E402

@@ -24,9 +24,9 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 from adversarial.cases import CASES  # noqa: E402
 from adversarial.workspace import CANDIDATES_DIR, KERNEL_SOURCE, default_resolved  # noqa: E402
 
-from hotkernel.render import render_target  # noqa: E402
-from hotkernel.runner import JudgeProcess, run_script  # noqa: E402
-from hotkernel.workspace import Workspace  # noqa: E402
+from hotkernel.run.render import render_target  # noqa: E402
+from hotkernel.run.runner import JudgeProcess, run_script  # noqa: E402
+from hotkernel.workspace.paths import Workspace  # noqa: E402
 
 SKIP_ON_GPU = {"hangs"}  # the timeout path is covered on CPU; 20 s of budget is better spent elsewhere
 MM_KERNEL = """import torch

@@ -295,3 +295,29 @@ def _signal(pid: int, sig: int) -> None:
 
 
 # ---- the child side ----------------------------------------------------------------------------------------
+
+
+class TerminationRaises:
+    """While active (main thread only), SIGTERM and SIGHUP raise ``SystemExit(128 + signal)`` like SIGINT
+    raises KeyboardInterrupt, so ``finally`` blocks kill the processes they own before the process exits.
+    The previous handlers come back on exit. A context manager; nesting is fine."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> TerminationRaises:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.previous[sig] = signal.signal(sig, _raise_exit)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        self.previous.clear()
+
+
+def _raise_exit(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)

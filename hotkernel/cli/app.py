@@ -30,16 +30,16 @@ app = typer.Typer(
 @app.callback(invoke_without_command=True)
 def _root(ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is None:
-        from hotkernel.server import serve
+        from hotkernel.mcp.app import serve
 
         serve()
 
 
 for _name in COMMAND_MODULES:
     try:
-        importlib.import_module(f"hotkernel.commands.{_name}").register(app)
+        importlib.import_module(f"hotkernel.cli.commands.{_name}").register(app)
     except ModuleNotFoundError as _err:  # a command still being written must not break the others
-        if _err.name != f"hotkernel.commands.{_name}":
+        if _err.name != f"hotkernel.cli.commands.{_name}":
             raise
 
 

@@ -10,138 +10,20 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from filelock import FileLock
-from pydantic import BaseModel, Field
-
+from hotkernel._util.procs import run_command
 from hotkernel.errors import HotkernelError
-from hotkernel.procs import run_command
-from hotkernel.workspace import Workspace
+from hotkernel.insight.calibration import CalibrationEntry, store_calibration
+from hotkernel.insight.specs import find_gpu
+from hotkernel.manifest.python import user_python
+from hotkernel.workspace.paths import Workspace
 
-CALIBRATION_FILE = "calibration.json"
 PROBE = Path(__file__).parent / "scripts" / "calibrate_probe.py"
 DEFAULT_TIMEOUT_S = 300.0
-
-
-class CalibrationEntry(BaseModel):
-    """The measured ceilings of one device."""
-
-    uuid: str
-    name: str
-    copy_gbps: float = Field(description="device copy, read + write bytes counted")
-    read_gbps: float = Field(description="read-only reduction")
-    bytes_per_buffer: int
-    timer: str
-    measured_at: str
-    python: str | None = None
-    torch: str | None = None
-    spec_bandwidth_gbps: float | None = None
-    share_of_spec: float | None = None
-    aa_noise: dict | None = Field(default=None, description="A/A noise of the verify rule, when measured")
-    notes: list[str] = []
-
-    @property
-    def ceiling_gbps(self) -> float:
-        """The best streaming rate measured: the floor a memory-bound kernel can get near."""
-        return max(self.copy_gbps, self.read_gbps)
-
-
-def calibration_path(ws: Workspace | Path) -> Path:
-    root = ws.root if isinstance(ws, Workspace) else Path(ws)
-    return root / ".hotkernel" / CALIBRATION_FILE
-
-
-def load_calibration(ws: Workspace | Path) -> dict[str, CalibrationEntry]:
-    """Every stored entry by UUID ({} when nothing was calibrated); a corrupt file raises with the fix."""
-    path = calibration_path(ws)
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-        devices = data.get("devices", {})
-        return {uuid: CalibrationEntry.model_validate(entry) for uuid, entry in devices.items()}
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise HotkernelError(
-            f"{path} is not a valid calibration file ({type(exc).__name__}); "
-            "delete it and run `hotkernel calibrate`"
-        ) from None
-
-
-def store_calibration(ws: Workspace | Path, entry: CalibrationEntry) -> Path:
-    """Insert or replace ``entry`` (atomic write under a file lock); returns the file."""
-    path = calibration_path(ws)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock", timeout=30):
-        entries = load_calibration(ws)
-        previous = entries.get(entry.uuid)
-        if previous is not None and entry.aa_noise is None:
-            entry = entry.model_copy(update={"aa_noise": previous.aa_noise})
-        entries[entry.uuid] = entry
-        payload = {"version": 1, "devices": {uuid: e.model_dump() for uuid, e in sorted(entries.items())}}
-        handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".calibration-", suffix=".json")
-        with os.fdopen(handle, "w") as out:
-            json.dump(payload, out, indent=1)
-            out.write("\n")
-        os.replace(tmp, path)
-    return path
-
-
-def store_aa_noise(ws: Workspace | Path, uuid: str, noise: dict) -> Path:
-    """Attach A/A noise figures (from the verify rule's self-test) to a calibrated device."""
-    entries = load_calibration(ws)
-    if uuid not in entries:
-        raise HotkernelError(
-            f"no calibration for {uuid} in {calibration_path(ws)}: run `hotkernel calibrate` first"
-        )
-    return store_calibration(ws, entries[uuid].model_copy(update={"aa_noise": noise}))
-
-
-def measured_ceiling_gbps(ws: Workspace | Path, uuid: str | None) -> float | None:
-    """The measured streaming ceiling of device ``uuid`` in GB/s, or None when it was never calibrated."""
-    if not uuid:
-        return None
-    entry = load_calibration(ws).get(uuid)
-    return entry.ceiling_gbps if entry is not None else None
-
-
-def calibration_for(
-    ws: Workspace | Path, *, uuid: str | None = None, gpu_name: str | None = None
-) -> CalibrationEntry | None:
-    """The entry for ``uuid``; without one, the newest entry whose device name matches ``gpu_name``."""
-    entries = load_calibration(ws)
-    if uuid and uuid in entries:
-        return entries[uuid]
-    if gpu_name:
-        named = [e for e in entries.values() if e.name.lower() == gpu_name.lower()]
-        if named:
-            return max(named, key=lambda e: e.measured_at)
-    return None
-
-
-def user_python(ws: Workspace | None = None) -> str:
-    """The interpreter that has torch: ``hotkernel.interpreter.find_python`` when present, else
-    ``HOTKERNEL_PYTHON``, ``python3`` on PATH, or this interpreter."""
-    try:
-        from hotkernel.interpreter import find_python
-    except ImportError:
-        find_python = None
-    if find_python is not None:
-        manifest_python = None
-        if ws is not None and ws.manifest.is_file():
-            try:
-                from hotkernel.manifest import load_manifest
-
-                manifest_python = getattr(load_manifest(ws.manifest), "python", None)
-            except Exception:  # a broken manifest is reported by the commands that need it
-                manifest_python = None
-        return str(find_python(manifest_python, root=ws.root if ws is not None else None).path)
-    return os.environ.get("HOTKERNEL_PYTHON") or shutil.which("python3") or sys.executable
 
 
 def contract_file(ws: Workspace | None = None) -> Path | None:
@@ -149,7 +31,7 @@ def contract_file(ws: Workspace | None = None) -> Path | None:
     candidates = []
     if ws is not None:
         candidates.append(ws.contract_file)
-    here = Path(__file__).parent
+    here = Path(__file__).resolve().parent.parent  # the hotkernel package
     candidates += [here / "templates" / "hk_contract.py", here.parent / "templates" / "hk_contract.py"]
     return next((path for path in candidates if path.is_file()), None)
 
@@ -164,7 +46,7 @@ def calibrate(
     store: bool = True,
 ) -> CalibrationEntry:
     """Run the probe in the user's interpreter, store the result under the device UUID, and return it."""
-    interpreter = python or user_python(ws)
+    interpreter = user_python(ws, python)
     run_dir = Path(tempfile.mkdtemp(prefix="hotkernel-calibrate-"))
     out = run_dir / "result.json"
     argv = [interpreter, str(PROBE), "--out", str(out), "--device", device]
@@ -193,8 +75,6 @@ def calibrate(
             f"calibrate: the probe in {interpreter} failed: {result.get('error', 'unknown error')}; "
             f"point HOTKERNEL_PYTHON (or --python) at an interpreter with CUDA torch (traceback: {out})"
         )
-    from hotkernel.roofline import find_gpu
-
     spec_bw = None
     notes = list(result.get("notes", []))
     if device == "cuda":

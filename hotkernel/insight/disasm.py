@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
-from hotkernel.procs import find_executable, run_command
 
 TRITON_CACHE = "triton-cache"
 DISASM_TIMEOUT_S = 120.0

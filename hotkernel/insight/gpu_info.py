@@ -11,7 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hotkernel.procs import find_executable, run_command
+from hotkernel._util.procs import find_executable, run_command
+from hotkernel.errors import HotkernelError
+from hotkernel.insight.specs import find_gpu
 
 SMI_FIELDS = (
     "index", "name", "uuid", "driver_version", "memory.total", "memory.used", "power.limit",
@@ -251,9 +253,6 @@ def _text(value: Any) -> str | None:
 
 
 def _with_roofline(info: GpuInfo) -> GpuInfo:
-    from hotkernel.errors import HotkernelError
-    from hotkernel.roofline import find_gpu
-
     for gpu in info.gpus:
         try:
             spec, warning = find_gpu(gpu.name)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
-from hotkernel.procs import find_executable, run_command
-from hotkernel.top_kernels import TopKernels, find_ncu, top_kernels
+from hotkernel.insight.top_kernels import TopKernels, find_ncu, top_kernels
 
 DEFAULT_TIMEOUT_S = 600.0
 CACHE_CONTROL = ("all", "none")
@@ -351,7 +351,7 @@ def summary_lines(result: ProfileResult) -> list[str]:
     else:
         lines = [f"{result.tool} report: {result.report} ({result.wall_s:.1f} s)"]
         if result.summary is not None:
-            from hotkernel.top_kernels import summary_lines as top_lines
+            from hotkernel.insight.top_kernels import summary_lines as top_lines
 
             lines += top_lines(result.summary)
     lines += [f"note: {note}" for note in result.notes]

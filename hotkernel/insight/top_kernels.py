@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
-from hotkernel.procs import find_executable, run_command
 
 NCU_IMPORT_TIMEOUT_S = 300.0
 BUSY_PCT = 60.0  # Nsight Compute's "high throughput" threshold in its SOL rule

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from hotkernel._util.procs import run_command
 from hotkernel.errors import HotkernelError
-from hotkernel.procs import run_command
 
 WRAPPER = Path(__file__).parent / "scripts" / "trace_wrapper.py"
 DEFAULT_TIMEOUT_S = 600.0
@@ -91,9 +91,9 @@ def torch_trace(
     if top < 1:
         raise HotkernelError(f"trace: top={top} must be at least 1")
     if python is None:
-        from hotkernel.calibrate import user_python
+        from hotkernel.manifest.python import user_python
 
-        python = user_python()
+        python = user_python(None)
     directory = Path(out_dir) if out_dir is not None else default_out_dir(None)
     directory.mkdir(parents=True, exist_ok=True)
     argv = [python, str(WRAPPER), "--out", str(directory)]

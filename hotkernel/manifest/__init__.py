@@ -34,7 +34,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from hotkernel.errors import HotkernelError
-from hotkernel.workspace import MANIFEST_NAME, TARGET_NAME_RE
+from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE
 
 MANIFEST_VERSION = 1
 SCHEMA_MODELINE_PREFIX = "# yaml-language-server: $schema="

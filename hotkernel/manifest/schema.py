@@ -2,7 +2,7 @@
 
 The committed copy lives at ``schemas/hotkernel.schema.json`` (shipped in the wheel as
 ``hotkernel/schemas/hotkernel.schema.json``); a test fails when it is stale. Regenerate it with
-``python -m hotkernel.schema``.
+``python -m hotkernel.manifest.schema``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hotkernel.manifest import Manifest
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_FILE_NAME = "hotkernel.schema.json"
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the hotkernel package
 
 
 def manifest_json_schema() -> dict[str, Any]:

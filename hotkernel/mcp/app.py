@@ -3,7 +3,7 @@
 A thin layer over the library. Each tool body imports the library module it wraps lazily, so the server starts
 fast and never imports torch. Anticipated failures (``HotkernelError``, bad arguments) become ``ToolError``
 with the library's one-line text in ``_tool`` (the single wrapper every tool goes through). Calls that run the
-user's interpreter run as jobs (``hotkernel.jobs``): they report progress, can be cancelled (the job's whole
+user's interpreter run as jobs (``hotkernel.mcp.jobs``): they report progress, can be cancelled (the job's whole
 process tree is killed), and return a job id when they outlast ``wait_s`` so clients with a 60 s tool timeout
 can poll.
 """
@@ -28,27 +28,20 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from hotkernel import __version__
-from hotkernel.calibrate import CalibrationEntry
-from hotkernel.disasm import DisasmResult
 from hotkernel.errors import HotkernelError
-from hotkernel.gpu_info import GpuInfo
-from hotkernel.profile import ProfileResult
-from hotkernel.results import (
-    BenchResult,
-    HistoryEntry,
-    LeaderboardRow,
-    Plan,
-    Record,
-    RecordResult,
-    SyncReport,
-    VerifyResult,
-)
-from hotkernel.roofline import RooflineResult
-from hotkernel.top_kernels import TopKernels
-from hotkernel.torch_trace import TraceResult
-from hotkernel.workspace import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace, safe_path
+from hotkernel.insight.calibration import CalibrationEntry
+from hotkernel.insight.disasm import DisasmResult
+from hotkernel.insight.gpu_info import GpuInfo
+from hotkernel.insight.profile import ProfileResult
+from hotkernel.insight.roofline import RooflineResult
+from hotkernel.insight.top_kernels import TopKernels
+from hotkernel.insight.torch_trace import TraceResult
+from hotkernel.reconcile.models import Plan, SyncReport
+from hotkernel.run.models import BenchResult, VerifyResult
+from hotkernel.store.models import HistoryEntry, LeaderboardRow, Record, RecordResult
+from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace, safe_path
 
-log = logging.getLogger("hotkernel.server")
+log = logging.getLogger("hotkernel.mcp.app")
 
 INSTRUCTIONS = (
     "hotkernel measures and verifies GPU kernel speedups. Loop: bench the baseline (the number to beat), "
@@ -222,7 +215,7 @@ def serve() -> None:
     """Serve MCP on stdio until the client closes the pipe; running jobs are killed on the way out."""
     import signal
 
-    from hotkernel import jobs
+    from hotkernel.mcp import jobs
 
     def stop(signum: int, _frame: object) -> None:  # SIGTERM/SIGHUP: no job outlives the server
         jobs.cancel_all_jobs()
@@ -314,7 +307,7 @@ def _job_info(job: Any) -> JobInfo:
 
 async def _follow(ctx: Context, job: Any, wait_s: float, *, kill_on_cancel: bool = True) -> None:
     """Relay the job's progress until it ends or ``wait_s`` passes; a cancelled call kills the job."""
-    from hotkernel import jobs
+    from hotkernel.mcp import jobs
 
     deadline = time.monotonic() + wait_s
     seen_updates = 0
@@ -347,7 +340,7 @@ async def _run_job(
     ctx: Context, op: str, ws: Workspace, args: dict[str, Any], wait_s: float
 ) -> tuple[JobInfo, Any]:
     """Start ``op`` as a job, follow it up to ``wait_s``; (job info, result dict or None)."""
-    from hotkernel import jobs
+    from hotkernel.mcp import jobs
 
     job = jobs.start_job(op, ws.root, args)
     await ctx.report_progress(0.0, None, f"{op} started as job {job.id}")
@@ -375,7 +368,7 @@ async def job_status(
     the result (the same fields the starting tool returns). A failed job is a tool error with the reason. Use
     list_jobs to find ids, cancel_job to stop one.
     """
-    from hotkernel import jobs
+    from hotkernel.mcp import jobs
 
     job = jobs.get_job(job_id)
     await _follow(ctx, job, wait_s, kill_on_cancel=False)
@@ -394,7 +387,7 @@ async def cancel_job(
     Nothing is recorded for a cancelled job. Cancelling a finished job changes nothing. Use job_status to wait
     for a job instead.
     """
-    from hotkernel import jobs
+    from hotkernel.mcp import jobs
 
     job = jobs.get_job(job_id)
     await anyio.to_thread.run_sync(jobs.cancel_job, job)
@@ -407,7 +400,7 @@ def list_jobs() -> JobList:
 
     Use job_status to wait for one, cancel_job to stop one.
     """
-    from hotkernel import jobs
+    from hotkernel.mcp import jobs
 
     return JobList(jobs=[_job_info(job) for job in jobs.list_jobs()])
 
@@ -526,8 +519,8 @@ def record(
     change only when it does; otherwise revert the candidate. Only a verify this server ran can be recorded (a
     result cannot be typed in). To re-run and record everything out of date use sync instead.
     """
-    from hotkernel import jobs
-    from hotkernel.record import record as record_result
+    from hotkernel.mcp import jobs
+    from hotkernel.reconcile.sync import record_and_keep as record_result
 
     ws = _workspace(ctx)
     _known_target(ws, target)
@@ -598,7 +591,7 @@ def plan(ctx: Context) -> Plan:
 
     Reads only. Then call sync to bring them up to date, or verify + record for one target.
     """
-    from hotkernel.reconcile import plan as make_plan
+    from hotkernel.reconcile.plan import plan as make_plan
 
     return make_plan(_workspace(ctx))
 
@@ -668,7 +661,7 @@ def _target_files(ws: Workspace, name: str) -> dict[str, str | None]:
 
 def _render(ws: Workspace, name: str) -> tuple[list[str], list[str], dict[str, Any]]:
     from hotkernel.manifest import resolved_target
-    from hotkernel.render import render_target
+    from hotkernel.run.render import render_target
 
     resolved = resolved_target(_manifest(ws), name)
     rendered = render_target(ws, name, resolved)
@@ -676,7 +669,7 @@ def _render(ws: Workspace, name: str) -> tuple[list[str], list[str], dict[str, A
 
 
 def _best_speedup(ws: Workspace, name: str) -> float | None:
-    from hotkernel.record import history as target_history
+    from hotkernel.store.record import history as target_history
 
     speedups = [
         e.speedup
@@ -720,7 +713,7 @@ def show_target(ctx: Context, target: TargetName) -> TargetDetail:
     Reads only. Use list_targets for all targets at a glance, history for every record of a target.
     """
     from hotkernel.manifest import resolved_target
-    from hotkernel.record import history as target_history
+    from hotkernel.store.record import history as target_history
 
     ws = _workspace(ctx)
     manifest = _known_target(ws, target)
@@ -1031,7 +1024,7 @@ def leaderboard(ctx: Context) -> Leaderboard:
     Deterministic: the same records give the same bytes. Use history for one target's records, show_target for
     its latest verdicts.
     """
-    from hotkernel.leaderboard import current_protocol, leaderboard_rows, load_records, write_leaderboard
+    from hotkernel.store.leaderboard import current_protocol, leaderboard_rows, load_records, write_leaderboard
 
     ws = _workspace(ctx)
     path = write_leaderboard(ws)
@@ -1045,7 +1038,7 @@ def history(ctx: Context, target: TargetName) -> History:
 
     Reads only. Use leaderboard for all targets, invalidate_record to discount a bad record.
     """
-    from hotkernel.record import history as target_history
+    from hotkernel.store.record import history as target_history
 
     ws = _workspace(ctx)
     _known_target(ws, target)
@@ -1078,8 +1071,8 @@ def invalidate_record(
     Use it for a record later found wrong (a broken GPU clock, a contract bug). LEADERBOARD.md is regenerated.
     Use history to find the path.
     """
-    from hotkernel.leaderboard import write_leaderboard
-    from hotkernel.record import invalidate_record as mark
+    from hotkernel.store.leaderboard import write_leaderboard
+    from hotkernel.store.record import invalidate_record as mark
 
     ws = _workspace(ctx)
     record_path = _inside(ws, path, "path")
@@ -1101,7 +1094,7 @@ def gpu_info() -> GpuInfo:
     failing. Use it first to know what roofline and calibrate will measure against; use calibrate to measure
     the card's real streaming ceiling.
     """
-    from hotkernel.gpu_info import gpu_info as query
+    from hotkernel.insight.gpu_info import gpu_info as query
 
     return query()
 
@@ -1143,7 +1136,7 @@ def roofline(
     a real kernel can get near: stop optimising within about 5% of it. Needs a GPU here unless gpu is given.
     Use gpu_info for the card itself, profile for what the kernel actually achieves.
     """
-    from hotkernel.roofline import roofline as place
+    from hotkernel.insight.roofline import roofline as place
 
     try:
         root: Path | None = find_workspace(_start_dir(ctx)).root
@@ -1267,8 +1260,8 @@ def disasm(
     spills, tensor cores). Works without a GPU. The full listing is saved under .hotkernel/disasm/. For timing
     use bench/verify; for runtime counters use profile.
     """
-    from hotkernel.disasm import TRITON_CACHE
-    from hotkernel.disasm import disasm as disassemble
+    from hotkernel.insight.disasm import TRITON_CACHE
+    from hotkernel.insight.disasm import disasm as disassemble
 
     ws = _workspace(ctx)
     if source != TRITON_CACHE:
@@ -1393,7 +1386,7 @@ def top_kernels(
     Reads only; runs nothing on the GPU. Use it to re-read a profile or torch_trace result, or a report you
     exported yourself. To make a new report use profile (counters) or torch_trace (no Nsight needed).
     """
-    from hotkernel.top_kernels import top_kernels as rank
+    from hotkernel.insight.top_kernels import top_kernels as rank
 
     ws = _workspace(ctx)
     path = _inside(ws, report, "report")

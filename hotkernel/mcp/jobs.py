@@ -1,7 +1,7 @@
 """Long tool calls as child processes: start one, poll it, cancel it (its whole process tree is killed).
 
 The MCP server runs every call that spawns the user's interpreter (bench, verify, sync, profile, calibrate,
-torch_trace) as ``python -m hotkernel.jobs OP`` with ``{"root": ..., "args": {...}}`` on stdin. The child
+torch_trace) as ``python -m hotkernel.mcp.jobs OP`` with ``{"root": ..., "args": {...}}`` on stdin. The child
 calls the library and writes JSON lines on its stdout: ``{"progress": p, "total": t, "message": m}`` while it
 works and one final ``{"result": {...}}`` or ``{"error": "one line"}``. Anything else it prints goes to
 stderr.
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hotkernel._util.procs import descendants, kill_tree  # noqa: F401 (jobs.kill_tree: the job's whole tree)
 from hotkernel.errors import HotkernelError
-from hotkernel.procs import descendants, kill_tree  # noqa: F401 (jobs.kill_tree: the job's whole tree)
 
 JobState = str  # "running" | "done" | "failed" | "cancelled"
 MAX_FINISHED_JOBS = 64
@@ -80,7 +80,7 @@ def start_job(op: str, root: Path, args: dict[str, Any], *, python: str | None =
         raise HotkernelError(f"unknown job operation {op!r}: expected one of {', '.join(sorted(OPERATIONS))}")
     request = json.dumps({"root": str(root), "args": args})
     process = subprocess.Popen(
-        [python or sys.executable, "-m", "hotkernel.jobs", op],
+        [python or sys.executable, "-m", "hotkernel.mcp.jobs", op],
         cwd=root,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -216,7 +216,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m hotkernel.jobs OP``: read the request on stdin, run OPERATIONS[OP], answer on stdout."""
+    """``python -m hotkernel.mcp.jobs OP``: read the request on stdin, run OPERATIONS[OP], answer on stdout."""
     wire = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # whatever the library or its children print lands on stderr, not on the wire
     sys.stdout = sys.stderr
@@ -226,7 +226,7 @@ def main(argv: list[str]) -> int:
 
     if len(argv) != 2 or argv[1] not in OPERATIONS:
         wire.write(
-            json.dumps({"error": f"usage: python -m hotkernel.jobs {{{','.join(sorted(OPERATIONS))}}}"})
+            json.dumps({"error": f"usage: python -m hotkernel.mcp.jobs {{{','.join(sorted(OPERATIONS))}}}"})
         )
         return 2
     try:
@@ -251,14 +251,14 @@ def main(argv: list[str]) -> int:
 
 
 def _workspace(root: Path) -> Any:
-    from hotkernel.workspace import find_workspace
+    from hotkernel.workspace.paths import find_workspace
 
     return find_workspace(root)
 
 
 def op_bench(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     """bench the target's baseline or candidate (or a given script inside the workspace)."""
-    from hotkernel.bench import bench
+    from hotkernel.run.bench import bench
 
     ws = _workspace(root)
     script = args.get("script") or ws.target_dir(args["target"]) / f"{args['role']}.py"
@@ -275,7 +275,7 @@ def op_bench(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
 
 def op_verify(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     """verify the target's candidate (or a given candidate script) against its baseline."""
-    from hotkernel.verify import verify
+    from hotkernel.run.verify import verify
 
     ws = _workspace(root)
     directory = ws.target_dir(args["target"])
@@ -287,7 +287,7 @@ def op_verify(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
 
 def op_sync(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     """reconcile the workspace (optionally only some targets)."""
-    from hotkernel.reconcile import sync
+    from hotkernel.reconcile.sync import sync
 
     return sync(
         _workspace(root),
@@ -300,7 +300,7 @@ def op_sync(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
 
 def op_calibrate(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     """measure the streaming ceilings of the device and store them under its UUID."""
-    from hotkernel.calibrate import calibrate
+    from hotkernel.insight.calibrate import calibrate
 
     progress(0, 1, "running the streaming probe in the user's python")
     entry = calibrate(
@@ -315,8 +315,8 @@ def op_calibrate(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
 
 def op_torch_trace(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     """run a script under torch.profiler in the user's python; tables and trace under .hotkernel/traces/."""
-    from hotkernel.bench import resolve_python
-    from hotkernel.torch_trace import default_out_dir, torch_trace
+    from hotkernel.insight.torch_trace import default_out_dir, torch_trace
+    from hotkernel.manifest.python import user_python
 
     ws = _workspace(root)
     out_dir = default_out_dir(ws.root)
@@ -324,7 +324,7 @@ def op_torch_trace(root: Path, args: dict[str, Any], progress: ProgressFn) -> An
     result = torch_trace(
         args["script"],
         script_args=args.get("script_args", []),
-        python=resolve_python(ws, None),
+        python=user_python(ws),
         top=args.get("top", 10),
         out_dir=out_dir,
         timeout_s=args.get("timeout_s", 600),
@@ -335,12 +335,12 @@ def op_torch_trace(root: Path, args: dict[str, Any], progress: ProgressFn) -> An
 
 def op_profile(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     """run a script in the user's python under ncu/nsys; a missing tool or permission is a one-line error."""
-    from hotkernel.bench import resolve_python
-    from hotkernel.profile import profile
+    from hotkernel.insight.profile import profile
+    from hotkernel.manifest.python import user_python
 
     ws = _workspace(root)
     out_dir = ws.state_dir / "profiles" / time.strftime("%Y%m%d-%H%M%S")
-    command = [resolve_python(ws, None), args["script"], *args.get("script_args", [])]
+    command = [user_python(ws), args["script"], *args.get("script_args", [])]
     progress(0, 1, f"{args['tool']} {Path(args['script']).name}")
     result = profile(
         command,

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from hotkernel.errors import HotkernelError
-from hotkernel.results import BenchResult, RunSummary, SampleStats
-from hotkernel.workspace import Workspace
+from hotkernel.manifest.python import user_python
+from hotkernel.run import runner
+from hotkernel.run.models import BenchResult, RunSummary, SampleStats
+from hotkernel.workspace.paths import Workspace
 
 Progress = Callable[[int, int, str], None]
 DEFAULT_TIMEOUT_S = 600.0
@@ -67,22 +69,6 @@ def summarize_outcome(outcome: Any, *, role: str, index: int) -> RunSummary:
     )
 
 
-def resolve_python(ws: Workspace, python: str | None) -> str:
-    """The user's interpreter: ``python`` if given, else ``find_python`` with the manifest's setting."""
-    if python:
-        return python
-    from hotkernel.interpreter import find_python
-
-    manifest_python = None
-    if ws.manifest.is_file():
-        from hotkernel.manifest import load_manifest
-
-        manifest = load_manifest(ws.manifest)
-        manifest_python = getattr(manifest, "python", None) or getattr(getattr(manifest, "defaults", None),
-                                                                        "python", None)
-    return str(find_python(manifest_python, root=ws.root).path)
-
-
 def script_path(ws: Workspace, script: str | Path, what: str) -> Path:
     """``script`` resolved inside the workspace; it must exist."""
     path = ws.inside(script, what=what)
@@ -111,26 +97,15 @@ def display_path(ws: Workspace, path: Path) -> str:
 @contextmanager
 def judge_process(ws: Workspace, python: str) -> Iterator[Any]:
     """One ``runner.JudgeProcess`` for a whole bench/verify, closed (its process group killed) afterwards."""
-    from hotkernel.runner import JudgeProcess
-
-    judge = JudgeProcess(ws, python=python)
-    if hasattr(judge, "__enter__"):
-        with judge as entered:
-            yield entered if entered is not None else judge
-    else:  # pragma: no cover - adapter for a JudgeProcess without a context manager
-        try:
-            yield judge
-        finally:
-            judge.close()
+    with runner.JudgeProcess(ws, python=python) as judge:
+        yield judge
 
 
 def run_one(ws: Workspace, script: Path, *, python: str, role: str, index: int, timeout_s: float,
             ceiling_gbps: float | None, judge: Any) -> RunSummary:
     """One run of ``script`` through the runner, summarised; anticipated runner errors become errors."""
-    from hotkernel.runner import run_script
-
     try:
-        outcome = run_script(ws, script, python=python, role=role, timeout_s=timeout_s,
+        outcome = runner.run_script(ws, script, python=python, role=role, timeout_s=timeout_s,
                              ceiling_gbps=ceiling_gbps, judge=judge)
     except HotkernelError as err:
         return RunSummary(role=role, index=index, status="error", reason=f"crashed: {err}")
@@ -154,7 +129,7 @@ def bench(
     if n < 1 or warmup < 0:
         raise HotkernelError(f"bench: need -n >= 1 and --warmup >= 0, got n={n}, warmup={warmup}")
     path = script_path(ws, script, "script")
-    python = resolve_python(ws, python)
+    python = user_python(ws, python)
     runs: list[RunSummary] = []
     total = warmup + n
     failure: RunSummary | None = None

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hotkernel.errors import HotkernelError
-from hotkernel.workspace import Workspace, validate_target_name
+from hotkernel.workspace.paths import Workspace, validate_target_name
 
 CONTRACT_NAME = "hk_contract.py"
 BASELINE_TEMPLATE = "baseline.py.j2"
@@ -40,7 +40,7 @@ class RenderResult(BaseModel):
 
 def templates_dir() -> Path:
     """``hotkernel/templates`` (wheel) or ``<repo>/templates`` (editable checkout)."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # the hotkernel package
     for candidate in (here / "templates", here.parent / "templates"):
         if (candidate / CONTRACT_NAME).is_file():
             return candidate

@@ -16,9 +16,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from hotkernel import render
+from hotkernel._util.nvml import foreign_compute_pids
+from hotkernel._util.procs import TerminationRaises
 from hotkernel.errors import HotkernelError
-from hotkernel.workspace import Workspace
+from hotkernel.run import render
+from hotkernel.workspace.paths import Workspace
 
 IDLE_WAIT_S = 10.0  # how long a run waits for foreign GPU processes to finish before it is refused
 IDLE_POLL_S = 0.5
@@ -31,7 +33,7 @@ class RunOutcome(BaseModel):
     status: Literal["ok", "incorrect", "invalid"] = Field(description="the contract's verdict on this run")
     reason: str | None = Field(default=None, description="'<check_name>: <detail>' whenever status is not ok")
     ms: float | None = Field(default=None, description="headline time per call, milliseconds (ok runs)")
-    run: dict[str, Any] | None = Field(default=None, description="the run's JSON line (protocol 1)")
+    run: dict[str, Any] | None = Field(default=None, description="the run's JSON line (protocol 2)")
     stderr_tail: str = Field(default="", description="last lines the worker wrote to stdout/stderr")
     wall_s: float = Field(description="wall-clock seconds of the whole run, checks included")
     script: str = Field(description="the script that ran")
@@ -146,32 +148,49 @@ def check_workspace_integrity(ws: Workspace, name: str, resolved: dict[str, Any]
     return None
 
 
-def _nvml_foreign_processes(own_pids: set[int]) -> list[int] | None:
-    """PIDs (visible in /proc, not ours) with a compute context on any GPU; None when NVML is unavailable."""
-    try:
-        import pynvml
+STATE_DIR_HASHED = ("tmp", "lock", "lock.info")  # under .hotkernel/: caches and the lock (not tool outputs)
 
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no driver, no GPU, no library: nothing to check
+
+def workspace_files(ws: Workspace) -> list[Path]:
+    """What judges a run or records it, besides the target's sources: the manifest, the lock, LEADERBOARD.md,
+    everything under ``results/`` and ``targets/`` (rendered files, the contract, the candidate itself) and
+    ``.hotkernel/`` caches. A run must leave every one of them as it found it (``__pycache__`` aside)."""
+    files = [ws.manifest, ws.lock_file, ws.leaderboard]
+    for folder in (ws.results_dir, ws.targets_dir, *(ws.state_dir / name for name in STATE_DIR_HASHED)):
+        if folder.is_file():
+            files.append(folder)
+        elif folder.is_dir():
+            files += [path for path in folder.rglob("*")
+                      if "__pycache__" not in path.parts and (path.is_file() or path.is_symlink())]
+    return sorted(set(files))
+
+
+def workspace_hashes(ws: Workspace) -> dict[str, str]:
+    """{workspace-relative path: sha256 (or the link target for symlinks)} of ``workspace_files``."""
+    root = ws.root.resolve()
+    hashes = {}
+    for path in workspace_files(ws):
+        rel = path.resolve().relative_to(root).as_posix() if not path.is_symlink() else \
+            path.relative_to(ws.root).as_posix()
+        hashes[rel] = f"link:{os.readlink(path)}" if path.is_symlink() else (_sha256(path) or "missing")
+    return hashes
+
+
+def workspace_change(before: dict[str, str], after: dict[str, str]) -> str | None:
+    """``workspace_unchanged: <file>`` naming what a run added, removed or changed; None when identical."""
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if not changed:
         return None
-    foreign: list[int] = []
-    try:
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                pid = int(proc.pid)
-                if pid not in own_pids and os.path.exists(f"/proc/{pid}"):
-                    foreign.append(pid)
-    except Exception:  # noqa: BLE001
-        return None
-    return foreign
+    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    return (f"workspace_unchanged: {', '.join(changed[:3])}{more} changed during the run (the candidate must not "
+            "write the workspace); restore it (git checkout / hotkernel sync) and verify again")
 
 
 def device_idle_problem(own_pids: set[int], wait_s: float = IDLE_WAIT_S) -> str | None:
     """``device_idle: ...`` when other processes use the GPU for ``wait_s``; None when idle or no GPU."""
     deadline = time.monotonic() + wait_s
     while True:
-        foreign = _nvml_foreign_processes(own_pids | {os.getpid()})
+        foreign = foreign_compute_pids(own_pids | {os.getpid()})
         if not foreign:
             return None
         if time.monotonic() >= deadline:
@@ -192,13 +211,18 @@ class JudgeProcess:
         self.contract_file = str(render.contract_path())
         self.client: Any = None
         self.spare: Any = None
+        self.signals = TerminationRaises()
 
     def __enter__(self) -> JudgeProcess:
+        self.signals.__enter__()  # SIGTERM/SIGHUP unwind through close(): no process of the run survives
         self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        try:
+            self.close()
+        finally:
+            self.signals.__exit__()
 
     def start(self) -> None:
         if self.client is None or self.client.proc.poll() is not None:
@@ -287,10 +311,13 @@ def run_script(
         return outcome("invalid", problem)
     context = resolved if resolved is not None else _resolved_from_manifest(ws, name)
     sources_before = source_hashes(ws, context) if context else {}
+    state_before = workspace_hashes(ws)
     own = judge is None
+    signals = TerminationRaises()  # SIGTERM/SIGHUP unwind through the finally below
     session = judge or JudgeProcess(ws, python=python, prestart=False)
     cuda = _wants_cuda(path)
     try:
+        signals.__enter__()
         session.start()
         if check_idle and cuda:
             problem = device_idle_problem(session.own_pids())
@@ -313,6 +340,7 @@ def run_script(
     finally:
         if own:
             session.close()
+        signals.__exit__()
     tail = str(result.pop("stderr_tail", "") or "")
     status = result.get("status") if result.get("status") in ("ok", "incorrect", "invalid") else "invalid"
     reason = result.get("reason")
@@ -323,6 +351,8 @@ def run_script(
                          if sources_before.get(k) != sources_after.get(k))
         problem = (f"baseline_unchanged: {', '.join(changed)} (the target's own source) changed during the run; "
                    "restore it (git checkout) and verify again")
+    if problem is None:
+        problem = workspace_change(state_before, workspace_hashes(ws))
     if problem:
         status, reason = "invalid", problem
         result.update(status=status, ok=False, reason=reason)

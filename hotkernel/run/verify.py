@@ -22,19 +22,21 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from hotkernel.bench import (
+from hotkernel.errors import HotkernelError
+from hotkernel.manifest.python import user_python
+from hotkernel.run import runner
+from hotkernel.run.bench import (
     CONTRACT_FIELDS,
     DEFAULT_TIMEOUT_S,
     Progress,
     display_path,
     judge_process,
-    resolve_python,
     run_one,
     sample_stats,
     script_path,
 )
-from hotkernel.errors import HotkernelError
-from hotkernel.results import RunSummary, SideSummary, VerifyResult
+from hotkernel.run.models import RunSummary, SideSummary, VerifyResult
+from hotkernel.workspace.paths import Workspace
 
 ROLE_LETTER = {"baseline": "B", "candidate": "C"}
 VERSION_KEYS = {"torch": ("torch", "torch_version"), "triton": ("triton", "triton_version"),
@@ -99,24 +101,14 @@ def _versions(data: dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def integrity_problem(ws: Any, baseline: Path) -> str | None:
-    """Ask ``runner.check_workspace_integrity`` about the target the baseline belongs to; a reason or None."""
-    targets = ws.targets_dir.resolve()
-    if baseline.parent.parent != targets:
+def integrity_problem(ws: Workspace, baseline: Path) -> str | None:
+    """Why the workspace of the baseline's target is not intact (``check_workspace_integrity``), or None."""
+    if baseline.parent.parent != ws.targets_dir.resolve():
         return None
     try:
-        from hotkernel.runner import check_workspace_integrity
-    except ImportError:
-        return None
-    try:
-        problem = check_workspace_integrity(ws, baseline.parent.name)
+        return runner.check_workspace_integrity(ws, baseline.parent.name)
     except HotkernelError as err:
         return str(err)
-    if problem in (None, True) or problem == []:
-        return None
-    if isinstance(problem, (list, tuple)):
-        return "; ".join(str(p) for p in problem)
-    return None if problem is False else str(problem)
 
 
 def verify(
@@ -134,7 +126,7 @@ def verify(
     cancel: threading.Event | None = None,
 ) -> VerifyResult:
     """Interleave ``n`` rounds of baseline and candidate (ABBA), judge them, and return the verdict."""
-    from hotkernel.verdict import DEFAULT_ALPHA, decide, practical_margin
+    from hotkernel.run.verdict import DEFAULT_ALPHA, decide, practical_margin
 
     if n < 1:
         raise HotkernelError(f"verify: need -n >= 1 rounds, got {n} (7 is a good start)")
@@ -142,7 +134,7 @@ def verify(
     epsilon = practical_margin(None) if epsilon is None else epsilon
     paths = {"baseline": script_path(ws, baseline, "baseline"),
              "candidate": script_path(ws, candidate, "candidate")}
-    python = resolve_python(ws, python)
+    python = user_python(ws, python)
     runs: list[RunSummary] = []
     order: list[str] = []
     ended: tuple[str, str] | None = None

@@ -14,13 +14,16 @@ import json
 import os
 import platform
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from hotkernel import __version__
+from hotkernel._util.fs import atomic_write_text
+from hotkernel._util.git import git_state
 from hotkernel.errors import HotkernelError
-from hotkernel.leaderboard import (
+from hotkernel.insight.gpu_info import gpu_info
+from hotkernel.run.models import VerifyResult
+from hotkernel.store.leaderboard import (
     current_protocol,
     device_of,
     load_record,
@@ -28,46 +31,8 @@ from hotkernel.leaderboard import (
     not_counted_reason,
     write_leaderboard,
 )
-from hotkernel.results import HistoryEntry, Invalidation, Provenance, Record, RecordResult, VerifyResult
-from hotkernel.workspace import Workspace, validate_target_name
-
-
-def atomic_write_text(path: Path, text: str, *, overwrite: bool) -> Path:
-    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a partial file.
-
-    With ``overwrite=False`` an existing ``path`` raises FileExistsError (nothing is replaced).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)  # atomic and never clobbers: FileExistsError when taken
-            except (AttributeError, NotImplementedError, PermissionError):
-                if path.exists():
-                    raise FileExistsError(path) from None
-                os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    return path
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+from hotkernel.store.models import HistoryEntry, Invalidation, Provenance, Record, RecordResult
+from hotkernel.workspace.paths import Workspace, validate_target_name
 
 
 def utc_now() -> dt.datetime:
@@ -96,24 +61,6 @@ def write_new_json(directory: Path, stem: str, data: dict[str, Any]) -> Path:
 # ---------------------------------------------------------------- provenance
 
 
-def _run(cmd: list[str], *, cwd: Path | None = None, timeout: float = 10.0) -> str | None:
-    try:
-        out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def git_state(root: Path) -> tuple[str | None, bool | None]:
-    """(HEAD commit, dirty?) of the workspace's git repository, (None, None) outside one."""
-    commit = _run(["git", "-C", str(root), "rev-parse", "HEAD"])
-    if commit is None:  # a copy of the workspace without .git (e.g. a GPU machine): the caller may say
-        pinned = os.environ.get("HOTKERNEL_GIT_COMMIT", "").strip()
-        return (pinned, None) if pinned else (None, None)
-    status = _run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"])
-    return commit, bool(status)
-
-
 def cpu_model() -> str:
     """The host CPU's model name (from /proc/cpuinfo on Linux)."""
     with contextlib.suppress(OSError):
@@ -126,16 +73,9 @@ def cpu_model() -> str:
 def gpu_facts(device_name: str | None) -> dict[str, Any]:
     """UUID, driver, power limit and clocks of the GPU named ``device_name`` (else the first GPU).
 
-    ``hotkernel.gpu_info.gpu_info()`` when that module is there, else a local NVML / nvidia-smi probe.
+    From ``gpu_info()`` (NVML, else nvidia-smi); {} without an NVIDIA GPU.
     """
-    try:
-        from hotkernel.gpu_info import gpu_info
-    except ImportError:
-        return nvml_gpu_facts(device_name)
-    try:
-        info = gpu_info()
-    except Exception:
-        return nvml_gpu_facts(device_name)
+    info = gpu_info()
     if not info.gpus:
         return {}
     gpu = next((g for g in info.gpus if g.name == device_name), info.gpus[0])
@@ -147,81 +87,6 @@ def gpu_facts(device_name: str | None) -> dict[str, Any]:
         "device": gpu.name, "gpu_uuid": gpu.uuid, "driver": info.driver_version,
         "power_limit_w": gpu.power_limit_w,
         "clocks_mhz": {k: float(v) for k, v in clocks.items() if v is not None},
-    }
-
-
-def nvml_gpu_facts(device_name: str | None) -> dict[str, Any]:
-    """UUID, driver, power limit and clocks of the GPU named ``device_name`` (else the first GPU).
-
-    NVML first, nvidia-smi when NVML cannot load; {} when there is no NVIDIA driver.
-    """
-    try:
-        import pynvml
-    except ImportError:
-        return _smi_gpu_facts(device_name)
-    try:
-        pynvml.nvmlInit()
-    except Exception:
-        return _smi_gpu_facts(device_name)
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        if not handles:
-            return {}
-
-        def text(value: Any) -> str:
-            return value.decode() if isinstance(value, bytes) else str(value)
-
-        names = [text(pynvml.nvmlDeviceGetName(h)) for h in handles]
-        index = names.index(device_name) if device_name in names else 0
-        handle = handles[index]
-        facts: dict[str, Any] = {"device": names[index]}
-        probes = {
-            "gpu_uuid": lambda: text(pynvml.nvmlDeviceGetUUID(handle)),
-            "driver": lambda: text(pynvml.nvmlSystemGetDriverVersion()),
-            "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
-        }
-        for key, probe in probes.items():
-            with contextlib.suppress(Exception):
-                facts[key] = probe()
-        clocks: dict[str, float] = {}
-        for key, getter, kind in (
-            ("sm", pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
-            ("mem", pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_MEM),
-            ("max_sm", pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM),
-            ("max_mem", pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_MEM),
-        ):
-            with contextlib.suppress(Exception):
-                clocks[key] = float(getter(handle, kind))
-        facts["clocks_mhz"] = clocks
-        return facts
-    except Exception:
-        return _smi_gpu_facts(device_name)
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
-
-
-def _smi_gpu_facts(device_name: str | None) -> dict[str, Any]:
-    query = "name,uuid,driver_version,power.limit,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem"
-    out = _run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"])
-    if not out:
-        return {}
-    rows = [[c.strip() for c in line.split(",")] for line in out.splitlines() if line.strip()]
-    row = next((r for r in rows if r and r[0] == device_name), rows[0])
-    if len(row) < 8:
-        return {}
-
-    def number(value: str) -> float | None:
-        try:
-            return float(value)
-        except ValueError:
-            return None
-
-    clocks = {k: number(v) for k, v in zip(("sm", "mem", "max_sm", "max_mem"), row[4:8], strict=True)}
-    return {
-        "device": row[0], "gpu_uuid": row[1], "driver": row[2], "power_limit_w": number(row[3]),
-        "clocks_mhz": {k: v for k, v in clocks.items() if v is not None},
     }
 
 
@@ -237,10 +102,10 @@ def package_versions(python: str | None) -> dict[str, str]:
         "    except Exception: pass\n"
         "print(json.dumps(v))\n"
     )
-    out = _run([python, "-I", "-c", code], timeout=30.0)
     try:
-        return {k: str(v) for k, v in json.loads(out or "{}").items()}
-    except json.JSONDecodeError:
+        out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=30.0, check=False)
+        return {k: str(v) for k, v in json.loads(out.stdout or "{}").items()} if out.returncode == 0 else {}
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError, AttributeError):
         return {}
 
 
@@ -304,7 +169,7 @@ def mismatched_verify_reason(ws: Workspace, target: str, verify_result: VerifyRe
     if not ws.manifest.is_file():
         return None
     from hotkernel.manifest import load_manifest, resolved_target
-    from hotkernel.render import expected_baseline_sha256
+    from hotkernel.run.render import expected_baseline_sha256
 
     manifest = load_manifest(ws.manifest)
     if target not in manifest.targets:
@@ -334,7 +199,11 @@ def record(
     provenance: Provenance | None = None,
     device_kind: str | None = None,
 ) -> RecordResult:
-    """Write the record atomically, regenerate LEADERBOARD.md, and say whether it beats the best so far."""
+    """Write the record atomically, regenerate LEADERBOARD.md, and say whether it beats the best so far.
+
+    Pointing the lock at a candidate that beats the best is the reconciler's part
+    (``hotkernel.reconcile.sync.record_and_keep``): the store never writes the lock.
+    """
     validate_target_name(target)
     who = _one_line(who, "who")
     note = _one_line(note, "note")
@@ -372,10 +241,6 @@ def record(
         and speedup is not None
         and (previous is None or speedup > previous)
     )
-    if beats and ws.manifest.is_file():  # the loop keeps this candidate: the lock now points at it
-        from hotkernel.reconcile import keep_in_lock
-
-        keep_in_lock(ws, target, path.relative_to(ws.root).as_posix(), verify_result, device)
     return RecordResult(
         path=path.relative_to(ws.root).as_posix(),
         target=target,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hotkernel.render import render_target
-from hotkernel.runner import JudgeProcess, run_script
+from hotkernel.run.render import render_target
+from hotkernel.run.runner import JudgeProcess, run_script
 
 from .cases import CASES, Case
 from .workspace import TARGET, install_candidate, make_workspace, python

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hotkernel.render import render_target
-from hotkernel.workspace import Workspace
+from hotkernel.run.render import render_target
+from hotkernel.workspace.paths import Workspace
 
 TARGET = "rms"
 CANDIDATES_DIR = Path(__file__).resolve().parent / "candidates"

@@ -78,8 +78,8 @@ def register(app: typer.Typer) -> None:
 
         Exit 1 when a run crashed, hung, printed no (or two) JSON lines, or failed a check.
         """
-        from hotkernel.bench import bench
-        from hotkernel.workspace import find_workspace
+        from hotkernel.run.bench import bench
+        from hotkernel.workspace.paths import find_workspace
 
         ws = find_workspace()
         defaults = manifest_defaults(ws)

@@ -23,10 +23,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Time a device copy (read + write) and a read-only reduction in the user's interpreter; store the
         GB/s under .hotkernel/calibration.json for this GPU's UUID (roofline and verify read it)."""
-        from hotkernel.calibrate import calibrate, calibration_path, summary_lines
-        from hotkernel.commands.gpu import emit
+        from hotkernel.cli.commands.gpu import emit
         from hotkernel.errors import HotkernelError
-        from hotkernel.workspace import find_workspace
+        from hotkernel.insight.calibrate import calibrate, summary_lines
+        from hotkernel.insight.calibration import calibration_path
+        from hotkernel.workspace.paths import find_workspace
 
         if device not in ("cuda", "cpu"):
             raise HotkernelError(f"calibrate: --device {device!r} must be cuda or cpu")

@@ -19,8 +19,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Registers, spills, shared memory, load/store widths, HMMA/WGMMA counts, LDL/STL and barriers,
         then the listing cut at --max-lines (the full listing goes to a file it names)."""
-        from hotkernel.commands.gpu import emit
-        from hotkernel.disasm import disasm, summary_lines
+        from hotkernel.cli.commands.gpu import emit
+        from hotkernel.insight.disasm import disasm, summary_lines
 
         result = disasm(target, kernel=kernel, ptx=ptx, max_lines=max_lines, out_path=out)
         lines = summary_lines(result)

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Name, UUID, driver/CUDA version, memory, power limits, clocks, temperature and processes of
         every GPU, and its roofline entry. No GPU is a result (exit 0), not an error."""
-        from hotkernel.gpu_info import gpu_info, summary_lines
+        from hotkernel.insight.gpu_info import gpu_info, summary_lines
 
         info = gpu_info()
         emit(info, summary_lines(info), as_json)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from hotkernel.commands.bench import console
+from hotkernel.cli.commands.bench import console
 
 
 def register(app: typer.Typer) -> None:
@@ -18,8 +18,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Regenerate LEADERBOARD.md from every record under results/ (same records, same bytes)."""
-        from hotkernel.leaderboard import leaderboard_difference, write_leaderboard
-        from hotkernel.workspace import find_workspace
+        from hotkernel.store.leaderboard import leaderboard_difference, write_leaderboard
+        from hotkernel.workspace.paths import find_workspace
 
         ws = find_workspace()
         if check:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from hotkernel.errors import HotkernelError
-from hotkernel.workspace import MANIFEST_NAME, Workspace, find_workspace, safe_path, validate_target_name
+from hotkernel.workspace.paths import MANIFEST_NAME, Workspace, find_workspace, safe_path, validate_target_name
 
 
 def parse_kwarg(text: str) -> tuple[str, Any]:
@@ -114,11 +114,11 @@ def check_options(ws: Workspace, name: str, fields: dict[str, Any]) -> None:
 
 
 def render_new_target(ws: Workspace, name: str, resolved: dict[str, Any]) -> dict[str, Any] | None:
-    """Render the target's files; None while ``hotkernel.render`` is not installed yet."""
+    """Render the target's files; None while ``hotkernel.run.render`` is not installed yet."""
     try:
-        from hotkernel.render import render_target
+        from hotkernel.run.render import render_target
     except ModuleNotFoundError as err:
-        if err.name != "hotkernel.render":
+        if err.name != "hotkernel.run.render":
             raise
         return None
     result = render_target(ws, name, resolved)
@@ -142,7 +142,7 @@ def new_target(
 ) -> dict[str, Any]:
     """Create the manifest if absent, add (``force``: replace) the entry, render it; return a summary."""
     from hotkernel.manifest import add_target, new_manifest_text, resolved_target
-    from hotkernel.schema import schema_reference
+    from hotkernel.manifest.schema import schema_reference
 
     validate_target_name(name)
     ws = ws or workspace_for_new()
@@ -247,4 +247,4 @@ def register(app: typer.Typer) -> None:
         if result["rendered"]:
             typer.echo(f"rendered {ws.target_dir(name)}; edit candidate.py, then run: hotkernel sync {name}")
         else:
-            typer.echo("rendering skipped: hotkernel.render is not available in this install")
+            typer.echo("rendering skipped: hotkernel.run.render is not available in this install")

@@ -17,8 +17,8 @@ def register(app: typer.Typer) -> None:
 
         Imports no torch and runs nothing; `hotkernel sync` brings the listed targets up to date.
         """
-        from hotkernel.reconcile import plan, plan_lines
-        from hotkernel.workspace import find_workspace
+        from hotkernel.reconcile.plan import plan, plan_lines
+        from hotkernel.workspace.paths import find_workspace
 
         result = plan(find_workspace(), names=names or None)
         if as_json:

@@ -36,10 +36,10 @@ def register(app: typer.Typer) -> None:
         import time
         from pathlib import Path
 
-        from hotkernel.commands.gpu import emit
+        from hotkernel.cli.commands.gpu import emit
         from hotkernel.errors import HotkernelError
-        from hotkernel.profile import profile, summary_lines
-        from hotkernel.workspace import find_workspace
+        from hotkernel.insight.profile import profile, summary_lines
+        from hotkernel.workspace.paths import find_workspace
 
         command = list(ctx.args)
         directory = Path(out_dir) if out_dir else None

@@ -22,9 +22,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Where a kernel sits on the roofline: intensity, ridge point, memory- or compute-bound,
         attainable TFLOP/s and attainable_ms (spec), attainable_ms_measured (calibrated bandwidth)."""
-        from hotkernel.commands.gpu import emit
+        from hotkernel.cli.commands.gpu import emit
         from hotkernel.errors import HotkernelError
-        from hotkernel.roofline import gpu_table, roofline, summary_lines, table_lines
+        from hotkernel.insight.roofline import roofline, summary_lines, table_lines
+        from hotkernel.insight.specs import gpu_table
 
         if list_gpus:
             table = gpu_table()
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
             return
         workspace = None
         try:
-            from hotkernel.workspace import find_workspace
+            from hotkernel.workspace.paths import find_workspace
 
             workspace = find_workspace().root
         except HotkernelError:

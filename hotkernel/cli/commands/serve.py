@@ -11,6 +11,6 @@ def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve_command() -> None:
         """Serve MCP on stdio for a coding agent (Claude Code, Codex, Cursor): every hotkernel tool."""
-        from hotkernel.server import serve
+        from hotkernel.mcp.app import serve
 
         serve()

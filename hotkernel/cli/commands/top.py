@@ -20,8 +20,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The n heaviest kernels: share of GPU time, calls, avg/med/min/max/std; from ncu also occupancy,
         DRAM and SM throughput, registers and a memory/compute/latency-bound hint."""
-        from hotkernel.commands.gpu import emit
-        from hotkernel.top_kernels import summary_lines, top_kernels
+        from hotkernel.cli.commands.gpu import emit
+        from hotkernel.insight.top_kernels import summary_lines, top_kernels
 
         result = top_kernels(report, n=n)
         emit(result, summary_lines(result), as_json)

@@ -28,11 +28,11 @@ def register(app: typer.Typer) -> None:
         by device time (share, calls, mean) and top aten ops with input shapes; full table in a file."""
         from pathlib import Path
 
-        from hotkernel.calibrate import user_python
-        from hotkernel.commands.gpu import emit
+        from hotkernel.cli.commands.gpu import emit
         from hotkernel.errors import HotkernelError
-        from hotkernel.torch_trace import default_out_dir, summary_lines, torch_trace
-        from hotkernel.workspace import find_workspace
+        from hotkernel.insight.torch_trace import default_out_dir, summary_lines, torch_trace
+        from hotkernel.manifest.python import user_python
+        from hotkernel.workspace.paths import find_workspace
 
         try:
             ws = find_workspace()
@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
         result = torch_trace(
             script,
             script_args=list(ctx.args),
-            python=python or user_python(ws),
+            python=user_python(ws, python),
             top=top,
             out_dir=directory,
             timeout_s=timeout,

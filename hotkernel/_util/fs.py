@@ -1,0 +1,62 @@
+"""The one atomic write and the sha256 helpers every floor uses."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write_text(path: Path, text: str, *, overwrite: bool = True) -> Path:
+    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a partial file.
+
+    A dot-named temp file in the same directory, fsync, then ``os.replace`` (``overwrite=True``) or a hard link
+    to the final name, which fails with FileExistsError instead of clobbering (``overwrite=False``); the
+    directory is fsynced after; the temp file never survives, an error included.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # atomic and never clobbers: FileExistsError when taken
+            except (AttributeError, NotImplementedError, PermissionError):  # filesystems without hard links
+                if path.exists():
+                    raise FileExistsError(path) from None
+                os.replace(tmp, path)
+        fsync_dir(path.parent)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return path
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or link in ``directory`` durable (best effort: some filesystems refuse)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_file(path: Path) -> str | None:
+    """sha256 of a file's bytes, None when it does not exist or cannot be read."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -1,0 +1,68 @@
+"""What plan and sync return."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from hotkernel._util.model import StrictModel as _Model
+from hotkernel.run.models import Verdict
+
+PlanAction = Literal["create", "update"]
+
+
+class PlanItem(_Model):
+    """One out-of-date target."""
+
+    name: str = Field(description="target name")
+    action: PlanAction = Field(description="'create' (no record yet: '+') or 'update' (re-run: '~')")
+    reasons: list[str] = Field(
+        description="why it is out of date: new, manifest changed, candidate changed, contract changed, "
+        "baseline not rendered, baseline edited, candidate not rendered, no record on this GPU, "
+        "record missing"
+    )
+    device_kind: str = Field(description="'cuda' or 'cpu' (the target's device)")
+
+
+class Plan(_Model):
+    """``plan``: what ``sync`` would run, and why."""
+
+    device: str = Field(description="the GPU name plans were made against, 'cpu', or 'no-gpu'")
+    items: list[PlanItem] = Field(default_factory=list, description="out-of-date targets, sorted by name")
+    up_to_date: list[str] = Field(default_factory=list, description="targets with nothing to do")
+    notes: list[str] = Field(
+        default_factory=list, description="remarks (e.g. no GPU here: compared to lock only)"
+    )
+
+    @property
+    def out_of_date(self) -> bool:
+        return bool(self.items)
+
+
+SyncStatus = Literal["recorded", "up to date", "skipped", "failed"]
+
+
+class SyncItem(_Model):
+    """What sync did with one target."""
+
+    name: str = Field(description="target name")
+    status: SyncStatus = Field(description="recorded / up to date / skipped / failed")
+    reason: str | None = Field(default=None, description="why it was skipped or failed, or the plan reasons")
+    verdict: Verdict | None = Field(default=None, description="verdict recorded (when recorded)")
+    speedup: float | None = Field(default=None, description="speedup recorded (faster/slower only)")
+    record: str | None = Field(default=None, description="workspace-relative record path written")
+    beats_best: bool | None = Field(default=None, description="whether the record beats the best so far")
+
+
+class SyncReport(_Model):
+    """``sync``: one line per target, and whether anything failed."""
+
+    check: bool = Field(default=False, description="True when run with --check (nothing was run)")
+    plan: Plan = Field(description="the plan sync started from")
+    items: list[SyncItem] = Field(default_factory=list, description="one entry per target considered")
+
+    @property
+    def failed(self) -> bool:
+        """True when a target failed to run or its verdict is incorrect/invalid."""
+        return any(i.status == "failed" or i.verdict in ("incorrect", "invalid") for i in self.items)

@@ -1,0 +1,225 @@
+"""The reconciler (DVC's model): ``hotkernel.lock`` remembers what each record was made from; ``plan``
+diffs it against the manifest and the files on disk; ``sync`` re-runs what is out of date.
+
+``hotkernel.lock`` is JSON with sorted keys, written only by hotkernel and atomically::
+
+    {"schema": 1, "targets": {"<name>": {"<device>": {"manifest": ..., "baseline_sha256": ...,
+     "candidate_sha256": ..., "contract_sha256": ..., "device": ..., "record": "results/<name>/<ts>.json",
+     "verdict": ...}}}}
+
+``<device>`` is the GPU name for cuda targets and ``cpu`` for cpu targets.
+
+"No CUDA" is decided with NVML (``pynvml``: no driver or no device means no CUDA GPU), not by importing torch
+in the user's interpreter: it is cheap, needs no torch, and is what ``plan`` uses for the GPU name too. A user
+interpreter whose torch lacks CUDA on a GPU machine is reported by the run itself, with its reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hotkernel._util.fs import sha256_file, sha256_text
+from hotkernel._util.nvml import visible_gpu_name
+from hotkernel.errors import HotkernelError
+from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
+from hotkernel.reconcile.models import Plan, PlanItem, SyncReport
+from hotkernel.run.render import contract_module, contract_sha256, expected_baseline
+from hotkernel.run.runner import sources_digest
+from hotkernel.workspace.lockfile import read_lock
+from hotkernel.workspace.paths import Workspace
+
+CPU_DEVICE = "cpu"
+NO_GPU = "no-gpu"
+
+_AUTO: Any = object()
+
+
+def load_workspace_manifest(ws: Workspace) -> Any:
+    """``load_manifest`` on the workspace's hotkernel.yaml (its errors name the line and the fix)."""
+    return load_manifest(ws.manifest)
+
+
+def expected_baseline_sha(context: dict[str, Any]) -> str:
+    return sha256_text(expected_baseline(context))
+
+
+def target_state(ws: Workspace, context: dict[str, Any], manifest_fingerprint: str,
+                 contract_sha: str) -> dict[str, Any]:
+    """What the target would be recorded with now, and what is on disk."""
+    target_dir = ws.targets_dir / context["name"]
+    return {
+        "name": context["name"],
+        "manifest": manifest_fingerprint,
+        "baseline_sha256": expected_baseline_sha(context),
+        "contract_sha256": contract_sha,
+        "candidate_sha256": sha256_file(target_dir / "candidate.py"),
+        "baseline_on_disk": sha256_file(target_dir / "baseline.py"),
+        "contract_on_disk": sha256_file(ws.contract_file),
+        "sources_sha256": sources_sha(ws, context),
+    }
+
+
+def sources_sha(ws: Workspace, context: dict[str, Any]) -> str:
+    """Fingerprint of the target's own source files (the folders of its ./file.py references)."""
+    return sources_digest(ws, context, trust_stat=True)
+
+
+def device_key(context: dict[str, Any], gpu_name: str | None) -> str:
+    """The lock's device key for a target: 'cpu' for cpu targets, else the GPU name (or 'no-gpu')."""
+    if str(context.get("device", "cuda")) == CPU_DEVICE:
+        return CPU_DEVICE
+    return gpu_name or NO_GPU
+
+
+def latest_entry(entries: dict[str, Any]) -> dict[str, Any] | None:
+    """The entry with the newest record path (record names sort by UTC time)."""
+    if not entries:
+        return None
+    return max(entries.values(), key=lambda e: (Path(str(e.get("record", ""))).name, str(e.get("device"))))
+
+
+def out_of_date_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, Any],
+                        device: str) -> list[str]:
+    """Why a target must be re-run, in a fixed order; [] when it is up to date."""
+    if not entries:
+        return ["new"]
+    reasons: list[str] = []
+    entry = entries.get(device)
+    if entry is None and device != NO_GPU:
+        reasons.append(f"no record on this GPU ({device})")
+    entry = entry or latest_entry(entries) or {}
+    if entry.get("manifest") != state["manifest"]:
+        reasons.append("manifest changed")
+    if entry.get("contract_sha256") != state["contract_sha256"]:
+        reasons.append("contract changed")
+    elif entry.get("baseline_sha256") != state["baseline_sha256"] and "manifest changed" not in reasons:
+        reasons.append("templates changed")
+    if entry.get("sources_sha256") != state["sources_sha256"]:
+        reasons.append("baseline source changed")
+    if state["candidate_sha256"] is None:
+        reasons.append("candidate not rendered")
+    elif entry.get("candidate_sha256") != state["candidate_sha256"]:
+        reasons.append("candidate changed")
+    baseline = baseline_file_state(ws, state, entries)
+    if baseline == "missing":
+        reasons.append("baseline not rendered")
+    elif baseline == "edited":
+        reasons.append("baseline edited (verify will say invalid; delete it to re-render)")
+    contract = contract_file_state(state, entries)
+    if contract == "missing":
+        reasons.append("contract not rendered")
+    elif contract == "edited":
+        reasons.append("contract edited (verify will say invalid; delete it to re-render)")
+    record = entry.get("record")
+    if not record or not (ws.root / str(record)).is_file():
+        reasons.append("record missing")
+    elif record_invalidated(ws.root / str(record)):
+        reasons.append("record invalidated")
+    return reasons
+
+
+def record_invalidated(path: Path) -> bool:
+    """True when the record file carries an ``invalidated`` mark (``hotkernel invalidate``)."""
+    try:
+        return bool(json.loads(path.read_text(encoding="utf-8")).get("invalidated"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def baseline_file_state(ws: Workspace, state: dict[str, Any], entries: dict[str, Any]) -> str:
+    """'ok', 'missing', 'stale' (an untouched older render) or 'edited' for targets/<name>/baseline.py."""
+    on_disk = state["baseline_on_disk"]
+    if on_disk is None:
+        return "missing"
+    if on_disk == state["baseline_sha256"]:
+        return "ok"
+    if on_disk in {e.get("baseline_sha256") for e in entries.values()}:
+        return "stale"
+    return "stale" if is_pristine_render(ws.targets_dir / state["name"] / "baseline.py") else "edited"
+
+
+def is_pristine_render(baseline: Path) -> bool:
+    """True when ``baseline`` is exactly what its own embedded SPEC renders (an untouched older render)."""
+    try:
+        spec = contract_module().read_spec(str(baseline))
+        return sha256_text(expected_baseline(spec)) == sha256_file(baseline)
+    except Exception:  # unreadable SPEC, or a SPEC the current templates cannot render: not pristine
+        return False
+
+
+def contract_file_state(state: dict[str, Any], entries: dict[str, Any]) -> str:
+    """'ok', 'missing', 'stale' (a contract an earlier record used) or 'edited' for targets/hk_contract.py."""
+    on_disk = state["contract_on_disk"]
+    if on_disk is None:
+        return "missing"
+    if on_disk == state["contract_sha256"]:
+        return "ok"
+    return "stale" if on_disk in {e.get("contract_sha256") for e in entries.values()} else "edited"
+
+
+def plan(ws: Workspace, *, names: list[str] | None = None, gpu_name: Any = _AUTO,
+         manifest: Any = None) -> Plan:
+    """What ``sync`` would run and why: a pure function of the manifest, the files, the lock and the GPU name.
+
+    ``gpu_name``: the current GPU's name, None for a machine without one; by default asked from NVML.
+    """
+    manifest = manifest if manifest is not None else load_workspace_manifest(ws)
+    selected = select_names(manifest, names)
+    lock = read_lock(ws)
+    if gpu_name is _AUTO:
+        gpu_name = visible_gpu_name()
+    contract_sha = contract_sha256()
+    items: list[PlanItem] = []
+    up_to_date: list[str] = []
+    notes: list[str] = []
+    compared_without_gpu = False
+    for name in selected:
+        context = resolved_target(manifest, name)
+        state = target_state(ws, context, manifest_fingerprint(manifest, name), contract_sha)
+        device = device_key(context, gpu_name)
+        entries = lock["targets"].get(name) or {}
+        reasons = out_of_date_reasons(ws, state, entries, device)
+        kind = CPU_DEVICE if device == CPU_DEVICE else "cuda"
+        compared_without_gpu = compared_without_gpu or (device == NO_GPU and bool(entries))
+        if reasons:
+            action = "create" if reasons == ["new"] else "update"
+            items.append(PlanItem(name=name, action=action, reasons=reasons, device_kind=kind))
+        else:
+            up_to_date.append(name)
+    if compared_without_gpu:
+        notes.append("no NVIDIA GPU here: cuda targets were compared with their latest record on any GPU")
+    return Plan(device=gpu_name or NO_GPU, items=items, up_to_date=up_to_date, notes=notes)
+
+
+def select_names(manifest: Any, names: list[str] | None) -> list[str]:
+    """The targets to consider: all (sorted), or ``names`` after checking each is in the manifest."""
+    known = sorted(manifest.targets)
+    if not names:
+        return known
+    unknown = [n for n in names if n not in manifest.targets]
+    if unknown:
+        raise HotkernelError(
+            f"hotkernel.yaml: no target named {unknown[0]!r} (targets: {', '.join(known) or 'none'}); "
+            "add it with `hotkernel new` or check the spelling"
+        )
+    return sorted(dict.fromkeys(names))
+
+
+def plan_lines(p: Plan) -> list[str]:
+    """terraform-style lines: ``+ name: new``, ``~ name: candidate changed``, then a summary line."""
+    lines = [f"{'+' if i.action == 'create' else '~'} {i.name}: {', '.join(i.reasons)}" for i in p.items]
+    lines += [f"  note: {note}" for note in p.notes]
+    adds = sum(1 for i in p.items if i.action == "create")
+    changes = len(p.items) - adds
+    if not p.items:
+        lines.append(f"No changes. {len(p.up_to_date)} target(s) up to date.")
+    else:
+        lines.append(f"Plan: {adds} to add, {changes} to change, {len(p.up_to_date)} up to date.")
+    return lines
+
+
+def check_exit_code(report: SyncReport) -> int:
+    """``sync --check``: 0 up to date, 2 out of date."""
+    return 2 if report.plan.items else 0

@@ -1,0 +1,113 @@
+"""What the store keeps and returns: records (file layout, ``kind: "record"``), history, leaderboard rows."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from hotkernel._util.model import StrictModel as _Model
+from hotkernel.run.models import Verdict, VerifyResult
+
+RECORD_KIND = "record"
+RECORD_SCHEMA = 1
+
+
+class Provenance(_Model):
+    """Where and with what a record was measured."""
+
+    device: str | None = Field(default=None, description="GPU name (or CPU model for cpu targets)")
+    device_kind: str | None = Field(default=None, description="'cuda' or 'cpu'")
+    gpu_uuid: str | None = Field(default=None, description="GPU UUID from NVML")
+    driver: str | None = Field(default=None, description="NVIDIA driver version")
+    power_limit_w: float | None = Field(default=None, description="enforced power limit, watts")
+    clocks_mhz: dict[str, float] = Field(
+        default_factory=dict, description="clocks at record time (sm, mem, max_sm, max_mem), MHz"
+    )
+    cpu: str | None = Field(default=None, description="CPU model of the host")
+    torch: str | None = Field(default=None, description="torch version in the user's interpreter")
+    triton: str | None = Field(default=None, description="triton version in the user's interpreter")
+    python: str | None = Field(default=None, description="the user's interpreter path")
+    hotkernel: str = Field(description="hotkernel version that recorded it")
+    git_commit: str | None = Field(default=None, description="workspace git commit (HEAD) at record time")
+    git_dirty: bool | None = Field(
+        default=None, description="True when the workspace had uncommitted changes"
+    )
+
+
+class Invalidation(_Model):
+    """Marks a record as not counted; the raw log stays."""
+
+    reason: str = Field(description="why the record no longer counts")
+    at: str = Field(description="UTC time it was invalidated (ISO 8601)")
+
+
+class Record(_Model):
+    """A file under ``results/<target>/<UTC timestamp>.json``: one verify result and its provenance."""
+
+    kind: Literal["record"] = Field(default="record", description="marks this JSON file as a record")
+    schema_version: int = Field(default=RECORD_SCHEMA, description="record file layout version")
+    target: str = Field(description="target name")
+    created_at: str = Field(description="UTC time the record was written (ISO 8601)")
+    who: str = Field(description="honest author of the candidate (a person or an agent and its model)")
+    note: str = Field(description="one line saying what the candidate changed")
+    contract: int | None = Field(description="contract protocol version the runs used")
+    result: VerifyResult = Field(description="the verify result this record keeps")
+    provenance: Provenance = Field(description="GPU, driver, versions and git state at record time")
+    fingerprint: dict[str, Any] = Field(
+        default_factory=dict,
+        description="what the record was made from (sync fills it: manifest/baseline/...)",
+    )
+    invalidated: Invalidation | None = Field(default=None, description="set when the record no longer counts")
+
+
+class RecordResult(_Model):
+    """``record``: where the record went and whether it beats the best so far."""
+
+    path: str = Field(description="workspace-relative path of the record written")
+    target: str = Field(description="target name")
+    device: str | None = Field(default=None, description="GPU name (or CPU model) it was recorded on")
+    verdict: Verdict = Field(description="the recorded verdict")
+    speedup: float | None = Field(default=None, description="recorded speedup (faster/slower only)")
+    beats_best: bool = Field(
+        description="True when verdict is faster and the speedup exceeds every earlier counted record of "
+        "this target on this device (the loop keeps a change only then)"
+    )
+    previous_best: float | None = Field(default=None, description="best counted speedup before this record")
+    previous_best_path: str | None = Field(default=None, description="record holding the previous best")
+    leaderboard: str = Field(description="path of the regenerated LEADERBOARD.md")
+
+
+class HistoryEntry(_Model):
+    """One record of a target, for ``history``."""
+
+    path: str = Field(description="workspace-relative record path")
+    created_at: str = Field(description="UTC time the record was written")
+    device: str | None = Field(default=None, description="GPU name (or CPU model)")
+    verdict: Verdict = Field(description="recorded verdict")
+    speedup: float | None = Field(default=None, description="speedup (faster/slower only)")
+    interval: list[float] | None = Field(default=None, description="speedup interval (faster/slower only)")
+    who: str = Field(description="author of the candidate")
+    note: str = Field(description="one-line note")
+    counted: bool = Field(description="False when invalidated or made with an older contract protocol")
+    not_counted_reason: str | None = Field(default=None, description="why it is not counted")
+
+
+class LeaderboardRow(_Model):
+    """One row of LEADERBOARD.md (one record)."""
+
+    target: str = Field(description="target name")
+    device: str = Field(description="GPU name (or CPU model)")
+    path: str = Field(description="record path relative to the workspace")
+    verdict: Verdict = Field(description="recorded verdict")
+    speedup: float | None = Field(default=None, description="speedup (faster/slower only)")
+    interval: list[float] | None = Field(default=None, description="speedup interval")
+    baseline_ms: float | None = Field(default=None, description="baseline median, ms")
+    candidate_ms: float | None = Field(default=None, description="candidate median, ms")
+    who: str = Field(description="author")
+    note: str = Field(description="note")
+    counted: bool = Field(description="whether it counts toward best-so-far")
+    not_counted_reason: str | None = Field(default=None, description="why it does not count")
+    best: bool = Field(
+        default=False, description="True for the best counted faster record of its target/device"
+    )
