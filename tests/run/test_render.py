@@ -8,13 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from adversarial.workspace import TARGET, default_resolved, make_workspace
 
 from hotkernel.errors import HotkernelError
 from hotkernel.run import render
 from hotkernel.workspace.paths import Workspace
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adversarial.workspace import TARGET, default_resolved, make_workspace  # noqa: E402
 
 
 def test_render_writes_three_files_with_generated_header(tmp_path: Path) -> None:
@@ -77,7 +75,7 @@ def test_rendering_does_not_import_torch(tmp_path: Path) -> None:
         f"make_workspace(Path({str(tmp_path)!r}))\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
 
 
 def test_untouched_candidate_follows_the_manifest_edited_one_never(tmp_path) -> None:
