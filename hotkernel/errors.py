@@ -9,3 +9,17 @@ class HotkernelError(Exception):
     def __init__(self, message: str, *, exit_code: int = 1) -> None:
         super().__init__(" ".join(message.split("\n")).strip())
         self.exit_code = exit_code
+
+
+QUOTE_LIMIT = 200
+
+
+def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters (a 1 MB input is never echoed)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's digit limit cannot be printed
+        return f"<a {type(value).__name__} too large to print>"
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 4]}... ({len(text):,} characters)"

@@ -14,9 +14,9 @@ import functools
 import inspect
 import logging
 import os
-import re
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -24,7 +24,6 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from hotkernel import __version__
@@ -36,10 +35,27 @@ from hotkernel.insight.profile import ProfileResult
 from hotkernel.insight.roofline import RooflineResult
 from hotkernel.insight.top_kernels import TopKernels
 from hotkernel.insight.torch_trace import TraceResult
+from hotkernel.mcp.base import (
+    DEFAULT_WAIT_S,
+    TOOLS,
+    Role,
+    ServerState,
+    TargetName,
+    WaitS,
+    inside,
+    known_target,
+    load_manifest,
+    rel,
+    render,
+    start_dir,
+    tool,
+    workspace_of,
+)
+from hotkernel.mcp.tools import targets as _targets  # noqa: F401  (declares the target tools)
 from hotkernel.reconcile.models import Plan, SyncReport
 from hotkernel.run.models import BenchResult, VerifyResult
 from hotkernel.store.models import HistoryEntry, LeaderboardRow, Record, RecordResult
-from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace, safe_path
+from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace
 
 log = logging.getLogger("hotkernel.mcp.app")
 
@@ -49,37 +65,7 @@ INSTRUCTIONS = (
     "verify, record (win or lose). Long calls (bench, verify, sync, profile, calibrate, torch_trace) "
     "return a job id when they outlast wait_s: poll it with job_status."
 )
-DEFAULT_WAIT_S = 50.0
 POLL_S = 0.1
-_TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = []
-
-# ---- shared parameter types --------------------------------------------------------------------------------
-
-TargetName = Annotated[
-    str,
-    Field(
-        description="target name as written in hotkernel.yaml: a Python identifier (letters, digits, '_', at "
-        "most 64 characters); list_targets shows them",
-        pattern=TARGET_NAME_RE.pattern,
-        min_length=1,
-        max_length=64,
-    ),
-]
-WaitS = Annotated[
-    float,
-    Field(
-        description="seconds (0 to 3600, default 50) to wait for the result in this call. When the job is "
-        "still "
-        "running after wait_s the call returns its job_id with state 'running' and the job keeps going: poll "
-        "it with job_status. 0 starts the job and returns at once. Keep it under your client's tool timeout",
-        ge=0,
-        le=3600,
-    ),
-]
-Role = Annotated[
-    Literal["baseline", "candidate"],
-    Field(description="which rendered script of the target: 'baseline' (the number to beat) or 'candidate'"),
-]
 
 
 class JobInfo(BaseModel):
@@ -156,38 +142,27 @@ def _tool_error(name: str, err: BaseException) -> ToolError:
     return ToolError(f"internal error {type(err).__name__}: {err} (a hotkernel bug: please report it)")
 
 
-def _tool(*, read_only: bool, destructive: bool, idempotent: bool, open_world: bool = False) -> Callable:
-    """Register a tool with truthful annotations; HotkernelError and friends become ToolError in one place."""
+def wrapped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with every anticipated failure turned into a ToolError (the one place that does it)."""
+    if inspect.iscoroutinefunction(fn):
 
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except Exception as err:
+                raise _tool_error(fn.__name__, err) from None
 
-            @functools.wraps(fn)
-            async def wrapper(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    return await fn(*args, **kwargs)
-                except Exception as err:
-                    raise _tool_error(fn.__name__, err) from None
+        return run_async
 
-        else:
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as err:
+            raise _tool_error(fn.__name__, err) from None
 
-            @functools.wraps(fn)
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    return fn(*args, **kwargs)
-                except Exception as err:
-                    raise _tool_error(fn.__name__, err) from None
-
-        annotations = ToolAnnotations(
-            read_only_hint=read_only,
-            destructive_hint=destructive,
-            idempotent_hint=idempotent,
-            open_world_hint=open_world,
-        )
-        _TOOLS.append((wrapper, annotations))
-        return fn
-
-    return register
+    return run
 
 
 def build_server(root: str | os.PathLike[str] | None = None) -> MCPServer:
@@ -198,16 +173,22 @@ def build_server(root: str | os.PathLike[str] | None = None) -> MCPServer:
     start = (
         root or os.environ.get("HOTKERNEL_WORKSPACE") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     )
+    state = ServerState(root=Path(start).resolve())
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[ServerState]:
+        yield state
+
     level = os.environ.get("HOTKERNEL_LOG_LEVEL", "WARNING").upper()
     server = MCPServer(
         "hotkernel",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level=level if level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") else "WARNING",
+        lifespan=lifespan,
     )
-    server._hotkernel_root = Path(start).resolve()  # type: ignore[attr-defined]
-    for fn, hints in _TOOLS:
-        server.add_tool(fn, annotations=hints, structured_output=True)
+    for fn, hints in TOOLS:
+        server.add_tool(wrapped(fn), annotations=hints, structured_output=True)
     return server
 
 
@@ -237,58 +218,12 @@ def serve() -> None:
 
 def _target_script(ws: Workspace, target: str, path: str, param: str) -> Path:
     """``path`` resolved inside the workspace, and a .py file in targets/<target>/ (else a ToolError naming it)."""
-    resolved = _inside(ws, path, param)
+    resolved = inside(ws, path, param)
     folder = ws.target_dir(target).resolve()
     if resolved.suffix != ".py" or resolved.parent != folder or not resolved.is_file():
         raise ToolError(f"{param} {path!r} must be an existing .py file in targets/{target}/ (e.g. "
                         f"'targets/{target}/candidate.py')")
     return resolved
-
-
-def _start_dir(ctx: Context) -> Path:
-    return ctx.mcp_server._hotkernel_root  # type: ignore[attr-defined]
-
-
-def _workspace(ctx: Context) -> Workspace:
-    """The workspace this server works on; a ToolError that says how to make one when there is none."""
-    try:
-        return find_workspace(_start_dir(ctx))
-    except HotkernelError:
-        raise ToolError(
-            f"no {MANIFEST_NAME} in {_start_dir(ctx)} or above: call new_target to start a workspace there, "
-            f"or "
-            "start the server in a workspace (HOTKERNEL_WORKSPACE / the client's working directory)"
-        ) from None
-
-
-def _manifest(ws: Workspace) -> Any:
-    from hotkernel.manifest import load_manifest
-
-    return load_manifest(ws.manifest)
-
-
-def _known_target(ws: Workspace, name: str, param: str = "target") -> Any:
-    """The manifest, after checking that ``name`` is one of its targets (else a ToolError listing them)."""
-    manifest = _manifest(ws)
-    if name not in manifest.targets:
-        known = ", ".join(sorted(manifest.targets)) or "none yet (add one with add_target or new_target)"
-        raise ToolError(f"{param} {name!r} is not in {MANIFEST_NAME}; known targets: {known}")
-    return manifest
-
-
-def _rel(ws: Workspace, path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ws.root.resolve()))
-    except ValueError:
-        return str(path)
-
-
-def _inside(ws: Workspace, user_path: str, param: str) -> Path:
-    """``user_path`` resolved inside the workspace, or a ToolError naming the parameter."""
-    try:
-        return safe_path(ws.root, user_path, what=param)
-    except HotkernelError as err:
-        raise ToolError(str(err)) from None
 
 
 def _job_info(job: Any) -> JobInfo:
@@ -356,7 +291,7 @@ async def _run_job(
 # ---- jobs --------------------------------------------------------------------------------------------------
 
 
-@_tool(read_only=True, destructive=False, idempotent=False)
+@tool(read_only=True, destructive=False, idempotent=False)
 async def job_status(
     ctx: Context,
     job_id: Annotated[str, Field(description="job id a long tool returned (job.job_id)", min_length=1)],
@@ -378,7 +313,7 @@ async def job_status(
     return JobStatus(job=info, result=job.result if info.state == "done" else None)
 
 
-@_tool(read_only=False, destructive=True, idempotent=True)
+@tool(read_only=False, destructive=True, idempotent=True)
 async def cancel_job(
     job_id: Annotated[str, Field(description="job id to stop (job.job_id from a long tool)", min_length=1)],
 ) -> JobInfo:
@@ -394,7 +329,7 @@ async def cancel_job(
     return _job_info(job)
 
 
-@_tool(read_only=True, destructive=False, idempotent=True)
+@tool(read_only=True, destructive=False, idempotent=True)
 def list_jobs() -> JobList:
     """List the jobs this server process started (running and recently finished), oldest first.
 
@@ -408,7 +343,7 @@ def list_jobs() -> JobList:
 # ---- measuring ---------------------------------------------------------------------------------------------
 
 
-@_tool(read_only=False, destructive=False, idempotent=False)
+@tool(read_only=False, destructive=False, idempotent=False)
 async def bench(
     ctx: Context,
     target: TargetName,
@@ -438,17 +373,17 @@ async def bench(
     (an edited candidate.py is never overwritten) and otherwise writes only scratch files. To compare a candidate with
     the baseline use verify (interleaved, with a verdict); to keep a result use record.
     """
-    ws = _workspace(ctx)
-    _known_target(ws, target)
+    ws = workspace_of(ctx)
+    known_target(ws, target)
     args: dict[str, Any] = {"target": target, "role": role, "n": n, "warmup": warmup, "timeout_s": timeout_s}
     if script is not None:
         args["script"] = str(_target_script(ws, target, script, "script"))
-    _render(ws, target)
+    render(ws, target)
     info, result = await _run_job(ctx, "bench", ws, args, wait_s)
     return BenchOutcome(job=info, result=result)
 
 
-@_tool(read_only=False, destructive=False, idempotent=False)
+@tool(read_only=False, destructive=False, idempotent=False)
 async def verify(
     ctx: Context,
     target: TargetName,
@@ -477,17 +412,17 @@ async def verify(
     mismatch is a result, not a tool error. The target is rendered from hotkernel.yaml first (candidate.py is
     never overwritten). Then call record to keep it (win or lose). To time one script alone use bench.
     """
-    ws = _workspace(ctx)
-    _known_target(ws, target)
+    ws = workspace_of(ctx)
+    known_target(ws, target)
     args: dict[str, Any] = {"target": target, "n": n, "timeout_s": timeout_s}
     if candidate is not None:
         args["candidate"] = str(_target_script(ws, target, candidate, "candidate"))
-    _render(ws, target)
+    render(ws, target)
     info, result = await _run_job(ctx, "verify", ws, args, wait_s)
     return VerifyOutcome(job=info, result=result)
 
 
-@_tool(read_only=False, destructive=False, idempotent=False)
+@tool(read_only=False, destructive=False, idempotent=False)
 def record(
     ctx: Context,
     target: TargetName,
@@ -522,8 +457,8 @@ def record(
     from hotkernel.mcp import jobs
     from hotkernel.reconcile.sync import record_and_keep as record_result
 
-    ws = _workspace(ctx)
-    _known_target(ws, target)
+    ws = workspace_of(ctx)
+    known_target(ws, target)
     if verify_job_id is not None:
         job = jobs.get_job(verify_job_id)
         if job.op != "verify" or job.state != "done" or job.args.get("target") != target:
@@ -544,7 +479,7 @@ def record(
     return result
 
 
-@_tool(read_only=False, destructive=False, idempotent=False)
+@tool(read_only=False, destructive=False, idempotent=False)
 async def sync(
     ctx: Context,
     targets: Annotated[
@@ -569,9 +504,9 @@ async def sync(
     Writes targets/, results/, hotkernel.lock and LEADERBOARD.md; a target already up to date is left alone.
     Use plan first to see what it would do; use verify + record for one candidate you are iterating on.
     """
-    ws = _workspace(ctx)
+    ws = workspace_of(ctx)
     if targets:
-        manifest = _manifest(ws)
+        manifest = load_manifest(ws)
         unknown = [t for t in targets if t not in manifest.targets]
         if unknown:
             raise ToolError(
@@ -584,7 +519,7 @@ async def sync(
     return SyncOutcome(job=info, result=result)
 
 
-@_tool(read_only=True, destructive=False, idempotent=True)
+@tool(read_only=True, destructive=False, idempotent=True)
 def plan(ctx: Context) -> Plan:
     """Say which targets are out of date and why (new, manifest changed, candidate changed, no record on this
     GPU).
@@ -593,408 +528,10 @@ def plan(ctx: Context) -> Plan:
     """
     from hotkernel.reconcile.plan import plan as make_plan
 
-    return make_plan(_workspace(ctx))
+    return make_plan(workspace_of(ctx))
 
 
 # ---- workspace: targets ------------------------------------------------------------------------------------
-
-
-class TargetSummary(BaseModel):
-    """One target of the manifest."""
-
-    name: str = Field(description="target name")
-    source: str = Field(description="the manifest's 'from': module:function or ./path.py:function")
-    shapes: list[str] = Field(description="shapes as written; the first is the headline")
-    dtype: str = Field(description="bf16 | fp16 | fp32 | fp8_e4m3 | fp8_e5m2")
-    device: str = Field(description="'cuda' or 'cpu'")
-    rendered: bool = Field(description="True when targets/<name>/baseline.py exists")
-    best_speedup: float | None = Field(default=None, description="best counted speedup recorded, if any")
-
-
-class TargetList(BaseModel):
-    """list_targets: the targets of hotkernel.yaml."""
-
-    workspace: str = Field(description="absolute path of the workspace root")
-    targets: list[TargetSummary] = Field(description="in manifest order")
-
-
-class TargetDetail(BaseModel):
-    """show_target: the spec, the files and the latest verdicts of one target."""
-
-    name: str = Field(description="target name")
-    spec: dict[str, Any] = Field(
-        description="the resolved spec: every manifest field with defaults filled in"
-    )
-    files: dict[str, str | None] = Field(
-        description="workspace-relative paths of baseline.py, candidate.py and the contract (None when "
-        "missing)"
-    )
-    history: list[HistoryEntry] = Field(
-        description="the latest records of this target, newest first (at most 10)"
-    )
-
-
-class EditResult(BaseModel):
-    """add_target / update_target / remove_target / new_target: what changed on disk."""
-
-    name: str = Field(description="target name")
-    manifest: str = Field(description="workspace-relative path of the manifest edited")
-    written: list[str] = Field(
-        default_factory=list, description="workspace-relative files written by rendering"
-    )
-    kept: list[str] = Field(
-        default_factory=list, description="files left as they were (an edited candidate is never overwritten)"
-    )
-    spec: dict[str, Any] | None = Field(
-        default=None, description="the resolved spec after the edit (None: removed)"
-    )
-
-
-def _target_files(ws: Workspace, name: str) -> dict[str, str | None]:
-    files = {
-        "baseline": ws.target_dir(name) / "baseline.py",
-        "candidate": ws.target_dir(name) / "candidate.py",
-        "contract": ws.contract_file,
-    }
-    return {key: (_rel(ws, path) if path.is_file() else None) for key, path in files.items()}
-
-
-def _render(ws: Workspace, name: str) -> tuple[list[str], list[str], dict[str, Any]]:
-    from hotkernel.manifest import resolved_target
-    from hotkernel.run.render import render_target
-
-    resolved = resolved_target(_manifest(ws), name)
-    rendered = render_target(ws, name, resolved)
-    return list(rendered.written), list(rendered.kept), resolved
-
-
-def _best_speedup(ws: Workspace, name: str) -> float | None:
-    from hotkernel.store.record import history as target_history
-
-    speedups = [
-        e.speedup
-        for e in target_history(ws, name)
-        if e.counted and e.verdict == "faster" and e.speedup is not None
-    ]
-    return max(speedups) if speedups else None
-
-
-@_tool(read_only=True, destructive=False, idempotent=True)
-def list_targets(ctx: Context) -> TargetList:
-    """List the targets in hotkernel.yaml with their shapes, dtype, device and best recorded speedup.
-
-    Reads only. Use show_target for one target's full spec, files and records; plan for what is out of date.
-    """
-    from hotkernel.manifest import resolved_target
-
-    ws = _workspace(ctx)
-    manifest = _manifest(ws)
-    summaries = []
-    for name in manifest.targets:
-        spec = resolved_target(manifest, name)
-        summaries.append(
-            TargetSummary(
-                name=name,
-                source=str(spec.get("from")),
-                shapes=[str(s) for s in spec.get("shapes") or []],
-                dtype=str(spec.get("dtype")),
-                device=str(spec.get("device")),
-                rendered=(ws.target_dir(name) / "baseline.py").is_file(),
-                best_speedup=_best_speedup(ws, name),
-            )
-        )
-    return TargetList(workspace=str(ws.root), targets=summaries)
-
-
-@_tool(read_only=True, destructive=False, idempotent=True)
-def show_target(ctx: Context, target: TargetName) -> TargetDetail:
-    """Show one target: its resolved spec (every default filled in), its files and its latest records.
-
-    Reads only. Use list_targets for all targets at a glance, history for every record of a target.
-    """
-    from hotkernel.manifest import resolved_target
-    from hotkernel.store.record import history as target_history
-
-    ws = _workspace(ctx)
-    manifest = _known_target(ws, target)
-    entries = sorted(target_history(ws, target), key=lambda e: e.created_at, reverse=True)[:10]
-    return TargetDetail(
-        name=target,
-        spec=resolved_target(manifest, target),
-        files=_target_files(ws, target),
-        history=entries,
-    )
-
-
-Dtype = Literal["bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2"]
-MANIFEST_KEYS = {
-    "source": "from",
-    "shapes": "shapes",
-    "input": "input",
-    "extra": "extra",
-    "dtype": "dtype",
-    "device": "device",
-    "kwargs": "kwargs",
-    "reference": "reference",
-    "flops": "flops",
-    "bytes_moved": "bytes",
-    "atol": "atol",
-    "rtol": "rtol",
-}
-
-
-def _target_fields(named: dict[str, Any], more: dict[str, Any] | None) -> dict[str, Any]:
-    """The manifest entry keys (as written in hotkernel.yaml) from the tool's parameters; None = not given."""
-    fields: dict[str, Any] = dict(more or {})
-    for param, key in MANIFEST_KEYS.items():
-        if named.get(param) is not None:
-            fields[key] = named[param]
-    return fields
-
-
-def _check_sources(ws: Workspace, fields: dict[str, Any]) -> None:
-    """A './path.py:function' reference (from, reference, derive) must point inside the workspace."""
-    for key in ("from", "reference", "derive"):
-        value = fields.get(key)
-        if not isinstance(value, str):
-            continue
-        path = value.rsplit(":", 1)[0]
-        if "/" in path or path.endswith(".py"):
-            _inside(ws, path, "source" if key == "from" else key)
-
-
-SourceParam = Annotated[
-    str,
-    Field(
-        description="the function to speed up (the manifest's 'from'): 'module:function' importable in the "
-        "user's python, or './path.py:function' relative to the workspace root (must stay inside it)",
-        min_length=3,
-        pattern=r"^[^:]+:[A-Za-z_][A-Za-z0-9_.]*$",
-    ),
-]
-Shape = str | dict[str, str]
-ShapesParam = Annotated[
-    list[Shape],
-    Field(
-        description="one or more shapes; the first is the headline. A string like '4096x8192' is the first "
-        "input's shape; a mapping like {'x': '4096x8192', 'w': '8192'} gives input name -> shape",
-        min_length=1,
-        max_length=32,
-    ),
-]
-OptShapes = Annotated[
-    list[Shape] | None,
-    Field(
-        description="new shapes (see add_target); the first is the headline; default None = unchanged",
-        min_length=1,
-        max_length=32,
-    ),
-]
-OptInput = Annotated[
-    str | None,
-    Field(description="name of the first input; default None = 'x'", pattern=TARGET_NAME_RE.pattern),
-]
-OptExtraInputs = Annotated[
-    list[str] | None,
-    Field(
-        description="further random inputs after the first, in call order, as 'name:shape' "
-        "(e.g. ['w:8192']); default None = none",
-        max_length=32,
-    ),
-]
-OptDtype = Annotated[
-    Dtype | None, Field(description="element type of every input; default None = the manifest default (bf16)")
-]
-OptDevice = Annotated[
-    Literal["cuda", "cpu"] | None,
-    Field(description="where it runs: 'cuda' or 'cpu'; default None = the manifest default (cuda)"),
-]
-OptKwargs = Annotated[
-    dict[str, Any] | None,
-    Field(
-        description="constants passed as keyword arguments to both sides, e.g. {'eps': 1e-6}; default None"
-    ),
-]
-OptReference = Annotated[
-    str | None,
-    Field(
-        description="function giving the right answer ('module:function' or './path.py:function'), run in "
-        "fp32 by the judge; default None = the 'from' function on upcast inputs"
-    ),
-]
-OptFlops = Annotated[
-    float | None,
-    Field(description="FLOPs of one call, >= 0 (for the roofline); default None = unknown", ge=0),
-]
-OptBytes = Annotated[
-    int | None,
-    Field(description="bytes one call moves, >= 0 (manifest 'bytes'); default None = inputs + outputs", ge=0),
-]
-OptTol = Annotated[
-    float | None,
-    Field(description="tolerance of the correctness check, 0 to 1; default None = by dtype", ge=0, le=1),
-]
-OptFields = Annotated[
-    dict[str, Any] | None,
-    Field(
-        description="any other hotkernel.yaml target keys (rotate, min_bytes, derive, inputs, seed, iters), "
-        "validated against the manifest schema; a null value removes the key (update_target); default None"
-    ),
-]
-
-
-@_tool(read_only=False, destructive=False, idempotent=False)
-def add_target(
-    ctx: Context,
-    name: TargetName,
-    source: SourceParam,
-    shapes: ShapesParam,
-    input: OptInput = None,
-    extra: OptExtraInputs = None,
-    dtype: OptDtype = None,
-    device: OptDevice = None,
-    kwargs: OptKwargs = None,
-    reference: OptReference = None,
-    flops: OptFlops = None,
-    bytes_moved: OptBytes = None,
-    atol: OptTol = None,
-    rtol: OptTol = None,
-    fields: OptFields = None,
-) -> EditResult:
-    """Add a target to the existing hotkernel.yaml (a minimal diff: comments and other entries stay), then
-    render targets/<name>/baseline.py and candidate.py (the file you edit).
-
-    Fails when the name exists (use update_target) or there is no hotkernel.yaml yet (use new_target). On any
-    failure the manifest is left as it was.
-    """
-    from hotkernel.manifest import add_target as manifest_add
-
-    ws = _workspace(ctx)
-    entry = _target_fields(locals(), fields)
-    _check_sources(ws, entry)
-    if name in _manifest(ws).targets:
-        raise ToolError(f"name {name!r} is already a target: use update_target to change it")
-    return _edit_then_render(ws, name, lambda: manifest_add(ws.manifest, name, entry))
-
-
-@_tool(read_only=False, destructive=False, idempotent=True)
-def update_target(
-    ctx: Context,
-    name: TargetName,
-    source: Annotated[
-        str | None,
-        Field(description="new 'from' (module:function or ./path.py:function); default None = unchanged"),
-    ] = None,
-    shapes: OptShapes = None,
-    input: OptInput = None,
-    extra: OptExtraInputs = None,
-    dtype: OptDtype = None,
-    device: OptDevice = None,
-    kwargs: OptKwargs = None,
-    reference: OptReference = None,
-    flops: OptFlops = None,
-    bytes_moved: OptBytes = None,
-    atol: OptTol = None,
-    rtol: OptTol = None,
-    fields: OptFields = None,
-) -> EditResult:
-    """Change keys of an existing target in hotkernel.yaml (minimal diff), then re-render its baseline.
-
-    Only the keys given change; the candidate you edited is kept. Records made before the change become out of
-    date (plan shows it; sync re-runs them). Use add_target for a new target, remove_target to drop one.
-    """
-    from hotkernel.manifest import update_target as manifest_update
-
-    ws = _workspace(ctx)
-    _known_target(ws, name, "name")
-    entry = _target_fields(locals(), fields)
-    if not entry:
-        raise ToolError("give at least one key to change (source, shapes, dtype, ..., or fields)")
-    _check_sources(ws, entry)
-    return _edit_then_render(ws, name, lambda: manifest_update(ws.manifest, name, entry))
-
-
-@_tool(read_only=False, destructive=True, idempotent=True)
-def remove_target(ctx: Context, name: TargetName) -> EditResult:
-    """Remove a target's entry from hotkernel.yaml (minimal diff; comments above it stay).
-
-    Its records under results/ and its files under targets/<name>/ are kept (history stays readable). Use
-    invalidate_record to discount one bad record instead, update_target to change the target.
-    """
-    from hotkernel.manifest import remove_target as manifest_remove
-
-    ws = _workspace(ctx)
-    _known_target(ws, name, "name")
-    manifest_remove(ws.manifest, name)
-    return EditResult(name=name, manifest=_rel(ws, ws.manifest), spec=None)
-
-
-def _edit_then_render(ws: Workspace, name: str, edit: Callable[[], Any]) -> EditResult:
-    """Apply a manifest edit and render; on any failure restore the manifest byte for byte."""
-    before = ws.manifest.read_bytes() if ws.manifest.is_file() else None
-    try:
-        edit()
-        written, kept, spec = _render(ws, name)
-    except BaseException as err:
-        if before is None:
-            ws.manifest.unlink(missing_ok=True)
-        else:
-            ws.manifest.write_bytes(before)
-        if isinstance(err, HotkernelError):
-            raise ToolError(_as_parameter_error(str(err))) from None
-        raise
-    return EditResult(name=name, manifest=_rel(ws, ws.manifest), written=written, kept=kept, spec=spec)
-
-
-_PARAMETER_OF_KEY = {"from": "source", "bytes": "bytes_moved"}
-
-
-def _as_parameter_error(message: str) -> str:
-    """A manifest error about an edit the tool rolled back: drop the ``hotkernel.yaml:LINE:`` prefix (that line
-    is gone) and name the tool parameter (``targets.t.from`` -> ``source``)."""
-    text = re.sub(r"^\S*hotkernel\.yaml:\d+:\s*", "", message)
-    match = re.match(r"targets\.[A-Za-z_][A-Za-z0-9_]*\.([A-Za-z_]+)(\S*):\s*", text)
-    if match:
-        key = match.group(1)
-        text = f"{_PARAMETER_OF_KEY.get(key, key)}{match.group(2)}: {text[match.end():]}"
-    return text + " (hotkernel.yaml left as it was)"
-
-
-@_tool(read_only=False, destructive=False, idempotent=False)
-def new_target(
-    ctx: Context,
-    name: TargetName,
-    source: SourceParam,
-    shapes: ShapesParam,
-    input: OptInput = None,
-    extra: OptExtraInputs = None,
-    dtype: OptDtype = None,
-    device: OptDevice = None,
-    kwargs: OptKwargs = None,
-    reference: OptReference = None,
-    flops: OptFlops = None,
-    bytes_moved: OptBytes = None,
-    atol: OptTol = None,
-    rtol: OptTol = None,
-    fields: OptFields = None,
-) -> EditResult:
-    """Scaffold a target to speed up: create hotkernel.yaml in the server's directory when there is none, add
-    the target, and render targets/hk_contract.py and targets/<name>/{baseline,candidate}.py.
-
-    The first step of a speedrun on a new function; refuses a name that exists (use update_target). In a
-    workspace that already has a manifest, add_target does the same.
-    """
-    from hotkernel.manifest import add_target as manifest_add
-
-    try:
-        ws = find_workspace(_start_dir(ctx))
-    except HotkernelError:
-        ws = Workspace(_start_dir(ctx))
-    entry = _target_fields(locals(), fields)
-    _check_sources(ws, entry)
-    if ws.manifest.is_file() and name in _manifest(ws).targets:
-        raise ToolError(f"name {name!r} is already a target: use update_target to change it")
-    return _edit_then_render(ws, name, lambda: manifest_add(ws.manifest, name, entry))
 
 
 # ---- results -----------------------------------------------------------------------------------------------
@@ -1017,7 +554,7 @@ class History(BaseModel):
     )
 
 
-@_tool(read_only=False, destructive=False, idempotent=True)
+@tool(read_only=False, destructive=False, idempotent=True)
 def leaderboard(ctx: Context) -> Leaderboard:
     """Regenerate LEADERBOARD.md from every record under results/ and return it with its rows.
 
@@ -1026,13 +563,13 @@ def leaderboard(ctx: Context) -> Leaderboard:
     """
     from hotkernel.store.leaderboard import current_protocol, leaderboard_rows, load_records, write_leaderboard
 
-    ws = _workspace(ctx)
+    ws = workspace_of(ctx)
     path = write_leaderboard(ws)
     rows = leaderboard_rows(load_records(ws.results_dir), current_protocol())
-    return Leaderboard(path=_rel(ws, path), markdown=path.read_text(encoding="utf-8"), rows=rows)
+    return Leaderboard(path=rel(ws, path), markdown=path.read_text(encoding="utf-8"), rows=rows)
 
 
-@_tool(read_only=True, destructive=False, idempotent=True)
+@tool(read_only=True, destructive=False, idempotent=True)
 def history(ctx: Context, target: TargetName) -> History:
     """List every record of a target (oldest first), with verdict, speedup, who, note and whether it counts.
 
@@ -1040,12 +577,12 @@ def history(ctx: Context, target: TargetName) -> History:
     """
     from hotkernel.store.record import history as target_history
 
-    ws = _workspace(ctx)
-    _known_target(ws, target)
+    ws = workspace_of(ctx)
+    known_target(ws, target)
     return History(target=target, records=target_history(ws, target))
 
 
-@_tool(read_only=False, destructive=True, idempotent=True)
+@tool(read_only=False, destructive=True, idempotent=True)
 def invalidate_record(
     ctx: Context,
     path: Annotated[
@@ -1074,8 +611,8 @@ def invalidate_record(
     from hotkernel.store.leaderboard import write_leaderboard
     from hotkernel.store.record import invalidate_record as mark
 
-    ws = _workspace(ctx)
-    record_path = _inside(ws, path, "path")
+    ws = workspace_of(ctx)
+    record_path = inside(ws, path, "path")
     if ws.results_dir.resolve() not in record_path.parents:
         raise ToolError(f"path {path!r} is not under results/: give a record path that history lists")
     result = mark(ws, record_path, reason)
@@ -1086,7 +623,7 @@ def invalidate_record(
 # ---- insight -----------------------------------------------------------------------------------------------
 
 
-@_tool(read_only=True, destructive=False, idempotent=True)
+@tool(read_only=True, destructive=False, idempotent=True)
 def gpu_info() -> GpuInfo:
     """Report every NVIDIA GPU here: name, UUID, memory, clocks, power limit, compute capability, processes.
 
@@ -1099,7 +636,7 @@ def gpu_info() -> GpuInfo:
     return query()
 
 
-@_tool(read_only=True, destructive=False, idempotent=True)
+@tool(read_only=True, destructive=False, idempotent=True)
 def roofline(
     ctx: Context,
     flops: Annotated[float, Field(description="floating-point operations of one call (FLOP), >= 0", ge=0)],
@@ -1139,7 +676,7 @@ def roofline(
     from hotkernel.insight.roofline import roofline as place
 
     try:
-        root: Path | None = find_workspace(_start_dir(ctx)).root
+        root: Path | None = find_workspace(start_dir(ctx)).root
     except HotkernelError:
         root = None
     return place(flops, bytes_moved, gpu=gpu, dtype=dtype, measured_gbps=measured_gbps, workspace=root)
@@ -1148,7 +685,7 @@ def roofline(
 CalibrateOutcome = _outcome_model(CalibrationEntry, "CalibrateOutcome")
 
 
-@_tool(read_only=False, destructive=False, idempotent=True)
+@tool(read_only=False, destructive=False, idempotent=True)
 async def calibrate(
     ctx: Context,
     device: Annotated[
@@ -1174,7 +711,7 @@ async def calibrate(
     Run it once per machine, when the GPU is idle. Needs a GPU and torch in the user's python; use gpu_info
     first.
     """
-    ws = _workspace(ctx)
+    ws = workspace_of(ctx)
     args = {"device": device, "size_mib": size_mib, "timeout_s": timeout_s}
     info, result = await _run_job(ctx, "calibrate", ws, args, wait_s)
     return CalibrateOutcome(job=info, result=result)
@@ -1183,7 +720,7 @@ async def calibrate(
 TraceOutcome = _outcome_model(TraceResult, "TraceOutcome")
 
 
-@_tool(read_only=False, destructive=False, idempotent=False)
+@tool(read_only=False, destructive=False, idempotent=False)
 async def torch_trace(
     ctx: Context,
     script: Annotated[
@@ -1215,8 +752,8 @@ async def torch_trace(
     and a Chrome trace under .hotkernel/traces/. For hardware counters of one kernel use profile; for a
     kernel's machine code use disasm.
     """
-    ws = _workspace(ctx)
-    path = _inside(ws, script, "script")
+    ws = workspace_of(ctx)
+    path = inside(ws, script, "script")
     if not path.is_file():
         raise ToolError(
             f"script {script!r} is not a file in the workspace: give a .py path relative to {ws.root}"
@@ -1226,7 +763,7 @@ async def torch_trace(
     return TraceOutcome(job=info, result=result)
 
 
-@_tool(read_only=False, destructive=False, idempotent=True)
+@tool(read_only=False, destructive=False, idempotent=True)
 def disasm(
     ctx: Context,
     source: Annotated[
@@ -1263,9 +800,9 @@ def disasm(
     from hotkernel.insight.disasm import TRITON_CACHE
     from hotkernel.insight.disasm import disasm as disassemble
 
-    ws = _workspace(ctx)
+    ws = workspace_of(ctx)
     if source != TRITON_CACHE:
-        path = _inside(ws, source, "source")
+        path = inside(ws, source, "source")
         if not path.is_file():
             raise ToolError(
                 f"source {source!r} is not a file in the workspace (or use 'triton-cache' with kernel)"
@@ -1281,7 +818,7 @@ def disasm(
 ProfileOutcome = _outcome_model(ProfileResult, "ProfileOutcome")
 
 
-@_tool(read_only=False, destructive=False, idempotent=False)
+@tool(read_only=False, destructive=False, idempotent=False)
 async def profile(
     ctx: Context,
     target: Annotated[
@@ -1341,17 +878,17 @@ async def profile(
     is missing (or counters are not permitted) the tool error says the fix and the fallback (torch_trace).
     Reports go under .hotkernel/profiles/; re-read one with top_kernels.
     """
-    ws = _workspace(ctx)
+    ws = workspace_of(ctx)
     if (target is None) == (script is None):
         raise ToolError(
             "give exactly one of target (a target's rendered script) or script (a workspace .py file)"
         )
     if target is not None:
-        _known_target(ws, target)
+        known_target(ws, target)
         path = ws.target_dir(target) / f"{role}.py"
-        _render(ws, target)
+        render(ws, target)
     else:
-        path = _inside(ws, script or "", "script")
+        path = inside(ws, script or "", "script")
         if not path.is_file():
             raise ToolError(f"script {script!r} is not a file in the workspace")
     args = {
@@ -1368,7 +905,7 @@ async def profile(
     return ProfileOutcome(job=info, result=result)
 
 
-@_tool(read_only=True, destructive=False, idempotent=True)
+@tool(read_only=True, destructive=False, idempotent=True)
 def top_kernels(
     ctx: Context,
     report: Annotated[
@@ -1388,8 +925,8 @@ def top_kernels(
     """
     from hotkernel.insight.top_kernels import top_kernels as rank
 
-    ws = _workspace(ctx)
-    path = _inside(ws, report, "report")
+    ws = workspace_of(ctx)
+    path = inside(ws, report, "report")
     if not path.is_file():
         raise ToolError(f"report {report!r} is not a file in the workspace")
     return rank(path, n)

@@ -1,0 +1,1 @@
+"""One module per group of MCP tools; hotkernel.mcp.app registers them."""
