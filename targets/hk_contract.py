@@ -455,17 +455,20 @@ CORRECTNESS_DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "fp8_e4m3": (0.125, 0.125),
     "fp8_e5m2": (0.25, 0.25),
 }
-# Largest ||out - ref||_2 / ||ref||_2 by target dtype. Honest kernels measured on CPU (softmax, rmsnorm, gemv,
-# attention; benchmarks/correctness_margins.py) stay at least 3x under it; the op on inputs rounded through the
-# next narrower format lands at least 2x over it (docs/correctness.md has the table).
+# Largest ||out - ref||_2 / ||ref||_2 by target dtype, set between the honest kernels and the op on inputs
+# rounded through a narrower format, measured by benchmarks/correctness_margins.py (docs/correctness.md):
+# bf16 honest <= 2.3e-3, fp8-rounded inputs >= 3.8e-2; fp16 honest <= 3.0e-4, bf16-rounded >= 2.3e-3;
+# fp32 honest <= 3.3e-6, tf32-rounded >= 2.9e-4; fp8 targets: one fp8 rounding of the output (2.7e-2 e4m3,
+# 5.1e-2 e5m2) stays 4x under.
 CORRECTNESS_REL_L2_MAX: dict[str, float] = {
     "bf16": 1e-2,
-    "fp16": 2e-3,
-    "fp32": 1e-5,
+    "fp16": 1.5e-3,
+    "fp32": 3e-5,
     "fp8_e4m3": 0.1,
     "fp8_e5m2": 0.2,
 }
-# Smallest Pearson correlation of the output with the reference by target dtype.
+# Smallest Pearson correlation of the output with the reference by target dtype: honest outputs reach
+# 1 - 1e-5 or better (bf16), an output of another input set stays under 0.03.
 CORRECTNESS_MIN_CORR: dict[str, float] = {
     "bf16": 0.99,
     "fp16": 0.999,
@@ -533,46 +536,51 @@ def correctness_statistics(
         out, ref = torch.view_as_real(out), torch.view_as_real(ref.to(out.dtype))
     ref = ref.to(device)
     zero = torch.zeros((), dtype=wide, device=device)
-    keys = ("out_bad", "ref_bad", "mismatches", "d2", "r2", "q2", "so", "sr", "oo", "rr", "or")
-    sums = {key: zero.clone() for key in keys}
+    sums = {key: zero.clone() for key in ("matches", "d2", "r2", "q2", "so", "sr", "oo", "rr", "or")}
     worst = zero.clone()
-    shift_o = shift_r = None
+    shift_o = shift_r = zero
     pieces = correctness_pieces(tuple(out.shape), max(1, int(chunk_elements))) if out.numel() else []
-    for index in pieces:
-        o = out[index].to(wide)
-        r = ref[index].to(wide)
+    for number, index in enumerate(pieces):
+        # Own fp64 copies of one chunk (copy=True even for fp64 data), so the in-place steps touch nothing else.
+        o = out[index].to(wide, copy=True).reshape(-1)
+        r = ref[index].to(wide, copy=True).reshape(-1)
         if exact:
-            sums["mismatches"] += (o != r).sum()
+            sums["matches"] += (o == r).sum()
             worst = torch.maximum(worst, (o - r).abs().max())
             continue
-        sums["out_bad"] += (~torch.isfinite(o)).sum()
-        sums["ref_bad"] += (~torch.isfinite(r)).sum()
+        q = torch.sub(r.to(out.dtype).to(wide), r)
+        sums["q2"] += torch.dot(q, q)
+        del q
         d = o - r
-        worst = torch.maximum(worst, d.abs().max())
-        sums["mismatches"] += (~(d.abs() <= atol + rtol * r.abs())).sum()
-        sums["d2"] += (d * d).sum()
-        sums["r2"] += (r * r).sum()
-        sums["q2"] += (r.to(out.dtype).to(wide) - r).square().sum()
-        if shift_o is None:
+        error = d.abs()
+        worst = torch.maximum(worst, error.max())
+        sums["matches"] += (error <= r.abs().mul_(rtol).add_(atol)).sum()  # NaN never matches
+        del error
+        sums["d2"] += torch.dot(d, d)
+        sums["r2"] += torch.dot(r, r)
+        del d
+        if number == 0:  # shifted moments keep the variance exact when the mean dominates
             shift_o, shift_r = o.mean(), r.mean()
-        o = o - shift_o
-        r = r - shift_r
+        o.sub_(shift_o)
+        r.sub_(shift_r)
         sums["so"] += o.sum()
         sums["sr"] += r.sum()
-        sums["oo"] += (o * o).sum()
-        sums["rr"] += (r * r).sum()
-        sums["or"] += (o * r).sum()
+        sums["oo"] += torch.dot(o, o)
+        sums["rr"] += torch.dot(r, r)
+        sums["or"] += torch.dot(o, r)
     host = {key: float(value.item()) for key, value in sums.items()}
     n = out.numel()
     stats = {
         "n": float(n),
-        "out_nonfinite": host["out_bad"],
-        "ref_nonfinite": host["ref_bad"],
+        "out_nonfinite": 0.0,
+        "ref_nonfinite": 0.0,
         "max_abs_error": float(worst.item()),
-        "mismatches": host["mismatches"],
+        "mismatches": n - host["matches"],
     }
     if exact or n == 0:
         return stats
+    if not all(math.isfinite(host[key]) for key in ("d2", "r2", "oo")):
+        stats["out_nonfinite"], stats["ref_nonfinite"] = correctness_nonfinite(torch, out, ref, pieces)
     var_o = max(host["oo"] / n - (host["so"] / n) ** 2, 0.0)
     var_r = max(host["rr"] / n - (host["sr"] / n) ** 2, 0.0)
     cov = host["or"] / n - host["so"] * host["sr"] / n**2
@@ -593,6 +601,15 @@ def correctness_statistics(
         corr_rounded=math.sqrt(var_r / (var_r + mse_q)) if var_r > 0 else math.nan,
     )
     return stats
+
+
+def correctness_nonfinite(torch: Any, out: Any, ref: Any, pieces: list[tuple[Any, ...]]) -> tuple[float, float]:
+    """NaN/inf counts of the output and of the reference (a second pass, only when a sum came out non-finite)."""
+    counts = [torch.zeros((), dtype=torch.int64, device=out.device) for _ in range(2)]
+    for index in pieces:
+        counts[0] += out[index].numel() - torch.isfinite(out[index]).sum()
+        counts[1] += ref[index].numel() - torch.isfinite(ref[index]).sum()
+    return float(counts[0].item()), float(counts[1].item())
 
 
 def correctness_flat(std: float, rms: float) -> bool:
@@ -1471,8 +1488,9 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     cache = cache_bytes(torch, device_kind)
     shapes_out, kept = [], []
     for shape_index, label in enumerate(spec["shapes"]):
-        shape, groups = run_shape(torch, spec, shape_index, label, kernel, derive, kwargs, seeds, cache, device,
-                                  device_kind, clocks)
+        with torch.no_grad():  # one grad mode for every call (a compiled kernel is compiled once)
+            shape, groups = run_shape(torch, spec, shape_index, label, kernel, derive, kwargs, seeds, cache,
+                                      device, device_kind, clocks)
         shapes_out.append(shape)
         kept.append(groups)
         patched = patched_functions(torch, saved)
@@ -1534,8 +1552,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     per_set_flags = [True] * len(first) if derive is not None else rotated
     per_set = nbytes([t for t, own in zip(first, per_set_flags, strict=False) if own])
     wanted, cache_resident = rotation_count(per_set, cache, device_kind)
-    with torch.no_grad():
-        probe = as_outputs(torch, kernel(*first, **kwargs))
+    probe = as_outputs(torch, kernel(*first, **kwargs))
     sync_device(torch, device_kind)
     out_bytes = nbytes(probe)
     del probe
@@ -1677,11 +1694,10 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         if sweep is not None:
             sweep.sum()
 
-    with torch.no_grad():
-        timing = measure(call, overhead_call, n_sets, torch=torch, device_kind=device_kind, resize=resize,
-                         prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
-                         poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
-                         n_calls=spec.get("iters"))
+    timing = measure(call, overhead_call, n_sets, torch=torch, device_kind=device_kind, resize=resize,
+                     prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
+                     poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
+                     n_calls=spec.get("iters"))
     sync_device(torch, device_kind)
     record = {
         "shape": label, "index": shape_index, "rotation": n_sets, "rotated_bytes": per_set,

@@ -178,8 +178,9 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     cache = cache_bytes(torch, device_kind)
     shapes_out, kept = [], []
     for shape_index, label in enumerate(spec["shapes"]):
-        shape, groups = run_shape(torch, spec, shape_index, label, kernel, derive, kwargs, seeds, cache, device,
-                                  device_kind, clocks)
+        with torch.no_grad():  # one grad mode for every call (a compiled kernel is compiled once)
+            shape, groups = run_shape(torch, spec, shape_index, label, kernel, derive, kwargs, seeds, cache,
+                                      device, device_kind, clocks)
         shapes_out.append(shape)
         kept.append(groups)
         patched = patched_functions(torch, saved)
@@ -241,8 +242,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     per_set_flags = [True] * len(first) if derive is not None else rotated
     per_set = nbytes([t for t, own in zip(first, per_set_flags, strict=False) if own])
     wanted, cache_resident = rotation_count(per_set, cache, device_kind)
-    with torch.no_grad():
-        probe = as_outputs(torch, kernel(*first, **kwargs))
+    probe = as_outputs(torch, kernel(*first, **kwargs))
     sync_device(torch, device_kind)
     out_bytes = nbytes(probe)
     del probe
@@ -384,11 +384,10 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         if sweep is not None:
             sweep.sum()
 
-    with torch.no_grad():
-        timing = measure(call, overhead_call, n_sets, torch=torch, device_kind=device_kind, resize=resize,
-                         prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
-                         poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
-                         n_calls=spec.get("iters"))
+    timing = measure(call, overhead_call, n_sets, torch=torch, device_kind=device_kind, resize=resize,
+                     prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
+                     poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
+                     n_calls=spec.get("iters"))
     sync_device(torch, device_kind)
     record = {
         "shape": label, "index": shape_index, "rotation": n_sets, "rotated_bytes": per_set,

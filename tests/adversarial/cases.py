@@ -62,6 +62,19 @@ CASES: tuple[Case, ...] = (
     Case("segfault", "invalid", ("crashed",), family="kernel dies of a signal"),
     Case("hangs", "invalid", ("timeout",), timeout_s=6.0, family="kernel hangs"),
     Case("import_error", "invalid", ("import_failed",), family="candidate does not import"),
+    Case("memo_strided_sample", "incorrect", ("timed_outputs_match_reference",),
+         family="outputs memoized under a strided sample of the input"),
+    Case("setsid_env_cleared", "invalid", ("no_leftover_processes",),
+         family="daemon in a new session with an empty environment"),
+    Case("fake_compile_worker", "invalid", ("no_leftover_processes",),
+         family="a look-alike of torch's compile worker pool"),
+    Case("pool_threads_env", "invalid", ("no_leftover_processes",),
+         family="compile threads raised again, a child kept alive"),
+    Case("patch_after_dynamo", "invalid", ("functions_unpatched",),
+         family="torch.manual_seed wrapped after Dynamo's own wrapper"),
+    Case("compiled_zeros", "incorrect", ("outputs_match_reference", "relative_error_norm", "output_carries_signal"),
+         timeout_s=300.0, family="torch.compile of a wrong function"),
+    Case("compiled_honest", "ok", (), timeout_s=300.0, family="control: torch.compile (Inductor)"),
 )
 
 CHEATS = tuple(case for case in CASES if not case.is_control)

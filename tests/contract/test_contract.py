@@ -1,0 +1,207 @@
+"""The contract's pieces (rotation, seeds, timer sizing and check, inputs, perturbation, memory refusal,
+reference precision) and real CPU runs of the rendered scripts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hotkernel.run import render
+from hotkernel.run.runner import run_script
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from adversarial.workspace import TARGET, make_workspace, python  # noqa: E402
+
+hk = render.contract_module()
+REQUIRED_FIELDS = ("protocol", "status", "ok", "reason", "ms", "target", "role", "shapes", "dtype",
+                   "seed_policy", "iters", "contract_sha256", "script_sha256", "device", "device_kind",
+                   "rotation", "bytes", "flops", "max_error", "timer", "launch_bound", "per_shape", "checks",
+                   "wall_s", "tolerances", "reference_precision", "transport")
+
+
+def test_contract_imports_only_stdlib_at_top_level() -> None:
+    assert hk.PROTOCOL_VERSION == 2
+    assert "torch" not in vars(hk)
+    source = render.contract_source()
+    top_imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
+    assert not [line for line in top_imports if "torch" in line or "triton" in line]
+
+
+def test_rotation_exceeds_twice_the_cache_with_at_least_two_sets() -> None:
+    cache = 60 << 20
+    k, resident = hk.rotation_count(64 << 20, cache, "cuda")
+    assert k >= 2 and k * (64 << 20) > 2 * cache and not resident
+    k, resident = hk.rotation_count(200 << 20, cache, "cuda")
+    assert k == 2 and not resident
+    k, resident = hk.rotation_count(64 << 10, cache, "cuda")
+    assert k == hk.MAX_ROTATION["cuda"] and resident
+
+
+def test_seeds_fresh_by_default_and_reproducible_when_fixed() -> None:
+    fresh = hk.SeedSource(None)
+    assert fresh.policy == "fresh-per-run" and fresh.next() != fresh.next()
+    a, b = hk.SeedSource(7), hk.SeedSource(7)
+    assert [a.next() for _ in range(3)] == [b.next() for _ in range(3)] and a.policy == "fixed:7"
+    assert hk.mix_seed(1, 0) != hk.mix_seed(1, 1) and hk.mix_seed(1, 0) == hk.mix_seed(1, 0)
+
+
+def test_wall_clock_check_flags_work_outside_the_timed_region() -> None:
+    honest = {"event_total_ms": 30.0, "enqueue_total_ms": 5.0, "wall_total_ms": 31.0, "samples": 15}
+    assert hk.check_wall_clock(honest) is None
+    launch_bound = {"event_total_ms": 3.0, "enqueue_total_ms": 30.0, "wall_total_ms": 31.0, "samples": 15}
+    assert hk.check_wall_clock(launch_bound) is None
+    side_stream = {"event_total_ms": 3.0, "enqueue_total_ms": 2.0, "wall_total_ms": 300.0, "samples": 15}
+    assert "outside the timed region" in hk.check_wall_clock(side_stream)
+    lying = {"event_total_ms": 300.0, "enqueue_total_ms": 2.0, "wall_total_ms": 30.0, "samples": 15}
+    assert "timer reported" in hk.check_wall_clock(lying)
+
+
+def test_a_reused_output_buffer_is_attributed_to_the_last_call_that_wrote_it() -> None:
+    # calls 0..5; call 1 and call 4 were kept; every call returned the same buffer: it holds call 5's result
+    assert hk.last_writers({1: "a", 4: "b"}, [(7,)] * 6) == {1: 5, 4: 5}
+    distinct = [(1,), (2,), (3,), (1,)]  # buffer 1 returned again by call 3
+    assert hk.last_writers({0: "a", 1: "b"}, distinct) == {0: 3, 1: 1}
+
+
+def test_inputs_are_random_reproducible_and_never_constant() -> None:
+    torch = pytest.importorskip("torch")
+    spec = {"inputs": [{"name": "x", "shapes": [[8, 16]]}, {"name": "w", "shapes": [[16]]}], "dtype": "bf16",
+            "rotate": ["x"], "derive": None}
+    a = hk.make_raw(torch, spec, 0, 11, 22, "cpu")
+    b = hk.make_raw(torch, spec, 0, 11, 22, "cpu")
+    c = hk.make_raw(torch, spec, 0, 12, 22, "cpu")
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not torch.equal(a[0], c[0]) and torch.equal(a[1], c[1])  # w is shared, x rotates
+    assert a[0].dtype == torch.bfloat16 and a[0].float().std() > 0.5
+    assert hk.checksum(torch, a[0]) == hk.checksum(torch, b[0]) != hk.checksum(torch, c[0])
+
+
+def test_load_function_accepts_both_forms(tmp_path: Path) -> None:
+    (tmp_path / "k.py").write_text("def f(x):\n    return x + 1\n")
+    assert hk.load_function("./k.py:f", str(tmp_path))(1) == 2
+    assert hk.load_function("json:dumps", str(tmp_path))([1]) == "[1]"
+    with pytest.raises(ValueError):
+        hk.load_function("nocolon", str(tmp_path))
+
+
+@pytest.mark.slow
+def test_standalone_script_prints_exactly_one_json_line(tmp_path: Path) -> None:
+    ws, _ = make_workspace(tmp_path)
+    proc = subprocess.run([python(), f"targets/{TARGET}/candidate.py"], cwd=ws.root, capture_output=True,
+                          text=True, timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stdout + proc.stderr
+    result = json.loads(lines[0])
+    assert result["status"] == "ok" and result["ok"] is True and proc.returncode == 0, result
+    assert [f for f in REQUIRED_FIELDS if f not in result] == []
+    assert result["role"] == "candidate" and result["seed_policy"] == "fresh-per-run"
+    assert result["contract_sha256"] == render.contract_sha256()
+    assert result["rotation"] >= 2 and result["per_shape"][0]["shape"] == "64x256"
+    assert result["timer"] == "cpu-perf-counter" and result["ms"] > 0
+
+
+@pytest.mark.slow
+def test_faster_than_the_floor_is_invalid(tmp_path: Path) -> None:
+    ws, resolved = make_workspace(tmp_path, min_bytes=10**13)
+    outcome = run_script(ws, f"targets/{TARGET}/baseline.py", python=python(), resolved=resolved)
+    assert outcome.status == "invalid" and outcome.reason.startswith("faster_than_floor:"), outcome.reason
+
+
+@pytest.mark.slow
+def test_fixed_seed_policy_is_reported(tmp_path: Path) -> None:
+    ws, resolved = make_workspace(tmp_path, seed=1234)
+    outcome = run_script(ws, f"targets/{TARGET}/baseline.py", python=python(), resolved=resolved)
+    assert outcome.status == "ok", outcome.reason
+    assert outcome.run["seed_policy"] == "fixed:1234" and outcome.run["role"] == "baseline"
+
+
+def test_timer_sizes_samples_to_ten_ms_in_multiples_of_k() -> None:
+    assert hk.MIN_SAMPLE_KERNEL_MS == 10.0
+    assert hk.calls_for(0.017, 4, 10.0) == 592  # a 17 us kernel: 589 calls -> the next multiple of 4
+    assert hk.calls_for(50.0, 2, 10.0) == 2  # a 50 ms kernel: K calls at least
+    assert hk.calls_for(1e-9, 3, 10.0) == 100_002  # capped at MAX_CALLS_PER_SAMPLE, rounded up to a multiple of K
+
+
+def test_memory_refusal_names_needed_and_free() -> None:
+    gib = 1 << 30
+    k, problem = hk.fit_rotation(4 * gib, 0, 4 * gib, 16, 200 * gib, "cuda")
+    assert problem is None and 2 <= k < 16  # fewer sets, still fits
+    k, problem = hk.fit_rotation(40 * gib, 0, 40 * gib, 2, 100 * gib, "cuda")
+    assert k == 0 and "GiB of device memory" in problem and "100.00 GiB are free" in problem
+    assert hk.fit_rotation(1, 0, 1, 5, None, "cpu") == (5, None)  # the platform does not say: no refusal
+
+
+def test_checks_table_is_complete_and_each_name_once() -> None:
+    names = [check.name for check in hk.CHECKS]
+    assert len(names) == len(set(names))
+    assert {check.verdict for check in hk.CHECKS} == {"incorrect", "invalid"}
+    assert all(check.function is not None for check in hk.OUTPUT_CHECKS)
+    for name in ("outputs_match_reference", "relative_error_norm", "output_carries_signal", "inputs_unchanged",
+                 "timed_outputs_match_reference"):
+        assert hk.verdict_of(name) == "incorrect"
+    for name in ("faster_than_floor", "no_leftover_processes", "workspace_unchanged", "fits_memory", "unknown"):
+        assert hk.verdict_of(name) == "invalid"
+
+
+def test_perturbation_seen_by_the_worker_is_what_the_judge_rebuilds() -> None:
+    torch = pytest.importorskip("torch")
+    sets = [[torch.randn(8, 16, dtype=torch.bfloat16)] for _ in range(3)]
+    flats = [hk.bits_view(torch, s[0]) for s in sets]
+    n_calls, seed = 12, 987654321
+    for derived in (False, True):
+        pos, second = hk.perturbation_draws(torch, flats[0].numel(), n_calls, seed, "cpu", derived, torch.bfloat16)
+        values = hk.gather_per_set(torch, flats, second) if derived else second
+        for call in range(n_calls):
+            k = call % 3
+            position, value = hk.perturbation_of_call(torch, sets[k], 0, n_calls, seed, call, derived)
+            assert position == int(pos[call]) and int(value) == int(values[call])
+        if not derived:  # raw inputs: a large value, so the row's result changes beyond any tolerance
+            magnitudes = values.view(torch.bfloat16).float().abs()
+            assert float(magnitudes.min()) >= hk.PERTURB_MIN_ABS * 0.99
+            assert float(magnitudes.max()) <= hk.PERTURB_MAX_ABS * 1.01
+    seen = [sets[0][0].clone()]
+    hk.apply_perturbation(torch, seen, 0, 5, hk.bits_view(torch, torch.tensor([6.0], dtype=torch.bfloat16)))
+    assert float(seen[0].reshape(-1)[5]) == 6.0 and torch.equal(seen[0].reshape(-1)[6:], sets[0][0].reshape(-1)[6:])
+
+
+def test_reference_upcasts_module_parameters_and_says_so() -> None:
+    torch = pytest.importorskip("torch")
+    norm = torch.nn.LayerNorm(16)
+
+    def layer_norm(x):
+        return norm(x)
+
+    state = hk.JudgeState(torch)
+    spec = {"dtype": "fp32", "name": "ln"}
+    x = torch.randn(4, 16)
+    out = hk.reference_outputs(state, spec, layer_norm, [x], {})
+    assert out[0].dtype == torch.float64 and norm.weight.dtype == torch.float32  # restored after the call
+    assert hk.precision_label(state, spec, 1) == "fp64, 1 module(s) upcast"
+
+
+def test_reference_falls_back_to_the_target_dtype_and_states_it() -> None:
+    torch = pytest.importorskip("torch")
+
+    def only_bf16(x):
+        if x.dtype != torch.bfloat16:
+            raise RuntimeError("expected scalar type BFloat16")
+        return x * 2
+
+    state = hk.JudgeState(torch)
+    spec = {"dtype": "bf16", "name": "b"}
+    out = hk.reference_outputs(state, spec, only_bf16, [torch.randn(4, dtype=torch.bfloat16)], {})
+    assert out[0].dtype == torch.bfloat16
+    assert hk.precision_label(state, spec, 0).startswith("bf16 (the target dtype")
+
+
+def test_checksum_is_chunked_and_position_sensitive() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.randn(1000)
+    swapped = x.clone()
+    swapped[[0, 1]] = swapped[[1, 0]]
+    assert hk.checksum(torch, x)[0] == pytest.approx(hk.checksum(torch, swapped)[0])
+    assert hk.checksum(torch, x)[1] != hk.checksum(torch, swapped)[1]
