@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hotkernel.manifest import load_manifest
+from hotkernel.manifest.load import load_manifest
 from hotkernel.workspace.interpreter import find_python
 from hotkernel.workspace.paths import Workspace
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hotkernel.manifest import Manifest
+from hotkernel.manifest.model import Manifest
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_FILE_NAME = "hotkernel.schema.json"

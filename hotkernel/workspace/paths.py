@@ -10,6 +10,8 @@ from pathlib import Path
 from hotkernel.errors import HotkernelError
 
 MANIFEST_NAME = "hotkernel.yaml"
+# Match with ``fullmatch``: ``$`` alone also matches before a trailing newline ("sm\n"). The pattern keeps its
+# anchors for JSON schemas (where ``$`` is the end of the text).
 TARGET_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
@@ -60,9 +62,9 @@ class Workspace:
 
 def validate_target_name(name: str) -> str:
     """A target name is an identifier: letters, digits, underscore; no ``/``, ``..`` or spaces."""
-    if not isinstance(name, str) or not TARGET_NAME_RE.match(name):
+    if not isinstance(name, str) or not TARGET_NAME_RE.fullmatch(name):
         raise HotkernelError(
-            f"target name {name!r} is not allowed: use a Python identifier such as 'rmsnorm' or "
+            f"target name {name!r:.200} is not allowed: use a Python identifier such as 'rmsnorm' or "
             "'decode_attention' (letters, digits, '_'; at most 64 characters)"
         )
     return name

@@ -17,7 +17,7 @@ from hotkernel.manifest.schema import (
     write_schema,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "schemas" / "hotkernel.schema.json"
 
 
