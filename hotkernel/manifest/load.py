@@ -44,7 +44,8 @@ from hotkernel.manifest.model import (
 )
 from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE
 
-MAX_FILE_BYTES = 1 << 20  # 1 MiB: a manifest of thousands of targets is a few hundred KiB
+MAX_FILE_BYTES = 512 << 10  # 512 KiB: 100 targets take about 15 KiB
+MAX_NODES = 8000  # keys and values in the whole document: 100 targets take about 1,500 (and 60 ms to load)
 MAX_LINE = 2 * MAX_STRING  # characters of one line
 MAX_DEPTH = 32  # nested mappings/lists
 MAX_INT = 2**63  # larger integers are refused (no key needs them; huge digit strings are slow to convert)
@@ -139,6 +140,7 @@ def check_bounds(text: str, display: str) -> None:
 def _check_events(text: str, display: str) -> None:
     """Walk the YAML event stream (nothing is constructed or expanded) and refuse what a manifest never needs."""
     depth = 0
+    nodes = 0
     try:
         for event in YAML(typ="rt").parse(text):
             line = event.start_mark.line + 1 if event.start_mark is not None else 1
@@ -160,6 +162,13 @@ def _check_events(text: str, display: str) -> None:
                     f"{display}:{line}: a value of {len(event.value)} characters, over the limit of "
                     f"{MAX_STRING}; shorten it"
                 )
+            if isinstance(event, NodeEvent):
+                nodes += 1
+                if nodes > MAX_NODES:
+                    raise HotkernelError(
+                        f"{display}:{line}: more than {MAX_NODES} keys and values; split the workspace (a "
+                        "target takes about 15)"
+                    )
             if isinstance(event, CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:

@@ -40,6 +40,8 @@ def resolved_target(manifest: Manifest, name: str) -> dict[str, Any]:
         for entry in spec.shapes:
             if isinstance(entry, dict) and input_name in entry:
                 shapes.append(list(parse_shape(entry[input_name])))
+            elif isinstance(entry, str) and input_name == spec.input:  # a plain entry is the first input's shape
+                shapes.append(list(parse_shape(entry)))
             else:
                 shapes.append(list(parse_shape(headline)))
         inputs.append({"name": input_name, "shapes": shapes})

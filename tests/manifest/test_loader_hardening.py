@@ -1,0 +1,138 @@
+"""Manifests that used to hang, crash or be misread: each is one ``hotkernel.yaml:LINE`` error, fast."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hotkernel.errors import HotkernelError
+from hotkernel.manifest import load_manifest, load_manifest_text, resolved_target
+from hotkernel.manifest.load import MAX_FILE_BYTES, MAX_LINE
+from hotkernel.workspace.paths import validate_target_name
+
+HEAD = "version: 1\ntargets:\n  t:\n    from: torch:neg\n    shapes: [8x8]\n"
+
+
+def _alias_bomb() -> str:
+    lines = ["    kwargs:", "      a: &a [x, x, x, x, x, x, x, x, x]"]
+    for index in range(1, 9):
+        prev, name = chr(96 + index), chr(97 + index)
+        lines.append(f"      {name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    return HEAD + "\n".join(lines) + "\n"
+
+
+HOSTILE = {
+    # name: (text, line of the error, words the error must contain)
+    "alias bomb": (_alias_bomb(), 7, "anchors (&a) are not allowed"),
+    "alias": (HEAD + "    extra: [*w]\n", 6, "aliases (*w) are not allowed"),
+    "5 MB comment line": (HEAD + "# " + "x" * 5_000_000 + "\n", 1, f"over the limit of {MAX_FILE_BYTES}"),
+    "long line": (HEAD + "# " + "x" * (MAX_LINE + 10) + "\n", 6, f"over the limit of {MAX_LINE}"),
+    "5,000-deep flow list": (HEAD + "    kwargs:\n      k:\n" + "        [\n" * 5000 + "]" * 5000 + "\n", 36,
+                             "nested more than 32 levels"),
+    "deep block list": (HEAD + "    kwargs:\n      k:\n" + "".join(" " * (8 + 2 * i) + "-\n" for i in range(200)),
+                        36, "nested more than 32 levels"),
+    "atol .inf": (HEAD + "    atol: .inf\n", 6, "targets.t.atol: inf is not a finite number"),
+    "rtol .nan": (HEAD + "    rtol: .nan\n", 6, "targets.t.rtol: nan is not a finite number"),
+    "flops 1e999": (HEAD + "    flops: 1e999\n", 6, "targets.t.flops: inf is not a finite number"),
+    "kwarg -.inf": (HEAD + "    kwargs: {eps: -.inf}\n", 6, "not a finite number"),
+    "tag": (HEAD + "    atol: !!float 1\n", 6, "tags"),
+    "python tag": (HEAD + "    kwargs: {k: !!python/object:os.system ls}\n", 6, "tags"),
+    "YAML 1.1 directive": ("%YAML 1.1\n---\n" + HEAD, 2, "directives"),
+    "4,000-digit seed": (HEAD + "    seed: " + "9" * 4000 + "\n", 6, "too large"),
+    "5,000-character string": (HEAD + "    kwargs: {k: " + "y" * 5000 + "}\n", 6, "5000 characters"),
+    "10,000 values": (HEAD + "    kwargs:\n" + "".join(f"      k{i}: [{', '.join(['1'] * 100)}]\n" for i in range(100)),
+                      85, "more than 8000 keys and values"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_hostile_manifest_is_one_line_error_in_well_under_two_seconds(case: str) -> None:
+    text, line, words = HOSTILE[case]
+    start = time.perf_counter()
+    with pytest.raises(HotkernelError) as caught:
+        load_manifest_text(text, check_files=False)
+    elapsed = time.perf_counter() - start
+    message = str(caught.value)
+    assert elapsed < 1.0, f"{case}: {elapsed:.2f} s"
+    assert "\n" not in message and len(message) < 400, message
+    assert message.startswith(f"hotkernel.yaml:{line}: "), message
+    assert words in message, message
+
+
+@pytest.mark.parametrize("case", ["alias bomb", "5 MB comment line", "5,000-deep flow list", "atol .inf"])
+def test_plan_answers_hostile_manifests_in_under_two_seconds(case: str, tmp_path: Path) -> None:
+    (tmp_path / "hotkernel.yaml").write_text(HOSTILE[case][0], encoding="utf-8")
+    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(tmp_path)}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "hotkernel", "plan"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 2.0, f"{case}: plan took {elapsed:.2f} s"
+    assert done.returncode == 1, (done.returncode, done.stderr[-500:])
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr[-500:]
+    assert f"hotkernel.yaml:{HOSTILE[case][1]}: " in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("shape", "written", "value"),
+    [("0x5", "0x5", 5), ("0o17", "0o17", 15), ("1_000", "1_000", 1000), ("0b11", "0b11", 3), ("0xff", "0xff", 255)],
+)
+def test_shapes_are_read_as_written_not_as_yaml_numbers(shape: str, written: str, value: int) -> None:
+    text = f"version: 1\ntargets:\n  t:\n    from: torch:neg\n    shapes: [{shape}]\n"
+    with pytest.raises(HotkernelError) as caught:
+        load_manifest_text(text, check_files=False)
+    message = str(caught.value)
+    assert message.startswith("hotkernel.yaml:5: targets.t.shapes[0]: "), message
+    assert f"{written} is read by YAML as the number {value}" in message
+
+
+def test_a_zero_dimension_written_as_text_is_an_error() -> None:
+    text = 'version: 1\ntargets:\n  t:\n    from: torch:neg\n    shapes: ["0x5"]\n'
+    with pytest.raises(HotkernelError, match=r"hotkernel.yaml:5: targets.t.shapes\[0\]: '0x5' is not a shape"):
+        load_manifest_text(text, check_files=False)
+
+
+def test_every_plain_shape_is_the_first_inputs_shape_at_that_entry() -> None:
+    text = HEAD.replace("[8x8]", "[8x8, 16x8, 8]") + "    extra: [w:8]\n"
+    resolved = resolved_target(load_manifest_text(text, check_files=False), "t")
+    assert resolved["inputs"] == [{"name": "x", "shapes": [[8, 8], [16, 8], [8]]},
+                                  {"name": "w", "shapes": [[8], [8], [8]]}]
+    assert resolved["shapes"] == ["8x8", "16x8", "8"]
+
+
+@pytest.mark.parametrize("name", ["sm\n", "sm\r\n", "a" * 65, "a b", "../x", "x\x00"])
+def test_target_names_have_no_trailing_newline_hole(name: str) -> None:
+    text = f"version: 1\ntargets:\n  {name!r}:\n    from: torch:neg\n    shapes: [8]\n".replace("'", '"')
+    with pytest.raises(HotkernelError, match=r"hotkernel.yaml:3: .*target name is not allowed"):
+        load_manifest_text(text, check_files=False)
+    with pytest.raises(HotkernelError, match="is not allowed"):
+        validate_target_name(name)
+
+
+def test_a_file_over_the_limit_is_not_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "hotkernel.yaml"
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(HEAD)
+        handle.write("#" * (64 << 20))  # 64 MiB
+    start = time.perf_counter()
+    with pytest.raises(HotkernelError, match=f"over the limit of {MAX_FILE_BYTES}"):
+        load_manifest(path)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_errors_quote_at_most_about_200_characters_of_a_bad_value() -> None:
+    huge = "q" * 3000
+    for text in (
+        HEAD.replace("torch:neg", huge),
+        HEAD.replace("[8x8]", f"[{huge}]"),
+        HEAD + f"    dtype: {huge}\n",
+        HEAD + f"    {huge[:3000]}: 1\n",
+    ):
+        with pytest.raises(HotkernelError) as caught:
+            load_manifest_text(text, check_files=False)
+        assert len(str(caught.value)) < 700, str(caught.value)[:300]
