@@ -8,6 +8,7 @@ from pydantic import Field
 
 from hotkernel._util.model import StrictModel as _Model
 from hotkernel.run.models import Verdict
+from hotkernel.store.models import LeaderboardRow
 
 PlanAction = Literal["create", "update"]
 
@@ -20,7 +21,7 @@ class PlanItem(_Model):
     reasons: list[str] = Field(
         description="why it is out of date: new, manifest changed, candidate changed, contract changed, "
         "baseline not rendered, baseline edited, candidate not rendered, no record on this GPU, "
-        "record missing"
+        "recorded with contract protocol N, record missing / damaged / not vouched for / invalidated"
     )
     device_kind: str = Field(description="'cuda' or 'cpu' (the target's device)")
 
@@ -33,6 +34,11 @@ class Plan(_Model):
     up_to_date: list[str] = Field(default_factory=list, description="targets with nothing to do")
     notes: list[str] = Field(
         default_factory=list, description="remarks (e.g. no GPU here: compared to lock only)"
+    )
+    problems: list[str] = Field(
+        default_factory=list,
+        description="torn state, one line each with the file and the fix: a damaged, missing or unverified "
+        "record, a stale LEADERBOARD.md, a leftover temp file",
     )
 
     @property
@@ -61,6 +67,15 @@ class SyncReport(_Model):
     check: bool = Field(default=False, description="True when run with --check (nothing was run)")
     plan: Plan = Field(description="the plan sync started from")
     items: list[SyncItem] = Field(default_factory=list, description="one entry per target considered")
+    best: list[LeaderboardRow] = Field(
+        default_factory=list, description="the leaderboard's best counted row per target and device, after sync"
+    )
+    latest: dict[str, LeaderboardRow] = Field(
+        default_factory=dict, description="per target: its newest vouched record of the current protocol"
+    )
+    repaired: list[str] = Field(
+        default_factory=list, description="what sync repaired (a stale LEADERBOARD.md rewritten, temp files removed)"
+    )
 
     @property
     def failed(self) -> bool:

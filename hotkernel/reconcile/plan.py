@@ -1,13 +1,9 @@
 """The reconciler (DVC's model): ``hotkernel.lock`` remembers what each record was made from; ``plan``
 diffs it against the manifest and the files on disk; ``sync`` re-runs what is out of date.
 
-``hotkernel.lock`` is JSON with sorted keys, written only by hotkernel and atomically::
-
-    {"schema": 1, "targets": {"<name>": {"<device>": {"manifest": ..., "baseline_sha256": ...,
-     "candidate_sha256": ..., "contract_sha256": ..., "device": ..., "record": "results/<name>/<ts>.json",
-     "verdict": ...}}}}
-
-``<device>`` is the GPU name for cuda targets and ``cpu`` for cpu targets.
+``hotkernel.lock`` is read and written through ``hotkernel.workspace.lockfile.Lock`` (its docstring shows the
+layout). Torn state (a damaged, missing or unverified record, a stale LEADERBOARD.md, a leftover temp file) is a
+plan problem: reported with the file and the fix, and ``sync --check`` fails on it.
 
 "No CUDA" is decided with NVML (``pynvml``: no driver or no device means no CUDA GPU), not by importing torch
 in the user's interpreter: it is cheap, needs no torch, and is what ``plan`` uses for the GPU name too. A user
@@ -16,7 +12,6 @@ interpreter whose torch lacks CUDA on a GPU machine is reported by the run itsel
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +22,8 @@ from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_tar
 from hotkernel.reconcile.models import Plan, PlanItem, SyncReport
 from hotkernel.run.render import contract_module, contract_sha256, expected_baseline
 from hotkernel.run.runner import sources_digest
-from hotkernel.workspace.lockfile import read_lock
+from hotkernel.store.leaderboard import current_protocol, load_record, store_problems
+from hotkernel.workspace.lockfile import Lock, LockEntry, read_lock, record_file
 from hotkernel.workspace.paths import Workspace
 
 CPU_DEVICE = "cpu"
@@ -73,34 +69,38 @@ def device_key(context: dict[str, Any], gpu_name: str | None) -> str:
     return gpu_name or NO_GPU
 
 
-def latest_entry(entries: dict[str, Any]) -> dict[str, Any] | None:
+def latest_entry(entries: dict[str, LockEntry]) -> LockEntry | None:
     """The entry with the newest record path (record names sort by UTC time)."""
     if not entries:
         return None
-    return max(entries.values(), key=lambda e: (Path(str(e.get("record", ""))).name, str(e.get("device"))))
+    return max(entries.values(), key=lambda e: (Path(e.record).name, e.device))
 
 
-def out_of_date_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, Any],
-                        device: str) -> list[str]:
+def out_of_date_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEntry], device: str,
+                        lock: Lock | None = None) -> list[str]:
     """Why a target must be re-run, in a fixed order; [] when it is up to date."""
     if not entries:
         return ["new"]
     reasons: list[str] = []
-    entry = entries.get(device)
-    if entry is None and device != NO_GPU:
+    found = entries.get(device)
+    if found is None and device != NO_GPU:
         reasons.append(f"no record on this GPU ({device})")
-    entry = entry or latest_entry(entries) or {}
-    if entry.get("manifest") != state["manifest"]:
+    entry = found or latest_entry(entries)
+    assert entry is not None  # entries is not empty
+    protocol = current_protocol()
+    if entry.manifest != state["manifest"]:
         reasons.append("manifest changed")
-    if entry.get("contract_sha256") != state["contract_sha256"]:
+    if entry.protocol != protocol:
+        reasons.append(f"recorded with contract protocol {entry.protocol} (current {protocol})")
+    if entry.contract_sha256 != state["contract_sha256"]:
         reasons.append("contract changed")
-    elif entry.get("baseline_sha256") != state["baseline_sha256"] and "manifest changed" not in reasons:
+    elif entry.baseline_sha256 != state["baseline_sha256"] and "manifest changed" not in reasons:
         reasons.append("templates changed")
-    if entry.get("sources_sha256") != state["sources_sha256"]:
+    if entry.sources_sha256 != state["sources_sha256"]:
         reasons.append("baseline source changed")
     if state["candidate_sha256"] is None:
         reasons.append("candidate not rendered")
-    elif entry.get("candidate_sha256") != state["candidate_sha256"]:
+    elif entry.candidate_sha256 != state["candidate_sha256"]:
         reasons.append("candidate changed")
     baseline = baseline_file_state(ws, state, entries)
     if baseline == "missing":
@@ -112,30 +112,36 @@ def out_of_date_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str,
         reasons.append("contract not rendered")
     elif contract == "edited":
         reasons.append("contract edited (verify will say invalid; delete it to re-render)")
-    record = entry.get("record")
-    if not record or not (ws.root / str(record)).is_file():
-        reasons.append("record missing")
-    elif record_invalidated(ws.root / str(record)):
-        reasons.append("record invalidated")
+    reason = record_state(ws, entry.record, lock)
+    if reason:
+        reasons.append(reason)
     return reasons
 
 
-def record_invalidated(path: Path) -> bool:
-    """True when the record file carries an ``invalidated`` mark (``hotkernel invalidate``)."""
+def record_state(ws: Workspace, record: str, lock: Lock | None) -> str | None:
+    """Why the record a lock entry names does not stand (missing, damaged, not vouched, invalidated), or None."""
+    path = record_file(ws, record)
+    if path is None:
+        return "record missing"
     try:
-        return bool(json.loads(path.read_text(encoding="utf-8")).get("invalidated"))
-    except (OSError, ValueError, AttributeError):
-        return False
+        parsed = load_record(path)
+    except HotkernelError:
+        return "record damaged"
+    if parsed is None:
+        return "record damaged"
+    if lock is not None and record in lock.records and lock.records[record] != sha256_file(path):
+        return "record not vouched for (its content differs from the records index)"
+    return "record invalidated" if parsed.invalidated is not None else None
 
 
-def baseline_file_state(ws: Workspace, state: dict[str, Any], entries: dict[str, Any]) -> str:
+def baseline_file_state(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEntry]) -> str:
     """'ok', 'missing', 'stale' (an untouched older render) or 'edited' for targets/<name>/baseline.py."""
     on_disk = state["baseline_on_disk"]
     if on_disk is None:
         return "missing"
     if on_disk == state["baseline_sha256"]:
         return "ok"
-    if on_disk in {e.get("baseline_sha256") for e in entries.values()}:
+    if on_disk in {e.baseline_sha256 for e in entries.values()}:
         return "stale"
     return "stale" if is_pristine_render(ws.targets_dir / state["name"] / "baseline.py") else "edited"
 
@@ -149,14 +155,14 @@ def is_pristine_render(baseline: Path) -> bool:
         return False
 
 
-def contract_file_state(state: dict[str, Any], entries: dict[str, Any]) -> str:
+def contract_file_state(state: dict[str, Any], entries: dict[str, LockEntry]) -> str:
     """'ok', 'missing', 'stale' (a contract an earlier record used) or 'edited' for targets/hk_contract.py."""
     on_disk = state["contract_on_disk"]
     if on_disk is None:
         return "missing"
     if on_disk == state["contract_sha256"]:
         return "ok"
-    return "stale" if on_disk in {e.get("contract_sha256") for e in entries.values()} else "edited"
+    return "stale" if on_disk in {e.contract_sha256 for e in entries.values()} else "edited"
 
 
 def plan(ws: Workspace, *, names: list[str] | None = None, gpu_name: Any = _AUTO,
@@ -179,8 +185,8 @@ def plan(ws: Workspace, *, names: list[str] | None = None, gpu_name: Any = _AUTO
         context = resolved_target(manifest, name)
         state = target_state(ws, context, manifest_fingerprint(manifest, name), contract_sha)
         device = device_key(context, gpu_name)
-        entries = lock["targets"].get(name) or {}
-        reasons = out_of_date_reasons(ws, state, entries, device)
+        entries = lock.entries(name)
+        reasons = out_of_date_reasons(ws, state, entries, device, lock)
         kind = CPU_DEVICE if device == CPU_DEVICE else "cuda"
         compared_without_gpu = compared_without_gpu or (device == NO_GPU and bool(entries))
         if reasons:
@@ -190,7 +196,8 @@ def plan(ws: Workspace, *, names: list[str] | None = None, gpu_name: Any = _AUTO
             up_to_date.append(name)
     if compared_without_gpu:
         notes.append("no NVIDIA GPU here: cuda targets were compared with their latest record on any GPU")
-    return Plan(device=gpu_name or NO_GPU, items=items, up_to_date=up_to_date, notes=notes)
+    problems = store_problems(ws, lock)
+    return Plan(device=gpu_name or NO_GPU, items=items, up_to_date=up_to_date, notes=notes, problems=problems)
 
 
 def select_names(manifest: Any, names: list[str] | None) -> list[str]:
@@ -210,16 +217,18 @@ def select_names(manifest: Any, names: list[str] | None) -> list[str]:
 def plan_lines(p: Plan) -> list[str]:
     """terraform-style lines: ``+ name: new``, ``~ name: candidate changed``, then a summary line."""
     lines = [f"{'+' if i.action == 'create' else '~'} {i.name}: {', '.join(i.reasons)}" for i in p.items]
+    lines += [f"! {problem}" for problem in p.problems]
     lines += [f"  note: {note}" for note in p.notes]
     adds = sum(1 for i in p.items if i.action == "create")
     changes = len(p.items) - adds
+    torn = f" {len(p.problems)} problem(s) in results/ or LEADERBOARD.md (lines with '!')." if p.problems else ""
     if not p.items:
-        lines.append(f"No changes. {len(p.up_to_date)} target(s) up to date.")
+        lines.append(f"No changes. {len(p.up_to_date)} target(s) up to date.{torn}")
     else:
-        lines.append(f"Plan: {adds} to add, {changes} to change, {len(p.up_to_date)} up to date.")
+        lines.append(f"Plan: {adds} to add, {changes} to change, {len(p.up_to_date)} up to date.{torn}")
     return lines
 
 
 def check_exit_code(report: SyncReport) -> int:
-    """``sync --check``: 0 up to date, 2 out of date."""
-    return 2 if report.plan.items else 0
+    """``sync --check``: 0 up to date, 2 out of date or torn state (a problem line)."""
+    return 2 if report.plan.items or report.plan.problems else 0

@@ -28,9 +28,17 @@ from hotkernel.reconcile.plan import (
 )
 from hotkernel.run.render import contract_sha256, render_target
 from hotkernel.run.verify import verify
+from hotkernel.store.leaderboard import (
+    best_rows,
+    current_protocol,
+    leaderboard_difference,
+    leaderboard_rows,
+    scan_results,
+    write_leaderboard,
+)
 from hotkernel.store.models import RecordResult
-from hotkernel.store.record import record
-from hotkernel.workspace.lockfile import read_lock, workspace_lock, write_lock
+from hotkernel.store.record import record, store_snapshot, tamper_reason
+from hotkernel.workspace.lockfile import LockEntry, read_lock, workspace_lock, write_lock
 from hotkernel.workspace.paths import Workspace
 
 DEFAULT_ROUNDS = 7
@@ -68,7 +76,7 @@ def manifest_rounds(manifest: Any) -> int:
     return int(value) if isinstance(value, int) and value > 0 else DEFAULT_ROUNDS
 
 
-def needs_render(ws: Workspace, state: dict[str, Any], entries: dict[str, Any]) -> bool:
+def needs_render(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEntry]) -> bool:
     """Render when a file is missing, or stale but untouched (an older render hotkernel itself made).
 
     A baseline or contract that is neither was edited by hand: it is left alone, and the runner's hash
@@ -103,7 +111,7 @@ def sync(
         gpu_name = visible_gpu_name()
     first_plan = plan(ws, names=names, gpu_name=gpu_name, manifest=manifest)
     if check:
-        return SyncReport(check=True, plan=first_plan, items=[])
+        return SyncReport(check=True, plan=first_plan, items=[], **board_summary(ws))
     rounds = n if n is not None else manifest_rounds(manifest)
     if timeout_s is None:
         timeout_s = getattr(getattr(manifest, "defaults", None), "timeout_s", None)
@@ -128,7 +136,22 @@ def sync(
                                       python=python, timeout_s=timeout_s, counter=counter,
                                       gpu_name=gpu_name))
             counter.finish_target(2 * rounds)
-        return SyncReport(check=False, plan=current, items=items)
+        repaired = []
+        if leaderboard_difference(ws) is not None:  # e.g. a kill just after a record: the board is generated
+            write_leaderboard(ws)
+            repaired.append("LEADERBOARD.md was stale: rewritten from results/")
+        return SyncReport(check=False, plan=current, items=items, repaired=repaired, **board_summary(ws))
+
+
+def board_summary(ws: Workspace) -> dict[str, Any]:
+    """The leaderboard's best rows and each target's newest record (current protocol), for the sync report."""
+    protocol = current_protocol()
+    records = [(p, r) for p, r in scan_results(ws).records if r.contract is None or r.contract >= protocol]
+    rows = {row.path: row for row in leaderboard_rows(records, protocol)}
+    latest: dict[str, Any] = {}
+    for path, rec in sorted(records, key=lambda pair: (pair[1].created_at, pair[0])):
+        latest[rec.target] = rows[path]
+    return {"best": best_rows(list(rows.values())), "latest": latest}
 
 
 class _RunCounter:
@@ -156,8 +179,7 @@ def _sync_target(ws: Workspace, manifest: Any, name: str, reasons: list[str], *,
     try:
         context = resolved_target(manifest, name)
         device = device_key(context, gpu_name)
-        lock = read_lock(ws)
-        entries = lock["targets"].get(name) or {}
+        entries = read_lock(ws).entries(name)
         contract_sha = contract_sha256()
         state = target_state(ws, context, manifest_fingerprint(manifest, name), contract_sha)
         if needs_render(ws, state, entries):  # rendering needs no GPU: a skipped target gets its files too
@@ -170,6 +192,7 @@ def _sync_target(ws: Workspace, manifest: Any, name: str, reasons: list[str], *,
                             reason="no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)")
         target_dir = ws.targets_dir / name
         say("verify")
+        before = store_snapshot(ws)  # what the run may not change: record compares and restores
         kwargs: dict[str, Any] = {"n": rounds, "python": python,
                                   "progress": lambda done, _total, msg: say(msg, done)}
         if timeout_s is not None:
@@ -186,12 +209,16 @@ def _sync_target(ws: Workspace, manifest: Any, name: str, reasons: list[str], *,
         note = f"hotkernel sync: {', '.join(reasons)}"
         who = who or candidate_who(target_dir / "candidate.py") or fallback_who  # read after rendering
         rec = record(ws, name, result, note=note, who=who, python=result.python, fingerprint=fingerprint,
-                     device_kind="cpu" if device == CPU_DEVICE else "cuda")
+                     device_kind="cpu" if device == CPU_DEVICE else "cuda", before=before)
+        if rec.tampered:
+            say("failed: the run changed files only hotkernel writes", 2 * rounds)
+            return SyncItem(name=name, status="failed", verdict="invalid", record=rec.path,
+                            reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated")
         if result.verdict != "invalid":  # an invalid run measured nothing: the target stays out of date
             lock = read_lock(ws)
-            lock["targets"].setdefault(name, {})[device] = {
-                **fingerprint, "record": rec.path, "verdict": result.verdict,
-            }
+            lock.targets.setdefault(name, {})[device] = LockEntry(
+                **fingerprint, record=rec.path, verdict=result.verdict, protocol=result.protocol or 0,
+            )
             write_lock(ws, lock)
         say(f"done: {result.verdict}", 2 * rounds)
         return SyncItem(name=name, status="recorded", verdict=result.verdict, speedup=rec.speedup,
@@ -227,11 +254,12 @@ def keep_in_lock(ws: Workspace, target: str, record_path: str, verify_result: An
     key = CPU_DEVICE if str(context.get("device", "cuda")) == CPU_DEVICE else device
     parts = ("manifest", "baseline_sha256", "candidate_sha256", "contract_sha256", "sources_sha256")
     fingerprint = {k: state[k] for k in parts}
+    protocol = getattr(verify_result, "protocol", None) or current_protocol()
     with workspace_lock(ws, wait_s=60.0, command=f"hotkernel record {target}"):  # not while a sync writes
         lock = read_lock(ws)
-        lock["targets"].setdefault(target, {})[key] = {
-            **fingerprint, "device": key, "record": record_path, "verdict": verify_result.verdict,
-        }
+        lock.targets.setdefault(target, {})[key] = LockEntry(
+            **fingerprint, device=key, record=record_path, verdict=verify_result.verdict, protocol=protocol,
+        )
         write_lock(ws, lock)
     return True
 

@@ -58,6 +58,17 @@ class Record(_Model):
         default_factory=dict,
         description="what the record was made from (sync fills it: manifest/baseline/...)",
     )
+    spec: dict[str, Any] | None = Field(
+        default=None, description="the resolved target it ran with (resolved_target: shapes, dtype, tolerances, "
+        "seed, kwargs), as hotkernel.yaml said at record time; None for records made before it was stored",
+    )
+    manifest_fingerprint: str | None = Field(
+        default=None, description="manifest_fingerprint of the target at record time (sha256 of ``spec``)"
+    )
+    tolerances: dict[str, float] | None = Field(
+        default=None, description="the correctness bounds the judge applied (atol, rtol, rel_l2_max, min_corr), "
+        "as the runs reported them; None when no run reported them",
+    )
     invalidated: Invalidation | None = Field(default=None, description="set when the record no longer counts")
 
 
@@ -76,6 +87,11 @@ class RecordResult(_Model):
     previous_best: float | None = Field(default=None, description="best counted speedup before this record")
     previous_best_path: str | None = Field(default=None, description="record holding the previous best")
     leaderboard: str = Field(description="path of the regenerated LEADERBOARD.md")
+    tampered: list[str] = Field(
+        default_factory=list,
+        description="files the run changed that only hotkernel writes (hotkernel.lock, results/): the record "
+        "is then written invalidated and the lock restored",
+    )
 
 
 class HistoryEntry(_Model):

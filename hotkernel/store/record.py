@@ -1,4 +1,5 @@
-"""``record``: keep a verify result as ``results/<target>/<UTC timestamp>.json``, then regenerate the board.
+"""``record``: keep a verify result as ``results/<target>/<UTC timestamp>.json``, index it in hotkernel.lock,
+then regenerate the board.
 
 Records are written atomically (a dot-named temp file in the same directory, fsync, then a hard link to the
 final name, which fails instead of overwriting; ``os.replace`` where hard links are unsupported) and never
@@ -11,27 +12,32 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import math
 import os
 import platform
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hotkernel import __version__
-from hotkernel._util.fs import atomic_write_text
+from hotkernel._util.fs import atomic_write_text, sha256_file, sha256_text
 from hotkernel._util.git import git_state
 from hotkernel.errors import HotkernelError
 from hotkernel.insight.gpu_info import gpu_info
+from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
 from hotkernel.run.models import VerifyResult
+from hotkernel.run.render import expected_baseline_sha256
 from hotkernel.store.leaderboard import (
     current_protocol,
     device_of,
     load_record,
-    load_records,
     not_counted_reason,
+    scan_results,
     write_leaderboard,
 )
 from hotkernel.store.models import HistoryEntry, Invalidation, Provenance, Record, RecordResult
+from hotkernel.workspace.lockfile import Lock, read_lock, workspace_lock, write_lock
 from hotkernel.workspace.paths import Workspace, validate_target_name
 
 
@@ -148,10 +154,11 @@ def _one_line(value: str, what: str) -> str:
     return text
 
 
-def best_counted(ws: Workspace, target: str, device: str, protocol: int) -> tuple[float | None, str | None]:
-    """(best counted faster speedup, its record path) for ``target`` on ``device``."""
+def best_counted(ws: Workspace, target: str, device: str, protocol: int,
+                 lock: Lock | None = None) -> tuple[float | None, str | None]:
+    """(best counted faster speedup, its record path) for ``target`` on ``device``, vouched records only."""
     best: tuple[float | None, str | None] = (None, None)
-    for path, rec in load_records(ws.results_dir):
+    for path, rec in scan_results(ws, lock).records:
         if rec.target != target or device_of(rec) != device or not_counted_reason(rec, protocol) is not None:
             continue
         if rec.result.verdict == "faster" and rec.result.speedup is not None:
@@ -160,31 +167,89 @@ def best_counted(ws: Workspace, target: str, device: str, protocol: int) -> tupl
     return best
 
 
-def mismatched_verify_reason(ws: Workspace, target: str, verify_result: VerifyResult) -> str | None:
-    """Why ``verify_result`` cannot be recorded for ``target`` in this workspace, or None.
+def run_tolerances(verify_result: VerifyResult) -> dict[str, float] | None:
+    """The correctness bounds the runs reported (protocol 2 puts ``tolerances`` in each run's JSON), or None.
+
+    Runs that disagree are an error: one verify has one target and one judge.
+    """
+    seen = {json.dumps(run.data["tolerances"], sort_keys=True) for run in verify_result.runs
+            if run.data and isinstance(run.data.get("tolerances"), dict)}
+    if len(seen) > 1:
+        raise HotkernelError("record: the runs of this verify report different tolerances; verify again, then record")
+    return {k: float(v) for k, v in json.loads(seen.pop()).items()} if seen else None
+
+
+def target_spec(ws: Workspace, target: str, verify_result: VerifyResult) -> tuple[dict[str, Any] | None, str | None]:
+    """(resolved target, manifest fingerprint) that ``verify_result`` ran with; HotkernelError when it is not.
 
     With a manifest: the target must be in it, the baseline side must have been ``targets/<target>/baseline.py``,
-    and (for a timed verdict) that file as hotkernel.yaml renders it now, not an older render or another script.
+    that file as hotkernel.yaml renders it now (not an older render or another script), and the tolerances the
+    runs reported must be hotkernel.yaml's. Without a manifest: (None, None).
     """
     if not ws.manifest.is_file():
-        return None
-    from hotkernel.manifest import load_manifest, resolved_target
-    from hotkernel.run.render import expected_baseline_sha256
-
+        return None, None
     manifest = load_manifest(ws.manifest)
     if target not in manifest.targets:
         known = ", ".join(sorted(manifest.targets)) or "none"
-        return f"record: hotkernel.yaml has no target named {target!r} (targets: {known})"
+        raise HotkernelError(f"record: hotkernel.yaml has no target named {target!r} (targets: {known})")
     script = Path(verify_result.baseline.script)
     if script.name != "baseline.py" or script.parent.name != target:
-        return (f"record: the baseline side of this verify was {verify_result.baseline.script}, not "
-                f"targets/{target}/baseline.py; verify against the generated baseline, then record")
+        raise HotkernelError(f"record: the baseline side of this verify was {verify_result.baseline.script}, not "
+                             f"targets/{target}/baseline.py; verify against the generated baseline, then record")
+    spec = resolved_target(manifest, target)
     ran = verify_result.baseline.sha256  # what the contract reported; a hand-made result may lack it, and then
     # keep_in_lock leaves the lock alone
-    if ran and ran != expected_baseline_sha256(resolved_target(manifest, target)):
-        return (f"record: this verify ran targets/{target}/baseline.py as it was before hotkernel.yaml changed "
-                f"(sha256 {str(ran)[:12]} is not the current render's); verify {target} again, then record")
-    return None
+    if ran and ran != expected_baseline_sha256(spec):
+        raise HotkernelError(f"record: this verify ran targets/{target}/baseline.py as it was before hotkernel.yaml "
+                             f"changed (sha256 {str(ran)[:12]} is not the current render's); verify {target} again, "
+                             "then record")
+    used = run_tolerances(verify_result) or {}
+    for key, value in used.items():
+        if spec.get(key) is not None and not math.isclose(float(spec[key]), value, rel_tol=1e-12, abs_tol=0.0):
+            raise HotkernelError(f"record: the runs judged {target} with {key} {value!r} but hotkernel.yaml says "
+                                 f"{spec[key]!r}; verify {target} again (sync re-renders it), then record")
+    return spec, manifest_fingerprint(manifest, target)
+
+
+# ---------------------------------------------------------------- what a run may not change
+
+
+@dataclass(frozen=True)
+class StoreSnapshot:
+    """hotkernel.lock and every entry under results/ as they were before a run (taken by ``sync``)."""
+
+    lock_sha256: str | None
+    lock: Lock
+    results: dict[str, str]
+
+
+def results_digest(ws: Workspace) -> dict[str, str]:
+    """Every file, symlink and folder under results/: path -> sha256 (``link:<target>`` for a symlink)."""
+    out: dict[str, str] = {}
+    if ws.results_dir.is_symlink():
+        return {"results": f"link:{os.readlink(ws.results_dir)}"}
+    if not ws.results_dir.is_dir():
+        return out
+    for path in sorted(ws.results_dir.rglob("*")):
+        rel = path.relative_to(ws.root).as_posix()
+        if path.is_symlink():
+            out[rel] = f"link:{os.readlink(path)}"
+        elif path.is_file():
+            out[rel] = sha256_file(path) or "unreadable"
+    return out
+
+
+def store_snapshot(ws: Workspace) -> StoreSnapshot:
+    """What ``record`` compares against after a run: the lock (bytes and model) and results/."""
+    return StoreSnapshot(lock_sha256=sha256_file(ws.lock_file), lock=read_lock(ws), results=results_digest(ws))
+
+
+def changed_since(ws: Workspace, before: StoreSnapshot) -> list[str]:
+    """The workspace paths only hotkernel writes that differ from ``before`` (temp files of writers aside)."""
+    changed = ["hotkernel.lock"] if sha256_file(ws.lock_file) != before.lock_sha256 else []
+    now = results_digest(ws)
+    differ = {p for p in set(now) | set(before.results) if now.get(p) != before.results.get(p)}
+    return changed + sorted(p for p in differ if not Path(p).name.startswith("."))
 
 
 def record(
@@ -198,11 +263,15 @@ def record(
     fingerprint: dict[str, Any] | None = None,
     provenance: Provenance | None = None,
     device_kind: str | None = None,
+    before: StoreSnapshot | None = None,
 ) -> RecordResult:
-    """Write the record atomically, regenerate LEADERBOARD.md, and say whether it beats the best so far.
+    """Write the record and its index entry (inside the workspace lock), regenerate LEADERBOARD.md, and say
+    whether it beats the best so far.
 
-    Pointing the lock at a candidate that beats the best is the reconciler's part
-    (``hotkernel.reconcile.sync.record_and_keep``): the store never writes the lock.
+    ``before``: hotkernel.lock and results/ as they were before the run (``store_snapshot``). When the run
+    changed them, the record is written invalidated, naming the files, and the lock is restored to ``before``
+    (plus this record's index entry): nothing the run wrote is vouched for. Pointing the lock at a candidate
+    that beats the best is the reconciler's part (``hotkernel.reconcile.sync.record_and_keep``).
     """
     validate_target_name(target)
     who = _one_line(who, "who")
@@ -212,27 +281,28 @@ def record(
             f"record: the result is for target {verify_result.target!r}, not {target!r}: "
             f"run `hotkernel record {verify_result.target} ...`"
         )
-    mismatch = mismatched_verify_reason(ws, target, verify_result)
-    if mismatch:
-        raise HotkernelError(mismatch)
+    spec, spec_fingerprint = target_spec(ws, target, verify_result)
+    tolerances = run_tolerances(verify_result)
     protocol = current_protocol()
     prov = provenance or collect_provenance(ws, verify_result, python=python, device_kind=device_kind)
     device = prov.device or verify_result.device or "unknown"
-    previous, previous_path = best_counted(ws, target, device, protocol)
-    now = utc_now()
-    rec = Record(
-        target=target,
-        created_at=now.isoformat(timespec="seconds").replace("+00:00", "Z"),
-        who=who,
-        note=note,
-        contract=verify_result.protocol,
-        result=verify_result,
-        provenance=prov,
-        fingerprint=fingerprint or {},
-    )
-    directory = ws.results_dir / target
-    path = write_new_json(directory, now.strftime("%Y%m%dT%H%M%SZ"), rec.model_dump(mode="json"))
-    leaderboard = write_leaderboard(ws)
+    with workspace_lock(ws, wait_s=60.0, command=f"hotkernel record {target}"):
+        tampered = changed_since(ws, before) if before is not None else []
+        lock = before.lock.model_copy(deep=True) if tampered and before is not None else read_lock(ws)
+        previous, previous_path = best_counted(ws, target, device, protocol, lock)
+        now = utc_now()
+        at = now.isoformat(timespec="seconds").replace("+00:00", "Z")
+        rec = Record(
+            target=target, created_at=at, who=who, note=note, contract=verify_result.protocol,
+            result=verify_result, provenance=prov, fingerprint=fingerprint or {}, spec=spec,
+            manifest_fingerprint=spec_fingerprint, tolerances=tolerances,
+            invalidated=Invalidation(reason=tamper_reason(tampered), at=at) if tampered else None,
+        )
+        path = write_new_json(ws.results_dir / target, now.strftime("%Y%m%dT%H%M%SZ"), rec.model_dump(mode="json"))
+        rel = path.relative_to(ws.root).as_posix()
+        lock.records[rel] = sha256_file(path) or ""
+        write_lock(ws, lock)
+        leaderboard = write_leaderboard(ws)
     counted = not_counted_reason(rec, protocol) is None
     speedup = verify_result.speedup
     beats = (
@@ -242,7 +312,7 @@ def record(
         and (previous is None or speedup > previous)
     )
     return RecordResult(
-        path=path.relative_to(ws.root).as_posix(),
+        path=rel,
         target=target,
         device=device,
         verdict=verify_result.verdict,
@@ -251,7 +321,13 @@ def record(
         previous_best=previous,
         previous_best_path=previous_path,
         leaderboard=leaderboard.relative_to(ws.root).as_posix(),
+        tampered=tampered,
     )
+
+
+def tamper_reason(paths: list[str]) -> str:
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return f"the run changed files only hotkernel writes ({shown}); hotkernel.lock was restored"
 
 
 def _record_path(ws: Workspace, path: str | os.PathLike[str]) -> Path:
@@ -265,20 +341,29 @@ def _record_path(ws: Workspace, path: str | os.PathLike[str]) -> Path:
 
 
 def invalidate_record(ws: Workspace, path: str | os.PathLike[str], reason: str) -> Record:
-    """Mark a record as not counted (``invalidated: {reason, at}``), keep the raw log, redo the board."""
+    """Mark a vouched record as not counted (``invalidated: {reason, at}``), keep the raw log, update its index
+    entry, redo the board."""
     reason = _one_line(reason, "reason")
     resolved = _record_path(ws, path)
-    rec = load_record(resolved)
-    if rec is None:
-        raise HotkernelError(f"{resolved}: not a hotkernel record (no kind: record); nothing to invalidate")
-    if rec.invalidated is not None:
-        raise HotkernelError(f"{resolved.relative_to(ws.root.resolve()).as_posix()}: already invalidated at "
-                             f"{rec.invalidated.at} ({rec.invalidated.reason}); the first reason stays")
-    at = utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
-    rec.invalidated = Invalidation(reason=reason, at=at)
-    atomic_write_text(resolved, json.dumps(rec.model_dump(mode="json"), indent=2, sort_keys=True) + "\n",
-                      overwrite=True)
-    write_leaderboard(ws)
+    rel = resolved.relative_to(ws.root.resolve()).as_posix()
+    with workspace_lock(ws, wait_s=60.0, command=f"hotkernel invalidate {rel}"):
+        lock = read_lock(ws)
+        rec = load_record(resolved)
+        if rec is None:
+            raise HotkernelError(f"{rel}: not a hotkernel record (no kind: record); nothing to invalidate")
+        if lock.records.get(rel) != sha256_file(resolved):
+            raise HotkernelError(f"{rel}: not vouched for by hotkernel.lock (an unverified file never counts); "
+                                 f"delete it, or restore it with `git checkout -- {rel}`")
+        if rec.invalidated is not None:
+            raise HotkernelError(f"{rel}: already invalidated at {rec.invalidated.at} ({rec.invalidated.reason}); "
+                                 "the first reason stays")
+        at = utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
+        rec.invalidated = Invalidation(reason=reason, at=at)
+        text = json.dumps(rec.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+        atomic_write_text(resolved, text, overwrite=True)
+        lock.records[rel] = sha256_text(text)
+        write_lock(ws, lock)
+        write_leaderboard(ws)
     return rec
 
 
@@ -287,7 +372,7 @@ def history(ws: Workspace, target: str) -> list[HistoryEntry]:
     validate_target_name(target)
     protocol = current_protocol()
     entries = []
-    for path, rec in load_records(ws.results_dir):
+    for path, rec in scan_results(ws).records:
         if rec.target != target:
             continue
         reason = not_counted_reason(rec, protocol)

@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+from store.record_factory import provenance, synthetic_result
+
 from hotkernel._util.fs import sha256_file
 from hotkernel.manifest import load_manifest, resolved_target
 from hotkernel.reconcile.plan import plan
 from hotkernel.reconcile.sync import candidate_who, keep_in_lock
 from hotkernel.run.render import render_target
-from hotkernel.workspace.lockfile import read_lock
+from hotkernel.store.record import record
+from hotkernel.workspace.lockfile import read_lock, workspace_lock
 from hotkernel.workspace.paths import Workspace
 
 MANIFEST = """\
@@ -56,15 +59,13 @@ def test_keep_in_lock_points_the_lock_at_the_verified_candidate(tmp_path: Path) 
     ws = _rendered(tmp_path)
     candidate = ws.targets_dir / "alpha" / "candidate.py"
     assert plan(ws, gpu_name=None).items[0].reasons == ["new"]
-    record = ws.results_dir / "alpha" / "r.json"
-    record.parent.mkdir(parents=True)
-    record.write_text("{}")
+    kept = record(ws, "alpha", synthetic_result("alpha", "faster", 1.2), note="n", who="w",
+                  provenance=provenance()).path
     baseline_sha = sha256_file(ws.targets_dir / "alpha" / "baseline.py")
-    assert not keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified(sha256_file(candidate)), "cpu")
-    assert keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified(sha256_file(candidate), "faster", baseline_sha),
-                        "cpu")
-    entry = read_lock(ws)["targets"]["alpha"]["cpu"]
-    assert entry["candidate_sha256"] == sha256_file(candidate) and entry["record"] == "results/alpha/r.json"
+    assert not keep_in_lock(ws, "alpha", kept, _verified(sha256_file(candidate)), "cpu")
+    assert keep_in_lock(ws, "alpha", kept, _verified(sha256_file(candidate), "faster", baseline_sha), "cpu")
+    entry = read_lock(ws).targets["alpha"]["cpu"]
+    assert entry.candidate_sha256 == sha256_file(candidate) and entry.record == kept
     assert plan(ws, gpu_name=None).items == []
 
 
@@ -80,11 +81,9 @@ def test_keep_in_lock_refuses_a_candidate_that_is_not_on_disk(tmp_path: Path) ->
 
 
 def test_keep_in_lock_inside_a_sync_does_not_wait_for_itself(tmp_path: Path) -> None:
-    from hotkernel.workspace.lockfile import workspace_lock
-
     ws = _rendered(tmp_path)
     candidate = sha256_file(ws.targets_dir / "alpha" / "candidate.py")
     baseline = sha256_file(ws.targets_dir / "alpha" / "baseline.py")
     with workspace_lock(ws, wait_s=0):  # what sync holds while it records
         assert keep_in_lock(ws, "alpha", "results/alpha/r.json", _verified(candidate, "faster", baseline), "cpu")
-    assert read_lock(ws)["targets"]["alpha"]["cpu"]["record"] == "results/alpha/r.json"
+    assert read_lock(ws).targets["alpha"]["cpu"].record == "results/alpha/r.json"

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from store.record_factory import provenance, synthetic_result
 
 from hotkernel._util.fs import sha256_file
 from hotkernel.errors import HotkernelError
@@ -19,7 +20,9 @@ from hotkernel.reconcile.plan import plan, plan_lines
 from hotkernel.reconcile.sync import sync
 from hotkernel.run.render import contract_sha256, expected_baseline_sha256, render_target
 from hotkernel.run.runner import sources_digest
-from hotkernel.workspace.lockfile import read_lock, write_lock
+from hotkernel.store.leaderboard import current_protocol
+from hotkernel.store.record import invalidate_record, record
+from hotkernel.workspace.lockfile import LockEntry, read_lock, workspace_lock, write_lock
 from hotkernel.workspace.paths import Workspace
 
 MANIFEST = """\
@@ -55,25 +58,22 @@ def _workspace(root: Path) -> Workspace:
 
 
 def _mark_up_to_date(ws: Workspace, device_for: dict[str, str] | None = None) -> None:
-    """Render every target and write the lock as sync would after recording each (record files included)."""
+    """Render every target, record a synthetic result of each and write the lock as sync would after it."""
     manifest = load_manifest(ws.manifest)
-    lock: dict = {"targets": {}}
     for name in manifest.targets:
         context = resolved_target(manifest, name)
         render_target(ws, name, context)
         device = (device_for or {}).get(name, "cpu" if context["device"] == "cpu" else "Test GPU")
-        record = ws.results_dir / name / "20260101T000000Z.json"
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text("{}\n", encoding="utf-8")
-        lock["targets"][name] = {device: {
-            "manifest": manifest_fingerprint(manifest, name),
-            "baseline_sha256": expected_baseline_sha256(context),
-            "candidate_sha256": sha256_file(ws.target_dir(name) / "candidate.py"),
-            "contract_sha256": contract_sha256(), "device": device,
-            "sources_sha256": sources_digest(ws, context),
-            "record": record.relative_to(ws.root).as_posix(), "verdict": "inconclusive",
-        }}
-    write_lock(ws, lock)
+        out = record(ws, name, synthetic_result(name, "inconclusive", device=device), note="n", who="w",
+                     provenance=provenance(device))
+        lock = read_lock(ws)
+        lock.targets[name] = {device: LockEntry(
+            manifest=manifest_fingerprint(manifest, name), baseline_sha256=expected_baseline_sha256(context),
+            candidate_sha256=sha256_file(ws.target_dir(name) / "candidate.py"), contract_sha256=contract_sha256(),
+            device=device, sources_sha256=sources_digest(ws, context), record=out.path, verdict="inconclusive",
+            protocol=current_protocol(),
+        )}
+        write_lock(ws, lock)
 
 
 def _reasons(ws: Workspace, gpu_name: str | None = None) -> dict[str, list[str]]:
@@ -109,7 +109,7 @@ def test_up_to_date_then_each_kind_of_drift(tmp_path: Path) -> None:
     ws.manifest.write_text(MANIFEST.replace("[128x128]", "[256x128]"))
     assert _reasons(ws, "Test GPU")["gpu_only"] == ["manifest changed"]
 
-    (ws.results_dir / "alpha" / "20260101T000000Z.json").unlink()
+    (ws.root / read_lock(ws).targets["alpha"]["cpu"].record).unlink()
     assert _reasons(ws, "Test GPU")["alpha"] == ["candidate changed", "record missing"]
 
     (ws.root / "kern.py").write_text("def scale(x):\n    return x * 2  # edited\n")  # the baseline's source
@@ -123,7 +123,7 @@ def test_contract_and_gpu_reasons(tmp_path: Path) -> None:
     none_here = plan(ws, gpu_name=None)  # no GPU: compared with the latest record on any GPU
     assert not none_here.items and none_here.notes
     lock = read_lock(ws)
-    lock["targets"]["alpha"]["cpu"]["contract_sha256"] = "0" * 64
+    lock.targets["alpha"]["cpu"].contract_sha256 = "0" * 64
     write_lock(ws, lock)
     assert _reasons(ws, "Test GPU") == {"alpha": ["contract changed"]}
     ws.contract_file.write_text(ws.contract_file.read_text() + "\n# patched\n")
@@ -136,7 +136,7 @@ def test_lock_is_sorted_json(tmp_path: Path) -> None:
     _mark_up_to_date(ws)
     text = ws.lock_file.read_text()
     data = json.loads(text)
-    assert data["schema"] == 1 and text == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert data["schema"] == 2 and text == json.dumps(data, indent=2, sort_keys=True) + "\n"
     ws.lock_file.write_text("{ not json")
     with pytest.raises(HotkernelError, match="hotkernel.lock"):
         plan(ws, gpu_name=None)
@@ -231,8 +231,6 @@ def test_second_sync_refuses_then_waits(tmp_path: Path) -> None:
 
 def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """sync over a stand-in verify: a failing target is reported, the rest are recorded and locked."""
-    from record_factory import synthetic_result
-
     import hotkernel.reconcile.sync
 
     ws = _workspace(tmp_path)
@@ -253,7 +251,7 @@ def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: 
                       "gpu_only": ("skipped", None)}
     assert report.failed and ran == ["alpha", "beta"]
     lock = read_lock(ws)
-    assert list(lock["targets"]) == ["alpha"] and lock["targets"]["alpha"]["cpu"]["verdict"] == "inconclusive"
+    assert list(lock.targets) == ["alpha"] and lock.targets["alpha"]["cpu"].verdict == "inconclusive"
     pending = {i.name: i.reasons for i in plan(ws, gpu_name=None).items}
     assert pending == {"beta": ["new"], "gpu_only": ["new"]}
 
@@ -264,17 +262,93 @@ def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: 
     fresh = sync(ws, ["alpha"], n=3, gpu_name=None, from_scratch=True)
     assert ran == ["alpha"] and fresh.items[0].status == "recorded"
     assert len(list((ws.results_dir / "alpha").glob("*.json"))) == 2  # a new record, the old one kept
-    assert read_lock(ws)["targets"]["alpha"]["cpu"]["record"] == fresh.items[0].record
+    assert read_lock(ws).targets["alpha"]["cpu"].record == fresh.items[0].record
 
 
 def test_invalidated_record_and_malformed_lock(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     _mark_up_to_date(ws)
-    record = ws.root / read_lock(ws)["targets"]["alpha"]["cpu"]["record"]
-    record.write_text(json.dumps({"invalidated": {"reason": "bad", "at": "2026-11-30T00:00:00Z"}}))
+    invalidate_record(ws, read_lock(ws).targets["alpha"]["cpu"].record, "bad")
     assert _reasons(ws, "Test GPU") == {"alpha": ["record invalidated"]}
-    for bad in ('{"schema": "1", "targets": {}}', '{"schema": 1, "targets": {"a": {"cpu": "x"}}}',
-                '{"schema": 1, "targets": {"a": []}}'):
+    for bad, where in (('{"schema": "1", "targets": {}}', "schema"),
+                       ('{"schema": 1, "targets": {"a": {"cpu": "x"}}}', "targets.a.cpu"),
+                       ('{"schema": 1, "targets": {"a": []}}', "targets.a"),
+                       ('[1, 2]', "top level")):
         ws.lock_file.write_text(bad)
-        with pytest.raises(HotkernelError, match="not a hotkernel lock"):
+        with pytest.raises(HotkernelError) as err:
             plan(ws, gpu_name=None)
+        message = str(err.value)
+        assert message.startswith(f"hotkernel.lock: {where}") and "git checkout -- hotkernel.lock" in message
+
+
+def test_a_lock_entry_outside_results_is_refused(tmp_path: Path) -> None:
+    """Integrity item 2: the lock never reads outside the workspace."""
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    data = json.loads(ws.lock_file.read_text())
+    for path in ("../../../../etc/passwd", "results/alpha/../../../etc/passwd.json", "/etc/passwd",
+                 "results/beta/20260101T000000Z.json", "kern.py"):
+        data["targets"]["alpha"]["cpu"]["record"] = path
+        ws.lock_file.write_text(json.dumps(data))
+        with pytest.raises(HotkernelError, match=r"^hotkernel.lock: targets(\.alpha\.cpu\.record)?: .*"
+                                                 r"results/<target>/<name>.json|not under results/alpha/"):
+            plan(ws, gpu_name=None)
+    data = json.loads(ws.lock_file.read_text())
+    data["targets"]["alpha"]["cpu"]["record"] = read_lock_text_record(ws)
+    data["records"] = {"../outside.json": "0" * 64}
+    ws.lock_file.write_text(json.dumps(data))
+    with pytest.raises(HotkernelError, match="hotkernel.lock: records"):
+        plan(ws, gpu_name=None)
+
+
+def read_lock_text_record(ws: Workspace) -> str:
+    return sorted(p.relative_to(ws.root).as_posix() for p in (ws.results_dir / "alpha").glob("*.json"))[0]
+
+
+def test_a_schema_1_lock_reads_as_protocol_1_and_makes_its_targets_out_of_date(tmp_path: Path) -> None:
+    """Protocol 2: a lock entry of protocol 1 (every schema-1 entry) makes its target out of date."""
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    data = json.loads(ws.lock_file.read_text())
+    data["schema"] = 1
+    for entries in data["targets"].values():
+        for entry in entries.values():
+            del entry["protocol"]
+    ws.lock_file.write_text(json.dumps(data))
+    assert read_lock(ws).targets["alpha"]["cpu"].protocol == 1
+    assert _reasons(ws, "Test GPU")["alpha"] == [f"recorded with contract protocol 1 (current {current_protocol()})"]
+
+
+def test_torn_state_is_reported_by_plan_and_sync_check(tmp_path: Path) -> None:
+    """Integrity items 6 and 8: a truncated record, a stale board and a leftover temp file are each a line."""
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    assert _cli(ws.root, "sync", "--check").returncode == 0
+    latest = ws.root / read_lock(ws).targets["alpha"]["cpu"].record
+    latest.write_text(latest.read_text()[:300])  # truncated
+    board = ws.leaderboard.read_text()
+    ws.leaderboard.write_text(board.replace("## All records", "## All"))  # stale
+    temp = ws.results_dir / "alpha" / ".20990101T000000Z.json.x1.tmp"
+    temp.write_text("{")
+    result = plan(ws, gpu_name="Test GPU")
+    assert result.items[0].name == "alpha" and result.items[0].reasons == ["record damaged"]
+    rel = latest.relative_to(ws.root).as_posix()
+    assert [line.split(":")[0] for line in result.problems] == [rel, temp.relative_to(ws.root).as_posix(),
+                                                                 "LEADERBOARD.md is stale"]
+    out = _cli(ws.root, "sync", "--check")
+    assert out.returncode == 2 and f"! {rel}: not valid JSON" in out.stdout and "Traceback" not in out.stderr
+    assert "leftover temp file" in out.stdout and "~ alpha: record damaged" in out.stdout
+    assert "1 to change" in out.stdout.splitlines()[-1] or "problem(s)" in out.stdout
+
+
+def test_an_old_temp_file_is_removed_by_the_next_writer(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    old = ws.results_dir / "alpha" / ".20990101T000000Z.json.x1.tmp"
+    young = ws.root / ".hotkernel.lock.x2.tmp"
+    for path in (old, young):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{")
+    os.utime(old, (time.time() - 120, time.time() - 120))
+    with workspace_lock(ws):
+        pass
+    assert not old.exists() and young.exists()

@@ -6,16 +6,19 @@ import json
 from pathlib import Path
 
 from hotkernel.run.bench import sample_stats
-from hotkernel.run.models import SideSummary, VerifyResult
+from hotkernel.run.models import RunSummary, SideSummary, VerifyResult
+from hotkernel.store.leaderboard import current_protocol
 from hotkernel.store.models import Provenance
 from hotkernel.workspace.paths import Workspace
 
 DEVICE = "Synthetic Test Device"
+FP32_TOLERANCES = {"atol": 1e-4, "rtol": 1e-4}  # what the manifest below resolves to (fp32 defaults)
 
 
 def synthetic_result(target: str, verdict: str, speedup: float | None = None, *, device: str = DEVICE,
-                     protocol: int = 1) -> VerifyResult:
-    """A VerifyResult with the given verdict; the speedup only for faster/slower, as verify does."""
+                     protocol: int | None = None, tolerances: dict[str, float] | None = None) -> VerifyResult:
+    """A VerifyResult with the given verdict (the current protocol unless given); the speedup only for
+    faster/slower, as verify does. ``tolerances``: what each run's JSON reports, as protocol 2 does."""
     base = [1.0, 1.01, 0.99]
     cand = [b / speedup for b in base] if speedup else base
     has = verdict in ("faster", "slower")
@@ -30,9 +33,11 @@ def synthetic_result(target: str, verdict: str, speedup: float | None = None, *,
         target=target,
         device=device,
         device_kind="cpu",
-        protocol=protocol,
+        protocol=current_protocol() if protocol is None else protocol,
         baseline=SideSummary(script=f"targets/{target}/baseline.py", stats=sample_stats(base)),
         candidate=SideSummary(script=f"targets/{target}/candidate.py", stats=sample_stats(cand)),
+        runs=[RunSummary(role=role, index=i, status="ok", ms=1.0, data={"tolerances": tolerances})
+              for i, role in enumerate(("baseline", "candidate"))] if tolerances is not None else [],
     )
 
 

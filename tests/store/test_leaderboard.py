@@ -1,4 +1,4 @@
-"""LEADERBOARD.md: deterministic, generated-marked, best-so-far per target and device, not-counted rows."""
+"""LEADERBOARD.md: deterministic, generated-marked, best-so-far per target and device, vouched records only."""
 
 from __future__ import annotations
 
@@ -10,17 +10,22 @@ import subprocess
 import sys
 from pathlib import Path
 
-from record_factory import make_workspace, provenance, synthetic_result, write_noise
+from store.record_factory import make_workspace, provenance, synthetic_result, write_noise
 
+from hotkernel._util.fs import sha256_file
 from hotkernel.store.leaderboard import (
     GENERATED_MARKER,
     check_leaderboard,
     leaderboard_difference,
     load_records,
     render_leaderboard,
+    scan_results,
+    store_problems,
     write_leaderboard,
 )
 from hotkernel.store.record import invalidate_record, record
+from hotkernel.workspace.lockfile import read_lock, write_lock
+from hotkernel.workspace.paths import Workspace
 
 
 def _populate(ws) -> list[str]:
@@ -43,24 +48,29 @@ def _populate(ws) -> list[str]:
     return paths
 
 
+def _best_section(ws: Workspace) -> str:
+    return ws.leaderboard.read_text().split("## Best so far")[1].split("## All records")[0]
+
+
 def test_render_is_deterministic_and_order_independent(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     _populate(ws)
     write_noise(ws.results_dir)
-    first = render_leaderboard(ws.results_dir, protocol=1)
-    assert first == render_leaderboard(ws.results_dir, protocol=1)
+    first = render_leaderboard(ws)
+    assert first == render_leaderboard(ws)
     assert first.splitlines()[0] == GENERATED_MARKER and "DO NOT EDIT" in first.splitlines()[0]
 
-    # Same records copied into a fresh tree in a shuffled order (different inode/mtime/listing order).
+    # Same records (and their index) copied into a fresh tree in a shuffled order (other inodes, mtimes).
+    other = make_workspace(tmp_path / "copy")
+    shutil.copyfile(ws.lock_file, other.lock_file)
     files = [p for p in ws.results_dir.rglob("*.json")]
     random.Random(7).shuffle(files)
-    other = tmp_path / "copy" / "results"
     for path in files:
-        dest = other / path.relative_to(ws.results_dir)
+        dest = other.results_dir / path.relative_to(ws.results_dir)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest)
         os.utime(dest, (random.random() * 1e9, random.random() * 1e9))
-    assert render_leaderboard(other, protocol=1) == first
+    assert render_leaderboard(other) == first
 
 
 def test_cells_best_so_far_and_noise_ignored(tmp_path: Path) -> None:
@@ -68,7 +78,7 @@ def test_cells_best_so_far_and_noise_ignored(tmp_path: Path) -> None:
     paths = _populate(ws)
     write_noise(ws.results_dir)
     assert len(load_records(ws.results_dir)) == len(paths)  # calibration, baseline_choice, temp files ignored
-    text = render_leaderboard(ws.results_dir, protocol=1)
+    text = render_leaderboard(ws)
     best = text.split("## Best so far")[1].split("## All records")[0]
     assert "| rmsnorm | Dev A | 1.400x |" in best
     assert "| rmsnorm | Dev B | 1.100x |" in best
@@ -78,36 +88,116 @@ def test_cells_best_so_far_and_noise_ignored(tmp_path: Path) -> None:
     assert "| incorrect | incorrect |" in rows and "| invalid | invalid |" in rows
     assert "| inconclusive | no gain |" in rows
     assert "faster \\| try" in rows  # a pipe in a note is escaped, the table stays intact
+    assert "Unverified" not in text
 
 
-def test_older_protocol_and_invalidated_not_counted(tmp_path: Path) -> None:
+def test_older_protocol_is_one_line_and_invalidated_not_counted(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
-    old = record(ws, "gemv", synthetic_result("gemv", "faster", 3.0, protocol=0), note="old contract",
+    old = record(ws, "gemv", synthetic_result("gemv", "faster", 3.0, protocol=1), note="old contract",
                  who="t", provenance=provenance())
     good = record(ws, "gemv", synthetic_result("gemv", "faster", 1.5), note="honest", who="t",
                   provenance=provenance())
     cheat = record(ws, "gemv", synthetic_result("gemv", "faster", 2.0), note="cheat", who="t",
                    provenance=provenance())
-    assert cheat.beats_best and cheat.previous_best == 1.5  # protocol-0 record does not count as best
+    assert cheat.beats_best and cheat.previous_best == 1.5  # the protocol-1 record does not count as best
     invalidate_record(ws, cheat.path, "read a stale buffer")
     text = ws.leaderboard.read_text()
-    assert "contract protocol 0 (current 1)" in text
+    assert "1 record(s) of protocol 1 not shown." in text and old.path not in text and "3.000x" not in text
     assert "invalidated: read a stale buffer" in text
-    best = text.split("## Best so far")[1].split("## All records")[0]
-    assert "1.500x" in best and "2.000x" not in best and "3.000x" not in best
+    best = _best_section(ws)
+    assert "1.500x" in best and "2.000x" not in best
     raw = json.loads((ws.root / cheat.path).read_text())
     assert raw["invalidated"]["reason"] == "read a stale buffer" and raw["result"]["speedup"] == 2.0
-    assert old.path != good.path
+    assert good.path in text and store_problems(ws) == []  # the invalidated file is re-indexed, not unverified
 
 
-def test_check_detects_a_hand_edit(tmp_path: Path) -> None:
+def test_check_names_the_record_a_hand_edit_changed(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
-    _populate(ws)
+    paths = _populate(ws)
     write_leaderboard(ws)
     assert check_leaderboard(ws) and leaderboard_difference(ws) is None
     ws.leaderboard.write_text(ws.leaderboard.read_text().replace("1.400x", "9.999x"))
     assert not check_leaderboard(ws)
-    assert "first difference at line" in leaderboard_difference(ws)
+    assert leaderboard_difference(ws) == (
+        f"LEADERBOARD.md is stale: the row of {paths[1]} differs: run `hotkernel leaderboard` to regenerate it")
+
+
+def test_a_stale_board_names_the_record_it_lacks(tmp_path: Path) -> None:
+    """A kill just after writing a record, before the board: the board is stale, and says which record."""
+    ws = make_workspace(tmp_path)
+    _populate(ws)
+    stale = ws.leaderboard.read_text()
+    newer = record(ws, "gemv", synthetic_result("gemv", "faster", 1.2), note="n", who="w", provenance=provenance())
+    ws.leaderboard.write_text(stale)
+    (line,) = store_problems(ws)
+    assert line == f"LEADERBOARD.md is stale: it does not list {newer.path}: run `hotkernel leaderboard` to " \
+                   "regenerate it"
+
+
+# ------------------------------------------------------------------ forged records (integrity issue, item 2)
+
+
+def _forge_copy(ws: Workspace, source: str, speedup: float, name: str = "20991231T000000Z.json") -> Path:
+    data = json.loads((ws.root / source).read_text())
+    data["result"].update(verdict="faster", speedup=speedup, interval=[speedup * 0.99, speedup * 1.01])
+    forged = ws.root / Path(source).parent / name
+    forged.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return forged
+
+
+def test_a_copied_record_with_speedup_50_is_unverified_and_never_counted(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    paths = _populate(ws)
+    forged = _forge_copy(ws, paths[1], 50.0)
+    write_leaderboard(ws)
+    best = _best_section(ws)
+    assert "| rmsnorm | Dev A | 1.400x |" in best and "50.000x" not in ws.leaderboard.read_text()
+    unverified = ws.leaderboard.read_text().split("## Unverified (never counted)")[1]
+    rel = forged.relative_to(ws.root).as_posix()
+    assert f"| {rel} | not in the records index of hotkernel.lock |" in unverified
+    (line,) = store_problems(ws)
+    assert line.startswith(f"{rel}: unverified record (not in the records index of hotkernel.lock)")
+
+
+def test_an_edited_vouched_record_no_longer_counts(tmp_path: Path) -> None:
+    """The attacker's next try: rewrite the best record itself instead of adding one."""
+    ws = make_workspace(tmp_path)
+    paths = _populate(ws)
+    _forge_copy(ws, paths[1], 50.0, name=Path(paths[1]).name)  # overwrite the 1.40x record in place
+    write_leaderboard(ws)
+    assert "| rmsnorm | Dev A | 1.250x |" in _best_section(ws)
+    assert (paths[1], "content differs from the sha256 the records index holds") in scan_results(ws).unverified
+
+
+def test_symlinks_and_files_outside_their_target_folder_never_count(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    paths = _populate(ws)
+    outside = tmp_path.parent / f"{tmp_path.name}_outside.json"
+    outside.write_text((ws.root / paths[1]).read_text().replace('"speedup": 1.4', '"speedup": 50.0'))
+    link = ws.results_dir / "rmsnorm" / "20991231T000000Z.json"
+    link.symlink_to(outside)
+    lock = read_lock(ws)
+    lock.records[link.relative_to(ws.root).as_posix()] = lock.records[paths[1]]  # even with an index entry
+    moved = ws.results_dir / "softmax" / "20991231T000001Z.json"  # an rmsnorm record in softmax's folder
+    shutil.copyfile(ws.root / paths[1], moved)
+    lock.records[moved.relative_to(ws.root).as_posix()] = sha256_file(moved)
+    write_lock(ws, lock)
+    scan = scan_results(ws)
+    assert {p for p, _ in scan.unverified} == {"results/rmsnorm/20991231T000000Z.json",
+                                               "results/softmax/20991231T000001Z.json"}
+    assert len(scan.records) == len(paths)
+
+
+def test_truncated_and_missing_records_are_reported_with_the_file(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    paths = _populate(ws)
+    truncated = ws.root / paths[-1]
+    truncated.write_text(truncated.read_text()[:200])
+    (ws.root / paths[0]).unlink()
+    problems = store_problems(ws)
+    assert problems[0].startswith(f"{paths[-1]}: not valid JSON") and "git checkout -- " + paths[-1] in problems[0]
+    assert problems[1].startswith(f"{paths[0]}: named by hotkernel.lock but missing")
+    assert problems[2].startswith("LEADERBOARD.md is stale")
 
 
 def _cli(ws_root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -122,7 +212,18 @@ def test_cli_leaderboard_check_exit_codes(tmp_path: Path) -> None:
     assert _cli(ws.root, "leaderboard", "--check").returncode == 0
     ws.leaderboard.write_text("hand edit\n")
     out = _cli(ws.root, "leaderboard", "--check")
-    assert out.returncode == 1 and "differs from what results/ produce" in out.stderr
+    assert out.returncode == 1 and "LEADERBOARD.md is stale: it does not list results/" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     assert _cli(ws.root, "leaderboard").returncode == 0
     assert _cli(ws.root, "leaderboard", "--check").returncode == 0
+
+
+def test_cli_leaderboard_check_names_a_damaged_record(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    paths = _populate(ws)
+    (ws.root / paths[2]).write_text('{"kind": "record", "target": "rmsn')
+    out = _cli(ws.root, "leaderboard", "--check")
+    assert out.returncode == 1 and f"{paths[2]}: not valid JSON" in out.stderr
+    assert "Traceback" not in out.stderr
+    rewrite = _cli(ws.root, "leaderboard")  # rewrites the board, still names the damaged file
+    assert rewrite.returncode == 0 and f"{paths[2]}: not valid JSON" in rewrite.stderr

@@ -10,14 +10,17 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from record_factory import make_workspace, provenance, synthetic_result
+from store.record_factory import FP32_TOLERANCES, make_workspace, provenance, synthetic_result
 
+from hotkernel._util.fs import sha256_file
 from hotkernel.errors import HotkernelError
+from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
 from hotkernel.store import record as record_module
-from hotkernel.store.leaderboard import load_records
-from hotkernel.store.record import history, invalidate_record, record, write_new_json
+from hotkernel.store.leaderboard import current_protocol, load_records, scan_results
+from hotkernel.store.record import history, invalidate_record, record, store_snapshot, write_new_json
+from hotkernel.workspace.lockfile import read_lock, write_lock
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def test_killed_between_temp_write_and_rename_leaves_no_record(tmp_path: Path) -> None:
@@ -27,15 +30,19 @@ def test_killed_between_temp_write_and_rename_leaves_no_record(tmp_path: Path) -
         import os, signal, sys
         from pathlib import Path
         sys.path.insert(0, {str(TESTS)!r})
-        from record_factory import provenance, synthetic_result
+        from store.record_factory import provenance, synthetic_result
         from hotkernel.store.record import record
         from hotkernel.workspace.paths import Workspace
         from hotkernel.manifest import load_manifest
         load_manifest(Path({str(ws.root)!r}) / "hotkernel.yaml")  # warm the manifest cache (it writes atomically)
-        def die(*args, **kwargs):
-            os.kill(os.getpid(), signal.SIGKILL)
-        os.link = die
-        os.replace = die
+        def dies_on_a_record(real):
+            def call(src, dst, *args, **kwargs):
+                if "/results/" in str(dst):  # the record's final name: the workspace lock's info file passes
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return real(src, dst, *args, **kwargs)
+            return call
+        os.link = dies_on_a_record(os.link)
+        os.replace = dies_on_a_record(os.replace)
         record(Workspace(Path({str(ws.root)!r})), "rmsnorm", synthetic_result("rmsnorm", "faster", 1.2),
                note="n", who="w", provenance=provenance())
     """)
@@ -47,6 +54,7 @@ def test_killed_between_temp_write_and_rename_leaves_no_record(tmp_path: Path) -
     assert leftovers and all(name.startswith(".") and name.endswith(".tmp") for name in leftovers)
     assert load_records(ws.results_dir) == []  # and the temp file is never read as a record
     assert not ws.leaderboard.exists()
+    assert read_lock(ws).records == {}  # the lock is absent or valid, never half-written
 
 
 def test_failure_during_rename_cleans_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,7 +108,7 @@ def test_record_content_and_history(tmp_path: Path) -> None:
     out = record(ws, "gemv", synthetic_result("gemv", "faster", 1.5), note="vectorised loads",
                  who="Claude (agent)", provenance=provenance())
     data = json.loads((ws.root / out.path).read_text())
-    assert data["kind"] == "record" and data["who"] == "Claude (agent)" and data["contract"] == 1
+    assert data["kind"] == "record" and data["who"] == "Claude (agent)" and data["contract"] == current_protocol()
     assert data["result"]["verdict"] == "faster" and data["provenance"]["device"] == provenance().device
     assert out.path.startswith("results/gemv/") and out.path.endswith("Z.json")
     assert ws.leaderboard.read_text().startswith("<!-- Code generated")
@@ -163,3 +171,64 @@ def test_record_refuses_what_does_not_describe_the_target(tmp_path: Path) -> Non
     with pytest.raises(HotkernelError, match="before hotkernel.yaml changed"):
         record(ws, "gemv", stale, note="n", who="w", provenance=provenance())
     assert not ws.results_dir.exists() or not list(ws.results_dir.rglob("*.json"))
+
+
+def test_record_stores_the_spec_it_ran_with_and_indexes_itself(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    out = record(ws, "gemv", synthetic_result("gemv", "faster", 1.5, tolerances=FP32_TOLERANCES), note="n",
+                 who="w", provenance=provenance())
+    data = json.loads((ws.root / out.path).read_text())
+    manifest = load_manifest(ws.manifest)
+    assert data["spec"] == json.loads(json.dumps(resolved_target(manifest, "gemv")))
+    assert data["spec"]["atol"] == 1e-4 and data["spec"]["inputs"][0]["shapes"] == [[8, 8]]
+    assert data["manifest_fingerprint"] == manifest_fingerprint(manifest, "gemv")
+    assert data["tolerances"] == FP32_TOLERANCES
+    assert read_lock(ws).records == {out.path: sha256_file(ws.root / out.path)}
+
+
+def test_record_refuses_runs_judged_with_other_tolerances(tmp_path: Path) -> None:
+    """Integrity item 1: a run judged with loosened tolerances (e.g. a poisoned cache) is not recorded."""
+    ws = make_workspace(tmp_path)
+    loose = synthetic_result("gemv", "faster", 3.367, tolerances={"atol": 1000.0, "rtol": 1e-4})
+    with pytest.raises(HotkernelError, match=r"judged gemv with atol 1000.0 but hotkernel.yaml says 0.0001"):
+        record(ws, "gemv", loose, note="n", who="w", provenance=provenance())
+    assert not ws.results_dir.exists() and not ws.lock_file.exists()
+
+
+def test_a_run_that_forges_a_record_and_its_index_entry_changes_nothing(tmp_path: Path) -> None:
+    """Integrity item 2 during a run: the candidate copies the best record as 50x and vouches for it in the
+    index (and points the lock at it); the record written after the run is invalidated and the lock restored."""
+    ws = make_workspace(tmp_path)
+    honest = record(ws, "gemv", synthetic_result("gemv", "faster", 1.5), note="n", who="w", provenance=provenance())
+    lock_before = ws.lock_file.read_bytes()
+    before = store_snapshot(ws)
+    # --- what the candidate does during its run
+    data = json.loads((ws.root / honest.path).read_text())
+    data["result"]["speedup"] = 50.0
+    forged = ws.results_dir / "gemv" / "20991231T000000Z.json"
+    forged.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    lock = read_lock(ws)
+    lock.records["results/gemv/20991231T000000Z.json"] = sha256_file(forged)
+    write_lock(ws, lock)
+    # --- the run ends; sync records its result
+    out = record(ws, "gemv", synthetic_result("gemv", "faster", 1.6), note="n", who="w", provenance=provenance(),
+                 before=before)
+    assert out.tampered == ["hotkernel.lock", "results/gemv/20991231T000000Z.json"] and not out.beats_best
+    assert json.loads((ws.root / out.path).read_text())["invalidated"]["reason"].startswith(
+        "the run changed files only hotkernel writes (hotkernel.lock, results/gemv/20991231T000000Z.json)")
+    assert set(read_lock(ws).records) == {honest.path, out.path}
+    assert json.loads(lock_before)["records"].items() <= read_lock(ws).records.items()
+    board = ws.leaderboard.read_text()
+    assert "| gemv | Synthetic Test Device | 1.500x |" in board and "50.000x" not in board
+    assert [p for p, _ in scan_results(ws).unverified] == ["results/gemv/20991231T000000Z.json"]
+
+
+def test_invalidate_refuses_a_file_the_index_does_not_vouch_for(tmp_path: Path) -> None:
+    """Invalidating re-indexes the file: it must never launder a forged one into the index."""
+    ws = make_workspace(tmp_path)
+    honest = record(ws, "gemv", synthetic_result("gemv", "faster", 1.5), note="n", who="w", provenance=provenance())
+    forged = ws.results_dir / "gemv" / "20991231T000000Z.json"
+    forged.write_text((ws.root / honest.path).read_text())
+    with pytest.raises(HotkernelError, match="not vouched for by hotkernel.lock"):
+        invalidate_record(ws, "results/gemv/20991231T000000Z.json", "r")
+    assert "results/gemv/20991231T000000Z.json" not in read_lock(ws).records

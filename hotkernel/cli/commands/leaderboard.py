@@ -1,4 +1,4 @@
-"""``hotkernel leaderboard [--check]``: regenerate LEADERBOARD.md from results/, or check it is current."""
+"""``hotkernel leaderboard [--check]``: regenerate LEADERBOARD.md from results/, or check it and results/."""
 
 from __future__ import annotations
 
@@ -14,20 +14,27 @@ def register(app: typer.Typer) -> None:
     def leaderboard_command(
         check: bool = typer.Option(
             False, "--check",
-            help="write nothing; exit 1 when LEADERBOARD.md differs from what results/ produce",
+            help="write nothing; exit 1 when LEADERBOARD.md is stale or a file under results/ is damaged, "
+            "missing or unverified (one line each, with the file)",
         ),
     ) -> None:
-        """Regenerate LEADERBOARD.md from every record under results/ (same records, same bytes)."""
-        from hotkernel.store.leaderboard import leaderboard_difference, write_leaderboard
+        """Regenerate LEADERBOARD.md from the records hotkernel.lock vouches for (same records, same bytes)."""
+        from hotkernel.store.leaderboard import store_problems, write_leaderboard
+        from hotkernel.workspace.lockfile import workspace_lock
         from hotkernel.workspace.paths import find_workspace
 
         ws = find_workspace()
         if check:
-            difference = leaderboard_difference(ws)
-            if difference:
-                console().print(difference, markup=False)
+            problems = store_problems(ws)
+            for line in problems:
+                console().print(line, markup=False)
+            if problems:
                 raise SystemExit(1)
-            console().print("LEADERBOARD.md is up to date")
+            console().print("LEADERBOARD.md is up to date and every record under results/ is vouched for")
             return
-        path = write_leaderboard(ws)
+        with workspace_lock(ws, wait_s=10.0, command="hotkernel leaderboard"):
+            path = write_leaderboard(ws)
+            problems = [p for p in store_problems(ws) if not p.startswith("LEADERBOARD.md")]
+        for line in problems:
+            console().print(line, markup=False)
         console().print(f"wrote {path.relative_to(ws.root)}")

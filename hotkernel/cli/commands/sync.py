@@ -48,6 +48,8 @@ def register(app: typer.Typer) -> None:
             else:
                 for line in plan_lines(report.plan):
                     typer.echo(line)
+                for row in report.best:
+                    typer.echo(f"  best: {row.target} on {row.device}: {row_text(row)}")
             raise SystemExit(check_exit_code(report))
         with progress_display("sync", enabled=not as_json) as progress:
             report = sync(ws, names or None, from_scratch=from_scratch, n=n, wait_s=wait, who=who,
@@ -61,7 +63,7 @@ def register(app: typer.Typer) -> None:
 
 
 def print_report(report: Any) -> None:
-    """One line per target (pre-commit style), then a summary."""
+    """One line per target (pre-commit style) with its newest record, then the leaderboard's best rows."""
     out = console()
     width = max((len(i.name) for i in report.items), default=10) + 4
     colours = {"recorded": "green", "up to date": "dim", "skipped": "yellow", "failed": "red"}
@@ -75,13 +77,34 @@ def print_report(report: Any) -> None:
                 detail += f" reason: {item.reason}"
         elif item.reason:
             detail = f" ({item.reason})"
+        if item.status != "recorded":
+            latest = report.latest.get(item.name)
+            detail += f"; last record: {row_text(latest)}" if latest else "; no record of this protocol yet"
         colour = colours[item.status]
         if item.verdict in ("incorrect", "invalid"):
             colour = "red"
         name = item.name.ljust(width, ".")
-        out.print(f"{name} [{colour}]{item.status}[/{colour}]{detail}", highlight=False)
+        out.print(f"{name} [{colour}]{item.status}[/{colour}]{detail}", highlight=False, markup=True)
+    for line in report.plan.problems:
+        out.print(f"! {line}", markup=False, highlight=False)
+    for line in report.repaired:
+        out.print(f"repaired: {line}", markup=False, highlight=False)
     counts: dict[str, int] = {}
     for item in report.items:
         counts[item.status] = counts.get(item.status, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
     out.print(f"Sync: {summary}.")
+    if report.best:
+        out.print("Best so far (LEADERBOARD.md):")
+        for row in report.best:
+            out.print(f"  {row.target} on {row.device}: {row_text(row)}", markup=False, highlight=False)
+    else:
+        out.print("Best so far: no counted faster record yet (LEADERBOARD.md); edit targets/<name>/candidate.py, "
+                  "then `hotkernel sync`", markup=False, highlight=False)
+
+
+def row_text(row: Any) -> str:
+    """'faster 1.530x [1.498, 1.563] on NVIDIA H200 (results/...)' for a leaderboard row."""
+    speed = f" {row.speedup:.3f}x" if row.speedup is not None and row.verdict == "faster" else ""
+    interval = f" [{row.interval[0]:.3f}, {row.interval[1]:.3f}]" if speed and row.interval else ""
+    return f"{row.verdict}{speed}{interval} on {row.device} ({row.path})"
