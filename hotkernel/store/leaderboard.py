@@ -21,10 +21,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from hotkernel._util.fs import atomic_write_text, sha256_file
+from hotkernel._util.git import git_output
 from hotkernel.errors import HotkernelError
 from hotkernel.run.render import contract_module
 from hotkernel.store.models import RECORD_KIND, LeaderboardRow, Record
-from hotkernel.workspace.lockfile import Lock, check_record_path, read_lock, temp_files
+from hotkernel.workspace.lockfile import Lock, check_record_path, read_lock, temp_files, write_lock
 from hotkernel.workspace.paths import Workspace
 
 GENERATED_MARKER = (
@@ -56,8 +57,9 @@ class ResultsScan:
         lines = [f"{p}: {why}; {RESTORE_RECORD.format(path=p)}" for p, why in self.damaged]
         lines += [f"{p}: named by hotkernel.lock but missing; restore it with `git checkout -- {p}`, or run "
                   "`hotkernel sync` to record the target again" for p in self.missing]
-        lines += [f"{p}: unverified record ({why}); it is never counted: delete it, or restore the original with "
-                  f"`git checkout -- {p}`" for p, why in self.unverified]
+        lines += [f"{p}: unverified record ({why}); it is never counted: restore the original with `git checkout -- "
+                  f"{p}` (a committed record made before the index: `hotkernel leaderboard --vouch-committed`), or "
+                  "delete it" for p, why in self.unverified]
         lines += [f"{p}: leftover temp file of an interrupted write; the next `hotkernel sync`, `record` or "
                   "`leaderboard` removes it after a minute (or delete it)" for p in self.temp]
         return lines
@@ -360,3 +362,25 @@ def store_problems(ws: Workspace, lock: Lock | None = None) -> list[str]:
     problems = scan.problems()
     difference = leaderboard_difference(ws, scan) if (ws.results_dir.is_dir() or ws.leaderboard.exists()) else None
     return problems + ([difference] if difference else [])
+
+
+def vouch_committed_records(ws: Workspace) -> list[str]:
+    """Index the unverified records that git HEAD holds byte for byte (the caller holds the workspace lock).
+
+    For records made before the index existed, or a lock restored from elsewhere: a committed record went through
+    review of results/, so its committed bytes are what the index vouches for. A file that differs from HEAD, is
+    untracked, or sits outside results/<its target>/ stays unverified. Returns the paths indexed.
+    """
+    if git_output(["rev-parse", "HEAD"], root=ws.root) is None:
+        raise HotkernelError(f"{ws.root}: not a git checkout with a commit: only committed records can be vouched for")
+    tracked = set((git_output(["ls-files", "--", "results"], root=ws.root) or "").splitlines())
+    changed = set((git_output(["diff", "--name-only", "HEAD", "--", "results"], root=ws.root) or "").splitlines())
+    lock = read_lock(ws)
+    added = []
+    for path, why in scan_results(ws, lock).unverified:
+        if why == "not in the records index of hotkernel.lock" and path in tracked and path not in changed:
+            lock.records[path] = sha256_file(ws.root / path) or ""
+            added.append(path)
+    if added:
+        write_lock(ws, lock)
+    return added

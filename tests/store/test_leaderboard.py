@@ -227,3 +227,31 @@ def test_cli_leaderboard_check_names_a_damaged_record(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
     rewrite = _cli(ws.root, "leaderboard")  # rewrites the board, still names the damaged file
     assert rewrite.returncode == 0 and f"{paths[2]}: not valid JSON" in rewrite.stderr
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env, timeout=60)
+
+
+def test_vouch_committed_indexes_only_what_git_head_holds_unchanged(tmp_path: Path) -> None:
+    """Records made before the index existed: `leaderboard --vouch-committed` trusts git HEAD, nothing else."""
+    ws = make_workspace(tmp_path)
+    paths = _populate(ws)
+    lock = read_lock(ws)
+    lock.records = {}  # a schema-1 lock: no index
+    write_lock(ws, lock)
+    _git(ws.root, "init", "-q")
+    _git(ws.root, "add", "-A")
+    _git(ws.root, "commit", "-q", "-m", "records")
+    edited = ws.root / paths[1]
+    edited.write_text(edited.read_text().replace('"speedup": 1.4', '"speedup": 50.0'))  # differs from HEAD
+    forged = _forge_copy(ws, paths[0], 60.0)  # untracked
+    out = _cli(ws.root, "leaderboard", "--vouch-committed")
+    assert out.returncode == 0, out.stderr
+    assert set(read_lock(ws).records) == set(paths) - {paths[1]}
+    board = ws.leaderboard.read_text()
+    assert "50.000x" not in board and "60.000x" not in board and "| rmsnorm | Dev A | 1.250x |" in board
+    unverified = {p for p, _ in scan_results(ws).unverified}
+    assert unverified == {paths[1], forged.relative_to(ws.root).as_posix()}

@@ -17,9 +17,14 @@ def register(app: typer.Typer) -> None:
             help="write nothing; exit 1 when LEADERBOARD.md is stale or a file under results/ is damaged, "
             "missing or unverified (one line each, with the file)",
         ),
+        vouch_committed: bool = typer.Option(
+            False, "--vouch-committed",
+            help="first add to hotkernel.lock's records index every unindexed record that git HEAD holds unchanged "
+            "(records made before the index existed); review the lock's diff before committing it",
+        ),
     ) -> None:
         """Regenerate LEADERBOARD.md from the records hotkernel.lock vouches for (same records, same bytes)."""
-        from hotkernel.store.leaderboard import store_problems, write_leaderboard
+        from hotkernel.store.leaderboard import store_problems, vouch_committed_records, write_leaderboard
         from hotkernel.workspace.lockfile import workspace_lock
         from hotkernel.workspace.paths import find_workspace
 
@@ -33,6 +38,8 @@ def register(app: typer.Typer) -> None:
             console().print("LEADERBOARD.md is up to date and every record under results/ is vouched for")
             return
         with workspace_lock(ws, wait_s=10.0, command="hotkernel leaderboard"):
+            for vouched in vouch_committed_records(ws) if vouch_committed else []:
+                console().print(f"vouched for {vouched} (committed in git HEAD)", markup=False)
             path = write_leaderboard(ws)
             problems = [p for p in store_problems(ws) if not p.startswith("LEADERBOARD.md")]
         for line in problems:
