@@ -11,7 +11,15 @@ class HotkernelError(Exception):
         self.exit_code = exit_code
 
 
-QUOTE_LIMIT = 200
+QUOTE_LIMIT = 200  # characters of a user's value an error message quotes
+MESSAGE_LIMIT = 2000  # characters of a whole error message
+
+
+def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` cut to about ``limit`` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 40]}... ({len(text):,} characters)"
 
 
 def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
@@ -20,6 +28,4 @@ def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
         text = repr(value)
     except ValueError:  # an int past Python's digit limit cannot be printed
         return f"<a {type(value).__name__} too large to print>"
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 4]}... ({len(text):,} characters)"
+    return shorten(text, limit)

@@ -35,9 +35,9 @@ def bare_path(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.setattr(prof.glob, "glob", lambda pattern: [])
-    monkeypatch.setattr("hotkernel.insight.top_kernels.glob.glob", lambda pattern: [])
+    monkeypatch.setattr("hotkernel.insight.ncu_report.glob.glob", lambda pattern: [])
     monkeypatch.setattr(
-        "hotkernel.insight.top_kernels.find_executable",
+        "hotkernel.insight.ncu_report.find_executable",
         lambda name, **kw: (bindir / name) if (bindir / name).is_file() else None,
     )
     monkeypatch.setattr(

@@ -14,10 +14,14 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
 
 from hotkernel._util.procs import run_command
 from hotkernel.errors import HotkernelError
-from hotkernel.insight.calibration import CalibrationEntry, store_calibration
+from hotkernel.insight.base import CLI_ONLY, Cli, Hints, InsightContext
+from hotkernel.insight.calibration import CALIBRATION_FILE, CalibrationEntry, store_calibration
 from hotkernel.insight.specs import find_gpu
 from hotkernel.manifest.python import user_python
 from hotkernel.workspace.paths import Workspace
@@ -114,7 +118,69 @@ def summary_lines(entry: CalibrationEntry, path: Path | None = None) -> list[str
         f"{entry.name} ({entry.uuid}): copy {entry.copy_gbps:.1f} GB/s, read {entry.read_gbps:.1f} GB/s"
         f"{share} [timer {entry.timer}, {entry.bytes_per_buffer / 2**20:.0f} MiB buffers]",
     ]
-    if path is not None:
-        lines.append(f"stored in {path}")
+    lines.append(f"stored in {path or '.hotkernel/' + CALIBRATION_FILE + ' of the workspace'}")
     lines.extend(f"note: {note}" for note in entry.notes)
     return lines
+
+
+# ---- the insight tool (hotkernel.insight.base.InsightTool) -------------------------------------------------
+
+NAME = "calibrate"
+CLI_NAME = "calibrate"
+CLI_HELP = (
+    "Time a device copy (read + write) and a read-only reduction in the user's interpreter; store the GB/s "
+    "under .hotkernel/calibration.json for this GPU's UUID (roofline and verify read it)."
+)
+DESCRIPTION = """Measure the card's real streaming ceiling (copy and read GB/s) in the user's python; store it per GPU
+UUID.
+
+Writes .hotkernel/calibration.json. roofline then reports attainable_ms_measured, the floor to stop at.
+Run it once per machine, when the GPU is idle. Needs a GPU and torch in the user's python; use gpu_info
+first.
+"""
+HINTS = Hints(read_only=False, destructive=False, idempotent=True)
+LONG_RUNNING = True
+RESULT = CalibrationEntry
+
+
+class Params(BaseModel):
+    """calibrate's parameters."""
+
+    device: Annotated[
+        Literal["cuda", "cpu"],
+        Field(description="device to measure: 'cuda' (default) or 'cpu' (for tests)"),
+        Cli(("--device",), "cuda (default) or cpu (tests the probe only)"),
+    ] = "cuda"
+    size_mib: Annotated[
+        int,
+        Field(description="buffer size in MiB, 0 to 65536; default 0 = sized by the probe (over 2x L2)", ge=0,
+              le=65536),
+        Cli(("--mib",), "MiB per buffer (default: 8x L2, at least 256)"),
+    ] = 0
+    timeout_s: Annotated[
+        float,
+        Field(description="probe time limit in seconds, 1 to 3600; default 300", ge=1, le=3600),
+        Cli(("--timeout",), "seconds before the probe is killed"),
+    ] = DEFAULT_TIMEOUT_S
+    python: Annotated[
+        str | None,
+        Field(description="interpreter with torch", max_length=4096),
+        CLI_ONLY,
+        Cli(("--python",), "interpreter with torch (default: HOTKERNEL_PYTHON, hotkernel.yaml defaults.python, "
+            "python on PATH)"),
+    ] = None
+
+
+def run(params: Params, ctx: InsightContext) -> CalibrationEntry:
+    """Probe the device in the user's python and store the result in the workspace."""
+    ctx.progress(0, 1, "running the streaming probe in the user's python")
+    entry = calibrate(
+        ctx.require_workspace("calibrate"),
+        python=params.python,
+        device=params.device,
+        size_mib=params.size_mib,
+        timeout_s=params.timeout_s,
+    )
+    ctx.progress(1, 1, "done")
+    return entry
+

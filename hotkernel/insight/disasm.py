@@ -14,11 +14,13 @@ import re
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
+from hotkernel.insight.base import CLI_ONLY, MAX_PATH, Cli, Hints, InsightContext
 
 TRITON_CACHE = "triton-cache"
 DISASM_TIMEOUT_S = 120.0
@@ -472,4 +474,78 @@ def summary_lines(result: DisasmResult) -> list[str]:
         lines.append(f"note: {result.note}")
     if result.full_listing:
         lines.append(f"full listing: {result.full_listing}")
+    if result.listing:
+        lines += ["", result.listing]
     return lines
+
+
+# ---- the insight tool (hotkernel.insight.base.InsightTool) -------------------------------------------------
+
+NAME = "disasm"
+CLI_NAME = "disasm"
+CLI_HELP = (
+    "Registers, spills, shared memory, load/store widths, HMMA/WGMMA counts, LDL/STL and barriers, then the "
+    "listing cut at --max-lines (the full listing goes to a file it names). SOURCE is a .cubin, .ptx, CUDA "
+    ".so/executable, or 'triton-cache'."
+)
+DESCRIPTION = """Disassemble a compiled kernel (SASS via cuobjdump, or PTX) with a summary to read first: registers,
+spills (local memory), shared memory, load/store widths, matrix (tensor-core) instructions, barriers.
+
+Use it after the first compile of a candidate to check what the compiler made of it (vector widths,
+spills, tensor cores). Works without a GPU. The full listing is saved under .hotkernel/disasm/. For timing
+use bench/verify; for runtime counters use profile.
+"""
+HINTS = Hints(read_only=False, destructive=False, idempotent=True)
+LONG_RUNNING = False
+RESULT = DisasmResult
+
+
+class Params(BaseModel):
+    """disasm's parameters."""
+
+    source: Annotated[
+        str,
+        Field(
+            description="what to disassemble: 'triton-cache' (a kernel Triton compiled, found by name in "
+            "~/.triton/cache) or a workspace-relative .cubin / .ptx / CUDA binary path",
+            min_length=1,
+            max_length=MAX_PATH,
+        ),
+        Cli(argument=True, help="a .cubin, .ptx, CUDA .so/executable, or 'triton-cache'"),
+    ]
+    kernel: Annotated[
+        str | None,
+        Field(
+            description="kernel name (or a unique part of it); with 'triton-cache' the newest matching kernel, "
+            "and None there means the newest kernel in the cache; default None",
+            max_length=512,
+        ),
+        Cli(("--kernel", "-k"), "kernel name (triton-cache: default the newest)"),
+    ] = None
+    ptx: Annotated[
+        bool, Field(description="show PTX instead of SASS; default false"), Cli(("--ptx",), "show PTX instead of SASS")
+    ] = False
+    max_lines: Annotated[
+        int,
+        Field(description="listing lines to return, 0 to 5000 (0 = summary only); default 200", ge=0, le=5000),
+        Cli(("--max-lines",), "listing lines to print (0: summary only)"),
+    ] = 200
+    out: Annotated[
+        str | None, Field(description="write the full listing to this file", max_length=MAX_PATH), CLI_ONLY,
+        Cli(("--out",), "write the full listing to this file"),
+    ] = None
+
+
+def run(params: Params, ctx: InsightContext) -> DisasmResult:
+    """Disassemble; under MCP the full listing goes to .hotkernel/disasm/ in the workspace."""
+    source = params.source
+    if source != TRITON_CACHE:
+        source = str(ctx.existing_file(source, "source", "or use 'triton-cache' with kernel"))
+    out_path: Path | None = ctx.path(params.out, "out") if params.out else None
+    if out_path is None and ctx.confined:
+        out_dir = ctx.require_workspace("disasm").state_dir / "disasm"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in (params.kernel or Path(source).stem or "newest"))
+        out_path = out_dir / f"{stem[:80]}.{'ptx' if params.ptx else 'sass'}"
+    return disasm(source, kernel=params.kernel, ptx=params.ptx, max_lines=params.max_lines, out_path=out_path)
+

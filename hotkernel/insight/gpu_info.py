@@ -11,8 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hotkernel._util.nvml import nvml_session
 from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
+from hotkernel.insight.base import Hints, InsightContext
 from hotkernel.insight.specs import find_gpu
 
 SMI_FIELDS = (
@@ -183,16 +185,8 @@ def _int(value: str | None) -> int | None:
 
 def _from_nvml() -> GpuInfo:
     """Query NVML (raises when the library or driver is missing)."""
-    import pynvml
-
-    pynvml.nvmlInit()
-    try:
-        return nvml_snapshot(pynvml)
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+    with nvml_session() as nvml:
+        return nvml_snapshot(nvml)
 
 
 def nvml_snapshot(nvml: Any) -> GpuInfo:
@@ -292,3 +286,32 @@ def summary_lines(info: GpuInfo) -> list[str]:
         if gpu.roofline_warning:
             lines.append(f"  warning: {gpu.roofline_warning}")
     return lines
+
+
+# ---- the insight tool (hotkernel.insight.base.InsightTool) -------------------------------------------------
+
+NAME = "gpu_info"
+CLI_NAME = "gpu"
+CLI_HELP = (
+    "Name, UUID, driver/CUDA version, memory, power limits, clocks, temperature and processes of every GPU, "
+    "and its roofline entry. No GPU is a result (exit 0), not an error."
+)
+DESCRIPTION = """Report every NVIDIA GPU here: name, UUID, memory, clocks, power limit, compute capability, processes.
+
+Reads NVML (falling back to nvidia-smi). With no GPU it says so in 'message' (source 'none') rather than
+failing. Use it first to know what roofline and calibrate will measure against; use calibrate to measure
+the card's real streaming ceiling.
+"""
+HINTS = Hints(read_only=True, destructive=False, idempotent=True)
+LONG_RUNNING = False
+RESULT = GpuInfo
+
+
+class Params(BaseModel):
+    """gpu_info takes no parameters."""
+
+
+def run(params: Params, ctx: InsightContext) -> GpuInfo:
+    """Every GPU here (``gpu_info()``)."""
+    return gpu_info()
+

@@ -15,12 +15,16 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
 from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
+from hotkernel.insight.base import CLI_ONLY, MAX_PATH, Cli, Hints, InsightContext
 from hotkernel.insight.top_kernels import TopKernels, find_ncu, top_kernels
+from hotkernel.manifest.python import user_python
+from hotkernel.workspace.paths import TARGET_NAME_RE
 
 DEFAULT_TIMEOUT_S = 600.0
 CACHE_CONTROL = ("all", "none")
@@ -358,3 +362,152 @@ def summary_lines(result: ProfileResult) -> list[str]:
     if result.logs:
         lines.append(f"log: {result.logs.get('stderr')}")
     return lines
+
+
+# ---- the insight tool (hotkernel.insight.base.InsightTool) -------------------------------------------------
+
+NAME = "profile"
+CLI_NAME = "profile"
+CLI_HELP = (
+    "Run CMD (after `--`) under Nsight Compute or Nsight Systems. Exit 1 with the diagnosis (fix and fallback) "
+    "when the profiler is missing, lacks counter permission, matched no kernel, timed out, or (nsys) could not "
+    "import its capture."
+)
+DESCRIPTION = """Run a target's script (or a workspace script) under Nsight Compute or Nsight Systems and summarise its
+heaviest kernels with hardware counters: DRAM/SM throughput %, occupancy, registers, Nsight's advice.
+
+Use it once torch_trace found the dominant kernel, to see why it is slow. Needs a GPU and Nsight; when one
+is missing (or counters are not permitted) the tool error says the fix and the fallback (torch_trace).
+Reports go under .hotkernel/profiles/; re-read one with top_kernels.
+"""
+HINTS = Hints(read_only=False, destructive=False, idempotent=False)
+LONG_RUNNING = True
+RESULT = ProfileResult
+MAX_ARGS = 256
+
+
+class Params(BaseModel):
+    """profile's parameters: a target's script or a script (MCP), or a command after ``--`` (CLI)."""
+
+    target: Annotated[
+        str | None,
+        Field(
+            description="profile this target's rendered script (see role); give target or script; default "
+            "None",
+            pattern=TARGET_NAME_RE.pattern,
+            max_length=64,
+        ),
+    ] = None
+    role: Annotated[
+        Literal["baseline", "candidate"],
+        Field(description="which rendered script of the target: 'baseline' (the number to beat) or 'candidate'"),
+    ] = "candidate"
+    script: Annotated[
+        str | None,
+        Field(description="instead of a target: a workspace-relative .py script to run in the user's python",
+              max_length=MAX_PATH),
+    ] = None
+    script_args: Annotated[
+        list[Annotated[str, Field(max_length=MAX_PATH)]] | None,
+        Field(description="arguments for script (a list, never a shell string); default None", max_length=MAX_ARGS),
+    ] = None
+    tool: Annotated[
+        Literal["ncu", "nsys"],
+        Field(description="'ncu' (Nsight Compute: per-kernel counters, default) or 'nsys' (Nsight Systems)"),
+        Cli(("--tool",), "ncu (per-kernel metrics) or nsys (timeline)"),
+    ] = "ncu"
+    kernel_regex: Annotated[
+        str | None,
+        Field(
+            description="ncu only: profile kernels whose name matches this regex (e.g. 'rms|norm'); default "
+            "None "
+            "= all",
+            max_length=200,
+        ),
+        Cli(("--kernel-regex", "-k"), "profile only kernels matching"),
+    ] = None
+    launch_count: Annotated[
+        int | None,
+        Field(description="ncu only: launches to profile, 1 to 1000; default None = 5 when no regex", ge=1,
+              le=1000),
+        Cli(("--launch-count", "-c"), "stop after N profiled launches"),
+    ] = None
+    cache_control: Annotated[
+        Literal["all", "none"],
+        Field(description="ncu: 'all' flushes caches before each launch (cold, default), 'none' keeps them warm"),
+        Cli(("--cache-control",), "all (flush caches) or none"),
+    ] = "all"
+    top: Annotated[
+        int,
+        Field(description="kernels to summarise, 1 to 100; default 10", ge=1, le=100),
+        Cli(("-n", "--top"), "kernels to list"),
+    ] = 10
+    timeout_s: Annotated[
+        float,
+        Field(description="time limit in seconds, 1 to 3600; default 600", ge=1, le=3600),
+        Cli(("--timeout",), "seconds before the profiler is killed"),
+    ] = DEFAULT_TIMEOUT_S
+    launch_skip: Annotated[
+        int | None, Field(description="skip the first N matching launches", ge=0, le=10**6), CLI_ONLY,
+        Cli(("--launch-skip", "-s"), "skip the first N matching launches"),
+    ] = None
+    clock_control: Annotated[
+        Literal["none", "base", "boost", "reset"], Field(description="ncu clock control"), CLI_ONLY,
+        Cli(("--clock-control",), "none (default), base, boost"),
+    ] = "none"
+    section_set: Annotated[
+        str | None, Field(description="ncu section set", max_length=200), CLI_ONLY,
+        Cli(("--set",), "ncu section set (default: ncu's basic)"),
+    ] = None
+    out: Annotated[
+        str | None, Field(description="directory for the report", max_length=MAX_PATH), CLI_ONLY,
+        Cli(("--out",), "directory for the report (default: .hotkernel/profiles/<time> in a workspace, else a "
+            "temp dir)"),
+    ] = None
+    command: Annotated[
+        list[str] | None, Field(description="the command to profile"), CLI_ONLY, Cli(trailing=True),
+    ] = None
+
+
+def _command(params: Params, ctx: InsightContext) -> list[str]:
+    """What to run: the CLI's command, or the user's python on a target's script or a workspace script."""
+    if params.command:
+        return list(params.command)
+    if (params.target is None) == (params.script is None):
+        raise HotkernelError("give exactly one of target (a target's rendered script) or script (a workspace .py file)")
+    if params.target is not None:
+        path = ctx.require_workspace("profile").target_dir(params.target) / f"{params.role}.py"
+    else:
+        path = ctx.existing_file(params.script or "", "script")
+    return [user_python(ctx.workspace, None), str(path), *(params.script_args or [])]
+
+
+def run(params: Params, ctx: InsightContext) -> ProfileResult:
+    """Profile the command; under MCP a failed profiler is an error with the diagnosis, on the CLI a result."""
+    command = _command(params, ctx)
+    out_dir: Path | None = ctx.path(params.out, "out") if params.out else None
+    if out_dir is None and ctx.workspace is not None:
+        out_dir = ctx.workspace.state_dir / "profiles" / time.strftime("%Y%m%d-%H%M%S")
+    launch_count = params.launch_count
+    if ctx.confined and launch_count is None and not params.kernel_regex:
+        launch_count = 5
+    ctx.progress(0, 1, f"{params.tool} {Path(command[1] if len(command) > 1 else command[0]).name}")
+    result = profile(
+        command,
+        tool=params.tool,
+        kernel_regex=params.kernel_regex,
+        launch_count=launch_count,
+        launch_skip=params.launch_skip,
+        cache_control=params.cache_control,
+        clock_control=params.clock_control,
+        section_set=params.section_set,
+        timeout_s=params.timeout_s,
+        out_dir=out_dir,
+        cwd=ctx.start if ctx.confined else None,
+        top=params.top,
+    )
+    if ctx.confined and not result.ok and result.diagnosis is not None:
+        raise HotkernelError(f"profile: {result.diagnosis.one_line()}")
+    ctx.progress(1, 1, "done")
+    return result
+

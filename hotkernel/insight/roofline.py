@@ -7,12 +7,15 @@ could run: ``attainable_ms`` from the spec sheet, ``attainable_ms_measured`` fro
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
 from hotkernel.errors import HotkernelError
+from hotkernel.insight.base import CLI_ONLY, Cli, Hints, InsightContext
 from hotkernel.insight.calibration import calibration_for
 from hotkernel.insight.gpu_info import gpu_info
 from hotkernel.insight.specs import DTYPE_RATE_FIELD, find_gpu, gpu_table, known_gpus
@@ -151,3 +154,93 @@ def table_lines() -> list[str]:
             f"fp32 {spec.fp32_tflops:5g} TFLOP/s  L2 {spec.l2_mib:g} MiB  {spec.sms} SMs  cc {spec.cc}"
         )
     return lines
+
+
+# ---- the insight tool (hotkernel.insight.base.InsightTool) -------------------------------------------------
+
+NAME = "roofline"
+CLI_NAME = "roofline"
+CLI_HELP = (
+    "Where a kernel sits on the roofline: intensity, ridge point, memory- or compute-bound, attainable TFLOP/s "
+    "and attainable_ms (spec), attainable_ms_measured (calibrated bandwidth)."
+)
+DESCRIPTION = """Place a kernel on the roofline: memory- or compute-bound, and the fastest it could run (attainable_ms).
+
+attainable_ms uses the spec sheet; attainable_ms_measured uses the measured ceiling (calibrate), the floor
+a real kernel can get near: stop optimising within about 5% of it. Needs a GPU here unless gpu is given.
+Use gpu_info for the card itself, profile for what the kernel actually achieves.
+"""
+HINTS = Hints(read_only=True, destructive=False, idempotent=True)
+LONG_RUNNING = False
+RESULT = RooflineResult
+MAX_WORK = 1e30  # FLOPs or bytes of one call: far beyond any kernel, small enough to stay a finite float
+
+
+class Params(BaseModel):
+    """roofline's parameters."""
+
+    flops: Annotated[
+        float,
+        Field(description="floating-point operations of one call (FLOP), >= 0", ge=0, le=MAX_WORK),
+        Cli(("--flops",), "floating-point operations of one call", default=0.0),
+    ]
+    bytes_moved: Annotated[
+        float,
+        Field(
+            description="bytes one call must read plus write (B), > 0; bench reports them as 'bytes'",
+            gt=0,
+            le=MAX_WORK,
+        ),
+        Cli(("--bytes",), "bytes read + written by one call"),
+    ]
+    gpu: Annotated[
+        str | None,
+        Field(
+            description="GPU name from the spec table (e.g. 'H200', 'H100 SXM'); default None = the first "
+            "GPU here",
+            max_length=200,
+        ),
+        Cli(("--gpu",), "GPU name or table key (default: the first GPU here)"),
+    ] = None
+    dtype: Annotated[
+        Literal["bf16", "fp16", "fp32", "fp8", "fp8_e4m3", "fp8_e5m2"],
+        Field(description="element type that sets the peak FLOP rate; default bf16"),
+        Cli(("--dtype",), "bf16 | fp16 | fp8 | fp32"),
+    ] = "bf16"
+    measured_gbps: Annotated[
+        float | None,
+        Field(
+            description="measured streaming ceiling in GB/s (> 0); default None = the workspace's "
+            "calibration for "
+            "this GPU, if calibrate ran",
+            gt=0,
+            le=MAX_WORK,
+        ),
+        Cli(("--measured-gbps",), "measured bandwidth (default: this workspace's calibration)"),
+    ] = None
+    list_gpus: Annotated[
+        bool, Field(description="print the GPU table with its sources instead"), CLI_ONLY,
+        Cli(("--list",), "print the GPU table with its sources"),
+    ] = False
+
+
+def run(params: Params, ctx: InsightContext) -> RooflineResult:
+    """The roofline of the given work; the workspace's calibration gives the measured floor."""
+    return roofline(
+        params.flops,
+        params.bytes_moved,
+        gpu=params.gpu,
+        dtype=params.dtype,
+        measured_gbps=params.measured_gbps,
+        workspace=ctx.workspace.root if ctx.workspace else None,
+    )
+
+
+def cli_shortcut(values: dict, as_json: bool) -> str | None:
+    """``hotkernel roofline --list``: the GPU table instead of a roofline (None: no shortcut taken)."""
+    if not values.get("list_gpus"):
+        return None
+    if as_json:
+        return json.dumps([spec.model_dump() for spec in gpu_table()], indent=2)
+    return "\n".join(table_lines())
+

@@ -6,24 +6,21 @@ trace. ncu rows carry occupancy, DRAM/SM throughput, registers and a memory/comp
 from __future__ import annotations
 
 import csv
-import glob
 import io
 import json
 import math
 import os
 import re
 import statistics
-import sys
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
+from hotkernel.insight.base import MAX_PATH, Cli, Hints, InsightContext
+from hotkernel.insight.ncu_report import find_ncu, launches_from_ncu_report, load_ncu_report_module, ncu_import_csv
 
-NCU_IMPORT_TIMEOUT_S = 300.0
 BUSY_PCT = 60.0  # Nsight Compute's "high throughput" threshold in its SOL rule
 TIME_UNITS_NS = {
     "ns": 1.0,
@@ -409,53 +406,12 @@ def kernels_from_chrome_trace(text: str, path: Path) -> list[KernelRow]:
 # ---- .ncu-rep -------------------------------------------------------------------------------------------
 
 
-def ncu_python_dirs() -> list[Path]:
-    """Where NVIDIA's ``ncu_report`` module lives: next to ncu (``extras/python``) and the usual installs."""
-    dirs = []
-    ncu = find_ncu()
-    if ncu is not None:
-        real = ncu.resolve()
-        dirs += [real.parent / "extras" / "python", real.parent.parent / "extras" / "python"]
-    dirs += [Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python"), reverse=True)]
-    dirs += [
-        Path(p) for p in sorted(glob.glob("/usr/local/cuda*/nsight-compute*/extras/python"), reverse=True)
-    ]
-    return [d for d in dirs if (d / "ncu_report.py").is_file()]
-
-
-def find_ncu() -> Path | None:
-    return find_executable(
-        "ncu",
-        env_homes=("CUDA_HOME", "CUDA_PATH"),
-        extra_dirs=("/usr/local/cuda/bin", *sorted(glob.glob("/opt/nvidia/nsight-compute/*"), reverse=True)),
-    )
-
-
-def load_ncu_report_module() -> Any | None:
-    """NVIDIA's ``ncu_report`` (importable, or under an Nsight Compute install); None when unavailable."""
-    try:
-        import ncu_report  # type: ignore[import-not-found]
-
-        return ncu_report
-    except Exception:
-        pass
-    for directory in ncu_python_dirs():
-        sys.path.insert(0, str(directory))
-        try:
-            import ncu_report  # type: ignore[import-not-found]
-
-            return ncu_report
-        except Exception:
-            sys.path.remove(str(directory))
-    return None
-
-
 def ncu_rep_launches(path: Path) -> list[dict[str, Any]]:
     """Launches of an ``.ncu-rep``: via ``ncu_report`` when importable, else ``ncu --import --csv``."""
     module = load_ncu_report_module()
     if module is not None:
         try:
-            return launches_from_ncu_report(module, path)
+            return launches_from_ncu_report(module, path, [n for names in NCU_METRICS.values() for n in names])
         except Exception as exc:  # a report from a newer ncu, a broken file: try the CLI next
             module_error = f"{type(exc).__name__}: {exc}"
         else:
@@ -469,46 +425,7 @@ def ncu_rep_launches(path: Path) -> list[dict[str, Any]]:
             "on a machine with ncu "
             f"run `ncu --import {path} --csv --page details > report.csv` and pass the CSV"
         )
-    with tempfile.TemporaryDirectory(prefix="hotkernel-ncu-import-") as scratch:
-        proc = run_command(
-            [str(ncu), "--import", str(path), "--csv", "--page", "details"],
-            timeout_s=NCU_IMPORT_TIMEOUT_S,
-            name="ncu-import",
-            out_dir=scratch,
-        )
-        if not proc.ok:
-            last = (proc.output(1000).strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-            raise HotkernelError(
-                f"top: `ncu --import {path}` failed: {last}; is it an .ncu-rep from this ncu version?"
-            )
-        return parse_ncu_details(proc.stdout())
-
-
-def launches_from_ncu_report(module: Any, path: Path) -> list[dict[str, Any]]:
-    """Walk ranges and actions of a report with NVIDIA's module, reading the metrics hotkernel shows."""
-    context = module.load_report(str(path))
-    launches = []
-    for r in range(context.num_ranges()):
-        report_range = context.range_by_idx(r)
-        for a in range(report_range.num_actions()):
-            action = report_range.action_by_idx(a)
-            metrics = {}
-            for names in NCU_METRICS.values():
-                for name in names:
-                    metric = action.metric_by_name(name)
-                    if metric is not None:
-                        metrics[name] = (str(metric.as_double()), metric.unit() or "")
-            launches.append(
-                {
-                    "id": f"{r}.{a}",
-                    "name": action.name(),
-                    "block": None,
-                    "grid": None,
-                    "metrics": metrics,
-                    "rules": [],
-                }
-            )
-    return launches
+    return parse_ncu_details(ncu_import_csv(ncu, path))
 
 
 # ---- output -----------------------------------------------------------------------------------------------
@@ -587,3 +504,46 @@ def summary_lines(result: TopKernels, *, name_width: int = 60) -> list[str]:
     if result.note:
         lines.append(f"note: {result.note}")
     return lines
+
+
+# ---- the insight tool (hotkernel.insight.base.InsightTool) -------------------------------------------------
+
+NAME = "top_kernels"
+CLI_NAME = "top"
+CLI_HELP = (
+    "The n heaviest kernels: share of GPU time, calls, avg/med/min/max/std; from ncu also occupancy, DRAM and "
+    "SM throughput, registers and a memory/compute/latency-bound hint."
+)
+DESCRIPTION = """Rank the kernels of a saved profiler report by total time, with counters when the report has them.
+
+Reads only; runs nothing on the GPU. Use it to re-read a profile or torch_trace result, or a report you
+exported yourself. To make a new report use profile (counters) or torch_trace (no Nsight needed).
+"""
+HINTS = Hints(read_only=True, destructive=False, idempotent=True)
+LONG_RUNNING = False
+RESULT = TopKernels
+
+
+class Params(BaseModel):
+    """top_kernels' parameters."""
+
+    report: Annotated[
+        str,
+        Field(
+            description="workspace-relative path of a saved report: .ncu-rep, an ncu/nsys CSV export, or a "
+            "torch_trace Chrome trace (.json); profile and torch_trace print where theirs went",
+            min_length=1,
+            max_length=MAX_PATH,
+        ),
+        Cli(argument=True, help="nsys cuda_gpu_kern_sum CSV, ncu details/raw CSV, .ncu-rep, or a torch.profiler "
+            "chrome trace .json"),
+    ]
+    n: Annotated[
+        int, Field(description="kernels to list, 1 to 200; default 10", ge=1, le=200), Cli(("-n",), "kernels to list")
+    ] = 10
+
+
+def run(params: Params, ctx: InsightContext) -> TopKernels:
+    """Rank the report's kernels."""
+    return top_kernels(ctx.existing_file(params.report, "report"), params.n)
+

@@ -12,11 +12,14 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from hotkernel._util.procs import run_command
 from hotkernel.errors import HotkernelError
+from hotkernel.insight.base import CLI_ONLY, MAX_PATH, Cli, Hints, InsightContext
+from hotkernel.manifest.python import user_python
 
 WRAPPER = Path(__file__).parent / "scripts" / "trace_wrapper.py"
 DEFAULT_TIMEOUT_S = 600.0
@@ -91,8 +94,6 @@ def torch_trace(
     if top < 1:
         raise HotkernelError(f"trace: top={top} must be at least 1")
     if python is None:
-        from hotkernel.manifest.python import user_python
-
         python = user_python(None)
     directory = Path(out_dir) if out_dir is not None else default_out_dir(None)
     directory.mkdir(parents=True, exist_ok=True)
@@ -105,7 +106,7 @@ def torch_trace(
         timeout_s=timeout_s,
         out_dir=directory,
         name="script",
-        cwd=cwd if cwd is not None else path.resolve().parent,
+        cwd=cwd,  # None: the current directory, as `python script.py` runs
     )
     if proc.timed_out:
         raise HotkernelError(
@@ -211,3 +212,92 @@ def summary_lines(result: TraceResult, *, name_width: int = 90) -> list[str]:
 
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+# ---- the insight tool (hotkernel.insight.base.InsightTool) -------------------------------------------------
+
+NAME = "torch_trace"
+CLI_NAME = "trace"
+CLI_HELP = (
+    "Profile SCRIPT with torch.profiler in the user's interpreter (no Nsight needed): top GPU kernels by device "
+    "time (share, calls, mean) and top aten ops with input shapes; full table in a file. The script runs from "
+    "the current directory, as `python SCRIPT` does; its arguments follow it."
+)
+DESCRIPTION = """Run a script under torch.profiler and rank its GPU kernels by total time (share of all kernel time).
+
+Use it to find the kernel that dominates a model or op before optimising anything. Writes the full table
+and a Chrome trace under .hotkernel/traces/. For hardware counters of one kernel use profile; for a
+kernel's machine code use disasm.
+"""
+HINTS = Hints(read_only=False, destructive=False, idempotent=False)
+LONG_RUNNING = True
+RESULT = TraceResult
+MAX_ARGS = 256
+
+
+class Params(BaseModel):
+    """torch_trace's parameters."""
+
+    script: Annotated[
+        str,
+        Field(
+            description="workspace-relative path of a Python script that runs the model or op to look at (it "
+            "runs as __main__ under torch.profiler in the user's python)",
+            min_length=1,
+            max_length=MAX_PATH,
+        ),
+        Cli(argument=True, help="python script to run (its arguments follow it)"),
+    ]
+    script_args: Annotated[
+        list[Annotated[str, Field(max_length=MAX_PATH)]] | None,
+        Field(
+            description="command-line arguments for the script (a list, never a shell string); default None",
+            max_length=MAX_ARGS,
+        ),
+        Cli(trailing=True),
+    ] = None
+    top: Annotated[
+        int,
+        Field(description="kernels and ops to list, 1 to 200; default 10", ge=1, le=200),
+        Cli(("-n", "--top"), "kernels and ops to list"),
+    ] = 10
+    timeout_s: Annotated[
+        float,
+        Field(description="time limit of the profiled run in seconds, 1 to 3600; default 600", ge=1, le=3600),
+        Cli(("--timeout",), "seconds before the script is killed"),
+    ] = DEFAULT_TIMEOUT_S
+    python: Annotated[
+        str | None, Field(description="interpreter with torch", max_length=MAX_PATH), CLI_ONLY,
+        Cli(("--python",), "interpreter with torch (default: as bench)"),
+    ] = None
+    out: Annotated[
+        str | None, Field(description="directory for the table and trace", max_length=MAX_PATH), CLI_ONLY,
+        Cli(("--out",), "directory for the table and trace (default: .hotkernel/traces/<time> in a workspace, "
+            "else a temp dir)"),
+    ] = None
+    no_chrome_trace: Annotated[
+        bool, Field(description="skip the chrome trace file"), CLI_ONLY,
+        Cli(("--no-chrome-trace",), "skip the chrome trace file"),
+    ] = False
+
+
+def run(params: Params, ctx: InsightContext) -> TraceResult:
+    """Profile the script in the user's python; tables and trace under .hotkernel/traces/ in a workspace."""
+    script = ctx.existing_file(params.script, "script", "give a .py path" + (
+        f" relative to {ctx.workspace.root}" if ctx.confined and ctx.workspace else ""))
+    root = ctx.workspace.root if ctx.workspace else None
+    out_dir = ctx.path(params.out, "out") if params.out else default_out_dir(root)
+    ctx.progress(0, 1, f"profiling {script.name}")
+    result = torch_trace(
+        script,
+        script_args=list(params.script_args or []),
+        python=user_python(ctx.workspace, params.python),
+        top=params.top,
+        out_dir=out_dir,
+        timeout_s=params.timeout_s,
+        chrome_trace=not params.no_chrome_trace,
+        cwd=ctx.start if ctx.confined else None,
+    )
+    ctx.progress(1, 1, "done")
+    return result
+

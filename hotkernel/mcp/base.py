@@ -7,20 +7,24 @@ directory it works on) comes through the lifespan context, never a global.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, Field, create_model
 
 from hotkernel.errors import HotkernelError, quote
+from hotkernel.mcp import jobs
 from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace, safe_path
 
 DEFAULT_WAIT_S = 50.0
+POLL_S = 0.1
 MAX_PATH = 4096  # characters of a workspace-relative path parameter (PATH_MAX on Linux)
 MAX_TEXT = 300  # characters of a one-line free-text parameter
 MAX_ARGS = 256  # items of an argument list
@@ -148,3 +152,98 @@ def render(ws: Workspace, name: str) -> tuple[list[str], list[str], dict[str, An
     resolved = resolved_target(load_manifest(ws), name)
     rendered = render_target(ws, name, resolved)
     return list(rendered.written), list(rendered.kept), resolved
+
+
+# ---- jobs: start, follow, report ----------------------------------------------------------------------------
+
+
+class JobInfo(BaseModel):
+    """Where a long call stands."""
+
+    job_id: str = Field(description="id to pass to job_status / cancel_job")
+    op: str = Field(description="the tool that started it")
+    state: Literal["running", "done", "failed", "cancelled"] = Field(
+        description="running; done (result is set); failed (error says why); cancelled"
+    )
+    elapsed_s: float = Field(description="seconds since the job started (until it finished)")
+    progress: float = Field(description="last progress value the job reported (units of total)")
+    total: float | None = Field(default=None, description="total the progress counts towards, when known")
+    message: str | None = Field(default=None, description="last progress message")
+    error: str | None = Field(default=None, description="one-line reason when failed or cancelled")
+
+
+def outcome_model(result_model: type[BaseModel], name: str) -> type[BaseModel]:
+    """``{job, result}``: the result when the job finished within wait_s, else only the job to poll."""
+    return create_model(
+        name,
+        __doc__=f"The job and, once it is done, its {result_model.__name__}.",
+        job=(
+            JobInfo,
+            Field(description="where the job stands; poll job_status with job.job_id while running"),
+        ),
+        result=(
+            result_model | None,
+            Field(
+                default=None,
+                description="set when job.state is 'done'; None while running or after a failure",
+            ),
+        ),
+    )
+
+
+def job_info(job: Any) -> JobInfo:
+    with job.lock:
+        return JobInfo(
+            job_id=job.id,
+            op=job.op,
+            state=job.state,
+            elapsed_s=job.elapsed_s,
+            progress=job.progress,
+            total=job.total,
+            message=job.message,
+            error=job.error,
+        )
+
+
+async def follow(ctx: Context, job: Any, wait_s: float, *, kill_on_cancel: bool = True) -> None:
+    """Relay the job's progress until it ends or ``wait_s`` passes; a cancelled call kills the job."""
+    deadline = time.monotonic() + wait_s
+    seen_updates = 0
+    reported = 0.0
+
+    async def relay() -> None:
+        nonlocal seen_updates, reported
+        if job.updates != seen_updates:
+            seen_updates = job.updates
+            with job.lock:
+                progress, total, message = job.progress, job.total, job.message
+            reported = progress if progress > reported else reported + 1e-3
+            await ctx.report_progress(reported, total, message)
+
+    try:
+        while job.state == "running" and time.monotonic() < deadline:
+            await relay()
+            await anyio.sleep(POLL_S)
+        await relay()  # the last update, when the job ended between two polls
+    except BaseException:
+        # The call that started the job was cancelled (client timeout, notifications/cancelled, shutdown):
+        # nothing may be left running. A cancelled job_status poll leaves the job alone.
+        if kill_on_cancel:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(jobs.cancel_job, job)
+        raise
+
+
+async def run_job(
+    ctx: Context, op: str, ws: Workspace, args: dict[str, Any], wait_s: float
+) -> tuple[JobInfo, Any]:
+    """Start ``op`` as a job, follow it up to ``wait_s``; (job info, result dict or None)."""
+    job = jobs.start_job(op, ws.root, args)
+    await ctx.report_progress(0.0, None, f"{op} started as job {job.id}")
+    await follow(ctx, job, wait_s)
+    info = job_info(job)
+    if info.state == "failed":
+        raise ToolError(info.error or f"the {op} job failed without a reason")
+    if info.state == "cancelled":
+        raise ToolError(f"{op} job {job.id} was cancelled")
+    return info, job.result if info.state == "done" else None

@@ -30,6 +30,8 @@ from typing import Any
 
 from hotkernel._util.procs import descendants, kill_tree  # noqa: F401 (jobs.kill_tree: the job's whole tree)
 from hotkernel.errors import HotkernelError
+from hotkernel.insight.base import InsightContext, InsightTool
+from hotkernel.insight.registry import REGISTRY
 
 JobState = str  # "running" | "done" | "failed" | "cancelled"
 MAX_FINISHED_JOBS = 64
@@ -298,74 +300,21 @@ def op_sync(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     )
 
 
-def op_calibrate(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
-    """measure the streaming ceilings of the device and store them under its UUID."""
-    from hotkernel.insight.calibrate import calibrate
+def insight_operation(tool: InsightTool) -> Callable[[Path, dict[str, Any], ProgressFn], Any]:
+    """The job operation of a long-running insight tool: its ``run`` on the validated arguments."""
 
-    progress(0, 1, "running the streaming probe in the user's python")
-    entry = calibrate(
-        _workspace(root),
-        device=args.get("device", "cuda"),
-        size_mib=args.get("size_mib", 0),
-        timeout_s=args.get("timeout_s", 600),
-    )
-    progress(1, 1, "done")
-    return entry
+    def operation(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
+        return tool.run(tool.Params.model_validate(args), InsightContext.at(root, confined=True, progress=progress))
 
-
-def op_torch_trace(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
-    """run a script under torch.profiler in the user's python; tables and trace under .hotkernel/traces/."""
-    from hotkernel.insight.torch_trace import default_out_dir, torch_trace
-    from hotkernel.manifest.python import user_python
-
-    ws = _workspace(root)
-    out_dir = default_out_dir(ws.root)
-    progress(0, 1, f"profiling {Path(args['script']).name}")
-    result = torch_trace(
-        args["script"],
-        script_args=args.get("script_args", []),
-        python=user_python(ws),
-        top=args.get("top", 10),
-        out_dir=out_dir,
-        timeout_s=args.get("timeout_s", 600),
-    )
-    progress(1, 1, "done")
-    return result
-
-
-def op_profile(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
-    """run a script in the user's python under ncu/nsys; a missing tool or permission is a one-line error."""
-    from hotkernel.insight.profile import profile
-    from hotkernel.manifest.python import user_python
-
-    ws = _workspace(root)
-    out_dir = ws.state_dir / "profiles" / time.strftime("%Y%m%d-%H%M%S")
-    command = [user_python(ws), args["script"], *args.get("script_args", [])]
-    progress(0, 1, f"{args['tool']} {Path(args['script']).name}")
-    result = profile(
-        command,
-        tool=args["tool"],
-        kernel_regex=args.get("kernel_regex"),
-        launch_count=args.get("launch_count"),
-        cache_control=args.get("cache_control", "all"),
-        timeout_s=args.get("timeout_s", 600),
-        out_dir=out_dir,
-        cwd=ws.root,
-        top=args.get("top", 10),
-    )
-    if not result.ok and result.diagnosis is not None:
-        raise HotkernelError(f"profile: {result.diagnosis.one_line()}")
-    progress(1, 1, "done")
-    return result
+    operation.__doc__ = f"the insight tool {tool.NAME} (hotkernel.insight.registry)"
+    return operation
 
 
 OPERATIONS: dict[str, Callable[[Path, dict[str, Any], ProgressFn], Any]] = {
     "bench": op_bench,
     "verify": op_verify,
     "sync": op_sync,
-    "calibrate": op_calibrate,
-    "torch_trace": op_torch_trace,
-    "profile": op_profile,
+    **{name: insight_operation(tool) for name, tool in REGISTRY.items() if tool.LONG_RUNNING},
 }
 
 if __name__ == "__main__":

@@ -1,0 +1,95 @@
+"""The results tools: leaderboard, history and invalidate_record."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from hotkernel.mcp.base import TargetName, inside, known_target, rel, tool, workspace_of
+from hotkernel.store.models import HistoryEntry, LeaderboardRow, Record
+
+
+class Leaderboard(BaseModel):
+    """leaderboard: LEADERBOARD.md regenerated from results/, and its rows."""
+
+    path: str = Field(description="workspace-relative path of LEADERBOARD.md")
+    markdown: str = Field(description="the file's content")
+    rows: list[LeaderboardRow] = Field(description="one row per record, sorted by target, device, path")
+
+
+class History(BaseModel):
+    """history: every record of one target."""
+
+    target: str = Field(description="target name")
+    records: list[HistoryEntry] = Field(
+        description="oldest first; invalidated records included (counted=false)"
+    )
+
+
+@tool(read_only=False, destructive=False, idempotent=True)
+def leaderboard(ctx: Context) -> Leaderboard:
+    """Regenerate LEADERBOARD.md from every record under results/ and return it with its rows.
+
+    Deterministic: the same records give the same bytes. Use history for one target's records, show_target for
+    its latest verdicts.
+    """
+    from hotkernel.store.leaderboard import current_protocol, leaderboard_rows, load_records, write_leaderboard
+
+    ws = workspace_of(ctx)
+    path = write_leaderboard(ws)
+    rows = leaderboard_rows(load_records(ws.results_dir), current_protocol())
+    return Leaderboard(path=rel(ws, path), markdown=path.read_text(encoding="utf-8"), rows=rows)
+
+
+@tool(read_only=True, destructive=False, idempotent=True)
+def history(ctx: Context, target: TargetName) -> History:
+    """List every record of a target (oldest first), with verdict, speedup, who, note and whether it counts.
+
+    Reads only. Use leaderboard for all targets, invalidate_record to discount a bad record.
+    """
+    from hotkernel.store.record import history as target_history
+
+    ws = workspace_of(ctx)
+    known_target(ws, target)
+    return History(target=target, records=target_history(ws, target))
+
+
+@tool(read_only=False, destructive=True, idempotent=True)
+def invalidate_record(
+    ctx: Context,
+    path: Annotated[
+        str,
+        Field(
+            description="workspace-relative path of the record, e.g. "
+            "'results/rmsnorm/2026-11-30T03-00-00Z.json' "
+            "(history lists them)",
+            min_length=1,
+        ),
+    ],
+    reason: Annotated[
+        str,
+        Field(
+            description="one line saying why it no longer counts (max 300 characters)",
+            min_length=3,
+            max_length=300,
+        ),
+    ],
+) -> Record:
+    """Mark a record as not counted, with a reason; the raw record file stays (nothing is deleted).
+
+    Use it for a record later found wrong (a broken GPU clock, a contract bug). LEADERBOARD.md is regenerated.
+    Use history to find the path.
+    """
+    from hotkernel.store.leaderboard import write_leaderboard
+    from hotkernel.store.record import invalidate_record as mark
+
+    ws = workspace_of(ctx)
+    record_path = inside(ws, path, "path")
+    if ws.results_dir.resolve() not in record_path.parents:
+        raise ToolError(f"path {path!r} is not under results/: give a record path that history lists")
+    result = mark(ws, record_path, reason)
+    write_leaderboard(ws)
+    return result
