@@ -18,9 +18,9 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from hotkernel._util.fs import atomic_write_text
-from hotkernel.errors import HotkernelError
+from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest.load import (
-    NAME_HELP,
+    NAME_RULE,
     ManifestProblem,
     allowed_keys,
     check_values,
@@ -33,7 +33,7 @@ from hotkernel.manifest.load import (
     read_manifest_text,
     yaml_rt,
 )
-from hotkernel.manifest.model import MANIFEST_VERSION, TARGET_KEY_ORDER, Manifest, TargetSpec, quote
+from hotkernel.manifest.model import MANIFEST_VERSION, TARGET_KEY_ORDER, Manifest, TargetSpec
 from hotkernel.workspace.lockfile import workspace_lock
 from hotkernel.workspace.paths import MANIFEST_NAME, Workspace
 
@@ -281,10 +281,15 @@ def _commit(path: Path, new_text: str, name: str, expected: dict[str, Any] | Non
         )
     if expected is None and actual is not None:
         raise HotkernelError(f"removing {name!r} from {MANIFEST_NAME} failed; the file is unchanged")
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    atomic_write_text(path, new_text, overwrite=True)
-    os.chmod(path, mode)  # the temp file behind the atomic write is created 0600
+    write_manifest(path, new_text)
     return manifest
+
+
+def write_manifest(path: Path, text: str) -> None:
+    """Replace the manifest atomically, keeping its permissions (0644 for a new one)."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    atomic_write_text(path, text, overwrite=True)
+    os.chmod(path, mode)  # the temp file behind the atomic write is created 0600
 
 
 EditMode = Literal["add", "replace", "update", "remove"]
@@ -307,7 +312,7 @@ def edit_target(
     """
     path = Path(path)
     if not is_target_name(name):
-        raise HotkernelError(f"target name {quote(name)}: {NAME_HELP}")
+        raise HotkernelError(f"target name {quote(name)} is not allowed: {NAME_RULE}")
     given = dict(fields or {})
     check_fields(given)
     with workspace_lock(Workspace(path.parent), wait_s=EDIT_WAIT_S, command=command):

@@ -13,9 +13,9 @@ from pydantic import Field
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from hotkernel.errors import HotkernelError
+from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest.load import check_bounds
-from hotkernel.manifest.model import MAX_ITEMS, MAX_STRING, TargetKey, is_parameter_name, quote, target_keys
+from hotkernel.manifest.model import MAX_ITEMS, MAX_STRING, TargetKey, is_parameter_name, target_keys
 
 ShortText = Annotated[str, Field(max_length=MAX_STRING)]
 Shape = ShortText | int | dict[Annotated[str, Field(max_length=64)], ShortText | int]

@@ -30,7 +30,7 @@ from ruamel.yaml.events import (
 )
 from ruamel.yaml.scalarint import BinaryInt, HexInt, OctalInt, ScalarInt
 
-from hotkernel.errors import HotkernelError
+from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest.model import (
     FILE_REF_RE,
     FUNCTION_REF_HELP,
@@ -39,7 +39,6 @@ from hotkernel.manifest.model import (
     Manifest,
     TargetSpec,
     is_parameter_name,
-    quote,
     shape_label,
 )
 from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE
@@ -49,8 +48,9 @@ MAX_NODES = 8000  # keys and values in the whole document: 100 targets take abou
 MAX_LINE = 2 * MAX_STRING  # characters of one line
 MAX_DEPTH = 32  # nested mappings/lists
 MAX_INT = 2**63  # larger integers are refused (no key needs them; huge digit strings are slow to convert)
-NAME_HELP = ("target name is not allowed: use a Python identifier such as rmsnorm (letters, digits, '_'; "
-             "no '/', '..', spaces or newlines; at most 64 characters)")
+NAME_RULE = ("use a Python identifier such as rmsnorm (letters, digits, '_'; no '/', '..', spaces or newlines; "
+             "at most 64 characters)")
+NAME_HELP = f"target name is not allowed: {NAME_RULE}"
 
 
 class ManifestProblem(Exception):
@@ -456,7 +456,7 @@ def check_target_fields(name: str, fields: dict[str, Any], root: Path | None) ->
     """Validate one entry on its own; raises ManifestProblem whose ``loc`` starts ``("targets", name)``."""
     base = ("targets", name)
     if not is_target_name(name):
-        raise ManifestProblem(base, NAME_HELP)
+        raise ManifestProblem(base, f"target name {quote(name)} is not allowed: {NAME_RULE}")
     check_values(fields, base)
     try:
         spec = TargetSpec.model_validate(plain(fields))

@@ -19,6 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr,
 from pydantic.fields import FieldInfo
 
 from hotkernel.contract.correctness import CORRECTNESS_DEFAULT_TOLERANCES
+from hotkernel.errors import quote
 
 MANIFEST_VERSION = 1
 DTYPES = ("bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2")
@@ -37,20 +38,11 @@ DEVICES = ("cuda", "cpu")
 # Limits on what a manifest (or a CLI/MCP edit of it) may hold.
 MAX_STRING = 4096  # characters of one scalar (a string, a number as written, a key)
 MAX_ITEMS = 64  # items of one list or mapping a user gives for a key (shapes, extra, kwargs...)
-QUOTE_LIMIT = 200  # characters of a bad value quoted back in an error
 SHAPE_PATTERN = r"^\s*[1-9][0-9]*(\s*[x×]\s*[1-9][0-9]*)*\s*$"
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MODULE_REF_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 FILE_REF_RE = re.compile(r"^(?P<path>[^:\n]+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
 FUNCTION_REF_HELP = "write module:function (e.g. torch.nn.functional:rms_norm) or ./file.py:function"
-
-
-def quote(value: Any) -> str:
-    """``repr(value)`` cut to about QUOTE_LIMIT characters: what an error shows of a bad value."""
-    text = repr(value)
-    if len(text) <= QUOTE_LIMIT:
-        return text
-    return f"{text[:QUOTE_LIMIT]}... ({len(text)} characters)"
 
 
 # --------------------------------------------------------------------------------------- value parsing
@@ -121,6 +113,11 @@ def _function_ref(value: Any) -> str:
         text = value.strip()
         if MODULE_REF_RE.fullmatch(text) or FILE_REF_RE.fullmatch(text):
             return text
+        if text.endswith(".py") and ":" not in text:
+            raise ValueError(
+                f"{quote(value)} names a file but no function; write {text}:function (a whole-module problem, "
+                "KernelBench style, is not supported yet)"
+            )
     raise ValueError(f"{quote(value)} is not a function reference; {FUNCTION_REF_HELP}")
 
 
@@ -185,7 +182,7 @@ KwargValue = Annotated[
 # ------------------------------------------------------------------------------------- key metadata
 
 
-CliKind = Literal["text", "texts", "int", "float", "kwargs"]
+CliKind = Literal["text", "ref", "texts", "int", "float", "kwargs"]
 
 
 @dataclass(frozen=True)
@@ -193,8 +190,9 @@ class Key:
     """How one target key is reached from outside the file.
 
     ``cli``: the ``hotkernel new`` option; ``mcp``: the parameter of the MCP target tools; ``kind``: how a CLI
-    string becomes the value (``texts``: a repeatable option, one list item each; ``kwargs``: repeatable
-    ``NAME=VALUE``); ``choices``: the allowed words of a text key (for help and the MCP schema).
+    string becomes the value (``ref``: a function reference whose file is relative to the current directory;
+    ``texts``: a repeatable option, one list item each; ``kwargs``: repeatable ``NAME=VALUE``); ``choices``: the
+    allowed words of a text key (for help and the MCP schema).
     """
 
     cli: str
@@ -252,7 +250,7 @@ class TargetSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    from_: Annotated[FunctionRef, Key("--from", "source", "text")] = Field(
+    from_: Annotated[FunctionRef, Key("--from", "source", "ref")] = Field(
         alias="from",
         description="The baseline: module:function (importable in the user's python) or ./file.py:function "
         "(relative to the workspace root).",
@@ -287,7 +285,7 @@ class TargetSpec(BaseModel):
         description="Inputs that stream through memory: each gets K distinct copies so timed calls do not "
         "hit in cache. Default: the first input.",
     )
-    derive: Annotated[FunctionRef | None, Key("--derive", "derive", "text")] = Field(
+    derive: Annotated[FunctionRef | None, Key("--derive", "derive", "ref")] = Field(
         None,
         description="Hook derive(*raw_inputs, **kwargs) turning the raw random tensors into the call's "
         "inputs (e.g. a quantized, packed weight); needs `inputs`.",
@@ -297,7 +295,7 @@ class TargetSpec(BaseModel):
         max_length=MAX_ITEMS,
         description="Names of the tensors `derive` returns, in call order (required with derive).",
     )
-    reference: Annotated[FunctionRef | None, Key("--reference", "reference", "text")] = Field(
+    reference: Annotated[FunctionRef | None, Key("--reference", "reference", "ref")] = Field(
         None,
         description="Function computing the right answer in fp32 (fp64 for fp32 targets) when the baseline "
         "cannot; default: the baseline itself run on upcast inputs.",

@@ -52,14 +52,16 @@ def packaged_schema_path() -> Path:
     return PACKAGE_DIR.parent / "schemas" / SCHEMA_FILE_NAME
 
 
-def schema_reference(workspace_root: str | os.PathLike[str]) -> str:
-    """The modeline path of the schema for a manifest in ``workspace_root``: relative to it, with '/'."""
-    schema = packaged_schema_path()
-    try:
-        relative = os.path.relpath(schema, Path(workspace_root).resolve())
-    except ValueError:  # another drive on Windows
-        return schema.as_posix()
-    return Path(relative).as_posix()
+WORKSPACE_SCHEMA = Path("schemas") / SCHEMA_FILE_NAME
+
+
+def schema_reference(workspace_root: str | os.PathLike[str]) -> str | None:
+    """The modeline path of the schema for a manifest in ``workspace_root``: the workspace's own
+    ``schemas/hotkernel.schema.json`` when it has one, else None (no path into wherever hotkernel is installed:
+    the manifest is committed and read on other machines)."""
+    if (Path(workspace_root) / WORKSPACE_SCHEMA).is_file():
+        return WORKSPACE_SCHEMA.as_posix()
+    return None
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from hotkernel.cli.commands.new import parse_kwarg
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, resolved_target
 
+REPO = Path(__file__).resolve().parents[2]
 KERNEL = (
     "import torch\n\n\ndef rms(x, w, *, eps=1e-6):\n"
     "    return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps)\n"
@@ -71,6 +72,10 @@ def new_subprocess(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_new_creates_a_manifest_with_the_schema_modeline(workspace: Path) -> None:
+    """The modeline points at the workspace's own schemas/ copy, never into the install location."""
+    schema_copy = workspace / "schemas" / "hotkernel.schema.json"
+    schema_copy.parent.mkdir()
+    schema_copy.write_text((REPO / "schemas" / "hotkernel.schema.json").read_text(encoding="utf-8"), encoding="utf-8")
     out = new(
         "rmsnorm",
         "--from",
@@ -91,13 +96,7 @@ def test_new_creates_a_manifest_with_the_schema_modeline(workspace: Path) -> Non
     assert out["created_manifest"] is True and out["replaced"] is False
     text = (workspace / "hotkernel.yaml").read_text(encoding="utf-8")
     first_line, _, rest = text.partition("\n")
-    prefix = "# yaml-language-server: $schema="
-    assert first_line.startswith(prefix)
-    schema = workspace / first_line[len(prefix) :]
-    assert (
-        schema.resolve().is_file()
-        and json.loads(schema.read_text(encoding="utf-8"))["title"] == "hotkernel.yaml"
-    )
+    assert first_line == "# yaml-language-server: $schema=schemas/hotkernel.schema.json"
     assert rest == (
         "version: 1\ntargets:\n  rmsnorm:\n    from: ./k.py:rms\n    shapes: [64x128, 8x128]\n"
         "    extra: [w:128]\n"
@@ -140,7 +139,7 @@ def test_new_renders_and_force_keeps_the_candidate(workspace: Path) -> None:
         "--device",
         "cpu",
     )
-    assert out["rendered"] is True
+    assert out["render"]["written"]
     baseline = workspace / "targets" / "rmsnorm" / "baseline.py"
     candidate = workspace / "targets" / "rmsnorm" / "candidate.py"
     assert baseline.is_file() and candidate.is_file()
@@ -233,3 +232,85 @@ def test_parse_kwarg_reads_yaml_scalars() -> None:
     assert parse_kwarg("dims=[0, 1]") == ("dims", [0, 1])
     with pytest.raises(HotkernelError):
         parse_kwarg("1x=2")
+
+
+def test_new_writes_no_modeline_into_the_install_location(workspace: Path) -> None:
+    new("t", "--from", "k.py:rms", "--shape", "8", "--extra", "w:8", "--device", "cpu")
+    text = (workspace / "hotkernel.yaml").read_text(encoding="utf-8")
+    assert "$schema" not in text and ".." not in text
+    assert text.startswith("version: 1\ntargets:\n  t:\n")
+
+
+@pytest.mark.parametrize(
+    ("ref", "words"),
+    [
+        ("k.py:Model", "'Model' in ./k.py is not a function (a class or a value)"),
+        ("k.py", "'k.py' names a file but no function; write k.py:function"),
+    ],
+)
+def test_new_refuses_a_class_or_a_bare_file(workspace: Path, ref: str, words: str) -> None:
+    (workspace / "k.py").write_text(KERNEL + "\n\nclass Model:\n    pass\n", encoding="utf-8")
+    done = new_subprocess("t", "--from", ref, "--shape", "8", cwd=workspace)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: --from: ") and words in done.stderr, done.stderr
+    assert not (workspace / "hotkernel.yaml").exists() and not (workspace / "targets").exists()
+
+
+def test_new_prints_the_bounds_the_contract_applies(workspace: Path) -> None:
+    from hotkernel.contract.correctness import tolerances
+
+    result = CliRunner().invoke(app, ["new", "t", "--from", "k.py:rms", "--shape", "8", "--extra", "w:8",
+                                      "--dtype", "fp16", "--rtol", "0.01", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    bounds = tolerances("fp16", {"rtol": 0.01})
+    assert bounds["rtol"] == 0.01 and bounds["atol"] == 2.5e-3
+    line = next(text for text in result.output.splitlines() if text.startswith("correctness"))
+    assert line.startswith(
+        f"correctness (fp16): |out - ref| <= {bounds['atol']:g} + {bounds['rtol']:g} * |ref| elementwise, "
+        f"relative L2 error <= {bounds['rel_l2_max']:g}, correlation with the reference >= {bounds['min_corr']:g}"
+    ), line
+
+
+def test_ten_concurrent_news_all_land(workspace: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "HOTKERNEL_WORKSPACE"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "hotkernel", "new", f"t{i}", "--from", "torch:neg", "--shape", f"{i + 1}x8",
+             "--device", "cpu"],
+            cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in range(10)
+    ]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * 10, [err for _, err in outputs]
+    manifest = load_manifest(workspace / "hotkernel.yaml")
+    assert sorted(manifest.targets) == sorted(f"t{i}" for i in range(10))
+    for i in range(10):
+        assert resolved_target(manifest, f"t{i}")["shapes"] == [f"{i + 1}x8"]
+        assert (workspace / "targets" / f"t{i}" / "baseline.py").is_file()
+
+
+def test_new_waits_for_the_workspace_lock(workspace: Path) -> None:
+    """An edit taken while another holds the workspace lock lands after it, on the text as it is then."""
+    import threading
+
+    from hotkernel.workspace.lockfile import workspace_lock
+    from hotkernel.workspace.paths import Workspace
+
+    new("a", "--from", "torch:neg", "--shape", "8", "--device", "cpu")
+    ws = Workspace(workspace)
+    released = threading.Event()
+    with workspace_lock(ws, command="test"):
+        child = subprocess.Popen(
+            [sys.executable, "-m", "hotkernel", "new", "b", "--from", "torch:neg", "--shape", "8", "--device", "cpu"],
+            cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        text = (workspace / "hotkernel.yaml").read_text(encoding="utf-8")
+        (workspace / "hotkernel.yaml").write_text(text + "  # held\n", encoding="utf-8")
+        threading.Timer(1.5, released.set).start()
+        released.wait()
+        assert child.poll() is None  # still waiting
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    after = (workspace / "hotkernel.yaml").read_text(encoding="utf-8")
+    assert "# held" in after and sorted(load_manifest(workspace / "hotkernel.yaml").targets) == ["a", "b"]
