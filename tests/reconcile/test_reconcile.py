@@ -352,3 +352,34 @@ def test_an_old_temp_file_is_removed_by_the_next_writer(tmp_path: Path) -> None:
     with workspace_lock(ws):
         pass
     assert not old.exists() and young.exists()
+
+
+def test_sync_on_a_fresh_clone_shows_each_target_and_the_best_rows(tmp_path: Path, capsys) -> None:
+    """Papercut: an up-to-date sync says what each target stands at and what the board's best is."""
+    from hotkernel.cli.commands.sync import print_report
+
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    faster = record(ws, "alpha", synthetic_result("alpha", "faster", 1.25, device="cpu"), note="n", who="w",
+                    provenance=provenance("cpu"))
+    lock = read_lock(ws)
+    lock.targets["alpha"]["cpu"].record = faster.path
+    write_lock(ws, lock)
+    report = sync(ws, gpu_name=None)
+    assert [i.status for i in report.items] == ["up to date"] * 3 and not report.repaired
+    print_report(report)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == f"alpha....... up to date; last record: faster 1.250x [1.238, 1.262] on cpu ({faster.path})"
+    assert lines[1].startswith("beta........ up to date; last record: inconclusive on cpu (results/beta/")
+    assert lines[2].startswith("gpu_only.... up to date; last record: inconclusive on Test GPU (results/gpu_only/")
+    assert lines[3:] == ["Sync: 3 up to date.", "Best so far (LEADERBOARD.md):",
+                         f"  alpha on cpu: faster 1.250x [1.238, 1.262] on cpu ({faster.path})"]
+
+
+def test_sync_rewrites_a_stale_board_and_says_so(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    ws.leaderboard.write_text("stale\n")
+    report = sync(ws, gpu_name=None)
+    assert report.repaired == ["LEADERBOARD.md was stale: rewritten from results/"]
+    assert plan(ws, gpu_name=None).problems == []

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from hotkernel.store.leaderboard import current_protocol
+
 pytestmark = pytest.mark.slow
 
 KERNEL = "def scale_add(x, w):\n    return x * w + 1.0\n"
@@ -71,7 +73,9 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     assert item["status"] == "recorded" and item["verdict"] == "inconclusive", item
     rec = _last_record(root)
     # the generated candidate declares WHO, which wins over the session default (HOTKERNEL_WHO)
-    assert rec["kind"] == "record" and rec["contract"] == 1
+    assert rec["kind"] == "record" and rec["contract"] == current_protocol()
+    assert rec["spec"]["atol"] == rec["tolerances"]["atol"] and rec["spec"]["rtol"] == rec["tolerances"]["rtol"]
+    assert rec["spec"]["inputs"][0]["shapes"] == [[32, 64]] and rec["manifest_fingerprint"]
     assert rec["who"] == "hotkernel (generated: the untouched candidate calls the baseline)"
     assert rec["result"]["rounds_completed"] == 3 and rec["result"]["order"] == ["B", "C", "C", "B", "B", "C"]
     assert rec["provenance"]["device_kind"] == "cpu" and rec["provenance"]["torch"]
@@ -82,6 +86,9 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     check = _hk(root, "sync", "--check")
     assert check.returncode == 0 and "No changes" in check.stdout
     assert _hk(root, "leaderboard", "--check").returncode == 0
+    again = _hk(root, "sync")  # nothing to run: it says where the target stands, and claims no run
+    assert again.returncode == 0 and "scale.... up to date; last record: inconclusive on " in again.stderr
+    assert "Sync: 1 up to date." in again.stderr and "recorded" not in again.stderr
 
     # 2. bench: every sample, mean/std/min/median.
     bench = _hk(root, "bench", "targets/scale/baseline.py", "-n", "2", "--warmup", "0", "--json")
