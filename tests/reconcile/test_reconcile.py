@@ -383,3 +383,47 @@ def test_sync_rewrites_a_stale_board_and_says_so(tmp_path: Path) -> None:
     report = sync(ws, gpu_name=None)
     assert report.repaired == ["LEADERBOARD.md was stale: rewritten from results/"]
     assert plan(ws, gpu_name=None).problems == []
+
+
+KILLED_SYNC = """
+import os, signal, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from store.record_factory import synthetic_result
+import hotkernel.reconcile.sync
+from hotkernel.reconcile.sync import sync
+from hotkernel.workspace.paths import Workspace
+
+hotkernel.reconcile.sync.verify = lambda ws, baseline, candidate, **kw: synthetic_result(
+    Path(baseline).parent.name, "faster", 1.5, device="cpu")
+real_replace = os.replace
+def replace(src, dst, *args, **kwargs):
+    if Path(dst).name == sys.argv[2]:  # SIGKILL just before this file gets its new content
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_replace(src, dst, *args, **kwargs)
+os.replace = replace
+sync(Workspace(Path(sys.argv[1])), ["alpha"], n=1, gpu_name=None)
+"""
+
+
+@pytest.mark.parametrize("killed_at", ["hotkernel.lock", "LEADERBOARD.md"])
+def test_kill_9_of_sync_during_record_leaves_valid_state_and_says_what_is_torn(tmp_path: Path,
+                                                                              killed_at: str) -> None:
+    ws = _workspace(tmp_path)
+    tests = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.run([sys.executable, "-c", KILLED_SYNC, str(ws.root), killed_at, tests],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    for path in ws.results_dir.rglob("*.json"):
+        json.loads(path.read_text())  # no corrupt JSON
+    lock = read_lock(ws)  # no invalid lock
+    (written,) = [p.relative_to(ws.root).as_posix() for p in (ws.results_dir / "alpha").glob("*.json")]
+    result = plan(ws, gpu_name=None)
+    if killed_at == "hotkernel.lock":  # the record exists, its index entry does not: unverified, re-run
+        assert written not in lock.records and "alpha" not in lock.targets
+        assert result.items[0].name == "alpha" and result.items[0].reasons == ["new"]
+        assert any(line.startswith(f"{written}: unverified record") for line in result.problems)
+    else:  # indexed, the board never written
+        assert written in lock.records
+        assert result.problems == ["LEADERBOARD.md is missing: run `hotkernel leaderboard` to regenerate it"]
+        assert _cli(ws.root, "leaderboard").returncode == 0 and plan(ws, gpu_name=None).problems == []
