@@ -101,9 +101,9 @@ def scan_results(ws: Workspace, lock: Lock | None = None) -> ResultsScan:
             continue  # temp files and hidden folders
         seen.add(rel)
         in_index = rel in index
-        if path.is_symlink() or not path.is_file():
+        if path.is_symlink() or not path.is_file() or any(p.is_symlink() for p in path.parents if results in p.parents):
             if in_index or _says_record(path):
-                scan.unverified.append((rel, "a symlink or not a regular file"))
+                scan.unverified.append((rel, "a symlink, in a symlinked folder, or not a regular file"))
             continue
         data, why = _parse(path)
         if data is None:
@@ -282,7 +282,7 @@ def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: Resu
     for row in rows:
         groups.setdefault((row.target, row.device), []).append(row)
     if not groups:
-        lines.append("| (no records yet: run `hotkernel sync`) | | | | | | | | |")
+        lines.append(f"| (no record of protocol {protocol} yet: run `hotkernel sync`) | | | | | | | | |")
     for (target, device), group in groups.items():
         best = next((r for r in group if r.best), None)
         if best is None:

@@ -287,6 +287,10 @@ def record(
     prov = provenance or collect_provenance(ws, verify_result, python=python, device_kind=device_kind)
     device = prov.device or verify_result.device or "unknown"
     with workspace_lock(ws, wait_s=60.0, command=f"hotkernel record {target}"):
+        for folder in (ws.results_dir, ws.results_dir / target):
+            if folder.is_symlink():
+                raise HotkernelError(f"{folder.relative_to(ws.root).as_posix()} is a symlink: records are written "
+                                     "only inside the workspace; replace it with a folder (git checkout -- results/)")
         tampered = changed_since(ws, before) if before is not None else []
         lock = before.lock.model_copy(deep=True) if tampered and before is not None else read_lock(ws)
         previous, previous_path = best_counted(ws, target, device, protocol, lock)

@@ -10,9 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from store.record_factory import make_workspace, provenance, synthetic_result, write_noise
 
 from hotkernel._util.fs import sha256_file
+from hotkernel.errors import HotkernelError
 from hotkernel.store.leaderboard import (
     GENERATED_MARKER,
     check_leaderboard,
@@ -255,3 +257,23 @@ def test_vouch_committed_indexes_only_what_git_head_holds_unchanged(tmp_path: Pa
     assert "50.000x" not in board and "60.000x" not in board and "| rmsnorm | Dev A | 1.250x |" in board
     unverified = {p for p, _ in scan_results(ws).unverified}
     assert unverified == {paths[1], forged.relative_to(ws.root).as_posix()}
+
+
+def test_a_symlinked_target_folder_never_counts_and_is_never_written(tmp_path: Path) -> None:
+    """The attacker's next try after a symlinked file: symlink the whole results/<target>/ folder."""
+    ws = make_workspace(tmp_path / "ws")
+    honest = record(ws, "gemv", synthetic_result("gemv", "faster", 1.5), note="n", who="w", provenance=provenance())
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(ws.results_dir / "gemv", elsewhere)
+    forged = _forge_copy(ws, honest.path, 50.0)
+    shutil.copyfile(forged, elsewhere / forged.name)
+    forged.unlink()
+    shutil.rmtree(ws.results_dir / "gemv")
+    (ws.results_dir / "gemv").symlink_to(elsewhere, target_is_directory=True)
+    lock = read_lock(ws)
+    lock.records[f"results/gemv/{forged.name}"] = sha256_file(elsewhere / forged.name)
+    write_lock(ws, lock)
+    assert scan_results(ws).records == []
+    with pytest.raises(HotkernelError, match="results/gemv is a symlink"):
+        record(ws, "gemv", synthetic_result("gemv", "faster", 1.6), note="n", who="w", provenance=provenance())
+    assert sorted(p.name for p in elsewhere.iterdir()) == sorted([Path(honest.path).name, forged.name])
