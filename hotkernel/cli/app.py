@@ -1,6 +1,7 @@
-"""The ``hotkernel`` command line: a thin typer layer. One module per verb lives in ``commands/``.
+"""The ``hotkernel`` command line: a thin typer layer. Bare ``hotkernel`` serves MCP on stdio.
 
-Each command module defines ``register(app: typer.Typer) -> None``. Bare ``hotkernel`` serves MCP on stdio.
+The insight verbs come from the insight registry (``commands/insight.py``); each workspace verb is a module in
+``commands/`` defining ``register(app: typer.Typer) -> None``.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ import typer
 
 from hotkernel.errors import HotkernelError
 
-COMMAND_MODULES = (
-    "new", "plan", "sync", "bench", "verify", "record", "leaderboard", "history",
-    "gpu", "roofline", "calibrate", "trace", "profile", "top", "disasm", "serve",
-)
+COMMAND_MODULES = ("new", "plan", "sync", "bench", "verify", "record", "leaderboard", "history", "insight", "serve")
 
 app = typer.Typer(
     name="hotkernel",
@@ -30,17 +28,13 @@ app = typer.Typer(
 @app.callback(invoke_without_command=True)
 def _root(ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is None:
-        from hotkernel.mcp.app import serve
+        from hotkernel.cli.commands.serve import serve  # the MCP SDK costs ~0.9 s: only a server loads it
 
         serve()
 
 
 for _name in COMMAND_MODULES:
-    try:
-        importlib.import_module(f"hotkernel.cli.commands.{_name}").register(app)
-    except ModuleNotFoundError as _err:  # a command still being written must not break the others
-        if _err.name != f"hotkernel.cli.commands.{_name}":
-            raise
+    importlib.import_module(f"hotkernel.cli.commands.{_name}").register(app)
 
 
 def main() -> None:
@@ -55,12 +49,10 @@ def main() -> None:
     except typer.Abort:
         print("aborted", file=sys.stderr)
         sys.exit(130)
-    except Exception as err:  # click usage errors and the like
-        import click
-
-        if isinstance(err, click.ClickException):
-            err.show()
-            sys.exit(err.exit_code)
+    except typer.TyperException as err:  # click's usage errors (unknown option, missing argument): exit 2
+        err.show()  # type: ignore[attr-defined]
+        sys.exit(err.exit_code)  # type: ignore[attr-defined]
+    except Exception as err:
         if os.environ.get("HOTKERNEL_DEBUG"):
             raise
         print(f"error: internal error: {type(err).__name__}: {err} (a bug in hotkernel: rerun with "
