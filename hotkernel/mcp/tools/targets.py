@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
-import re
+import inspect
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from hotkernel.errors import HotkernelError
+from hotkernel.manifest.edit import EditMode
+from hotkernel.manifest.keys import fields_from_mcp, mcp_annotation, mcp_parameter_of
+from hotkernel.manifest.model import MAX_ITEMS, target_keys
 from hotkernel.mcp.base import (
     TargetName,
-    inside,
     known_target,
     load_manifest,
     rel,
-    render,
     start_dir,
     tool,
     workspace_of,
 )
+from hotkernel.run.targets import change_target
 from hotkernel.store.models import HistoryEntry
-from hotkernel.workspace.paths import TARGET_NAME_RE, Workspace, find_workspace
+from hotkernel.workspace.paths import Workspace, find_workspace
 
 
 class TargetSummary(BaseModel):
@@ -144,192 +146,100 @@ def show_target(ctx: Context, target: TargetName) -> TargetDetail:
     )
 
 
-Dtype = Literal["bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2"]
-MANIFEST_KEYS = {
-    "source": "from",
-    "shapes": "shapes",
-    "input": "input",
-    "extra": "extra",
-    "dtype": "dtype",
-    "device": "device",
-    "kwargs": "kwargs",
-    "reference": "reference",
-    "flops": "flops",
-    "bytes_moved": "bytes",
-    "atol": "atol",
-    "rtol": "rtol",
-}
+# ---- edits: one parameter per manifest key, generated from the key metadata (hotkernel.manifest.model) ---------
+
+FieldsParam = Annotated[
+    dict[Annotated[str, Field(max_length=64)], Any] | None,
+    Field(
+        description="manifest keys by their hotkernel.yaml names (e.g. {'min_bytes': 1024}), validated like the "
+        "named parameters; a null value removes the key (update_target); default None",
+        max_length=MAX_ITEMS,
+    ),
+]
 
 
-def _target_fields(named: dict[str, Any], more: dict[str, Any] | None) -> dict[str, Any]:
-    """The manifest entry keys (as written in hotkernel.yaml) from the tool's parameters; None = not given."""
-    fields: dict[str, Any] = dict(more or {})
-    for param, key in MANIFEST_KEYS.items():
-        if named.get(param) is not None:
-            fields[key] = named[param]
-    return fields
+def _parameter_label(key: str, rest: str) -> str:
+    """A manifest key as the tool parameter that sets it (``from`` -> ``source``), with its index."""
+    return f"{mcp_parameter_of(key)}{rest}"
 
 
-def _check_sources(ws: Workspace, fields: dict[str, Any]) -> None:
-    """A './path.py:function' reference (from, reference, derive) must point inside the workspace."""
-    for key in ("from", "reference", "derive"):
-        value = fields.get(key)
-        if not isinstance(value, str):
-            continue
-        path = value.rsplit(":", 1)[0]
-        if "/" in path or path.endswith(".py"):
-            inside(ws, path, "source" if key == "from" else key)
+def _key_parameters(*, required: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a tool the signature ``(ctx, name, <one parameter per target key>, fields)``; ``required``: the
+    keys the manifest requires are required parameters (add/new), else every key is optional (update)."""
+
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        params = [
+            inspect.Parameter("ctx", keyword, annotation=Context),
+            inspect.Parameter("name", keyword, annotation=TargetName),
+        ]
+        keys = sorted(target_keys(), key=lambda key: not (required and key.required))  # required ones first
+        for key in keys:
+            needed = required and key.required
+            annotation = mcp_annotation(key, required=needed)
+            params.append(inspect.Parameter(key.key.mcp, keyword, annotation=annotation,
+                                            **({} if needed else {"default": None})))
+        params.append(inspect.Parameter("fields", keyword, annotation=FieldsParam, default=None))
+        fn.__signature__ = inspect.Signature(params, return_annotation=EditResult)  # type: ignore[attr-defined]
+        fn.__annotations__ = {p.name: p.annotation for p in params} | {"return": EditResult}
+        return fn
+
+    return apply
 
 
-SourceParam = Annotated[
-    str,
-    Field(
-        description="the function to speed up (the manifest's 'from'): 'module:function' importable in the "
-        "user's python, or './path.py:function' relative to the workspace root (must stay inside it)",
-        min_length=3,
-        pattern=r"^[^:]+:[A-Za-z_][A-Za-z0-9_.]*$",
-    ),
-]
-Shape = str | dict[str, str]
-ShapesParam = Annotated[
-    list[Shape],
-    Field(
-        description="one or more shapes; the first is the headline. A string like '4096x8192' is the first "
-        "input's shape; a mapping like {'x': '4096x8192', 'w': '8192'} gives input name -> shape",
-        min_length=1,
-        max_length=32,
-    ),
-]
-OptShapes = Annotated[
-    list[Shape] | None,
-    Field(
-        description="new shapes (see add_target); the first is the headline; default None = unchanged",
-        min_length=1,
-        max_length=32,
-    ),
-]
-OptInput = Annotated[
-    str | None,
-    Field(description="name of the first input; default None = 'x'", pattern=TARGET_NAME_RE.pattern),
-]
-OptExtraInputs = Annotated[
-    list[str] | None,
-    Field(
-        description="further random inputs after the first, in call order, as 'name:shape' "
-        "(e.g. ['w:8192']); default None = none",
-        max_length=32,
-    ),
-]
-OptDtype = Annotated[
-    Dtype | None, Field(description="element type of every input; default None = the manifest default (bf16)")
-]
-OptDevice = Annotated[
-    Literal["cuda", "cpu"] | None,
-    Field(description="where it runs: 'cuda' or 'cpu'; default None = the manifest default (cuda)"),
-]
-OptKwargs = Annotated[
-    dict[str, Any] | None,
-    Field(
-        description="constants passed as keyword arguments to both sides, e.g. {'eps': 1e-6}; default None"
-    ),
-]
-OptReference = Annotated[
-    str | None,
-    Field(
-        description="function giving the right answer ('module:function' or './path.py:function'), run in "
-        "fp32 by the judge; default None = the 'from' function on upcast inputs"
-    ),
-]
-OptFlops = Annotated[
-    float | None,
-    Field(description="FLOPs of one call, >= 0 (for the roofline); default None = unknown", ge=0),
-]
-OptBytes = Annotated[
-    int | None,
-    Field(description="bytes one call moves, >= 0 (manifest 'bytes'); default None = inputs + outputs", ge=0),
-]
-OptTol = Annotated[
-    float | None,
-    Field(description="tolerance of the correctness check, 0 to 1; default None = by dtype", ge=0, le=1),
-]
-OptFields = Annotated[
-    dict[str, Any] | None,
-    Field(
-        description="any other hotkernel.yaml target keys (rotate, min_bytes, derive, inputs, seed, iters), "
-        "validated against the manifest schema; a null value removes the key (update_target); default None"
-    ),
-]
+def _entry(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The manifest keys given: the named parameters, then ``fields`` (whose nulls are kept: removals)."""
+    more = arguments.get("fields") or {}
+    return {**fields_from_mcp(arguments), **more}
+
+
+def _change(ws: Workspace, name: str, fields: dict[str, Any], mode: EditMode, tool_name: str) -> EditResult:
+    try:
+        edit = change_target(ws, name, fields, mode=mode, label=_parameter_label, command=f"MCP {tool_name}")
+    except HotkernelError as err:
+        raise ToolError(str(err)) from None
+    render = edit.render
+    return EditResult(
+        name=name,
+        manifest=rel(ws, ws.manifest),
+        written=list(render.written) if render else [],
+        kept=list(render.kept) if render else [],
+        spec=edit.resolved,
+    )
 
 
 @tool(read_only=False, destructive=False, idempotent=False)
-def add_target(
-    ctx: Context,
-    name: TargetName,
-    source: SourceParam,
-    shapes: ShapesParam,
-    input: OptInput = None,
-    extra: OptExtraInputs = None,
-    dtype: OptDtype = None,
-    device: OptDevice = None,
-    kwargs: OptKwargs = None,
-    reference: OptReference = None,
-    flops: OptFlops = None,
-    bytes_moved: OptBytes = None,
-    atol: OptTol = None,
-    rtol: OptTol = None,
-    fields: OptFields = None,
-) -> EditResult:
+@_key_parameters(required=True)
+def add_target(**arguments: Any) -> EditResult:
     """Add a target to the existing hotkernel.yaml (a minimal diff: comments and other entries stay), then
     render targets/<name>/baseline.py and candidate.py (the file you edit).
 
     Fails when the name exists (use update_target) or there is no hotkernel.yaml yet (use new_target). On any
     failure the manifest is left as it was.
     """
-    from hotkernel.manifest import add_target as manifest_add
-
-    ws = workspace_of(ctx)
-    entry = _target_fields(locals(), fields)
-    _check_sources(ws, entry)
+    ws = workspace_of(arguments["ctx"])
+    name = arguments["name"]
     if name in load_manifest(ws).targets:
         raise ToolError(f"name {name!r} is already a target: use update_target to change it")
-    return _edit_then_render(ws, name, lambda: manifest_add(ws.manifest, name, entry))
+    return _change(ws, name, _entry(arguments), "add", "add_target")
 
 
 @tool(read_only=False, destructive=False, idempotent=True)
-def update_target(
-    ctx: Context,
-    name: TargetName,
-    source: Annotated[
-        str | None,
-        Field(description="new 'from' (module:function or ./path.py:function); default None = unchanged"),
-    ] = None,
-    shapes: OptShapes = None,
-    input: OptInput = None,
-    extra: OptExtraInputs = None,
-    dtype: OptDtype = None,
-    device: OptDevice = None,
-    kwargs: OptKwargs = None,
-    reference: OptReference = None,
-    flops: OptFlops = None,
-    bytes_moved: OptBytes = None,
-    atol: OptTol = None,
-    rtol: OptTol = None,
-    fields: OptFields = None,
-) -> EditResult:
+@_key_parameters(required=False)
+def update_target(**arguments: Any) -> EditResult:
     """Change keys of an existing target in hotkernel.yaml (minimal diff), then re-render its baseline.
 
-    Only the keys given change; the candidate you edited is kept. Records made before the change become out of
-    date (plan shows it; sync re-runs them). Use add_target for a new target, remove_target to drop one.
+    Only the keys given change (fields: {key: null} removes one); the candidate you edited is kept. Records made
+    before the change become out of date (plan shows it; sync re-runs them). Use add_target for a new target,
+    remove_target to drop one.
     """
-    from hotkernel.manifest import update_target as manifest_update
-
-    ws = workspace_of(ctx)
+    ws = workspace_of(arguments["ctx"])
+    name = arguments["name"]
     known_target(ws, name, "name")
-    entry = _target_fields(locals(), fields)
+    entry = _entry(arguments)
     if not entry:
         raise ToolError("give at least one key to change (source, shapes, dtype, ..., or fields)")
-    _check_sources(ws, entry)
-    return _edit_then_render(ws, name, lambda: manifest_update(ws.manifest, name, entry))
+    return _change(ws, name, entry, "update", "update_target")
 
 
 @tool(read_only=False, destructive=True, idempotent=True)
@@ -339,77 +249,25 @@ def remove_target(ctx: Context, name: TargetName) -> EditResult:
     Its records under results/ and its files under targets/<name>/ are kept (history stays readable). Use
     invalidate_record to discount one bad record instead, update_target to change the target.
     """
-    from hotkernel.manifest import remove_target as manifest_remove
-
     ws = workspace_of(ctx)
     known_target(ws, name, "name")
-    manifest_remove(ws.manifest, name)
-    return EditResult(name=name, manifest=rel(ws, ws.manifest), spec=None)
-
-
-def _edit_then_render(ws: Workspace, name: str, edit: Callable[[], Any]) -> EditResult:
-    """Apply a manifest edit and render; on any failure restore the manifest byte for byte."""
-    before = ws.manifest.read_bytes() if ws.manifest.is_file() else None
-    try:
-        edit()
-        written, kept, spec = render(ws, name)
-    except BaseException as err:
-        if before is None:
-            ws.manifest.unlink(missing_ok=True)
-        else:
-            ws.manifest.write_bytes(before)
-        if isinstance(err, HotkernelError):
-            raise ToolError(_as_parameter_error(str(err))) from None
-        raise
-    return EditResult(name=name, manifest=rel(ws, ws.manifest), written=written, kept=kept, spec=spec)
-
-
-_PARAMETER_OF_KEY = {"from": "source", "bytes": "bytes_moved"}
-
-
-def _as_parameter_error(message: str) -> str:
-    """A manifest error about an edit the tool rolled back: drop the ``hotkernel.yaml:LINE:`` prefix (that line
-    is gone) and name the tool parameter (``targets.t.from`` -> ``source``)."""
-    text = re.sub(r"^\S*hotkernel\.yaml:\d+:\s*", "", message)
-    match = re.match(r"targets\.[A-Za-z_][A-Za-z0-9_]*\.([A-Za-z_]+)(\S*):\s*", text)
-    if match:
-        key = match.group(1)
-        text = f"{_PARAMETER_OF_KEY.get(key, key)}{match.group(2)}: {text[match.end():]}"
-    return text + " (hotkernel.yaml left as it was)"
+    return _change(ws, name, {}, "remove", "remove_target")
 
 
 @tool(read_only=False, destructive=False, idempotent=False)
-def new_target(
-    ctx: Context,
-    name: TargetName,
-    source: SourceParam,
-    shapes: ShapesParam,
-    input: OptInput = None,
-    extra: OptExtraInputs = None,
-    dtype: OptDtype = None,
-    device: OptDevice = None,
-    kwargs: OptKwargs = None,
-    reference: OptReference = None,
-    flops: OptFlops = None,
-    bytes_moved: OptBytes = None,
-    atol: OptTol = None,
-    rtol: OptTol = None,
-    fields: OptFields = None,
-) -> EditResult:
+@_key_parameters(required=True)
+def new_target(**arguments: Any) -> EditResult:
     """Scaffold a target to speed up: create hotkernel.yaml in the server's directory when there is none, add
     the target, and render targets/hk_contract.py and targets/<name>/{baseline,candidate}.py.
 
     The first step of a speedrun on a new function; refuses a name that exists (use update_target). In a
     workspace that already has a manifest, add_target does the same.
     """
-    from hotkernel.manifest import add_target as manifest_add
-
+    ctx, name = arguments["ctx"], arguments["name"]
     try:
         ws = find_workspace(start_dir(ctx))
     except HotkernelError:
         ws = Workspace(start_dir(ctx))
-    entry = _target_fields(locals(), fields)
-    _check_sources(ws, entry)
     if ws.manifest.is_file() and name in load_manifest(ws).targets:
         raise ToolError(f"name {name!r} is already a target: use update_target to change it")
-    return _edit_then_render(ws, name, lambda: manifest_add(ws.manifest, name, entry))
+    return _change(ws, name, _entry(arguments), "add", "new_target")
