@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from hotkernel.errors import HotkernelError, quote
-from hotkernel.manifest.load import check_bounds
+from hotkernel.manifest.load import check_bounds, check_events
 from hotkernel.manifest.model import MAX_ITEMS, MAX_STRING, TargetKey, is_parameter_name, target_keys
 
 ShortText = Annotated[str, Field(max_length=MAX_STRING)]
@@ -31,6 +31,7 @@ def parse_kwarg(text: str, option: str = "--kwarg") -> tuple[str, Any]:
     if len(raw) > MAX_STRING:
         raise HotkernelError(f"{option} {name}=: a value of {len(raw)} characters, over the limit of {MAX_STRING}")
     check_bounds(raw, f"{option} {name}")
+    check_events(raw, f"{option} {name}")
     try:
         value = YAML(typ="safe").load(raw) if raw.strip() else ""
     except YAMLError:

@@ -1,9 +1,10 @@
 """Reading ``hotkernel.yaml``: bounded before the YAML loader sees it, validated, every problem one line
 ``FILE:LINE: key: fix``.
 
-Before the round-trip loader runs, the text is checked for size (MAX_FILE_BYTES), line length (MAX_LINE) and,
-from the YAML event stream (which expands nothing), for anchors and aliases, explicit tags, directives, scalars
-over MAX_STRING characters and nesting deeper than MAX_DEPTH. After it, numbers must be finite and written in
+Before the round-trip loader runs, the text is checked for size (MAX_FILE_BYTES) and line length (MAX_LINE);
+while it runs, each YAML event is checked as the composer takes it (before anything is built or expanded) for
+anchors and aliases, explicit tags, directives, scalars over MAX_STRING characters, more than MAX_NODES values
+and nesting deeper than MAX_DEPTH. After it, numbers must be finite and written in
 plain decimal (``0x5`` is read by YAML as 5, ``1_000`` as 1000: neither is what the text says).
 """
 
@@ -28,6 +29,7 @@ from ruamel.yaml.events import (
     ScalarEvent,
     SequenceEndEvent,
 )
+from ruamel.yaml.parser import RoundTripParser
 from ruamel.yaml.scalarint import BinaryInt, HexInt, OctalInt, ScalarInt
 
 from hotkernel.errors import HotkernelError, quote
@@ -134,49 +136,74 @@ def check_bounds(text: str, display: str) -> None:
             break
         start = end + 1
         line += 1
-    _check_events(text, display)
 
 
-def _check_events(text: str, display: str) -> None:
-    """Walk the YAML event stream (nothing is constructed or expanded) and refuse what a manifest never needs."""
-    depth = 0
-    nodes = 0
+class _EventBounds:
+    """The checks on each YAML event as it is consumed (before the composer builds or expands anything)."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.depth = 0
+        self.nodes = 0
+
+    def check(self, event: Any) -> None:
+        display = self.display
+        line = event.start_mark.line + 1 if event.start_mark is not None else 1
+        if isinstance(event, DocumentStartEvent) and (event.version or event.tags):
+            raise HotkernelError(f"{display}:{line}: YAML directives (%YAML, %TAG) are not allowed; remove the line")
+        if isinstance(event, AliasEvent):
+            raise HotkernelError(f"{display}:{line}: YAML aliases (*{event.anchor}) are not allowed; "
+                                 "write the value out")
+        if not isinstance(event, NodeEvent):
+            if isinstance(event, (MappingEndEvent, SequenceEndEvent)):
+                self.depth -= 1
+            return
+        if event.anchor is not None:
+            raise HotkernelError(f"{display}:{line}: YAML anchors (&{event.anchor}) are not allowed; "
+                                 "remove the anchor")
+        tag = getattr(event, "tag", None)
+        if tag is not None and not _implicit(event):
+            raise HotkernelError(f"{display}:{line}: YAML tags ({quote(str(tag))}) are not allowed; "
+                                 "write a plain value")
+        if isinstance(event, ScalarEvent) and len(event.value) > MAX_STRING:
+            raise HotkernelError(
+                f"{display}:{line}: a value of {len(event.value)} characters, over the limit of {MAX_STRING}; "
+                "shorten it"
+            )
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise HotkernelError(
+                f"{display}:{line}: more than {MAX_NODES} keys and values; split the workspace (a target takes "
+                "about 15)"
+            )
+        if isinstance(event, CollectionStartEvent):
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise HotkernelError(f"{display}:{line}: nested more than {MAX_DEPTH} levels deep; a manifest "
+                                     "needs a few")
+
+
+def bounded_yaml(display: str) -> YAML:
+    """The round-trip loader with every event checked as the composer takes it: one pass over the text."""
+    bounds = _EventBounds(display)
+
+    class BoundedParser(RoundTripParser):
+        def get_event(self) -> Any:
+            event = super().get_event()
+            bounds.check(event)
+            return event
+
+    yaml = yaml_rt()
+    yaml.Parser = BoundedParser
+    return yaml
+
+
+def check_events(text: str, display: str) -> None:
+    """The event checks alone, over a whole text (for a small YAML snippet that another loader reads)."""
+    bounds = _EventBounds(display)
     try:
         for event in YAML(typ="rt").parse(text):
-            line = event.start_mark.line + 1 if event.start_mark is not None else 1
-            if isinstance(event, DocumentStartEvent) and (event.version or event.tags):
-                raise HotkernelError(f"{display}:{line}: YAML directives (%YAML, %TAG) are not allowed; "
-                                     "remove the line")
-            if isinstance(event, AliasEvent):
-                raise HotkernelError(f"{display}:{line}: YAML aliases (*{event.anchor}) are not allowed; "
-                                     "write the value out")
-            if isinstance(event, NodeEvent) and event.anchor is not None:
-                raise HotkernelError(f"{display}:{line}: YAML anchors (&{event.anchor}) are not allowed; "
-                                     "remove the anchor")
-            tag = getattr(event, "tag", None)
-            if isinstance(event, NodeEvent) and tag is not None and not _implicit(event):
-                raise HotkernelError(f"{display}:{line}: YAML tags ({quote(str(tag))}) are not allowed; "
-                                     "write a plain value")
-            if isinstance(event, ScalarEvent) and len(event.value) > MAX_STRING:
-                raise HotkernelError(
-                    f"{display}:{line}: a value of {len(event.value)} characters, over the limit of "
-                    f"{MAX_STRING}; shorten it"
-                )
-            if isinstance(event, NodeEvent):
-                nodes += 1
-                if nodes > MAX_NODES:
-                    raise HotkernelError(
-                        f"{display}:{line}: more than {MAX_NODES} keys and values; split the workspace (a "
-                        "target takes about 15)"
-                    )
-            if isinstance(event, CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise HotkernelError(
-                        f"{display}:{line}: nested more than {MAX_DEPTH} levels deep; a manifest needs a few"
-                    )
-            elif isinstance(event, (MappingEndEvent, SequenceEndEvent)):
-                depth -= 1
+            bounds.check(event)
     except MarkedYAMLError as err:
         raise _syntax_error(err, display) from None
     except YAMLError as err:
@@ -207,7 +234,7 @@ def parse_text(text: str, display: str) -> Any:
     """The round-trip document of ``text``, after the bounds; errors are ``FILE:LINE`` lines."""
     check_bounds(text, display)
     try:
-        return yaml_rt().load(text)
+        return bounded_yaml(display).load(text)
     except MarkedYAMLError as err:
         raise _syntax_error(err, display) from None
     except YAMLError as err:
