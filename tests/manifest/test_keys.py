@@ -183,3 +183,14 @@ def test_parse_kwarg_is_bounded() -> None:
         parse_kwarg("k=[*a]")
     with pytest.raises(HotkernelError, match="NAME=VALUE"):
         parse_kwarg("lambda=1")
+
+
+def test_docs_list_every_key_with_its_option_and_parameter() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "manifest.md").read_text(encoding="utf-8")
+    table = docs.split("## A target", 1)[1].split("\n\n", 2)[1]
+    listed: dict[str, tuple[str, str]] = {}
+    for row in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+        names, options, params = ([part.strip(" `") for part in cell.split(",")] for cell in cells[:3])
+        listed.update({name: (option, param) for name, option, param in zip(names, options, params, strict=True)})
+    assert listed == {key.yaml: (key.key.cli, key.key.mcp) for key in target_keys()}
