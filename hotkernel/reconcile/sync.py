@@ -31,9 +31,9 @@ from hotkernel.run.verify import verify
 from hotkernel.store.leaderboard import (
     best_rows,
     current_protocol,
+    current_records,
     leaderboard_difference,
     leaderboard_rows,
-    scan_results,
     write_leaderboard,
 )
 from hotkernel.store.models import RecordResult
@@ -145,9 +145,8 @@ def sync(
 
 def board_summary(ws: Workspace) -> dict[str, Any]:
     """The leaderboard's best rows and each target's newest record (current protocol), for the sync report."""
-    protocol = current_protocol()
-    records = [(p, r) for p, r in scan_results(ws).records if r.contract is None or r.contract >= protocol]
-    rows = {row.path: row for row in leaderboard_rows(records, protocol)}
+    records = current_records(ws)
+    rows = {row.path: row for row in leaderboard_rows(records, current_protocol())}
     latest: dict[str, Any] = {}
     for path, rec in sorted(records, key=lambda pair: (pair[1].created_at, pair[0])):
         latest[rec.target] = rows[path]

@@ -251,6 +251,20 @@ def _older(record: Record, protocol: int) -> bool:
     return record.contract is not None and record.contract < protocol
 
 
+def current_records(ws: Workspace, *, protocol: int | None = None,
+                    scan: ResultsScan | None = None) -> list[tuple[str, Record]]:
+    """The vouched records of the current protocol (older ones are only counted on the board)."""
+    protocol = current_protocol() if protocol is None else protocol
+    scan = scan_results(ws) if scan is None else scan
+    return [(p, r) for p, r in scan.records if not _older(r, protocol)]
+
+
+def board_rows(ws: Workspace, *, protocol: int | None = None, scan: ResultsScan | None = None) -> list[LeaderboardRow]:
+    """The rows LEADERBOARD.md lists: vouched records of the current protocol, best per target/device marked."""
+    protocol = current_protocol() if protocol is None else protocol
+    return leaderboard_rows(current_records(ws, protocol=protocol, scan=scan), protocol)
+
+
 def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: ResultsScan | None = None) -> str:
     """The full text of LEADERBOARD.md for the vouched records of the current protocol under ``results/``."""
     protocol = current_protocol() if protocol is None else protocol
@@ -259,7 +273,7 @@ def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: Resu
     for _, rec in scan.records:
         if _older(rec, protocol):
             older[rec.contract] = older.get(rec.contract, 0) + 1  # type: ignore[index]
-    rows = leaderboard_rows([(p, r) for p, r in scan.records if not _older(r, protocol)], protocol)
+    rows = board_rows(ws, protocol=protocol, scan=scan)
     lines = [
         GENERATED_MARKER,
         "",
