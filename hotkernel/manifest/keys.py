@@ -111,9 +111,3 @@ def mcp_parameter_of(yaml_key: str) -> str:
     return yaml_key
 
 
-def cli_option_of(yaml_key: str) -> str:
-    """The ``hotkernel new`` option that sets a manifest key (``shapes`` -> ``--shape``)."""
-    for key in target_keys():
-        if key.yaml == yaml_key:
-            return key.key.cli
-    return "hotkernel new"

@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from hotkernel.cli.app import app
-from hotkernel.cli.commands.new import parse_kwarg
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, resolved_target
+from hotkernel.manifest.keys import parse_kwarg
 
 REPO = Path(__file__).resolve().parents[2]
 KERNEL = (

@@ -14,12 +14,12 @@ from typing import Annotated, Any
 import typer
 
 from hotkernel.errors import HotkernelError
-from hotkernel.manifest.keys import cli_option_of, fields_from_cli, parse_kwarg
+from hotkernel.manifest.keys import fields_from_cli
 from hotkernel.manifest.model import TargetKey, target_keys
 from hotkernel.run.targets import TargetEdit, change_target, describe_bounds
 from hotkernel.workspace.paths import MANIFEST_NAME, Workspace, find_workspace, safe_path
 
-__all__ = ["new_target", "parse_kwarg", "register", "workspace_for_new"]
+__all__ = ["new_target", "register", "workspace_for_new"]
 
 
 def workspace_for_new() -> Workspace:
@@ -47,7 +47,10 @@ def workspace_function_ref(ws: Workspace, ref: str, option: str) -> str:
 
 def _cli_label(key: str, rest: str) -> str:
     """A manifest key as the option that sets it (the bad value is quoted in the message itself)."""
-    return cli_option_of(key)
+    for target_key in target_keys():
+        if target_key.yaml == key:
+            return target_key.key.cli
+    return "hotkernel new"
 
 
 def new_target(name: str, fields: dict[str, Any], *, force: bool = False, ws: Workspace | None = None) -> TargetEdit:
