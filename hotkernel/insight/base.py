@@ -21,6 +21,7 @@ from hotkernel.errors import HotkernelError, quote
 from hotkernel.workspace.paths import Workspace, find_workspace, safe_path
 
 MAX_PATH = 4096  # characters of a path parameter: PATH_MAX on Linux, checked before any file system call
+MAX_NAME = 255  # characters of one path component: NAME_MAX on Linux
 ProgressFn = Callable[..., None]
 
 
@@ -105,6 +106,12 @@ def check_path_length(user_path: str, param: str) -> None:
     if len(user_path) > MAX_PATH:
         raise HotkernelError(
             f"{param}: path of {len(user_path):,} characters is longer than {MAX_PATH}: give a real file path"
+        )
+    longest = max(user_path.split("/"), key=len)
+    if len(longest) > MAX_NAME:
+        raise HotkernelError(
+            f"{param}: path {quote(user_path, 80)} has a name of {len(longest):,} characters (the limit is "
+            f"{MAX_NAME}): give a real file path"
         )
 
 

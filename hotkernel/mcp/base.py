@@ -20,15 +20,13 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
 from hotkernel.errors import HotkernelError, quote
+from hotkernel.insight.base import check_path_length
 from hotkernel.mcp import jobs
 from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace, safe_path
 
 DEFAULT_WAIT_S = 50.0
 POLL_S = 0.1
-MAX_PATH = 4096  # characters of a workspace-relative path parameter (PATH_MAX on Linux)
-MAX_TEXT = 300  # characters of a one-line free-text parameter
-MAX_ARGS = 256  # items of an argument list
-MAX_ARG = 4096  # characters of one argument
+MAX_JOB_ID = 64  # characters of a job id ("<op>-<10 hex digits>")
 
 TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = []
 
@@ -129,8 +127,9 @@ def rel(ws: Workspace, path: Path) -> str:
 
 
 def inside(ws: Workspace, user_path: str, param: str) -> Path:
-    """``user_path`` resolved inside the workspace, or a ToolError naming the parameter."""
+    """``user_path`` resolved inside the workspace, or a ToolError naming the parameter (length checked first)."""
     try:
+        check_path_length(user_path, param)
         return safe_path(ws.root, user_path, what=param)
     except HotkernelError as err:
         raise ToolError(str(err)) from None

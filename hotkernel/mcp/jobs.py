@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hotkernel._util.procs import descendants, kill_tree  # noqa: F401 (jobs.kill_tree: the job's whole tree)
-from hotkernel.errors import HotkernelError
+from hotkernel.errors import HotkernelError, quote
 from hotkernel.insight.base import InsightContext, InsightTool
 from hotkernel.insight.registry import REGISTRY
 
@@ -107,7 +107,7 @@ def get_job(job_id: str) -> Job:
     if job is None:
         listing = ", ".join(known[-10:]) if known else "none"
         raise HotkernelError(
-            f"job_id {job_id!r} is not a job of this server (known: {listing}); jobs live only as long as "
+            f"job_id {quote(job_id)} is not a job of this server (known: {listing}); jobs live only as long as "
             f"the "
             "server process: start the call again"
         )

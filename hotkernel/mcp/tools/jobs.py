@@ -10,7 +10,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from hotkernel.mcp import jobs
-from hotkernel.mcp.base import DEFAULT_WAIT_S, JobInfo, WaitS, follow, job_info, tool
+from hotkernel.mcp.base import DEFAULT_WAIT_S, MAX_JOB_ID, JobInfo, WaitS, follow, job_info, tool
 
 
 class JobStatus(BaseModel):
@@ -32,7 +32,9 @@ class JobList(BaseModel):
 @tool(read_only=True, destructive=False, idempotent=False)
 async def job_status(
     ctx: Context,
-    job_id: Annotated[str, Field(description="job id a long tool returned (job.job_id)", min_length=1)],
+    job_id: Annotated[
+        str, Field(description="job id a long tool returned (job.job_id)", min_length=1, max_length=MAX_JOB_ID)
+    ],
     wait_s: WaitS = DEFAULT_WAIT_S,
 ) -> JobStatus:
     """Poll a job that bench, verify, sync, profile, calibrate or torch_trace started.
@@ -51,7 +53,9 @@ async def job_status(
 
 @tool(read_only=False, destructive=True, idempotent=True)
 async def cancel_job(
-    job_id: Annotated[str, Field(description="job id to stop (job.job_id from a long tool)", min_length=1)],
+    job_id: Annotated[
+        str, Field(description="job id to stop (job.job_id from a long tool)", min_length=1, max_length=MAX_JOB_ID)
+    ],
 ) -> JobInfo:
     """Stop a running job: its process and every process it started (workers, judge, profiler) are killed.
 

@@ -9,9 +9,12 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from hotkernel.errors import quote
+from hotkernel.insight.base import MAX_PATH
 from hotkernel.mcp import jobs
 from hotkernel.mcp.base import (
     DEFAULT_WAIT_S,
+    MAX_JOB_ID,
     Role,
     TargetName,
     WaitS,
@@ -39,7 +42,7 @@ def _target_script(ws: Workspace, target: str, path: str, param: str) -> Path:
     resolved = inside(ws, path, param)
     folder = ws.target_dir(target).resolve()
     if resolved.suffix != ".py" or resolved.parent != folder or not resolved.is_file():
-        raise ToolError(f"{param} {path!r} must be an existing .py file in targets/{target}/ (e.g. "
+        raise ToolError(f"{param} {quote(path)} must be an existing .py file in targets/{target}/ (e.g. "
                         f"'targets/{target}/candidate.py')")
     return resolved
 
@@ -59,7 +62,8 @@ async def bench(
         str | None,
         Field(
             description="optional workspace-relative path of another script to time instead of the role's "
-            "rendered file (e.g. 'targets/rmsnorm/candidate_v2.py'); default None"
+            "rendered file (e.g. 'targets/rmsnorm/candidate_v2.py'); default None",
+            max_length=MAX_PATH,
         ),
     ] = None,
     timeout_s: Annotated[
@@ -98,7 +102,8 @@ async def verify(
         str | None,
         Field(
             description="optional workspace-relative path of the candidate script; default None = "
-            "targets/<target>/candidate.py"
+            "targets/<target>/candidate.py",
+            max_length=MAX_PATH,
         ),
     ] = None,
     timeout_s: Annotated[
@@ -145,7 +150,8 @@ def record(
         Field(
             description="job id of the verify whose result to keep; default None = the latest finished "
             "verify of "
-            "this target in this server"
+            "this target in this server",
+            max_length=MAX_JOB_ID,
         ),
     ] = None,
 ) -> RecordResult:
@@ -163,7 +169,7 @@ def record(
         job = jobs.get_job(verify_job_id)
         if job.op != "verify" or job.state != "done" or job.args.get("target") != target:
             raise ToolError(
-                f"verify_job_id {verify_job_id!r} is not a finished verify of target {target!r} (it is a "
+                f"verify_job_id {quote(verify_job_id)} is not a finished verify of target {target!r} (it is a "
                 f"{job.op} job, state {job.state}); pass the job id of a verify of {target!r} that is done"
             )
     else:
@@ -183,8 +189,8 @@ def record(
 async def sync(
     ctx: Context,
     targets: Annotated[
-        list[Annotated[str, Field(pattern=TARGET_NAME_RE.pattern)]] | None,
-        Field(description="target names to reconcile; default None = every out-of-date target"),
+        list[Annotated[str, Field(pattern=TARGET_NAME_RE.pattern, max_length=64)]] | None,
+        Field(description="target names to reconcile; default None = every out-of-date target", max_length=1000),
     ] = None,
     from_scratch: Annotated[
         bool, Field(description="re-run even targets that are up to date; default false")

@@ -8,6 +8,8 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from hotkernel.errors import quote
+from hotkernel.insight.base import MAX_PATH
 from hotkernel.mcp.base import TargetName, inside, known_target, rel, tool, workspace_of
 from hotkernel.store.models import HistoryEntry, LeaderboardRow, Record
 
@@ -67,6 +69,7 @@ def invalidate_record(
             "'results/rmsnorm/2026-11-30T03-00-00Z.json' "
             "(history lists them)",
             min_length=1,
+            max_length=MAX_PATH,
         ),
     ],
     reason: Annotated[
@@ -89,7 +92,7 @@ def invalidate_record(
     ws = workspace_of(ctx)
     record_path = inside(ws, path, "path")
     if ws.results_dir.resolve() not in record_path.parents:
-        raise ToolError(f"path {path!r} is not under results/: give a record path that history lists")
+        raise ToolError(f"path {quote(path)} is not under results/: give a record path that history lists")
     result = mark(ws, record_path, reason)
     write_leaderboard(ws)
     return result

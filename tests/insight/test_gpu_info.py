@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from hotkernel.insight import gpu_info as gi
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 H200_UUID = "GPU-dcd798de-e530-41ea-dcaf-589c0d912b05"
 
 

@@ -21,7 +21,7 @@ from hotkernel.insight.disasm import (
     triton_bin_dir,
 )
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 CACHE = H200 / "triton_cache"
 needs_cuobjdump = pytest.mark.skipif(
     find_cuobjdump() is None, reason="no cuobjdump (CUDA toolkit or triton wheel)"

@@ -11,7 +11,7 @@ import pytest
 from hotkernel.errors import HotkernelError
 from hotkernel.insight.top_kernels import bound_hint, short_kernel_name, summary_lines, top_kernels
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 
 
 def test_ncu_details_captured_live():
@@ -79,10 +79,7 @@ def test_nsys_kern_sum_format(tmp_path):
 
 
 def test_chrome_trace_kernels(tmp_path):
-    trace = H200 / "torch_trace.json"
-    if not trace.is_file():
-        pytest.skip("the H200 chrome trace fixture has not been captured yet")
-    result = top_kernels(trace, n=5)
+    result = top_kernels(H200 / "torch_trace.json", n=5)
     assert result.kind == "chrome-trace" and result.rows and result.rows[0].calls >= 1
 
 

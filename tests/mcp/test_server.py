@@ -498,9 +498,7 @@ async def test_profile_without_nsight_says_the_fix(workspace: Path) -> None:
 
 
 async def test_top_kernels_reads_a_captured_ncu_csv(workspace: Path) -> None:
-    fixture = Path(__file__).parent / "fixtures" / "h200" / "ncu_import_details_csv.out"
-    if not fixture.is_file():
-        pytest.skip("H200 fixture not present")
+    fixture = Path(__file__).parent.parent / "fixtures" / "h200" / "ncu_import_details_csv.out"
     (workspace / "reports").mkdir()
     (workspace / "reports" / "ncu.csv").write_bytes(fixture.read_bytes())
     async with Client(build_server(workspace)) as client:

@@ -12,7 +12,7 @@ import pytest
 from hotkernel.errors import HotkernelError
 from hotkernel.insight.torch_trace import rank_kernels, summary_lines, torch_trace
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
 
 TINY = """

@@ -13,7 +13,7 @@ from mcp import Client
 import hotkernel
 from hotkernel.mcp.app import build_server
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SKILL = ROOT / "skills" / "kernel-speedrun" / "SKILL.md"
 LOOP_TOOLS = ("bench", "torch_trace", "profile", "roofline", "disasm", "verify", "record")
 

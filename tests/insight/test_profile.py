@@ -15,7 +15,7 @@ import pytest
 from hotkernel.errors import HotkernelError
 from hotkernel.insight import profile as prof
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 
 
 def _tool(directory: Path, name: str, body: str) -> Path:
