@@ -102,10 +102,10 @@ def test_a_missing_command_module_is_an_error_not_skipped() -> None:
     code = (
         "import importlib, sys\n"
         "real = importlib.import_module\n"
-        "def fake(name, *a):\n"
+        "def fake(name, *a, **k):\n"
         "    if name == 'hotkernel.cli.commands.plan':\n"
         "        raise ModuleNotFoundError(name, name=name)\n"
-        "    return real(name, *a)\n"
+        "    return real(name, *a, **k)\n"
         "importlib.import_module = fake\n"
         "try:\n"
         "    import hotkernel.cli.app\n"
