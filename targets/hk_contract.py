@@ -484,8 +484,9 @@ CORRECTNESS_ROUNDING_FACTOR = 4.0
 CORRECTNESS_MIN_USEFUL_CORR = 0.5
 # A reference whose standard deviation is under this fraction of its RMS is constant (fp32 noise is ~6e-8).
 CORRECTNESS_FLAT_REL = 2.0**-20
-# Elements per chunk of the streamed statistics; the extra device memory is about 56 bytes per chunk element
-# (several fp64 buffers): 1 << 22 elements is about 235 MiB. Override with check_outputs(chunk_elements=...).
+# Elements per chunk of the streamed statistics. The extra device memory is at most five fp64 buffers and a
+# mask of one chunk, 41 bytes per chunk element: 1 << 22 elements is about 170 MiB. Override with
+# check_outputs(chunk_elements=...).
 CORRECTNESS_CHUNK_ELEMENTS = 1 << 22
 
 
@@ -1705,6 +1706,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         "timer": timing["timer"], "ms": timing["ms"], "samples_ms": timing["samples_ms"],
         "launch_bound": timing["launch_bound"], "capture_error": timing["capture_error"],
         "overhead_ms": timing["overhead_ms"], "sized_by": timing["sized_by"], "perturbed_input": slot,
+        "timed_kernel_s": round(timing["event_total_ms"] / 1e3, 6),
         "perturb_derived": derive is not None,
         "timing": {k: timing[k] for k in ("event_total_ms", "enqueue_total_ms", "wall_total_ms", "samples",
                                           "estimate_ms", "eager_estimate_ms")},
@@ -2276,6 +2278,9 @@ def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float) -> d
             return fail("timeout", f"worker ran longer than {timeout_s:.0f} s; every process of the run was killed")
         worker.line_seen.wait(0.05)
     code = worker.proc.poll()
+    if not protocol_lines(worker) and code is None:  # the channel closed: the worker is dying, get its code
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = worker.proc.wait(timeout=LEFTOVER_GRACE_S)
     if code is None:
         stop_processes({worker.proc.pid})
     else:
@@ -2335,6 +2340,7 @@ def merge_run(result: dict[str, Any], record: dict[str, Any], reply: dict[str, A
             "launch_bound": shape["launch_bound"], "cache_resident": shape["cache_resident"],
             "capture_error": shape.get("capture_error"), "overhead_ms": shape.get("overhead_ms"),
             "sized_by": shape.get("sized_by"), "output_bytes": shape.get("output_bytes"),
+            "timed_kernel_s": shape.get("timed_kernel_s"),
             "transport": verdict.get("transport"), "bytes": verdict.get("bytes"),
             "floor_ms": verdict.get("floor_ms"), "max_abs_error": verdict.get("max_abs_error"),
             "ok": verdict.get("ok", False),

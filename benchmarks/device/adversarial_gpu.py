@@ -195,9 +195,10 @@ def main(out_path: str) -> None:
             continue
         source = None if case.name == "untouched" else (CANDIDATES_DIR / f"{case.name}.py").read_text()
         statuses = (case.status,)
-        if case.name == "honest_then_stale":
+        if case.name in ("honest_then_stale", "memo_strided_sample"):
             # Under CUDA-graph timing a Python-level switch after capture cannot change what replays: the
-            # timed calls run the honest kernels that were captured. Passing is fine if it is not faster.
+            # timed calls run the honest kernels that were captured (a memo's .tolist() fails capture, and its
+            # eager loop, sized by the slow memo, calls each set once). Passing is fine if it is not faster.
             statuses = (case.status, "ok-not-faster")
         plan.append((case.name, "rms", statuses, source, case.timeout_s))
     for name, (target, statuses, source) in GPU_CASES.items():

@@ -305,6 +305,9 @@ def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float) -> d
             return fail("timeout", f"worker ran longer than {timeout_s:.0f} s; every process of the run was killed")
         worker.line_seen.wait(0.05)
     code = worker.proc.poll()
+    if not protocol_lines(worker) and code is None:  # the channel closed: the worker is dying, get its code
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = worker.proc.wait(timeout=LEFTOVER_GRACE_S)
     if code is None:
         stop_processes({worker.proc.pid})
     else:
@@ -364,6 +367,7 @@ def merge_run(result: dict[str, Any], record: dict[str, Any], reply: dict[str, A
             "launch_bound": shape["launch_bound"], "cache_resident": shape["cache_resident"],
             "capture_error": shape.get("capture_error"), "overhead_ms": shape.get("overhead_ms"),
             "sized_by": shape.get("sized_by"), "output_bytes": shape.get("output_bytes"),
+            "timed_kernel_s": shape.get("timed_kernel_s"),
             "transport": verdict.get("transport"), "bytes": verdict.get("bytes"),
             "floor_ms": verdict.get("floor_ms"), "max_abs_error": verdict.get("max_abs_error"),
             "ok": verdict.get("ok", False),

@@ -395,6 +395,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         "timer": timing["timer"], "ms": timing["ms"], "samples_ms": timing["samples_ms"],
         "launch_bound": timing["launch_bound"], "capture_error": timing["capture_error"],
         "overhead_ms": timing["overhead_ms"], "sized_by": timing["sized_by"], "perturbed_input": slot,
+        "timed_kernel_s": round(timing["event_total_ms"] / 1e3, 6),
         "perturb_derived": derive is not None,
         "timing": {k: timing[k] for k in ("event_total_ms", "enqueue_total_ms", "wall_total_ms", "samples",
                                           "estimate_ms", "eager_estimate_ms")},

@@ -25,6 +25,7 @@ from hotkernel.workspace.paths import Workspace
 IDLE_WAIT_S = 10.0  # how long a run waits for foreign GPU processes to finish before it is refused
 IDLE_POLL_S = 0.5
 STDERR_TAIL_CHARS = 4000
+PRESTART_POOL_CUDA = 3  # warm workers kept for cuda targets (an import of torch takes ~3 runs of 1 s on the H200)
 
 
 class RunOutcome(BaseModel):
@@ -210,7 +211,7 @@ class JudgeProcess:
         self.contract = render.contract_module()
         self.contract_file = str(render.contract_path())
         self.client: Any = None
-        self.spare: Any = None
+        self.spares: list[Any] = []
         self.signals = TerminationRaises()
 
     def __enter__(self) -> JudgeProcess:
@@ -234,37 +235,32 @@ class JudgeProcess:
                 raise HotkernelError(
                     f"cannot start the judge with {self.python}: {err}; check HOTKERNEL_PYTHON"
                 ) from err
-        if self.prestart_enabled and self.spare is None:
+        if self.prestart_enabled and not self.spares:
             self.prestart()
 
-    def prestart(self) -> None:
-        """Start the next worker now (it imports torch, then waits for its job)."""
-        if self.spare is None:
+    def prestart(self, pool: int = 1) -> None:
+        """Start workers until ``pool`` wait warm (each imports torch, then waits for its job)."""
+        while len(self.spares) < pool:
             try:
-                self.spare = self.contract.Worker(self.python, self.contract_file)
+                self.spares.append(self.contract.Worker(self.python, self.contract_file))
             except OSError:
-                self.spare = None
+                return
 
     def take_worker(self) -> Any:
-        """The pre-started worker if it is still alive, else a fresh one."""
-        worker, self.spare = self.spare, None
-        if worker is not None and worker.proc.poll() is None:
-            return worker
-        if worker is not None:
+        """The oldest pre-started worker that is still alive, else a fresh one."""
+        while self.spares:
+            worker = self.spares.pop(0)
+            if worker.proc.poll() is None:
+                return worker
             worker.close()
         return self.contract.Worker(self.python, self.contract_file)
 
     def own_pids(self) -> set[int]:
-        pids = set()
-        for item in (self.client, self.spare):
-            if item is not None:
-                pids.add(item.proc.pid)
-        return pids
+        return {item.proc.pid for item in (self.client, *self.spares) if item is not None}
 
     def close(self) -> None:
-        if self.spare is not None:
-            self.spare.close()
-            self.spare = None
+        while self.spares:
+            self.spares.pop().close()
         if self.client is not None:
             self.client.close()
             self.client = None
@@ -325,9 +321,10 @@ def run_script(
                 return outcome("invalid", problem)
         worker = session.take_worker()
         if session.prestart_enabled and cuda:
-            # The next worker's `import torch` (CPU only, no CUDA context) overlaps this run's GPU timing;
-            # for CPU targets it waits until this worker is done, so it cannot steal the timed cores.
-            session.prestart()
+            # The next workers' `import torch` (CPU only, no CUDA context) overlaps this run's GPU timing: a
+            # pool, because one import takes longer than one run; for CPU targets one worker starts when this
+            # worker is done, so it cannot steal the timed cores.
+            session.prestart(PRESTART_POOL_CUDA)
         result = session.contract.orchestrate(
             str(path), python=session.python, contract=session.contract_file, timeout_s=timeout_s,
             ceiling_gbps=ceiling_gbps, judge=session.client, worker=worker, role=role,
