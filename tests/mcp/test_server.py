@@ -7,6 +7,7 @@ interpreter. Tools that need a GPU must fail with a clear tool error here, and t
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import sys
 import textwrap
@@ -21,6 +22,7 @@ from hotkernel.mcp import jobs
 from hotkernel.mcp.app import build_server
 
 pytestmark = pytest.mark.anyio
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the user's python needs torch")
 
 MANIFEST = """\
 # a comment that edits must keep
@@ -307,6 +309,7 @@ async def test_cancelled_call_kills_the_job_and_progress_arrives(workspace: Path
     assert [p for p, _, _ in seen] == sorted(p for p, _, _ in seen)
 
 
+@needs_torch
 async def test_torch_trace_runs_on_cpu(workspace: Path) -> None:
     script = workspace / "tools" / "matmul.py"
     script.write_text(
@@ -365,6 +368,7 @@ def test_server_never_imports_torch() -> None:
     assert out.stdout.strip() == "[]"
 
 
+@needs_torch
 async def test_full_loop_on_cpu(workspace: Path) -> None:
     """new_target, bench, verify, record, history, leaderboard, show_target, invalidate_record, plan."""
     (workspace / "kernels" / "double.py").write_text("def double(x):\n    return x + x\n")
@@ -471,6 +475,7 @@ async def test_add_update_remove_target_minimal_diff(workspace: Path) -> None:
         assert (workspace / "hotkernel.yaml").read_text() == MANIFEST
 
 
+@needs_torch
 async def test_sync_limited_to_one_target(workspace: Path) -> None:
     async with Client(build_server(workspace)) as client:
         synced = await call(client, "sync", {"targets": ["scale"], "wait_s": 600})
