@@ -5,9 +5,10 @@ a 32K cache), each in bf16, fp16, fp32 (and fp8 inputs for rmsnorm/gemv/softmax)
 reference (the op on inputs upcast to fp32, fp64 for fp32), then for every case the statistics of
 hotkernel/contract/correctness.py (rel_l2, corr) against their bounds, and which checks pass. Honest cases:
 torch's own op in the dtype, an fp32-accumulating manual version cast to the dtype, torch.compile of it, an
-all-low-precision manual version. Wrong cases: zeros, a constant, the op on another input set, the op on
-inputs rounded through a narrower format (fp8 e4m3; bf16/tf32 for fp32). Margin = bound / value for honest
-cases and value / bound for wrong ones (in 1 - corr for the correlation): above 1 means on the right side.
+all-low-precision manual version (informative). Wrong cases: zeros, a constant, the op on another input set,
+the op on inputs rounded through a narrower format (fp8 e4m3; also bf16 for fp16, bf16 and TF32 for fp32; on
+CUDA, informative, fp32 with TF32 allowed). Margin = bound / value for honest cases and value / bound for wrong
+ones (in 1 - corr for the correlation): above 1 means on the right side.
 
     python benchmarks/correctness_margins.py --device cpu  --out benchmarks/evidence/correctness_margins_cpu.json
     python benchmarks/correctness_margins.py --device cuda --out benchmarks/evidence/correctness_margins_h200.json
@@ -129,6 +130,7 @@ def cases(
     if fp8 and name != "softmax":  # fp8 softmax outputs (~1e-4) are mostly under e4m3's smallest subnormal
         found.append(("fp8_output", "correct", lambda: acc_op(*inputs, torch.float32).to(dtype)))
     if compile_ok:
+        torch._dynamo.reset()  # a fresh compile per op and dtype (the lambda's code object is shared)
         compiled = torch.compile(lambda *xs: acc_op(*xs, torch.float32).to(out_dtype), dynamic=False)
         found.append(("torch_compile", "correct", lambda: compiled(*inputs)))
     constant = 1.0 / ref.shape[-1] if name == "softmax" else float(ref.double().mean())
@@ -139,7 +141,7 @@ def cases(
     ]
     rounding = {"bf16": ["fp8_e4m3"], "fp16": ["fp8_e4m3", "bf16"], "fp32": ["fp8_e4m3", "bf16", "tf32"]}
     for fmt in rounding.get(dtype_name, ["fp8_e5m2"] if dtype_name == "fp8_e4m3" else []):
-        expect = "informative" if fp8 or (dtype_name, fmt) == ("fp16", "bf16") else "incorrect"
+        expect = "informative" if fp8 else "incorrect"
         found.append(
             (
                 f"inputs_through_{fmt}",
@@ -147,7 +149,19 @@ def cases(
                 lambda fmt=fmt: acc_op(*[through(fmt)(t) for t in inputs], torch.float32).to(out_dtype),
             )
         )
+    if dtype_name == "fp32" and inputs[0].is_cuda and name in ("gemv", "attention"):
+        found.append(("tf32_enabled", "informative", lambda: with_tf32(lambda: native(*inputs))))
     return found
+
+
+def with_tf32(make: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """``make()`` with TF32 allowed in cuBLAS and cuDNN (whether a kernel uses it is the library's choice)."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        return make()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def margins(stats: dict[str, float], tol: dict[str, float], honest: bool) -> dict[str, float | None]:
@@ -251,8 +265,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "bounds": {d: correctness.tolerances(d, {}) for d in args.dtypes.split(",")},
         "rounding_factor": correctness.CORRECTNESS_ROUNDING_FACTOR,
         "wrong_side": wrong_side,
+        "summary": summarize(results),
         "cases": results,
     }
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per dtype: the honest case nearest each bound and the wrong case nearest it, with their margins."""
+    summary: dict[str, Any] = {}
+    for dtype in dict.fromkeys(row["dtype"] for row in results):
+        rows = [row for row in results if row["dtype"] == dtype]
+        entry: dict[str, Any] = {}
+        for group, expect in (("honest", "correct"), ("sloppy", "informative"), ("wrong", "incorrect")):
+            chosen = [row for row in rows if row["expect"] == expect and row["rel_l2_margin"] is not None]
+            if expect == "informative":
+                chosen = [row for row in chosen if row["case"] == "all_low_precision"]
+            for stat in ("rel_l2", "corr"):
+                usable = [row for row in chosen if row[f"{stat}_margin"] is not None]
+                if group == "wrong" and stat == "corr":  # rounded inputs are the norm check's to catch
+                    usable = [row for row in usable if not row["case"].startswith("inputs_through")]
+                if usable:
+                    row = min(usable, key=lambda r, s=stat: r[f"{s}_margin"])
+                    entry[f"{group}_{stat}"] = {
+                        "case": f"{row['op']} {row['case']}",
+                        "value": row[stat],
+                        "bound": row[f"{stat}_bound"],
+                        "margin": row[f"{stat}_margin"],
+                    }
+        summary[dtype] = entry
+    return summary
 
 
 def main() -> None:

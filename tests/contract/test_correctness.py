@@ -175,6 +175,14 @@ def test_fp32_target_catches_a_tf32_shortcut() -> None:
     assert passed(judge(torch.mv(w, x), ref, "fp32"))
 
 
+def test_fp16_target_catches_a_bf16_shortcut() -> None:
+    xs = inputs([(128, 8192)], torch.float16, seed=15)
+    ref = reference(softmax, xs, "fp16")
+    checks = judge(softmax(xs[0].to(torch.bfloat16)).to(torch.float16), ref, "fp16")
+    assert checks["outputs_match_reference"]["ok"], checks  # the softmax's small values hide it elementwise
+    assert not checks["relative_error_norm"]["ok"], checks
+
+
 def test_a_constant_under_a_large_offset_is_caught_by_correlation_alone() -> None:
     (noise,) = inputs([(64, 64)], torch.float32, seed=9)
     ref = 150.0 + noise  # an fp32 output of a loose bf16 target (rtol 0.05)
