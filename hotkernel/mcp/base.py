@@ -21,7 +21,10 @@ from pydantic import BaseModel, Field, create_model
 
 from hotkernel.errors import HotkernelError, quote
 from hotkernel.insight.base import check_path_length
+from hotkernel.manifest import load_manifest as load
+from hotkernel.manifest import resolved_target
 from hotkernel.mcp import jobs
+from hotkernel.run.render import render_target
 from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace, safe_path
 
 DEFAULT_WAIT_S = 50.0
@@ -105,8 +108,6 @@ def workspace_of(ctx: Context) -> Workspace:
 
 
 def load_manifest(ws: Workspace) -> Any:
-    from hotkernel.manifest import load_manifest as load
-
     return load(ws.manifest)
 
 
@@ -145,9 +146,6 @@ def existing_file(ws: Workspace, user_path: str, param: str, hint: str) -> Path:
 
 def render(ws: Workspace, name: str) -> tuple[list[str], list[str], dict[str, Any]]:
     """Render a target from the manifest: (written, kept, resolved spec)."""
-    from hotkernel.manifest import resolved_target
-    from hotkernel.run.render import render_target
-
     resolved = resolved_target(load_manifest(ws), name)
     rendered = render_target(ws, name, resolved)
     return list(rendered.written), list(rendered.kept), resolved

@@ -32,6 +32,10 @@ from hotkernel._util.procs import descendants, kill_tree  # noqa: F401 (jobs.kil
 from hotkernel.errors import HotkernelError, quote
 from hotkernel.insight.base import InsightContext, InsightTool
 from hotkernel.insight.registry import REGISTRY
+from hotkernel.reconcile.sync import sync
+from hotkernel.run.bench import bench
+from hotkernel.run.verify import verify
+from hotkernel.workspace.paths import find_workspace
 
 JobState = str  # "running" | "done" | "failed" | "cancelled"
 MAX_FINISHED_JOBS = 64
@@ -253,15 +257,11 @@ def main(argv: list[str]) -> int:
 
 
 def _workspace(root: Path) -> Any:
-    from hotkernel.workspace.paths import find_workspace
-
     return find_workspace(root)
 
 
 def op_bench(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     """bench the target's baseline or candidate (or a given script inside the workspace)."""
-    from hotkernel.run.bench import bench
-
     ws = _workspace(root)
     script = args.get("script") or ws.target_dir(args["target"]) / f"{args['role']}.py"
     return bench(
@@ -277,8 +277,6 @@ def op_bench(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
 
 def op_verify(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     """verify the target's candidate (or a given candidate script) against its baseline."""
-    from hotkernel.run.verify import verify
-
     ws = _workspace(root)
     directory = ws.target_dir(args["target"])
     candidate = args.get("candidate") or directory / "candidate.py"
@@ -289,8 +287,6 @@ def op_verify(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
 
 def op_sync(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     """reconcile the workspace (optionally only some targets)."""
-    from hotkernel.reconcile.sync import sync
-
     return sync(
         _workspace(root),
         args.get("names"),

@@ -28,6 +28,8 @@ from hotkernel.mcp.base import (
     workspace_of,
 )
 from hotkernel.reconcile.models import Plan, SyncReport
+from hotkernel.reconcile.plan import plan as make_plan
+from hotkernel.reconcile.sync import record_and_keep as record_result
 from hotkernel.run.models import BenchResult, VerifyResult
 from hotkernel.store.models import RecordResult
 from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE, Workspace
@@ -161,8 +163,6 @@ def record(
     change only when it does; otherwise revert the candidate. Only a verify this server ran can be recorded (a
     result cannot be typed in). To re-run and record everything out of date use sync instead.
     """
-    from hotkernel.reconcile.sync import record_and_keep as record_result
-
     ws = workspace_of(ctx)
     known_target(ws, target)
     if verify_job_id is not None:
@@ -232,6 +232,4 @@ def plan(ctx: Context) -> Plan:
 
     Reads only. Then call sync to bring them up to date, or verify + record for one target.
     """
-    from hotkernel.reconcile.plan import plan as make_plan
-
     return make_plan(workspace_of(ctx))

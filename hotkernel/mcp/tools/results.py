@@ -11,7 +11,10 @@ from pydantic import BaseModel, Field
 from hotkernel.errors import quote
 from hotkernel.insight.base import MAX_PATH
 from hotkernel.mcp.base import TargetName, inside, known_target, rel, tool, workspace_of
+from hotkernel.store.leaderboard import current_protocol, leaderboard_rows, load_records, write_leaderboard
 from hotkernel.store.models import HistoryEntry, LeaderboardRow, Record
+from hotkernel.store.record import history as target_history
+from hotkernel.store.record import invalidate_record as mark
 
 
 class Leaderboard(BaseModel):
@@ -38,8 +41,6 @@ def leaderboard(ctx: Context) -> Leaderboard:
     Deterministic: the same records give the same bytes. Use history for one target's records, show_target for
     its latest verdicts.
     """
-    from hotkernel.store.leaderboard import current_protocol, leaderboard_rows, load_records, write_leaderboard
-
     ws = workspace_of(ctx)
     path = write_leaderboard(ws)
     rows = leaderboard_rows(load_records(ws.results_dir), current_protocol())
@@ -52,8 +53,6 @@ def history(ctx: Context, target: TargetName) -> History:
 
     Reads only. Use leaderboard for all targets, invalidate_record to discount a bad record.
     """
-    from hotkernel.store.record import history as target_history
-
     ws = workspace_of(ctx)
     known_target(ws, target)
     return History(target=target, records=target_history(ws, target))
@@ -86,9 +85,6 @@ def invalidate_record(
     Use it for a record later found wrong (a broken GPU clock, a contract bug). LEADERBOARD.md is regenerated.
     Use history to find the path.
     """
-    from hotkernel.store.leaderboard import write_leaderboard
-    from hotkernel.store.record import invalidate_record as mark
-
     ws = workspace_of(ctx)
     record_path = inside(ws, path, "path")
     if ws.results_dir.resolve() not in record_path.parents:
