@@ -12,6 +12,7 @@ import sys
 
 import typer
 
+from hotkernel.cli.commands.serve import serve
 from hotkernel.errors import HotkernelError
 
 COMMAND_MODULES = ("new", "plan", "sync", "bench", "verify", "record", "leaderboard", "history", "insight", "serve")
@@ -28,8 +29,6 @@ app = typer.Typer(
 @app.callback(invoke_without_command=True)
 def _root(ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is None:
-        from hotkernel.cli.commands.serve import serve  # the MCP SDK costs ~0.9 s: only a server loads it
-
         serve()
 
 

@@ -22,7 +22,9 @@ from pydantic import BaseModel, Field
 from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
 from hotkernel.insight.base import CLI_ONLY, MAX_PATH, Cli, Hints, InsightContext
-from hotkernel.insight.top_kernels import TopKernels, find_ncu, top_kernels
+from hotkernel.insight.ncu_report import find_ncu
+from hotkernel.insight.top_kernels import TopKernels, top_kernels
+from hotkernel.insight.top_kernels import summary_lines as top_lines
 from hotkernel.manifest.python import user_python
 from hotkernel.workspace.paths import TARGET_NAME_RE
 
@@ -355,8 +357,6 @@ def summary_lines(result: ProfileResult) -> list[str]:
     else:
         lines = [f"{result.tool} report: {result.report} ({result.wall_s:.1f} s)"]
         if result.summary is not None:
-            from hotkernel.insight.top_kernels import summary_lines as top_lines
-
             lines += top_lines(result.summary)
     lines += [f"note: {note}" for note in result.notes]
     if result.logs:
