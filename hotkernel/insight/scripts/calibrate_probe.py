@@ -37,14 +37,19 @@ def load_contract(path):
 
 
 def contract_ms(contract, torch, call, n_sets, device):
-    """Per-call ms and timer name from the contract's ``measure`` (no refill/poison: inputs never change)."""
+    """Per-call ms and timer name from the contract's ``measure``: the buffers never change, so nothing is
+    refilled, perturbed, poisoned or checked (every hook but the timer's own is a no-op)."""
     timing = contract.measure(
         call,
+        lambda j: None,  # the perturbation overhead: there is no perturbation
         n_sets,
         torch=torch,
         device_kind=device,
-        refill=lambda index: None,
-        on_sample_done=lambda index, outputs: None,
+        resize=lambda n: None,
+        prepare=lambda index: None,
+        pick_calls=lambda n: set(),
+        pointers=lambda out: (),
+        on_sample_done=lambda index, outputs, writers, n: None,
         poison=lambda kept: None,
         flush=lambda: None,
         clock=time.perf_counter,
