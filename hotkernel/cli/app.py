@@ -1,7 +1,7 @@
 """The ``hotkernel`` command line: a thin typer layer. Bare ``hotkernel`` serves MCP on stdio.
 
-The insight verbs come from the insight registry (``commands/insight.py``); each workspace verb is a module in
-``commands/`` defining ``register(app: typer.Typer) -> None``.
+Each workspace verb is a module in ``commands/`` defining ``register(app: typer.Typer) -> None``; the insight
+verbs are one command per entry of the insight registry (``commands/insight.py`` builds them); then ``serve``.
 """
 
 from __future__ import annotations
@@ -12,10 +12,13 @@ import sys
 
 import typer
 
+from hotkernel.cli.commands.insight import register_tool
+from hotkernel.cli.commands.serve import register as register_serve
 from hotkernel.cli.commands.serve import serve
 from hotkernel.errors import HotkernelError
+from hotkernel.insight.registry import REGISTRY
 
-COMMAND_MODULES = ("new", "plan", "sync", "bench", "verify", "record", "leaderboard", "history", "insight", "serve")
+COMMAND_MODULES = ("new", "plan", "sync", "bench", "verify", "record", "leaderboard", "history")
 
 app = typer.Typer(
     name="hotkernel",
@@ -34,6 +37,9 @@ def _root(ctx: typer.Context) -> None:
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"hotkernel.cli.commands.{_name}").register(app)
+for _tool in REGISTRY.values():
+    register_tool(app, _tool)
+register_serve(app)
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
-"""The insight verbs (``gpu``, ``roofline``, ``calibrate``, ``trace``, ``profile``, ``top``, ``disasm``): one
-command per entry of ``hotkernel.insight.registry.REGISTRY``, its options generated from the tool's ``Params``.
+"""The insight verbs (``gpu``, ``roofline``, ``calibrate``, ``trace``, ``profile``, ``top``, ``disasm``): a
+command for an entry of ``hotkernel.insight.registry.REGISTRY``, its options generated from the tool's ``Params``.
 
 A field's ``Cli`` marker gives its flags; a field without one is MCP-only. ``--json`` prints the result model.
 """
@@ -18,7 +18,6 @@ from pydantic import BaseModel, ValidationError
 from hotkernel.cli.output import emit
 from hotkernel.errors import HotkernelError, quote
 from hotkernel.insight.base import Cli, InsightContext, InsightTool, cli_spec
-from hotkernel.insight.registry import REGISTRY
 
 
 def option_type(annotation: Any) -> Any:
@@ -109,9 +108,8 @@ def make_command(tool: InsightTool) -> Any:
     return command, trailing is not None
 
 
-def register(app: typer.Typer) -> None:
-    """Add one command per insight tool to the CLI."""
-    for tool in REGISTRY.values():
-        callback, takes_rest = make_command(tool)
-        settings = {"allow_extra_args": True, "ignore_unknown_options": True} if takes_rest else {}
-        app.command(tool.CLI_NAME, context_settings=settings)(callback)
+def register_tool(app: typer.Typer, tool: InsightTool) -> None:
+    """Add ``tool``'s command to the CLI (trace and profile take the rest of the command line)."""
+    callback, takes_rest = make_command(tool)
+    settings = {"allow_extra_args": True, "ignore_unknown_options": True} if takes_rest else {}
+    app.command(tool.CLI_NAME, context_settings=settings)(callback)
