@@ -239,6 +239,14 @@ def test_all_zero_reference_falls_back_to_the_elementwise_check() -> None:
     assert not off["outputs_match_reference"]["ok"]
 
 
+def test_tiny_reference_is_judged_by_its_own_scale() -> None:
+    (noise,) = inputs([(64, 256)], torch.float32, seed=16)
+    ref = 1e-30 * noise  # far under atol, inside bf16's range
+    assert passed(judge(ref.to(torch.bfloat16), ref, "bf16"))
+    zeros = judge(torch.zeros(ref.shape, dtype=torch.bfloat16), ref, "bf16")
+    assert zeros["outputs_match_reference"]["ok"] and not zeros["relative_error_norm"]["ok"], zeros
+
+
 def test_single_element_output() -> None:
     ref = torch.tensor([0.7])
     assert passed(judge(ref.to(torch.bfloat16), ref, "bf16"))
