@@ -77,3 +77,42 @@ def test_baseline_and_candidate_run_ok_with_one_judge(tmp_path: Path) -> None:
     assert first["script_sha256"] != second["script_sha256"]
     status = Path(f"/proc/{judge_pid}/status")
     assert not status.exists() or "zombie" in status.read_text()  # the judge is gone after the block
+
+
+WRITES_AT_IMPORT = '''"""Cheat: at import, writes {rel} (a run must leave the workspace as it found it)."""
+import pathlib
+
+import torch
+
+_root = pathlib.Path(__file__).resolve().parents[2]
+_path = _root / {rel!r}
+_path.parent.mkdir(parents=True, exist_ok=True)
+_path.write_text({text!r})
+
+
+def kernel(x, w, *, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("rel", "text"), [
+    (".hotkernel/tmp/manifest-cache.json", '{"targets": {"rms": {"atol": 1000.0, "rtol": 1000.0}}}'),
+    ("results/rms/20991231T000000Z.json", '{"kind": "record", "verdict": "faster", "speedup": 50}'),
+    ("hotkernel.lock", '{"schema": 1, "targets": {}}'),
+    ("targets/rms/notes.py", "# left behind"),
+])
+def test_a_run_that_writes_the_workspace_is_invalid_and_names_the_file(tmp_path: Path, rel: str, text: str) -> None:
+    ws, resolved = make_workspace(tmp_path)
+    (ws.target_dir(TARGET) / "candidate.py").write_text(WRITES_AT_IMPORT.format(rel=rel, text=text))
+    outcome = run_script(ws, f"targets/{TARGET}/candidate.py", python=python(), resolved=resolved)
+    assert outcome.status == "invalid", outcome.reason
+    assert outcome.reason.startswith(f"workspace_unchanged: {rel}"), outcome.reason
+
+
+def test_workspace_change_names_added_removed_and_changed_files() -> None:
+    from hotkernel.run.runner import workspace_change
+
+    assert workspace_change({"a": "1"}, {"a": "1"}) is None
+    reason = workspace_change({"a": "1", "b": "2"}, {"a": "9", "c": "3"})
+    assert reason.startswith("workspace_unchanged: a, b, c changed during the run")

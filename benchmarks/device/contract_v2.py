@@ -195,8 +195,10 @@ def cli_verify(ws: Workspace, target: str, n: int, timeout_s: float) -> dict[str
         data = json.loads(proc.stdout)
     except ValueError:
         return {"wall_s": wall, "verdict": None, "exit": proc.returncode, "stderr": proc.stderr[-800:]}
+    runs = [{"role": r.get("role"), "wall_s": r.get("wall_s"), "phases_s": (r.get("run") or {}).get("phases_s")}
+            for r in data.get("runs") or []]
     return {"wall_s": wall, "verdict": data.get("verdict"), "speedup": data.get("speedup"),
-            "interval": data.get("interval"), "reason": data.get("reason"), "exit": proc.returncode}
+            "interval": data.get("interval"), "reason": data.get("reason"), "exit": proc.returncode, "runs": runs}
 
 
 def step_verify_rmsnorm(out: Out, budget_s: float, device: str, dry: bool) -> None:

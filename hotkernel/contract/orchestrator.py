@@ -269,7 +269,10 @@ def orchestrate(script: str, *, python: str | None = None, contract: str | None 
         if len(extra) > 1:
             reply = fail("single_protocol_line", f"{len(extra)} lines on the protocol channel, expected exactly one")
         merge_run(result, record, reply)
-        result["phases_s"] = {**phases, **{f"worker_{k}": v for k, v in (record.get("phases_s") or {}).items()}}
+        result["phases_s"] = {**phases, **{f"worker_{k}": v for k, v in (record.get("phases_s") or {}).items()},
+                              **{f"job_{k}": v for k, v in (record.get("job_phases_s") or {}).items()},
+                              **{f"shape0_{k}": v for k, v in ((record.get("shapes") or [{}])[0].get("phases_s")
+                                                                or {}).items()}}
         return finish(result, started)
     finally:
         worker.close()

@@ -159,6 +159,10 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
         raise CheckFailed("device_available", "target wants CUDA but torch.cuda.is_available() is False")
     device = "cuda" if device_kind == "cuda" else "cpu"
     root = workspace_root(script)
+    marks = {"start": time.perf_counter()}
+    if device_kind == "cuda":
+        torch.cuda.init()  # the context, timed apart from the script's import
+    marks["cuda_init"] = time.perf_counter()
     try:
         derive = load_function(spec["derive"], root) if spec.get("derive") else None
         module_name = "hk_script_" + hashlib.sha256(script.encode()).hexdigest()[:12]
@@ -172,6 +176,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     except Exception as err:  # noqa: BLE001
         raise CheckFailed("import_failed", f"{os.path.basename(script)}: {type(err).__name__}: {err}") from err
 
+    marks["import_script"] = time.perf_counter()
     clocks = (saved["time.perf_counter"], saved["time.monotonic"], saved["torch.cuda.Event.elapsed_time"])
     kwargs = dict(spec.get("kwargs") or {})
     seeds = SeedSource(spec.get("seed"))
@@ -189,6 +194,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
         problem = check_wall_clock(shape["timing"])
         if problem:
             raise CheckFailed("timer_consistent_with_wall_clock", f"shape {label}: {problem}")
+    marks["shapes"] = time.perf_counter()
     shutdown_compile_pool()
     sync_device(torch, device_kind)
     for index, (shape, groups) in enumerate(zip(shapes_out, kept, strict=False)):
@@ -196,8 +202,12 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     sync_device(torch, device_kind)
     name = torch.cuda.get_device_name(0) if device_kind == "cuda" else cpu_name()
     keep_alive.extend(kept)  # judged through IPC: the buffers must outlive this function
+    marks["export"] = time.perf_counter()
+    names = list(marks)
+    job_phases = {f"{b}": round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)}
     return {"status": "measured", "reason": None, "device": name, "device_kind": device_kind,
-            "torch": torch.__version__, "seed_policy": seeds.policy, "cache_bytes": cache, "shapes": shapes_out}
+            "torch": torch.__version__, "seed_policy": seeds.policy, "cache_bytes": cache, "shapes": shapes_out,
+            "job_phases_s": job_phases}
 
 
 keep_alive: list[Any] = []
@@ -226,6 +236,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
               ) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
     """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape."""
     perf_counter, monotonic, elapsed = clocks
+    marks = {"start": time.perf_counter()}
     rotated = rotated_raw(spec)
     urandom = random.SystemRandom()  # call picks: os.urandom, not the `random` state a script can seed
     rotated_bytes, shared_bytes = input_bytes(spec, shape_index)
@@ -261,6 +272,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     input_sizes = sorted({t.numel() * t.element_size() for t in first})
     poison_memory(torch, input_sizes * 2 + [sum(input_sizes)], device)
 
+    marks["inputs"] = time.perf_counter()
     # Correctness pass: every set once, outputs kept (a device copy each).
     correct_outputs, correct_items, out_sizes = [], [], []
     for k in range(n_sets):
@@ -273,6 +285,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         correct_items.append({"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed,
                               "checksums": [checksum(torch, t) for t in sets[k]]})
 
+    marks["correctness_pass"] = time.perf_counter()
     # The per-call perturbation (inputs.py): buffers sized by the timer through `resize`.
     slot = perturb_slot(torch, first, per_set_flags)
     flats = [bits_view(torch, s[slot]) for s in sets] if slot is not None else []
@@ -389,6 +402,8 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
                      poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
                      n_calls=spec.get("iters"))
     sync_device(torch, device_kind)
+    marks["timer"] = time.perf_counter()
+    names = list(marks)
     record = {
         "shape": label, "index": shape_index, "rotation": n_sets, "rotated_bytes": per_set,
         "output_bytes": out_bytes, "cache_resident": cache_resident, "n_calls": timing["n_calls"],
@@ -400,5 +415,6 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         "timing": {k: timing[k] for k in ("event_total_ms", "enqueue_total_ms", "wall_total_ms", "samples",
                                           "estimate_ms", "eager_estimate_ms")},
         "correct": correct_items, "timed": timed_items,
+        "phases_s": {b: round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)},
     }
     return record, {"correct": correct_outputs, "timed": timed_outputs}
