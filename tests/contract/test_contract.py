@@ -205,3 +205,9 @@ def test_checksum_is_chunked_and_position_sensitive() -> None:
     swapped[[0, 1]] = swapped[[1, 0]]
     assert hk.checksum(torch, x)[0] == pytest.approx(hk.checksum(torch, swapped)[0])
     assert hk.checksum(torch, x)[1] != hk.checksum(torch, swapped)[1]
+
+
+def test_every_check_of_the_table_is_documented() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "verdicts.md").read_text(encoding="utf-8")
+    missing = [check.name for check in hk.CHECKS if f"`{check.name}`" not in text]
+    assert missing == [], f"docs/verdicts.md does not describe {missing}"
