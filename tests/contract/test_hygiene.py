@@ -127,3 +127,34 @@ def test_orphans_come_back_to_the_subreaper_and_are_found() -> None:
     finally:
         hk.kill_processes({orphan})
     assert not alive(orphan)
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_cli_takes_worker_and_judge_along_and_the_next_run_cleans_up(tmp_path: Path) -> None:
+    ws, _ = make_workspace(tmp_path / "ws")
+    (ws.target_dir(TARGET) / "candidate.py").write_text(HANGS_WITH_DAEMON)
+    argv = [sys.executable, "-m", "hotkernel", "bench", f"targets/{TARGET}/candidate.py", "-n", "1"]
+    cli = subprocess.Popen(argv, cwd=ws.root, env={**os.environ, "HOTKERNEL_PYTHON": python()},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid_file = ws.target_dir(TARGET) / "pids.txt"
+    deadline = time.monotonic() + 120
+    while not pid_file.is_file() and time.monotonic() < deadline and cli.poll() is None:
+        time.sleep(0.1)
+    assert pid_file.is_file(), "the candidate never started"
+    worker, daemon = (int(v) for v in pid_file.read_text().split())
+    contract_children = processes_with_parent_env(cli.pid)
+    parent = hk.run_dir_parent() or __import__("tempfile").gettempdir()
+    run_dirs = [p for p in Path(parent).glob(f"{hk.STALE_RUN_DIR_PREFIX}{cli.pid}_*")]
+    cli.kill()
+    cli.wait()
+    gone_by = time.monotonic() + 5.0
+    while time.monotonic() < gone_by and any(alive(p) for p in [worker, *contract_children]):
+        time.sleep(0.05)
+    left = [p for p in [worker, *contract_children] if alive(p)]
+    for pid in [*left, daemon]:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], f"alive 5 s after kill -9 of the CLI: {left}"
+    assert run_dirs and all(p.exists() for p in run_dirs)  # a kill -9 leaves its run directory ...
+    hk.clean_stale_run_dirs(parent)
+    assert not any(p.exists() for p in run_dirs)  # ... and the next run start removes it
