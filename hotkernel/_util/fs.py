@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -14,12 +15,14 @@ def atomic_write_text(path: Path, text: str, *, overwrite: bool = True) -> Path:
 
     A dot-named temp file in the same directory, fsync, then ``os.replace`` (``overwrite=True``) or a hard link
     to the final name, which fails with FileExistsError instead of clobbering (``overwrite=False``); the
-    directory is fsynced after; the temp file never survives, an error included.
+    directory is fsynced after; the temp file never survives, an error included. The file keeps the mode of
+    the one it replaces; a new file gets 0666 less the umask, as ``open()`` would give it.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
+        os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()
@@ -38,6 +41,16 @@ def atomic_write_text(path: Path, text: str, *, overwrite: bool = True) -> Path:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
     return path
+
+
+def _mode_for(path: Path) -> int:
+    """The permission bits ``path`` has now, else what a plain ``open(path, "w")`` would create."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def fsync_dir(directory: Path) -> None:
