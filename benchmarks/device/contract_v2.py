@@ -273,6 +273,30 @@ def step_scale_aware(out: Out, budget_s: float, device: str, dry: bool) -> None:
                 out.row("scale_aware", target=target, case=case, expected=expected,
                         as_expected=outcome.status == expected, **run_row(outcome))
     shutil.rmtree(ws.root, ignore_errors=True)
+    honest_repo_kernels(out, deadline, dry)
+
+
+def honest_repo_kernels(out: Out, deadline: float, dry: bool) -> None:
+    """This repository's Triton candidates and cuBLAS baseline, under their manifest's tolerances: correct."""
+    from hotkernel.manifest.load import load_manifest
+    from hotkernel.manifest.resolve import resolved_target
+
+    ws = repo_workspace()
+    manifest = load_manifest(ws.manifest)
+    scripts = ([("cpu_rmsnorm", "candidate", "torch (cpu)")] if dry else
+               [("softmax", "candidate", "Triton"), ("rmsnorm", "candidate", "Triton"),
+                ("gemv", "baseline", "cuBLAS torch.mv")])
+    with JudgeProcess(ws, python=sys.executable) as judge:
+        for target, role, what in scripts:
+            left = deadline - time.monotonic()
+            if left < 5:
+                out.row("scale_aware", target=target, case=what, skipped="step budget spent")
+                return
+            outcome = run_script(ws, ws.target_dir(target) / f"{role}.py", python=sys.executable, judge=judge,
+                                 timeout_s=left, resolved=resolved_target(manifest, target))
+            out.row("scale_aware", target=target, case=f"honest {what} ({role})", expected="ok",
+                    as_expected=outcome.status == "ok", **run_row(outcome))
+    shutil.rmtree(ws.root, ignore_errors=True)
 
 
 def step_adversarial(out: Out, budget_s: float, device: str, dry: bool) -> None:

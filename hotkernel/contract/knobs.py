@@ -21,8 +21,8 @@ MAX_ROTATION = {"cuda": 64, "cpu": 16}  # ... and at most this (tiny inputs stay
 MAX_ROTATION_BYTES = 8 << 30  # K is also capped so the rotated sets take at most this many bytes
 CACHE_MULTIPLE = 2.0  # rotated sets together exceed this multiple of the L2 (CPU: last-level cache)
 CPU_CACHE_FALLBACK_BYTES = 32 << 20  # when /sys does not say
-PERTURB_MIN_ABS = 4.0  # the element a timed call sees changed is set to +-[MIN, MAX] (raw inputs) ...
-PERTURB_MAX_ABS = 8.0  # ... (derived inputs get another element of the same tensor instead)
+PERTURB_MIN_ABS = 2.0  # the element a timed call sees changed is set to +-[MIN, MAX] (raw inputs: a tail value of
+PERTURB_MAX_ABS = 3.0  # the inputs' own N(0, 1), so honest kernels stay as accurate; derived inputs: another element)
 SAMPLED_EARLY = 2  # besides the last sample, one random checked call of this many earlier samples is judged
 
 # ---- checks (checks.py, judge.py) ------------------------------------------------------------------------
