@@ -9,7 +9,6 @@ import json
 import math
 import os
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +39,6 @@ from hotkernel.workspace.paths import MANIFEST_NAME, Workspace
 
 SCHEMA_MODELINE_PREFIX = "# yaml-language-server: $schema="
 EDIT_WAIT_S = 60.0  # how long an edit waits for the workspace lock (another edit, or a sync) before it gives up
-# The workspace lock is re-entrant per process, so two threads of one MCP server would both pass it: edits of
-# one process also take this lock, outside the workspace lock.
-EDIT_THREAD_LOCK = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -319,7 +315,7 @@ def edit_target(
         raise HotkernelError(f"target name {quote(name)} is not allowed: {NAME_RULE}")
     given = dict(fields or {})
     check_fields(given)
-    with EDIT_THREAD_LOCK, workspace_lock(Workspace(path.parent), wait_s=EDIT_WAIT_S, command=command):
+    with workspace_lock(Workspace(path.parent), wait_s=EDIT_WAIT_S, command=command):
         created = not path.exists()
         if created and mode in ("update", "remove"):
             raise HotkernelError(f"{MANIFEST_NAME} not found in {path.parent}: add a target first")

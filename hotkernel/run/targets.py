@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hotkernel.errors import HotkernelError
-from hotkernel.manifest.edit import EDIT_THREAD_LOCK, EDIT_WAIT_S, EditMode, edit_target, write_manifest
+from hotkernel.manifest.edit import EDIT_WAIT_S, EditMode, edit_target, write_manifest
 from hotkernel.manifest.load import ManifestProblem, check_target_fields, dotted
 from hotkernel.manifest.resolve import correctness_bounds, resolved_target
 from hotkernel.manifest.schema import schema_reference
@@ -78,7 +78,7 @@ def change_target(
             check_target_fields(name, fields, ws.root)
         except ManifestProblem as problem:
             raise HotkernelError(_problem_text(problem, label)) from None
-    with EDIT_THREAD_LOCK, workspace_lock(ws, wait_s=EDIT_WAIT_S, command=command):
+    with workspace_lock(ws, wait_s=EDIT_WAIT_S, command=command):
         before = ws.manifest.read_text(encoding="utf-8") if ws.manifest.is_file() else None
         try:
             outcome = edit_target(ws.manifest, name, fields, mode=mode, schema_ref=schema_reference(ws.root),

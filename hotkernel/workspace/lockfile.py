@@ -21,6 +21,7 @@ import json
 import os
 import re
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,22 +190,30 @@ def lock_holder(ws: Workspace) -> str:
     )
 
 
-_HELD_BY_THIS_PROCESS: set[Path] = set()  # workspaces whose lock this process holds (sync -> record -> lock)
+_HELD = threading.local()  # .roots: workspaces whose lock this thread holds (sync -> record -> lock)
+
+
+def _held_roots() -> set[Path]:
+    if not hasattr(_HELD, "roots"):
+        _HELD.roots = set()
+    return _HELD.roots
 
 
 @contextlib.contextmanager
 def workspace_lock(ws: Workspace, *, wait_s: float = 0.0, command: str = "hotkernel sync") -> Iterator[None]:
     """Hold ``.hotkernel/lock`` (an OS file lock) for the duration; refuse or wait ``wait_s`` when taken.
 
-    Re-entrant within one process: a ``record`` inside a ``sync`` does not wait for its own sync. A writer that
+    Re-entrant within one thread: a ``record`` inside a ``sync`` does not wait for its own sync; another thread
+    of the same process waits like another process does (each thread opens the lock file itself). A writer that
     takes it first removes temp files a killed writer left (older than a minute).
     """
     root = ws.root.resolve()
-    if root in _HELD_BY_THIS_PROCESS:
+    held = _held_roots()
+    if root in held:
         yield
         return
     ws.state_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(ws.state_dir / "lock"))
+    lock = FileLock(str(ws.state_dir / "lock"), thread_local=True, is_singleton=False)
     try:
         lock.acquire(timeout=max(0.0, wait_s), poll_interval=0.1)
     except Timeout:
@@ -219,11 +228,11 @@ def workspace_lock(ws: Workspace, *, wait_s: float = 0.0, command: str = "hotker
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         atomic_write_text(info_path, json.dumps(info, sort_keys=True) + "\n", overwrite=True)
-        _HELD_BY_THIS_PROCESS.add(root)
+        held.add(root)
         sweep_temp_files(ws)
         yield
     finally:
-        _HELD_BY_THIS_PROCESS.discard(root)
+        held.discard(root)
         with contextlib.suppress(OSError):
             info_path.unlink()
         lock.release()
