@@ -6,12 +6,14 @@ None may crash (an internal error), and none may echo the input back: at most ~2
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
+from hotkernel.errors import quote, shorten
 from hotkernel.mcp.app import build_server
 
 MB = 1 << 20
@@ -102,3 +104,16 @@ def test_a_path_name_past_name_max_is_refused_before_the_file_system(workspace: 
     text = "\n".join(getattr(c, "text", "") for c in result.content)
     assert result.is_error and "internal error" not in text and "name of 4,000 characters" in text, text[:300]
     assert longest_run(text) <= 200
+
+
+def test_quote_and_shorten_cut_what_they_print() -> None:
+    assert quote("abc") == "'abc'"
+    cut = quote("x" * MB)
+    assert longest_run(cut) <= 200 and "1,048,578 characters" in cut
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(4300)
+    try:
+        assert quote(10**5000) == "<a int too large to print>"
+    finally:
+        sys.set_int_max_str_digits(old)
+    assert len(shorten("y" * 10_000)) < 2100 and shorten("short") == "short"
