@@ -11,6 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
+WHO = "Claude (Anthropic): Triton kernel, speedrun/gemv/rows.py variant rows_bm4_bk2048_w4"
+
 BLOCK_M = 4
 BLOCK_K = 2048
 NUM_WARPS = 4

@@ -31,6 +31,8 @@ import torch
 import triton
 import triton.language as tl
 
+WHO = "Claude (Anthropic): Triton kernel with inline PTX, speedrun/int4_gemv/lop3.py variant lop3_f16_bn256_sk16"
+
 BLOCK_N = 256
 SPLIT_K = 16
 NUM_WARPS = 4

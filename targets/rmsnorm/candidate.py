@@ -13,6 +13,8 @@ import torch
 import triton
 import triton.language as tl
 
+WHO = "Claude (Anthropic): Triton kernel, speedrun/rmsnorm/row.py variant row_per_program"
+
 NUM_WARPS = 8
 
 

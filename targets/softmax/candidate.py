@@ -11,6 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
+WHO = "Claude (Anthropic): Triton kernel, speedrun/softmax/row.py variant row_w16"
+
 NUM_WARPS = 16
 
 
