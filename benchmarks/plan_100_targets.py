@@ -27,8 +27,12 @@ def build_workspace(root: Path, count: int) -> None:
     """A manifest of ``count`` cpu targets over one kernel file, rendered, with an up-to-date lock."""
     from hotkernel._util.fs import sha256_file
     from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
+    from hotkernel.run.bench import sample_stats
+    from hotkernel.run.models import SideSummary, VerifyResult
     from hotkernel.run.render import contract_sha256, expected_baseline_sha256, render_target
     from hotkernel.run.runner import sources_digest
+    from hotkernel.store.leaderboard import current_protocol
+    from hotkernel.store.models import Provenance, Record
     from hotkernel.workspace.lockfile import write_lock
     from hotkernel.workspace.paths import Workspace
 
@@ -40,21 +44,31 @@ def build_workspace(root: Path, count: int) -> None:
     (root / "hotkernel.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     ws = Workspace(root)
     manifest = load_manifest(ws.manifest)
-    lock: dict = {"targets": {}}
+    lock: dict = {"targets": {}, "records": {}}
     (root / "results").mkdir()
+    protocol = current_protocol()
     for name in manifest.targets:
         context = resolved_target(manifest, name)
         render_target(ws, name, context)
         record = root / "results" / name / "20260101T000000Z.json"
         record.parent.mkdir(parents=True)
-        record.write_text("{}\n", encoding="utf-8")
+        synthetic = VerifyResult(  # a made-up result: plan reads the record's presence and index entry only
+            verdict="inconclusive", reason="benchmark: synthetic", n=3, rounds_completed=3, target=name,
+            device="cpu", device_kind="cpu", protocol=protocol,
+            baseline=SideSummary(script=f"targets/{name}/baseline.py", stats=sample_stats([1.0, 1.0, 1.0])),
+            candidate=SideSummary(script=f"targets/{name}/candidate.py", stats=sample_stats([1.0, 1.0, 1.0])))
+        rec = Record(target=name, created_at="2026-01-01T00:00:00Z", who="benchmark (synthetic record)",
+                     note="synthetic", contract=protocol, result=synthetic,
+                     provenance=Provenance(device="cpu", device_kind="cpu", hotkernel="benchmark"))
+        record.write_text(json.dumps(rec.model_dump(mode="json"), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        lock["records"][record.relative_to(root).as_posix()] = sha256_file(record)
         lock["targets"][name] = {"cpu": {
             "manifest": manifest_fingerprint(manifest, name),
             "baseline_sha256": expected_baseline_sha256(context),
             "candidate_sha256": sha256_file(ws.target_dir(name) / "candidate.py"),
             "contract_sha256": contract_sha256(), "device": "cpu",
             "sources_sha256": sources_digest(ws, context),
-            "record": record.relative_to(root).as_posix(), "verdict": "inconclusive",
+            "record": record.relative_to(root).as_posix(), "verdict": "inconclusive", "protocol": protocol,
         }}
     write_lock(ws, lock)
     for name in list(manifest.targets)[:3]:  # a few out of date, as in real life
