@@ -79,9 +79,9 @@ def last_writers(kept: dict[int, Any], ptrs: list[tuple]) -> dict[int, int]:
 
 def measure(
     call: Callable[[int], Any],
-    overhead_call: Callable[[int], Any],
     n_sets: int,
     *,
+    overhead_call: Callable[[int], Any],
     torch: Any,
     device_kind: str,
     resize: Callable[[int], None],

@@ -397,7 +397,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         if sweep is not None:
             sweep.sum()
 
-    timing = measure(call, overhead_call, n_sets, torch=torch, device_kind=device_kind, resize=resize,
+    timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind, resize=resize,
                      prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
                      poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
                      n_calls=spec.get("iters"))
