@@ -11,10 +11,13 @@ from pydantic import BaseModel, Field
 from hotkernel.errors import quote
 from hotkernel.insight.base import MAX_PATH
 from hotkernel.mcp.base import TargetName, inside, known_target, rel, tool, workspace_of
-from hotkernel.store.leaderboard import current_protocol, leaderboard_rows, load_records, write_leaderboard
+from hotkernel.store.leaderboard import board_rows, write_leaderboard
 from hotkernel.store.models import HistoryEntry, LeaderboardRow, Record
 from hotkernel.store.record import history as target_history
 from hotkernel.store.record import invalidate_record as mark
+from hotkernel.workspace.lockfile import workspace_lock
+
+LOCK_WAIT_S = 30.0  # how long a board write waits for a sync or a manifest edit to release the workspace lock
 
 
 class Leaderboard(BaseModel):
@@ -42,8 +45,9 @@ def leaderboard(ctx: Context) -> Leaderboard:
     its latest verdicts.
     """
     ws = workspace_of(ctx)
-    path = write_leaderboard(ws)
-    rows = leaderboard_rows(load_records(ws.results_dir), current_protocol())
+    with workspace_lock(ws, wait_s=LOCK_WAIT_S, command="MCP leaderboard"):
+        path = write_leaderboard(ws)
+    rows = board_rows(ws)  # the rows LEADERBOARD.md lists: the current protocol's vouched records
     return Leaderboard(path=rel(ws, path), markdown=path.read_text(encoding="utf-8"), rows=rows)
 
 
@@ -89,6 +93,7 @@ def invalidate_record(
     record_path = inside(ws, path, "path")
     if ws.results_dir.resolve() not in record_path.parents:
         raise ToolError(f"path {quote(path)} is not under results/: give a record path that history lists")
-    result = mark(ws, record_path, reason)
-    write_leaderboard(ws)
+    with workspace_lock(ws, wait_s=LOCK_WAIT_S, command="MCP invalidate_record"):
+        result = mark(ws, record_path, reason)
+        write_leaderboard(ws)
     return result
