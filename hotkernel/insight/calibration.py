@@ -36,7 +36,6 @@ class CalibrationEntry(BaseModel):
     torch: str | None = None
     spec_bandwidth_gbps: float | None = None
     share_of_spec: float | None = None
-    aa_noise: dict | None = Field(default=None, description="A/A noise of the verify rule, when measured")
     notes: list[str] = []
 
     @property
@@ -72,23 +71,10 @@ def store_calibration(ws: Workspace | Path, entry: CalibrationEntry) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=30):
         entries = load_calibration(ws)
-        previous = entries.get(entry.uuid)
-        if previous is not None and entry.aa_noise is None:
-            entry = entry.model_copy(update={"aa_noise": previous.aa_noise})
         entries[entry.uuid] = entry
         payload = {"version": 1, "devices": {uuid: e.model_dump() for uuid, e in sorted(entries.items())}}
         atomic_write_text(path, json.dumps(payload, indent=1) + "\n")
     return path
-
-
-def store_aa_noise(ws: Workspace | Path, uuid: str, noise: dict) -> Path:
-    """Attach A/A noise figures (from the verify rule's self-test) to a calibrated device."""
-    entries = load_calibration(ws)
-    if uuid not in entries:
-        raise HotkernelError(
-            f"no calibration for {uuid} in {calibration_path(ws)}: run `hotkernel calibrate` first"
-        )
-    return store_calibration(ws, entries[uuid].model_copy(update={"aa_noise": noise}))
 
 
 def measured_ceiling_gbps(ws: Workspace | Path, uuid: str | None) -> float | None:

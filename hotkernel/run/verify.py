@@ -36,6 +36,7 @@ from hotkernel.run.bench import (
     script_path,
 )
 from hotkernel.run.models import RunSummary, SideSummary, VerifyResult
+from hotkernel.run.verdict import DEFAULT_ALPHA, MIN_EPSILON, decide
 from hotkernel.workspace.paths import Workspace
 
 ROLE_LETTER = {"baseline": "B", "candidate": "C"}
@@ -126,12 +127,10 @@ def verify(
     cancel: threading.Event | None = None,
 ) -> VerifyResult:
     """Interleave ``n`` rounds of baseline and candidate (ABBA), judge them, and return the verdict."""
-    from hotkernel.run.verdict import DEFAULT_ALPHA, decide, practical_margin
-
     if n < 1:
         raise HotkernelError(f"verify: need -n >= 1 rounds, got {n} (7 is a good start)")
     alpha = DEFAULT_ALPHA if alpha is None else alpha
-    epsilon = practical_margin(None) if epsilon is None else epsilon
+    epsilon = MIN_EPSILON if epsilon is None else epsilon
     paths = {"baseline": script_path(ws, baseline, "baseline"),
              "candidate": script_path(ws, candidate, "candidate")}
     python = user_python(ws, python)

@@ -71,20 +71,17 @@ def test_missing_interpreter(tmp_path):
         cal.calibrate(Workspace(tmp_path), python=str(tmp_path / "no-python"), device="cpu")
 
 
-def test_store_replaces_per_uuid_and_keeps_aa_noise(tmp_path):
+def test_store_replaces_per_uuid(tmp_path):
     calibration.store_calibration(tmp_path, _entry("GPU-1"))
     calibration.store_calibration(tmp_path, _entry("GPU-2", copy=50, read=40))
-    calibration.store_aa_noise(tmp_path, "GPU-1", {"cv": 0.004})
-    calibration.store_calibration(tmp_path, _entry("GPU-1", copy=200, read=150))  # re-calibration keeps the noise
+    calibration.store_calibration(tmp_path, _entry("GPU-1", copy=200, read=150))  # a re-calibration replaces
     entries = calibration.load_calibration(tmp_path)
     assert set(entries) == {"GPU-1", "GPU-2"}
-    assert entries["GPU-1"].copy_gbps == 200 and entries["GPU-1"].aa_noise == {"cv": 0.004}
+    assert entries["GPU-1"].copy_gbps == 200
     assert calibration.measured_ceiling_gbps(tmp_path, "GPU-1") == 200
     assert calibration.measured_ceiling_gbps(tmp_path, "GPU-2") == 50
     assert calibration.measured_ceiling_gbps(tmp_path, "GPU-3") is None
     assert calibration.measured_ceiling_gbps(tmp_path, None) is None
-    with pytest.raises(HotkernelError, match="run `hotkernel calibrate` first"):
-        calibration.store_aa_noise(tmp_path, "GPU-9", {})
 
 
 def test_corrupt_calibration_file_names_the_fix(tmp_path):

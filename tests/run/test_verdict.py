@@ -11,7 +11,6 @@ from hotkernel.run.verdict import (
     MIN_EPSILON,
     aa_noise,
     decide,
-    practical_margin,
     seed_rule,
     student_t_cdf,
     student_t_quantile,
@@ -157,12 +156,7 @@ def test_bad_arguments_raise() -> None:
         decide(BASE, BASE, epsilon=-0.01)
 
 
-def test_practical_margin_and_aa_noise() -> None:
-    assert practical_margin(None) == 0.01
-    assert practical_margin(0.004) == 0.01
-    assert practical_margin(0.03) == 0.03
-    with pytest.raises(ValueError, match="aa_noise"):
-        practical_margin(-0.1)
+def test_aa_noise_of_two_runs_of_one_code_is_under_the_margin() -> None:
     noise = aa_noise(BASE, [x * y for x, y in zip(BASE, NOISE, strict=True)])
     assert 0.0 < noise < 0.01  # sd of the ratios ~0.2%, n=7, t=3.71 -> ~0.3%
     assert decide(BASE, NOISE).as_dict()["rule"] == "paired-log-ratio-t"
