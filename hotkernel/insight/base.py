@@ -18,10 +18,8 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from hotkernel.errors import HotkernelError, quote
-from hotkernel.workspace.paths import Workspace, find_workspace, safe_path
+from hotkernel.workspace.paths import Workspace, check_path_length, find_workspace, safe_path
 
-MAX_PATH = 4096  # characters of a path parameter: PATH_MAX on Linux, checked before any file system call
-MAX_NAME = 255  # characters of one path component: NAME_MAX on Linux
 ProgressFn = Callable[..., None]
 
 
@@ -99,20 +97,6 @@ class InsightContext:
             where = "in the workspace" if self.confined else "here"
             raise HotkernelError(f"{param} {quote(user_path)} is not a file {where}" + (f": {hint}" if hint else ""))
         return path
-
-
-def check_path_length(user_path: str, param: str) -> None:
-    """A path longer than the OS allows is an error naming the parameter, before the file system sees it."""
-    if len(user_path) > MAX_PATH:
-        raise HotkernelError(
-            f"{param}: path of {len(user_path):,} characters is longer than {MAX_PATH}: give a real file path"
-        )
-    longest = max(user_path.split("/"), key=len)
-    if len(longest) > MAX_NAME:
-        raise HotkernelError(
-            f"{param}: path {quote(user_path, 80)} has a name of {len(longest):,} characters (the limit is "
-            f"{MAX_NAME}): give a real file path"
-        )
 
 
 class InsightTool(Protocol):

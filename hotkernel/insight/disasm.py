@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field
 
 from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
-from hotkernel.insight.base import CLI_ONLY, MAX_PATH, Cli, Hints, InsightContext
+from hotkernel.insight.base import CLI_ONLY, Cli, Hints, InsightContext
+from hotkernel.workspace.paths import MAX_PATH
 
 TRITON_CACHE = "triton-cache"
 DISASM_TIMEOUT_S = 120.0

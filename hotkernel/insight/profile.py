@@ -21,12 +21,12 @@ from pydantic import BaseModel, Field
 
 from hotkernel._util.procs import find_executable, run_command
 from hotkernel.errors import HotkernelError
-from hotkernel.insight.base import CLI_ONLY, MAX_PATH, Cli, Hints, InsightContext
+from hotkernel.insight.base import CLI_ONLY, Cli, Hints, InsightContext
 from hotkernel.insight.ncu_report import find_ncu
 from hotkernel.insight.top_kernels import TopKernels, top_kernels
 from hotkernel.insight.top_kernels import summary_lines as top_lines
 from hotkernel.manifest.python import user_python
-from hotkernel.workspace.paths import TARGET_NAME_RE
+from hotkernel.workspace.paths import MAX_PATH, TARGET_NAME_RE
 
 DEFAULT_TIMEOUT_S = 600.0
 CACHE_CONTROL = ("all", "none")

@@ -18,8 +18,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from hotkernel.errors import HotkernelError
-from hotkernel.insight.base import MAX_PATH, Cli, Hints, InsightContext
+from hotkernel.insight.base import Cli, Hints, InsightContext
 from hotkernel.insight.ncu_report import find_ncu, launches_from_ncu_report, load_ncu_report_module, ncu_import_csv
+from hotkernel.workspace.paths import MAX_PATH
 
 BUSY_PCT = 60.0  # Nsight Compute's "high throughput" threshold in its SOL rule
 TIME_UNITS_NS = {

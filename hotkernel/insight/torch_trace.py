@@ -18,8 +18,9 @@ from pydantic import BaseModel, Field
 
 from hotkernel._util.procs import run_command
 from hotkernel.errors import HotkernelError
-from hotkernel.insight.base import CLI_ONLY, MAX_PATH, Cli, Hints, InsightContext
+from hotkernel.insight.base import CLI_ONLY, Cli, Hints, InsightContext
 from hotkernel.manifest.python import user_python
+from hotkernel.workspace.paths import MAX_PATH
 
 WRAPPER = Path(__file__).parent / "scripts" / "trace_wrapper.py"
 DEFAULT_TIMEOUT_S = 600.0

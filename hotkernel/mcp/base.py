@@ -20,12 +20,18 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
 from hotkernel.errors import HotkernelError, quote
-from hotkernel.insight.base import check_path_length
 from hotkernel.manifest import load_manifest as load
 from hotkernel.manifest import resolved_target
 from hotkernel.mcp import jobs
 from hotkernel.run.render import render_target
-from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE, Workspace, find_workspace, safe_path
+from hotkernel.workspace.paths import (
+    MANIFEST_NAME,
+    TARGET_NAME_RE,
+    Workspace,
+    check_path_length,
+    find_workspace,
+    safe_path,
+)
 
 DEFAULT_WAIT_S = 50.0
 POLL_S = 0.1

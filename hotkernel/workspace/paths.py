@@ -7,9 +7,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hotkernel.errors import HotkernelError
+from hotkernel.errors import HotkernelError, quote
 
 MANIFEST_NAME = "hotkernel.yaml"
+MAX_PATH = 4096  # characters of a path parameter: PATH_MAX on Linux, checked before any file system call
+MAX_NAME = 255  # characters of one path component: NAME_MAX on Linux
 # Match with ``fullmatch``: ``$`` alone also matches before a trailing newline ("sm\n"). The pattern keeps its
 # anchors for JSON schemas (where ``$`` is the end of the text).
 TARGET_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -73,8 +75,9 @@ def validate_target_name(name: str) -> str:
 def safe_path(root: Path, user_path: str | os.PathLike[str], *, what: str = "path") -> Path:
     """Return ``root / user_path`` resolved, or raise when it (or a symlink on the way) leaves ``root``."""
     raw = os.fspath(user_path)
+    check_path_length(raw, what)
     if "\x00" in raw:
-        raise HotkernelError(f"{what} {raw!r} contains a NUL byte")
+        raise HotkernelError(f"{what} {quote(raw)} contains a NUL byte")
     root_resolved = root.resolve()
     candidate = Path(raw)
     if not candidate.is_absolute():
@@ -82,10 +85,24 @@ def safe_path(root: Path, user_path: str | os.PathLike[str], *, what: str = "pat
     resolved = candidate.resolve()
     if resolved != root_resolved and root_resolved not in resolved.parents:
         raise HotkernelError(
-            f"{what} {raw!r} is outside the workspace {root_resolved}: give a path inside it "
+            f"{what} {quote(raw)} is outside the workspace {root_resolved}: give a path inside it "
             "(no '..', no absolute path elsewhere, no symlink that leads out)"
         )
     return resolved
+
+
+def check_path_length(user_path: str, param: str) -> None:
+    """A path longer than the OS allows is an error naming the parameter, before the file system sees it."""
+    if len(user_path) > MAX_PATH:
+        raise HotkernelError(
+            f"{param}: path of {len(user_path):,} characters is longer than {MAX_PATH}: give a real file path"
+        )
+    longest = max(user_path.split("/"), key=len)
+    if len(longest) > MAX_NAME:
+        raise HotkernelError(
+            f"{param}: path {quote(user_path, 80)} has a name of {len(longest):,} characters (the limit is "
+            f"{MAX_NAME}): give a real file path"
+        )
 
 
 def find_workspace(start: str | os.PathLike[str] | None = None) -> Workspace:

@@ -10,7 +10,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from hotkernel.errors import quote
-from hotkernel.insight.base import MAX_PATH
 from hotkernel.mcp import jobs
 from hotkernel.mcp.base import (
     DEFAULT_WAIT_S,
@@ -32,7 +31,7 @@ from hotkernel.reconcile.plan import plan as make_plan
 from hotkernel.reconcile.sync import record_and_keep as record_result
 from hotkernel.run.models import BenchResult, VerifyResult
 from hotkernel.store.models import RecordResult
-from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE, Workspace
+from hotkernel.workspace.paths import MANIFEST_NAME, MAX_PATH, TARGET_NAME_RE, Workspace
 
 BenchOutcome = outcome_model(BenchResult, "BenchOutcome")
 VerifyOutcome = outcome_model(VerifyResult, "VerifyOutcome")

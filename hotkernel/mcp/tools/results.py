@@ -9,13 +9,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from hotkernel.errors import quote
-from hotkernel.insight.base import MAX_PATH
 from hotkernel.mcp.base import TargetName, inside, known_target, rel, tool, workspace_of
 from hotkernel.store.leaderboard import board_rows, write_leaderboard
 from hotkernel.store.models import HistoryEntry, LeaderboardRow, Record
 from hotkernel.store.record import history as target_history
 from hotkernel.store.record import invalidate_record as mark
 from hotkernel.workspace.lockfile import workspace_lock
+from hotkernel.workspace.paths import MAX_PATH
 
 LOCK_WAIT_S = 30.0  # how long a board write waits for a sync or a manifest edit to release the workspace lock
 
