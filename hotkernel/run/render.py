@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import jinja2
 from pydantic import BaseModel, Field
 
 from hotkernel.errors import HotkernelError
@@ -77,7 +78,6 @@ def contract_module() -> ModuleType:
 @functools.lru_cache(maxsize=1)
 def _environment() -> Any:
     """One jinja2 environment per process: it caches the compiled templates (``plan`` renders every target)."""
-    import jinja2
 
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from hotkernel._util.nvml import foreign_compute_pids
 from hotkernel._util.procs import TerminationRaises
 from hotkernel.errors import HotkernelError
+from hotkernel.manifest import load_manifest, resolved_target
 from hotkernel.run import render
 from hotkernel.workspace.paths import Workspace
 
@@ -57,7 +58,6 @@ def _resolved_from_manifest(ws: Workspace, name: str) -> dict[str, Any] | None:
     """The manifest's resolved entry for ``name``, or None when the workspace has no such target."""
     if not ws.manifest.is_file():
         return None
-    from hotkernel.manifest import load_manifest, resolved_target
 
     manifest = load_manifest(ws.manifest)
     if name not in manifest.targets:

@@ -8,11 +8,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+
+from hotkernel.manifest import load_manifest
+from hotkernel.run.bench import bench
+from hotkernel.workspace.paths import find_workspace
 
 
 def console() -> Any:
     """The rich console for progress and tables (stderr, so --json output stays clean on stdout)."""
-    from rich.console import Console
 
     return Console(stderr=True, soft_wrap=True)
 
@@ -31,7 +36,6 @@ def progress_display(title: str, *, enabled: bool = True) -> Iterator[Callable[[
 
         yield plain
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
     bar = Progress(
         SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -59,7 +63,6 @@ def print_json(model: Any) -> None:
 
 def manifest_defaults(ws: Any) -> Any:
     """The manifest's ``defaults`` (n, warmup, timeout_s, python), or None when it cannot be read."""
-    from hotkernel.manifest import load_manifest
 
     return load_manifest(ws.manifest).defaults
 
@@ -78,8 +81,6 @@ def register(app: typer.Typer) -> None:
 
         Exit 1 when a run crashed, hung, printed no (or two) JSON lines, or failed a check.
         """
-        from hotkernel.run.bench import bench
-        from hotkernel.workspace.paths import find_workspace
 
         ws = find_workspace()
         defaults = manifest_defaults(ws)

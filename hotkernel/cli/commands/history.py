@@ -8,6 +8,8 @@ import sys
 import typer
 
 from hotkernel.cli.commands.bench import console
+from hotkernel.store.record import history, invalidate_record
+from hotkernel.workspace.paths import find_workspace
 
 
 def register(app: typer.Typer) -> None:
@@ -19,8 +21,6 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print the records as a JSON list"),
     ) -> None:
         """List every record of TARGET, oldest first: verdict, speedup, who, note, whether it counts."""
-        from hotkernel.store.record import history
-        from hotkernel.workspace.paths import find_workspace
 
         entries = history(find_workspace(), target)
         if as_json:
@@ -40,8 +40,6 @@ def register(app: typer.Typer) -> None:
         reason: str = typer.Option(..., "--reason", help="one line: why it must not count"),
     ) -> None:
         """Mark a record as not counted (it stays on disk with the reason) and regenerate LEADERBOARD.md."""
-        from hotkernel.store.record import invalidate_record
-        from hotkernel.workspace.paths import find_workspace
 
         invalidate_record(find_workspace(), record, reason)
         console().print(f"invalidated {record}: {reason}", markup=False)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import typer
 
 from hotkernel.cli.commands.bench import console
+from hotkernel.store.leaderboard import store_problems, vouch_committed_records, write_leaderboard
+from hotkernel.workspace.lockfile import workspace_lock
+from hotkernel.workspace.paths import find_workspace
 
 
 def register(app: typer.Typer) -> None:
@@ -24,9 +27,6 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Regenerate LEADERBOARD.md from the records hotkernel.lock vouches for (same records, same bytes)."""
-        from hotkernel.store.leaderboard import store_problems, vouch_committed_records, write_leaderboard
-        from hotkernel.workspace.lockfile import workspace_lock
-        from hotkernel.workspace.paths import find_workspace
 
         ws = find_workspace()
         if check:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from hotkernel.reconcile.plan import plan, plan_lines
+from hotkernel.workspace.paths import find_workspace
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``plan`` command to the CLI."""
@@ -17,8 +20,6 @@ def register(app: typer.Typer) -> None:
 
         Imports no torch and runs nothing; `hotkernel sync` brings the listed targets up to date.
         """
-        from hotkernel.reconcile.plan import plan, plan_lines
-        from hotkernel.workspace.paths import find_workspace
 
         result = plan(find_workspace(), names=names or None)
         if as_json:

@@ -7,16 +7,18 @@ import sys
 from pathlib import Path
 
 import typer
+from pydantic import ValidationError
 
 from hotkernel.cli.commands.bench import console, print_json
 from hotkernel.errors import HotkernelError
+from hotkernel.reconcile.sync import record_and_keep
+from hotkernel.run.models import VerifyResult
+from hotkernel.workspace.paths import find_workspace
 
 
 def read_verify_result(source: str) -> object:
     """Parse the JSON ``hotkernel verify --json`` wrote, from a file or ``-`` (stdin)."""
-    from pydantic import ValidationError
 
-    from hotkernel.run.models import VerifyResult
 
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
@@ -48,8 +50,6 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print the RecordResult as JSON"),
     ) -> None:
         """Write results/TARGET/<UTC time>.json and regenerate LEADERBOARD.md; say if it beats the best."""
-        from hotkernel.reconcile.sync import record_and_keep
-        from hotkernel.workspace.paths import find_workspace
 
         ws = find_workspace()
         result = record_and_keep(ws, target, read_verify_result(result_json), note=note, who=who)

@@ -7,6 +7,9 @@ from typing import Any
 import typer
 
 from hotkernel.cli.commands.bench import console, progress_display
+from hotkernel.reconcile.plan import check_exit_code, plan_lines
+from hotkernel.reconcile.sync import sync
+from hotkernel.workspace.paths import find_workspace
 
 
 def register(app: typer.Typer) -> None:
@@ -36,9 +39,6 @@ def register(app: typer.Typer) -> None:
         A failing target is reported and the others go on; exit 1 at the end when any target failed or
         recorded an incorrect/invalid verdict. cuda targets on a machine without an NVIDIA GPU are skipped.
         """
-        from hotkernel.reconcile.plan import check_exit_code, plan_lines
-        from hotkernel.reconcile.sync import sync
-        from hotkernel.workspace.paths import find_workspace
 
         ws = find_workspace()
         if check:

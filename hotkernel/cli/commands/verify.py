@@ -7,6 +7,8 @@ from typing import Any
 import typer
 
 from hotkernel.cli.commands.bench import console, manifest_defaults, print_json, progress_display
+from hotkernel.run.verify import verify
+from hotkernel.workspace.paths import find_workspace
 
 
 def register(app: typer.Typer) -> None:
@@ -25,8 +27,6 @@ def register(app: typer.Typer) -> None:
 
         Exit 0 for faster, slower and inconclusive; 1 for incorrect or invalid (or an error).
         """
-        from hotkernel.run.verify import verify
-        from hotkernel.workspace.paths import find_workspace
 
         ws = find_workspace()
         defaults = manifest_defaults(ws)

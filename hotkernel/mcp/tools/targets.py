@@ -11,6 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from hotkernel.errors import HotkernelError
+from hotkernel.manifest import resolved_target
 from hotkernel.manifest.edit import EditMode
 from hotkernel.manifest.keys import fields_from_mcp, mcp_annotation, mcp_parameter_of
 from hotkernel.manifest.model import MAX_ITEMS, target_keys
@@ -25,6 +26,7 @@ from hotkernel.mcp.base import (
 )
 from hotkernel.run.targets import change_target
 from hotkernel.store.models import HistoryEntry
+from hotkernel.store.record import history as target_history
 from hotkernel.workspace.paths import Workspace, find_workspace
 
 
@@ -89,7 +91,6 @@ def _target_files(ws: Workspace, name: str) -> dict[str, str | None]:
 
 
 def _best_speedup(ws: Workspace, name: str) -> float | None:
-    from hotkernel.store.record import history as target_history
 
     speedups = [
         e.speedup
@@ -105,7 +106,6 @@ def list_targets(ctx: Context) -> TargetList:
 
     Reads only. Use show_target for one target's full spec, files and records; plan for what is out of date.
     """
-    from hotkernel.manifest import resolved_target
 
     ws = workspace_of(ctx)
     manifest = load_manifest(ws)
@@ -132,8 +132,6 @@ def show_target(ctx: Context, target: TargetName) -> TargetDetail:
 
     Reads only. Use list_targets for all targets at a glance, history for every record of a target.
     """
-    from hotkernel.manifest import resolved_target
-    from hotkernel.store.record import history as target_history
 
     ws = workspace_of(ctx)
     manifest = known_target(ws, target)
