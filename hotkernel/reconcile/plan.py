@@ -12,6 +12,7 @@ interpreter whose torch lacks CUDA on a GPU machine is reported by the run itsel
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,8 @@ def out_of_date_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str,
         reasons.append("baseline not rendered")
     elif baseline == "edited":
         reasons.append("baseline edited (verify will say invalid; delete it to re-render)")
+    elif baseline == "stale" and not reasons:  # verify refuses a baseline that is not the current render
+        reasons.append("baseline is an older render (sync re-renders it)")
     contract = contract_file_state(state, entries)
     if contract == "missing":
         reasons.append("contract not rendered")
@@ -146,11 +149,18 @@ def baseline_file_state(ws: Workspace, state: dict[str, Any], entries: dict[str,
     return "stale" if is_pristine_render(ws.targets_dir / state["name"] / "baseline.py") else "edited"
 
 
+RENDERED_PROTOCOL_RE = re.compile(r"^\(contract protocol (\d{1,3}), targets/hk_contract\.py\)\.$", re.M)
+
+
 def is_pristine_render(baseline: Path) -> bool:
-    """True when ``baseline`` is exactly what its own embedded SPEC renders (an untouched older render)."""
+    """True when ``baseline`` is exactly what its own embedded SPEC renders, under the contract protocol its
+    docstring names (an untouched render by this or an older hotkernel), so sync may replace it."""
     try:
+        text = baseline.read_text(encoding="utf-8")
         spec = contract_module().read_spec(str(baseline))
-        return sha256_text(expected_baseline(spec)) == sha256_file(baseline)
+        named = RENDERED_PROTOCOL_RE.search(text)
+        protocol = int(named.group(1)) if named else None
+        return sha256_text(expected_baseline(spec, protocol=protocol)) == sha256_text(text)
     except Exception:  # unreadable SPEC, or a SPEC the current templates cannot render: not pristine
         return False
 

@@ -102,7 +102,7 @@ def call_names(resolved: dict[str, Any]) -> list[str]:
     return [_identifier(str(n), "input name") for n in names]
 
 
-def _context(resolved: dict[str, Any]) -> dict[str, Any]:
+def _context(resolved: dict[str, Any], protocol: int | None = None) -> dict[str, Any]:
     contract = contract_module()
     positional = call_names(resolved)
     kwargs = [_identifier(str(k), "kwarg") for k in (resolved.get("kwargs") or {})]
@@ -113,7 +113,7 @@ def _context(resolved: dict[str, Any]) -> dict[str, Any]:
         "from_ref": resolved["from"],
         "from_literal": json.dumps(resolved["from"]),
         "spec_json": json.dumps(resolved, indent=2, sort_keys=False, allow_nan=False),
-        "protocol": contract.PROTOCOL_VERSION,
+        "protocol": contract.PROTOCOL_VERSION if protocol is None else protocol,
         "signature": signature,
         "call_args": call_args,
         "atol": resolved.get("atol"),
@@ -123,9 +123,10 @@ def _context(resolved: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def expected_baseline(resolved: dict[str, Any]) -> str:
-    """The exact text ``baseline.py`` must have for this resolved target (an edited copy differs)."""
-    return _environment().get_template(BASELINE_TEMPLATE).render(**_context(resolved))
+def expected_baseline(resolved: dict[str, Any], *, protocol: int | None = None) -> str:
+    """The exact text ``baseline.py`` must have for this resolved target (an edited copy differs); ``protocol``
+    renders it as a hotkernel of that contract protocol did (default: the current one)."""
+    return _environment().get_template(BASELINE_TEMPLATE).render(**_context(resolved, protocol))
 
 
 def expected_baseline_sha256(resolved: dict[str, Any]) -> str:

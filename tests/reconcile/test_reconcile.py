@@ -367,13 +367,13 @@ def test_sync_on_a_fresh_clone_shows_each_target_and_the_best_rows(tmp_path: Pat
     write_lock(ws, lock)
     report = sync(ws, gpu_name=None)
     assert [i.status for i in report.items] == ["up to date"] * 3 and not report.repaired
-    print_report(report)
+    print_report(report, [])
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == f"alpha....... up to date; last record: faster 1.250x [1.238, 1.262] on cpu ({faster.path})"
     assert lines[1].startswith("beta........ up to date; last record: inconclusive on cpu (results/beta/")
     assert lines[2].startswith("gpu_only.... up to date; last record: inconclusive on Test GPU (results/gpu_only/")
     assert lines[3:] == ["Sync: 3 up to date.", "Best so far (LEADERBOARD.md):",
-                         f"  alpha on cpu: faster 1.250x [1.238, 1.262] on cpu ({faster.path})"]
+                         f"  alpha: faster 1.250x [1.238, 1.262] on cpu ({faster.path})"]
 
 
 def test_sync_rewrites_a_stale_board_and_says_so(tmp_path: Path) -> None:
@@ -427,3 +427,40 @@ def test_kill_9_of_sync_during_record_leaves_valid_state_and_says_what_is_torn(t
         assert written in lock.records
         assert result.problems == ["LEADERBOARD.md is missing: run `hotkernel leaderboard` to regenerate it"]
         assert _cli(ws.root, "leaderboard").returncode == 0 and plan(ws, gpu_name=None).problems == []
+
+
+def test_an_untouched_render_of_an_older_protocol_is_re_rendered_not_called_edited(tmp_path: Path) -> None:
+    """After a protocol bump every baseline an older hotkernel rendered still counts as generated: sync replaces
+    it; a hand edit of such a file is still 'edited' (left for the runner's hash check to refuse)."""
+    from hotkernel.reconcile.plan import is_pristine_render
+    from hotkernel.run.render import contract_module, expected_baseline
+
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    context = resolved_target(load_manifest(ws.manifest), "alpha")
+    baseline = ws.target_dir("alpha") / "baseline.py"
+    older = expected_baseline(context, protocol=contract_module().PROTOCOL_VERSION - 1)
+    assert older != baseline.read_text(encoding="utf-8")
+    baseline.write_text(older, encoding="utf-8")
+    assert is_pristine_render(baseline)
+    reasons = {item.name: item.reasons for item in plan(ws, gpu_name=None).items}
+    assert reasons["alpha"] and not any("edited" in reason for reason in reasons["alpha"]), reasons["alpha"]
+    baseline.write_text(older.replace("import json\n", "import json  # slowed\n", 1), encoding="utf-8")
+    assert not is_pristine_render(baseline)
+    reasons = {item.name: item.reasons for item in plan(ws, gpu_name=None).items}
+    assert any("edited" in reason for reason in reasons["alpha"]), reasons["alpha"]
+
+
+def test_sync_output_lists_only_what_is_still_torn_after_it(tmp_path: Path, capsys) -> None:
+    """A stale board that sync rewrote is reported as repaired, never as still stale."""
+    from hotkernel.cli.commands.sync import print_report
+    from hotkernel.store.leaderboard import store_problems
+
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    ws.leaderboard.write_text("stale\n", encoding="utf-8")
+    report = sync(ws, gpu_name=None)
+    assert report.plan.problems and report.repaired  # seen before, repaired by the sync
+    print_report(report, store_problems(ws))
+    err = capsys.readouterr().err
+    assert "repaired: " in err and "\n! " not in err and not err.startswith("! ")

@@ -9,6 +9,7 @@ import typer
 from hotkernel.cli.commands.bench import console, progress_display
 from hotkernel.reconcile.plan import check_exit_code, plan_lines
 from hotkernel.reconcile.sync import sync
+from hotkernel.store.leaderboard import store_problems
 from hotkernel.workspace.paths import find_workspace
 
 
@@ -49,7 +50,7 @@ def register(app: typer.Typer) -> None:
                 for line in plan_lines(report.plan):
                     typer.echo(line)
                 for row in report.best:
-                    typer.echo(f"  best: {row.target} on {row.device}: {row_text(row)}")
+                    typer.echo(f"  best: {row.target}: {row_text(row)}")
             raise SystemExit(check_exit_code(report))
         with progress_display("sync", enabled=not as_json) as progress:
             report = sync(ws, names or None, from_scratch=from_scratch, n=n, wait_s=wait, who=who,
@@ -57,13 +58,14 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(report.model_dump_json(indent=2))
         else:
-            print_report(report)
+            print_report(report, store_problems(ws))
         if report.failed:
             raise SystemExit(1)
 
 
-def print_report(report: Any) -> None:
-    """One line per target (pre-commit style) with its newest record, then the leaderboard's best rows."""
+def print_report(report: Any, problems: list[str]) -> None:
+    """One line per target (pre-commit style) with its newest record, what is still torn (``problems``, read
+    after the sync), then the leaderboard's best rows."""
     out = console()
     width = max((len(i.name) for i in report.items), default=10) + 4
     colours = {"recorded": "green", "up to date": "dim", "skipped": "yellow", "failed": "red"}
@@ -85,7 +87,7 @@ def print_report(report: Any) -> None:
             colour = "red"
         name = item.name.ljust(width, ".")
         out.print(f"{name} [{colour}]{item.status}[/{colour}]{detail}", highlight=False, markup=True)
-    for line in report.plan.problems:
+    for line in problems:
         out.print(f"! {line}", markup=False, highlight=False)
     for line in report.repaired:
         out.print(f"repaired: {line}", markup=False, highlight=False)
@@ -97,7 +99,7 @@ def print_report(report: Any) -> None:
     if report.best:
         out.print("Best so far (LEADERBOARD.md):")
         for row in report.best:
-            out.print(f"  {row.target} on {row.device}: {row_text(row)}", markup=False, highlight=False)
+            out.print(f"  {row.target}: {row_text(row)}", markup=False, highlight=False)
     else:
         out.print("Best so far: no counted faster record yet (LEADERBOARD.md); edit targets/<name>/candidate.py, "
                   "then `hotkernel sync`", markup=False, highlight=False)
