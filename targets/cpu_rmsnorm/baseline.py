@@ -4,7 +4,7 @@
 """Baseline of target 'cpu_rmsnorm': ``kernel`` is the manifest's ``from`` function, ./kernels/rmsnorm.py:rms_norm.
 
 ``python targets/cpu_rmsnorm/baseline.py`` times it and checks it against the reference: one JSON line
-(contract protocol 1, targets/hk_contract.py).
+(contract protocol 2, targets/hk_contract.py).
 """
 
 import json

@@ -4,7 +4,7 @@
 """Baseline of target 'decode_attention': ``kernel`` is the manifest's ``from`` function, ./kernels/decode_attention.py:decode_attention.
 
 ``python targets/decode_attention/baseline.py`` times it and checks it against the reference: one JSON line
-(contract protocol 1, targets/hk_contract.py).
+(contract protocol 2, targets/hk_contract.py).
 """
 
 import json

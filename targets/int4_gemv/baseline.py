@@ -4,7 +4,7 @@
 """Baseline of target 'int4_gemv': ``kernel`` is the manifest's ``from`` function, ./kernels/int4_gemv.py:int4_gemv.
 
 ``python targets/int4_gemv/baseline.py`` times it and checks it against the reference: one JSON line
-(contract protocol 1, targets/hk_contract.py).
+(contract protocol 2, targets/hk_contract.py).
 """
 
 import json
