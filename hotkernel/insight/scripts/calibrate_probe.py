@@ -41,15 +41,15 @@ def contract_ms(contract, torch, call, n_sets, device):
     refilled, perturbed, poisoned or checked (every hook but the timer's own is a no-op)."""
     timing = contract.measure(
         call,
-        lambda j: None,  # the perturbation overhead: there is no perturbation
         n_sets,
+        overhead_call=lambda j: None,  # the perturbation overhead: there is no perturbation
         torch=torch,
         device_kind=device,
         resize=lambda n: None,
         prepare=lambda index: None,
         pick_calls=lambda n: set(),
         pointers=lambda out: (),
-        on_sample_done=lambda index, outputs, writers, n: None,
+        on_sample_done=lambda index, kept, writers, n_calls: None,
         poison=lambda kept: None,
         flush=lambda: None,
         clock=time.perf_counter,
