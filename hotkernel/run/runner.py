@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from hotkernel._util.fs import sha256_file
 from hotkernel._util.nvml import foreign_compute_pids
 from hotkernel._util.procs import TerminationRaises
 from hotkernel.errors import HotkernelError
@@ -45,13 +46,6 @@ class RunOutcome(BaseModel):
     def data(self) -> dict[str, Any] | None:
         """The run JSON line (alias of ``run``)."""
         return self.run
-
-
-def _sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def _resolved_from_manifest(ws: Workspace, name: str) -> dict[str, Any] | None:
@@ -105,14 +99,14 @@ def _sha256_by_stat(path: Path) -> str | None:
         return None
     key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
     if key not in _HASH_BY_STAT:
-        _HASH_BY_STAT[key] = _sha256(path) or "missing"
+        _HASH_BY_STAT[key] = sha256_file(path) or "missing"
     return _HASH_BY_STAT[key]
 
 
 def source_hashes(ws: Workspace, resolved: dict[str, Any], *, trust_stat: bool = False) -> dict[str, str]:
     """{workspace-relative path: sha256} of the target's source files."""
     root = ws.root.resolve()
-    digest = _sha256_by_stat if trust_stat else _sha256
+    digest = _sha256_by_stat if trust_stat else sha256_file
     return {path.relative_to(root).as_posix(): digest(path) or "missing" for path in source_files(ws, resolved)}
 
 
@@ -128,7 +122,7 @@ def check_workspace_integrity(ws: Workspace, name: str, resolved: dict[str, Any]
     exactly what the manifest renders; else the reason (`contract_unchanged: ...`, `baseline_unchanged: ...`).
     """
     contract = ws.contract_file
-    if _sha256(contract) != render.contract_sha256():
+    if sha256_file(contract) != render.contract_sha256():
         what = "is missing" if not contract.is_file() else "differs from hotkernel's contract"
         return f"contract_unchanged: targets/hk_contract.py {what}; run `hotkernel sync` to re-render it"
     baseline = ws.target_dir(name) / "baseline.py"
@@ -143,7 +137,7 @@ def check_workspace_integrity(ws: Workspace, name: str, resolved: dict[str, Any]
         except (OSError, ValueError, SyntaxError) as err:
             return f"baseline_unchanged: targets/{name}/baseline.py has no readable SPEC ({err})"
     expected = render.expected_baseline_sha256(resolved)
-    if _sha256(baseline) != expected:
+    if sha256_file(baseline) != expected:
         return (f"baseline_unchanged: targets/{name}/baseline.py was edited (it is generated from "
                 "hotkernel.yaml); run `hotkernel sync` to re-render it")
     return None
@@ -173,7 +167,7 @@ def workspace_hashes(ws: Workspace) -> dict[str, str]:
     for path in workspace_files(ws):
         rel = path.resolve().relative_to(root).as_posix() if not path.is_symlink() else \
             path.relative_to(ws.root).as_posix()
-        hashes[rel] = f"link:{os.readlink(path)}" if path.is_symlink() else (_sha256(path) or "missing")
+        hashes[rel] = f"link:{os.readlink(path)}" if path.is_symlink() else (sha256_file(path) or "missing")
     return hashes
 
 
