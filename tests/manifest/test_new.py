@@ -37,14 +37,6 @@ targets:
 """
 
 
-def render_available() -> bool:
-    try:
-        import hotkernel.run.render  # noqa: F401
-    except ModuleNotFoundError:
-        return False
-    return True
-
-
 @pytest.fixture()
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("HOTKERNEL_WORKSPACE", raising=False)
@@ -122,7 +114,6 @@ def test_new_adds_to_an_existing_manifest_with_a_minimal_diff(workspace: Path) -
     ]
 
 
-@pytest.mark.skipif(not render_available(), reason="hotkernel.run.render is being written by another helper")
 def test_new_renders_and_force_keeps_the_candidate(workspace: Path) -> None:
     out = new(
         "rmsnorm",
