@@ -11,8 +11,6 @@ import hashlib
 import importlib.util
 import json
 import keyword
-import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +19,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, Field
 
+from hotkernel._util.fs import atomic_write_text
 from hotkernel.errors import HotkernelError
 from hotkernel.workspace.paths import Workspace, validate_target_name
 
@@ -155,22 +154,10 @@ def is_untouched_candidate(text: str) -> bool:
     return last[len(GENERATED_CANDIDATE_MARK):] == hashlib.sha256((body + "\n").encode()).hexdigest()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _write_if_changed(path: Path, text: str) -> bool:
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return False
-    _write_atomic(path, text)
+    atomic_write_text(path, text)
     return True
 
 
@@ -205,7 +192,7 @@ def render_target(ws: Workspace, name: str, resolved: dict[str, Any]) -> RenderR
     elif candidate.exists():
         kept.append(rel(candidate))
     else:
-        _write_atomic(candidate, fresh)
+        atomic_write_text(candidate, fresh)
         result_written.append(rel(candidate))
     return RenderResult(
         target=name,

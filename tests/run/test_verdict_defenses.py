@@ -10,16 +10,13 @@ because the runner hashes the target's source files before and after every run.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from adversarial.workspace import KERNEL_SOURCE, TARGET, make_workspace, python
 
 from hotkernel.run.runner import JudgeProcess, run_script
 from hotkernel.run.verify import verify
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adversarial.workspace import KERNEL_SOURCE, TARGET, make_workspace, python  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SPEEDRUN = REPO / "speedrun"
 
 

@@ -22,7 +22,7 @@ np = pytest.importorskip("numpy")
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-INT4_DIR = Path(__file__).resolve().parents[1] / "speedrun" / "int4_gemv"
+INT4_DIR = Path(__file__).resolve().parents[2] / "speedrun" / "int4_gemv"
 MASK32 = 0xFFFFFFFF
 
 

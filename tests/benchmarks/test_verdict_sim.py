@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 np = pytest.importorskip("numpy")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def load_module(relative: str):

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from adversarial.workspace import TARGET, make_workspace, python
 
 from hotkernel.errors import HotkernelError
 from hotkernel.run.runner import (
@@ -16,9 +17,6 @@ from hotkernel.run.runner import (
     device_idle_problem,
     run_script,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adversarial.workspace import TARGET, make_workspace, python  # noqa: E402
 
 
 def test_integrity_ok_then_edited_baseline_then_edited_contract(tmp_path: Path) -> None:
