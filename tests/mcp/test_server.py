@@ -249,6 +249,7 @@ async def test_no_workspace_says_how_to_start(tmp_path: Path) -> None:
         assert result.is_error and "new_target" in text_of(result)
 
 
+@pytest.mark.slow  # the job runs the user python, which needs torch
 async def test_start_then_poll_then_cancel_kills_the_tree(workspace: Path, tmp_path: Path) -> None:
     pid_file = workspace / "sleeper.pid"
     async with Client(build_server(workspace)) as client:
@@ -276,6 +277,7 @@ async def test_start_then_poll_then_cancel_kills_the_tree(workspace: Path, tmp_p
         assert job["job_id"] in [j["job_id"] for j in listed.structured_content["jobs"]]
 
 
+@pytest.mark.slow  # the job runs the user python, which needs torch
 async def test_cancelled_call_kills_the_job_and_progress_arrives(workspace: Path) -> None:
     """A call the client cancels (timeout or notifications/cancelled) leaves no process of its job behind."""
     pid_file = workspace / "sleeper2.pid"
@@ -488,6 +490,7 @@ async def test_sync_limited_to_one_target(workspace: Path) -> None:
         assert "scale" in again.structured_content["up_to_date"]
 
 
+@pytest.mark.slow  # the job runs the user python, which needs torch
 async def test_profile_without_nsight_says_the_fix(workspace: Path) -> None:
     async with Client(build_server(workspace)) as client:
         neither = await call(client, "profile", {})

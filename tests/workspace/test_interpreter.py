@@ -117,6 +117,7 @@ def test_a_hanging_probe_times_out(tmp_path: Path) -> None:
 
 
 def test_this_venv_python_has_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
     monkeypatch.setenv(ENV_VAR, sys.executable)
     choice = find_python(None)
     assert choice.source == "env" and choice.torch_version
