@@ -121,6 +121,22 @@ def _function_ref(value: Any) -> str:
     raise ValueError(f"{quote(value)} is not a function reference; {FUNCTION_REF_HELP}")
 
 
+COMPETITOR_WORDS = ("compile", "compile-max-autotune", "compile-reduce-overhead")  # torch.compile(baseline, mode)
+
+
+def _competitor(value: Any) -> str:
+    """A ``competitors`` item: a torch.compile mode word, or a function reference like ``from``."""
+    if isinstance(value, str) and value.strip() in COMPETITOR_WORDS:
+        return value.strip()
+    try:
+        return _function_ref(value)
+    except ValueError:
+        raise ValueError(
+            f"{quote(value)} is not a competitor; write one of {', '.join(COMPETITOR_WORDS)} (torch.compile of "
+            f"the baseline) or a function reference ({FUNCTION_REF_HELP})"
+        ) from None
+
+
 def _identifier(value: Any) -> str:
     if is_parameter_name(value):
         return value
@@ -162,6 +178,13 @@ FunctionRef = Annotated[
     str,
     BeforeValidator(_function_ref),
     WithJsonSchema({"type": "string", "pattern": r"^[^:\s]+:[A-Za-z_][A-Za-z0-9_]*$", "maxLength": MAX_STRING}),
+]
+Competitor = Annotated[
+    str,
+    BeforeValidator(_competitor),
+    WithJsonSchema({"anyOf": [{"type": "string", "enum": list(COMPETITOR_WORDS)},
+                              {"type": "string", "pattern": r"^[^:\s]+:[A-Za-z_][A-Za-z0-9_]*$",
+                               "maxLength": MAX_STRING}]}),
 ]
 Dtype = Annotated[
     str,
@@ -331,6 +354,13 @@ class TargetSpec(BaseModel):
     )
     device: Annotated[Literal["cuda", "cpu"] | None, Key("--device", "device", "text", DEVICES)] = Field(
         None, description="cuda or cpu; default: defaults.device."
+    )
+    competitors: Annotated[list[Competitor], Key("--competitor", "competitors", "texts")] = Field(
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="Other implementations verified against the baseline like a candidate and recorded as "
+        "competitors: compile, compile-max-autotune, compile-reduce-overhead (torch.compile of the baseline) "
+        "or a function reference.",
     )
 
 

@@ -49,6 +49,7 @@ SAMPLES: dict[str, tuple[list[str], object]] = {
     "seed": (["7"], 7),
     "iters": (["3"], 3),
     "device": (["cpu"], "cpu"),
+    "competitors": (["compile", "./k.py:scale"], ["compile", "./k.py:scale"]),
 }
 
 
@@ -194,3 +195,11 @@ def test_docs_list_every_key_with_its_option_and_parameter() -> None:
         names, options, params = ([part.strip(" `") for part in cell.split(",")] for cell in cells[:3])
         listed.update({name: (option, param) for name, option, param in zip(names, options, params, strict=True)})
     assert listed == {key.yaml: (key.key.cli, key.key.mcp) for key in target_keys()}
+
+
+def test_competitors_take_compile_modes_and_function_refs_only() -> None:
+    spec = TargetSpec.model_validate({"from": "./k.py:scale", "shapes": ["8"],
+                                      "competitors": ["compile", " compile-max-autotune", "./k.py:scale"]})
+    assert spec.competitors == ["compile", "compile-max-autotune", "./k.py:scale"]
+    with pytest.raises(ValueError, match="is not a competitor; write one of compile"):
+        TargetSpec.model_validate({"from": "./k.py:scale", "shapes": ["8"], "competitors": ["jit"]})
