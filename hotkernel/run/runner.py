@@ -182,14 +182,19 @@ def workspace_change(before: dict[str, str], after: dict[str, str]) -> str | Non
 
 
 def device_idle_problem(own_pids: set[int], wait_s: float = IDLE_WAIT_S) -> str | None:
-    """``device_idle: ...`` when other processes use the GPU for ``wait_s``; None when idle or no GPU."""
+    """``device_idle: ...`` when other processes use this run's GPU for ``wait_s``; None when idle or no GPU.
+
+    Only the GPUs CUDA_VISIBLE_DEVICES leaves visible count: a sync lane pinned to one GPU ignores the others.
+    """
     deadline = time.monotonic() + wait_s
+    pinned = os.environ.get("CUDA_VISIBLE_DEVICES")
     while True:
         foreign = foreign_compute_pids(own_pids | {os.getpid()})
         if not foreign:
             return None
         if time.monotonic() >= deadline:
-            return (f"device_idle: {len(foreign)} other process(es) use the GPU (pids "
+            which = f"the GPU (CUDA_VISIBLE_DEVICES={pinned})" if pinned is not None else "the GPU"
+            return (f"device_idle: {len(foreign)} other process(es) use {which} (pids "
                     f"{', '.join(map(str, sorted(foreign)[:5]))}); stop them and run again")
         time.sleep(IDLE_POLL_S)
 
