@@ -76,15 +76,17 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
-def gpu_facts(device_name: str | None) -> dict[str, Any]:
-    """UUID, driver, power limit and clocks of the GPU named ``device_name`` (else the first GPU).
+def gpu_facts(device_name: str | None, uuid: str | None = None) -> dict[str, Any]:
+    """UUID, driver, power limit and clocks of the GPU with ``uuid``, else the first named ``device_name``
+    (else the first GPU).
 
     From ``gpu_info()`` (NVML, else nvidia-smi); {} without an NVIDIA GPU.
     """
     info = gpu_info()
     if not info.gpus:
         return {}
-    gpu = next((g for g in info.gpus if g.name == device_name), info.gpus[0])
+    gpu = next((g for g in info.gpus if uuid and g.uuid == uuid), None) or next(
+        (g for g in info.gpus if g.name == device_name), info.gpus[0])
     clocks = {
         "sm": gpu.sm_clock_mhz, "mem": gpu.mem_clock_mhz,
         "max_sm": gpu.sm_clock_max_mhz, "max_mem": gpu.mem_clock_max_mhz,
@@ -116,23 +118,30 @@ def package_versions(python: str | None) -> dict[str, str]:
 
 
 def collect_provenance(ws: Workspace, result: VerifyResult, *, python: str | None = None,
-                       device_kind: str | None = None) -> Provenance:
-    """GPU/CPU facts, versions and the git state, for a record of ``result``."""
+                       device_kind: str | None = None, facts: dict[str, Any] | None = None,
+                       cpu: str | None = None) -> Provenance:
+    """GPU/CPU facts, versions and the git state, for a record of ``result``.
+
+    ``facts`` (``gpu_facts`` of the GPU that ran it) and ``cpu``: measured where the run happened (a sync lane,
+    a cluster node) instead of probed here.
+    """
     kind = result.device_kind or device_kind or ("cpu" if (result.device or "").lower() == "cpu" else "cuda")
-    facts = gpu_facts(result.device) if kind == "cuda" else {}
+    if facts is None:
+        facts = gpu_facts(result.device) if kind == "cuda" else {}
+    cpu = cpu or cpu_model()
     versions = dict(result.versions)
     missing = [p for p in ("torch", "triton") if p not in versions]
     if missing:
         versions = {**package_versions(python or result.python), **versions}
     commit, dirty = git_state(ws.root)
     return Provenance(
-        device=result.device or facts.get("device") or (cpu_model() if kind == "cpu" else None),
+        device=result.device or facts.get("device") or (cpu if kind == "cpu" else None),
         device_kind=kind,
         gpu_uuid=facts.get("gpu_uuid"),
         driver=facts.get("driver"),
         power_limit_w=facts.get("power_limit_w"),
         clocks_mhz=facts.get("clocks_mhz", {}),
-        cpu=cpu_model(),
+        cpu=cpu,
         torch=versions.get("torch"),
         triton=versions.get("triton"),
         python=python or result.python,
