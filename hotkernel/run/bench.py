@@ -96,17 +96,24 @@ def display_path(ws: Workspace, path: Path) -> str:
 
 @contextmanager
 def judge_process(ws: Workspace, python: str) -> Iterator[Any]:
-    """One ``runner.JudgeProcess`` for a whole bench/verify, closed (its process group killed) afterwards."""
+    """One ready ``runner.JudgeProcess`` for a whole bench/verify, closed (its process group killed) afterwards.
+    Its start is the interpreter's torch probe (``user_python(..., probe=False)``): no second import first."""
     with runner.JudgeProcess(ws, python=python) as judge:
+        judge.ensure_ready()
         yield judge
 
 
+def target_context(ws: Workspace, script: Path) -> dict[str, Any] | None:
+    """The manifest's resolved entry of the target ``script`` belongs to (read once per bench/verify)."""
+    return runner.resolved_from_manifest(ws, script.parent.name)
+
+
 def run_one(ws: Workspace, script: Path, *, python: str, role: str, index: int, timeout_s: float,
-            ceiling_gbps: float | None, judge: Any) -> RunSummary:
+            ceiling_gbps: float | None, judge: Any, resolved: dict[str, Any] | None = None) -> RunSummary:
     """One run of ``script`` through the runner, summarised; anticipated runner errors become errors."""
     try:
         outcome = runner.run_script(ws, script, python=python, role=role, timeout_s=timeout_s,
-                             ceiling_gbps=ceiling_gbps, judge=judge)
+                                    ceiling_gbps=ceiling_gbps, judge=judge, resolved=resolved)
     except HotkernelError as err:
         return RunSummary(role=role, index=index, status="error", reason=f"crashed: {err}")
     return summarize_outcome(outcome, role=role, index=index)
@@ -129,7 +136,8 @@ def bench(
     if n < 1 or warmup < 0:
         raise HotkernelError(f"bench: need -n >= 1 and --warmup >= 0, got n={n}, warmup={warmup}")
     path = script_path(ws, script, "script")
-    python = user_python(ws, python)
+    python = user_python(ws, python, probe=False)
+    resolved = target_context(ws, path)
     runs: list[RunSummary] = []
     total = warmup + n
     failure: RunSummary | None = None
@@ -140,7 +148,7 @@ def bench(
                                      reason="cancelled: by request")
                 break
             run = run_one(ws, path, python=python, role=role, index=step - warmup, timeout_s=timeout_s,
-                          ceiling_gbps=ceiling_gbps, judge=judge)
+                          ceiling_gbps=ceiling_gbps, judge=judge, resolved=resolved)
             runs.append(run)
             if progress is not None:
                 label = "warmup" if step < warmup else "run"

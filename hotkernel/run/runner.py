@@ -22,6 +22,7 @@ from hotkernel._util.procs import TerminationRaises
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, resolved_target
 from hotkernel.run import render
+from hotkernel.workspace.interpreter import torch_missing
 from hotkernel.workspace.paths import Workspace
 
 IDLE_WAIT_S = 10.0  # how long a run waits for foreign GPU processes to finish before it is refused
@@ -48,7 +49,7 @@ class RunOutcome(BaseModel):
         return self.run
 
 
-def _resolved_from_manifest(ws: Workspace, name: str) -> dict[str, Any] | None:
+def resolved_from_manifest(ws: Workspace, name: str) -> dict[str, Any] | None:
     """The manifest's resolved entry for ``name``, or None when the workspace has no such target."""
     if not ws.manifest.is_file():
         return None
@@ -129,7 +130,7 @@ def check_workspace_integrity(ws: Workspace, name: str, resolved: dict[str, Any]
     if not baseline.is_file():
         return f"baseline_unchanged: targets/{name}/baseline.py is missing; run `hotkernel sync` to render it"
     if resolved is None:
-        resolved = _resolved_from_manifest(ws, name)
+        resolved = resolved_from_manifest(ws, name)
     if resolved is None:  # no manifest entry: at least the file must be what its own SPEC renders
         contract = render.contract_module()
         try:
@@ -237,6 +238,18 @@ class JudgeProcess:
         if self.prestart_enabled and not self.spares:
             self.prestart()
 
+    def ensure_ready(self) -> None:
+        """Wait until the judge has imported torch (the pre-started worker imports it meanwhile); a python
+        without torch is a one-line error with the fix, raised before any run."""
+        self.start()
+        if self.client.wait_ready():
+            return
+        lines = self.client.log_tail().strip().splitlines()
+        problem = lines[-1].strip() if lines else f"it exited with code {self.client.proc.poll()}"
+        if "torch" in problem and ("ModuleNotFoundError" in problem or "ImportError" in problem):
+            raise torch_missing(self.python, problem)
+        raise HotkernelError(f"the judge did not start with {self.python}: {problem}; check HOTKERNEL_PYTHON")
+
     def prestart(self, pool: int = 1) -> None:
         """Start workers until ``pool`` wait warm (each imports torch, then waits for its job)."""
         while len(self.spares) < pool:
@@ -304,7 +317,7 @@ def run_script(
     problem = check_workspace_integrity(ws, name, resolved)
     if problem:
         return outcome("invalid", problem)
-    context = resolved if resolved is not None else _resolved_from_manifest(ws, name)
+    context = resolved if resolved is not None else resolved_from_manifest(ws, name)
     sources_before = source_hashes(ws, context) if context else {}
     state_before = workspace_hashes(ws)
     own = judge is None

@@ -34,6 +34,7 @@ from hotkernel.run.bench import (
     run_one,
     sample_stats,
     script_path,
+    target_context,
 )
 from hotkernel.run.models import RunSummary, SideSummary, VerifyResult
 from hotkernel.run.verdict import DEFAULT_ALPHA, MIN_EPSILON, decide
@@ -102,12 +103,12 @@ def _versions(data: dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def integrity_problem(ws: Workspace, baseline: Path) -> str | None:
+def integrity_problem(ws: Workspace, baseline: Path, resolved: dict[str, Any] | None) -> str | None:
     """Why the workspace of the baseline's target is not intact (``check_workspace_integrity``), or None."""
     if baseline.parent.parent != ws.targets_dir.resolve():
         return None
     try:
-        return runner.check_workspace_integrity(ws, baseline.parent.name)
+        return runner.check_workspace_integrity(ws, baseline.parent.name, resolved)
     except HotkernelError as err:
         return str(err)
 
@@ -133,7 +134,10 @@ def verify(
     epsilon = MIN_EPSILON if epsilon is None else epsilon
     paths = {"baseline": script_path(ws, baseline, "baseline"),
              "candidate": script_path(ws, candidate, "candidate")}
-    python = user_python(ws, python)
+    python = user_python(ws, python, probe=False)
+    resolved = target_context(ws, paths["baseline"])  # one read of the manifest for every run
+    contexts = {"baseline": resolved, "candidate": resolved if paths["candidate"].parent == paths["baseline"].parent
+                else target_context(ws, paths["candidate"])}
     runs: list[RunSummary] = []
     order: list[str] = []
     ended: tuple[str, str] | None = None
@@ -142,7 +146,7 @@ def verify(
     times: dict[str, list[float]] = {"baseline": [], "candidate": []}
     rounds_completed = 0
     total = 2 * n
-    problem = integrity_problem(ws, paths["baseline"])
+    problem = integrity_problem(ws, paths["baseline"], resolved)
     if problem:
         ended = ("invalid", problem if ":" in problem else f"baseline_unchanged: {problem}")
     rounds = range(0 if ended else n)  # an integrity problem ends it before any process starts
@@ -155,7 +159,7 @@ def verify(
                     ended = ("invalid", "cancelled: verify was cancelled before it finished")
                     break
                 run = run_one(ws, paths[role], python=python, role=role, index=round_index,
-                              timeout_s=timeout_s, ceiling_gbps=ceiling_gbps, judge=judge)
+                              timeout_s=timeout_s, ceiling_gbps=ceiling_gbps, judge=judge, resolved=contexts[role])
                 runs.append(run)
                 order.append(ROLE_LETTER[role])
                 ended = judge_run(run, reference, first_by_role)

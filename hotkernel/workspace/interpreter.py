@@ -91,6 +91,12 @@ def probe_python(path: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
     return probe
 
 
+def torch_missing(path: str, problem: str) -> HotkernelError:
+    """The error for an interpreter that turned out not to import torch (``problem``: its last stderr line)."""
+    return HotkernelError(f"{path} cannot import torch ({problem}); install torch there "
+                          f"({path} -m pip install torch) or {FIX_HINT}")
+
+
 def _resolve_explicit(value: str, root: Path | None, what: str) -> str:
     """An explicit interpreter: absolute, relative to the workspace root, or a name found on PATH."""
     expanded = os.path.expanduser(value.strip())
@@ -130,12 +136,15 @@ def _path_candidates() -> list[str]:
 
 
 def find_python(
-    manifest_python: str | None = None, *, root: Path | None = None, require_torch: bool = True
+    manifest_python: str | None = None, *, root: Path | None = None, require_torch: bool = True,
+    probe_explicit: bool = True,
 ) -> PythonChoice:
     """The interpreter kernels run in, and why. ``root`` resolves a relative ``manifest_python``.
 
     With ``require_torch`` an explicit choice without torch is an error naming the fix; PATH candidates
-    without torch are skipped.
+    without torch are skipped. ``probe_explicit=False`` returns an explicit choice without running it (its
+    ``torch_version`` is None): for callers whose own first process imports torch and reports a missing one
+    (``torch_missing``), so the probe's ``import torch`` (2-10 s) is not paid twice in a row.
     """
     env_value = os.environ.get(ENV_VAR, "").strip()
     if env_value.startswith("${"):  # a host that left a plugin option unexpanded (`${user_config.python}`)
@@ -147,12 +156,11 @@ def find_python(
         explicit.append(("manifest", manifest_python, "hotkernel.yaml defaults.python"))
     for source, value, what in explicit:
         path = _resolve_explicit(value, root, what)
+        if not probe_explicit:
+            return PythonChoice(path, source, None)
         probe = probe_python(path)
         if require_torch and probe.torch_version is None:
-            raise HotkernelError(
-                f"{what} {path} cannot import torch ({probe.problem}); install torch there "
-                f"({path} -m pip install torch) or {FIX_HINT}"
-            )
+            raise torch_missing(f"{what} {path}", probe.problem or "no torch")
         return PythonChoice(path, source, probe.torch_version)
     tried: list[str] = []
     for candidate in _path_candidates():

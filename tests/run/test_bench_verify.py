@@ -41,6 +41,9 @@ class FakeJudge:
     def __exit__(self, *exc: object) -> None:
         self.closed = True
 
+    def ensure_ready(self) -> None:
+        pass
+
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
