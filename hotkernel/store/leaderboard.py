@@ -24,7 +24,9 @@ from hotkernel._util.fs import atomic_write_text, sha256_file
 from hotkernel._util.git import git_output
 from hotkernel.errors import HotkernelError
 from hotkernel.run.render import contract_module
-from hotkernel.store.models import RECORD_KIND, LeaderboardRow, Record
+from hotkernel.store.headline import headline_block, replace_block
+from hotkernel.store.models import RECORD_KIND, BestEntry, LeaderboardRow, Record
+from hotkernel.store.roofline_svg import chart_name, render_roofline_svg, spec_for
 from hotkernel.workspace.lockfile import Lock, check_record_path, read_lock, temp_files, write_lock
 from hotkernel.workspace.paths import Workspace
 
@@ -181,13 +183,25 @@ def device_of(record: Record) -> str:
     return record.provenance.device or record.result.device or "unknown"
 
 
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+
+
+def judge_ceiling_gbps(record: Record) -> float | None:
+    """The highest copy ceiling the judge reported in the record's runs (GB/s), or None."""
+    found = [_float((run.data or {}).get("ceiling_gbps")) for run in record.result.runs]
+    return max((c for c in found if c is not None), default=None)
+
+
 def leaderboard_rows(records: list[tuple[str, Record]], protocol: int) -> list[LeaderboardRow]:
-    """One row per record, sorted by (target, device, path), with the best per (target, device) marked."""
+    """One row per record, sorted by (target, device, path), with the best candidate per (target, device)
+    marked (a competitor is never the best)."""
     rows = []
     for path, record in records:
         result = record.result
         reason = not_counted_reason(record, protocol)
         has_speedup = result.verdict in ("faster", "slower")
+        contract = result.contract or {}
         rows.append(
             LeaderboardRow(
                 target=record.target,
@@ -202,12 +216,18 @@ def leaderboard_rows(records: list[tuple[str, Record]], protocol: int) -> list[L
                 note=record.note,
                 counted=reason is None,
                 not_counted_reason=reason,
+                role=record.role,
+                competitor=record.competitor,
+                dtype=contract.get("dtype") if isinstance(contract.get("dtype"), str) else None,
+                flops=_float(contract.get("flops")),
+                bytes=_float(contract.get("bytes")),
+                ceiling_gbps=judge_ceiling_gbps(record),
             )
         )
     rows.sort(key=lambda r: (r.target, r.device, r.path))
     best: dict[tuple[str, str], LeaderboardRow] = {}
     for row in rows:
-        if not row.counted or row.verdict != "faster" or row.speedup is None:
+        if row.role != "candidate" or not row.counted or row.verdict != "faster" or row.speedup is None:
             continue
         key = (row.target, row.device)
         if key not in best or row.speedup > best[key].speedup:  # type: ignore[operator]
@@ -220,6 +240,39 @@ def leaderboard_rows(records: list[tuple[str, Record]], protocol: int) -> list[L
 def best_rows(rows: list[LeaderboardRow]) -> list[LeaderboardRow]:
     """The best counted row of every (target, device) that has one."""
     return [r for r in rows if r.best]
+
+
+def competitor_speedup(row: LeaderboardRow) -> float | None:
+    """A competitor's speedup over the baseline: its own for faster/slower, 1.0 for inconclusive (the verdict
+    could not tell it from the baseline), None when it was incorrect or invalid."""
+    if row.verdict in ("faster", "slower") and row.speedup is not None:
+        return row.speedup
+    return 1.0 if row.verdict == "inconclusive" else None
+
+
+def best_entries(rows: list[LeaderboardRow]) -> list[BestEntry]:
+    """One entry per (target, device), sorted: the best candidate, the fastest counted competitor, and the best
+    candidate's speedup over that competitor (the ratio of the two speedups over the baseline)."""
+    entries: dict[tuple[str, str], BestEntry] = {}
+    for row in rows:
+        entry = entries.setdefault((row.target, row.device), BestEntry(target=row.target, device=row.device))
+        if row.best:
+            entry.best = row
+        speed = competitor_speedup(row) if row.role == "competitor" and row.counted else None
+        if speed is not None and (entry.competitor_speedup is None or speed > entry.competitor_speedup):
+            entry.competitor, entry.competitor_speedup = row, speed
+    for entry in entries.values():
+        if entry.best is not None and entry.best.speedup and entry.competitor_speedup:
+            entry.vs_competitor = entry.best.speedup / entry.competitor_speedup
+    return [entries[key] for key in sorted(entries)]
+
+
+def _vs_cell(entry: BestEntry) -> str:
+    if entry.competitor is None:
+        return ""
+    if entry.vs_competitor is None:
+        return f"no gain (it: {entry.competitor_speedup:.3f}x)"
+    return f"{entry.vs_competitor:.3f}x"
 
 
 def _cell(text: object) -> str:
@@ -289,21 +342,25 @@ def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: Resu
     lines += [
         "## Best so far",
         "",
-        "| target | device | speedup | interval | baseline ms | candidate ms | who | note | record |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "Speedups are over the baseline; *vs competitor* is the best candidate's speedup over the fastest "
+        "competitor's (each over the baseline of its own verify; below 1.000x the competitor is faster).",
+        "",
+        "| target | device | speedup | interval | vs competitor | best competitor | baseline ms | candidate ms "
+        "| who | note | record |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    groups: dict[tuple[str, str], list[LeaderboardRow]] = {}
-    for row in rows:
-        groups.setdefault((row.target, row.device), []).append(row)
-    if not groups:
-        lines.append(f"| (no record of protocol {protocol} yet: run `hotkernel sync`) | | | | | | | | |")
-    for (target, device), group in groups.items():
-        best = next((r for r in group if r.best), None)
+    entries = best_entries(rows)
+    if not entries:
+        lines.append(f"| (no record of protocol {protocol} yet: run `hotkernel sync`) | | | | | | | | | | |")
+    for entry in entries:
+        best, rival = entry.best, entry.competitor
+        rival_cell = "" if rival is None else f"{_cell(rival.who)} ({entry.competitor_speedup:.3f}x)"
+        head = f"| {_cell(entry.target)} | {_cell(entry.device)} |"
         if best is None:
-            lines.append(f"| {_cell(target)} | {_cell(device)} | no gain | | | | | | |")
+            lines.append(f"{head} no gain | | {_vs_cell(entry)} | {rival_cell} | | | | | |")
             continue
         lines.append(
-            f"| {_cell(target)} | {_cell(device)} | {speedup_cell(best)} | {_interval_cell(best)} | "
+            f"{head} {speedup_cell(best)} | {_interval_cell(best)} | {_vs_cell(entry)} | {rival_cell} | "
             f"{_ms(best.baseline_ms)} | {_ms(best.candidate_ms)} | {_cell(best.who)} | {_cell(best.note)} | "
             f"[{_cell(Path(best.path).name)}]({best.path}) |"
         )
@@ -316,12 +373,38 @@ def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: Resu
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
+        if row.role != "candidate":
+            continue
         counted = "best" if row.best else ("yes" if row.counted else f"no ({row.not_counted_reason})")
         lines.append(
             f"| {_cell(row.target)} | {_cell(row.device)} | [{_cell(Path(row.path).name)}]({row.path}) | "
             f"{row.verdict} | {speedup_cell(row)} | {_interval_cell(row)} | {_ms(row.baseline_ms)} | "
             f"{_ms(row.candidate_ms)} | {_cell(row.who)} | {_cell(row.note)} | {_cell(counted)} |"
         )
+    rivals = [row for row in rows if row.role == "competitor"]
+    if rivals:
+        lines += [
+            "",
+            "## Competitors",
+            "",
+            "Other implementations from each target's `competitors`, verified against the baseline like a "
+            "candidate; never the kept candidate.",
+            "",
+            "| target | device | competitor | record | verdict | speedup | interval | baseline ms | competitor ms "
+            "| counted |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for row in rivals:
+            counted = "yes" if row.counted else f"no ({row.not_counted_reason})"
+            lines.append(
+                f"| {_cell(row.target)} | {_cell(row.device)} | {_cell(row.who)} | "
+                f"[{_cell(Path(row.path).name)}]({row.path}) | {row.verdict} | {speedup_cell(row)} | "
+                f"{_interval_cell(row)} | {_ms(row.baseline_ms)} | {_ms(row.candidate_ms)} | {_cell(counted)} |"
+            )
+    charts = chart_devices(rows)
+    if charts:
+        lines += ["", "## Roofline", ""]
+        lines += [f"* {_cell(device)}: [{chart_name(device)}]({chart_name(device)})" for device in charts]
     unverified = scan.unverified + scan.damaged
     if unverified:
         lines += ["", "## Unverified (never counted)", "", "| file | why |", "| --- | --- |"]
@@ -329,19 +412,96 @@ def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: Resu
     return "\n".join(lines) + "\n"
 
 
+def chart_devices(rows: list[LeaderboardRow]) -> list[str]:
+    """The devices of counted rows that the spec table has (each gets a roofline chart), sorted."""
+    return sorted({r.device for r in rows if r.counted and spec_for(r.device) is not None})
+
+
+def measured_ceiling(rows: list[LeaderboardRow], device: str) -> float | None:
+    """The highest copy ceiling the judge measured in the counted records of ``device`` (GB/s)."""
+    return max((r.ceiling_gbps for r in rows if r.device == device and r.counted and r.ceiling_gbps), default=None)
+
+
+def _newest(rows: list[LeaderboardRow], device: str) -> dict[str, LeaderboardRow]:
+    newest: dict[str, LeaderboardRow] = {}
+    for row in rows:  # sorted by path: record names sort by UTC time
+        if row.device == device and row.counted and row.role == "candidate":
+            newest[row.target] = row
+    return newest
+
+
+def generated_texts(ws: Workspace, *, scan: ResultsScan | None = None) -> dict[str, str]:
+    """Every file the board writes, by workspace-relative name: LEADERBOARD.md, one ``roofline_<device>.svg``
+    per spec-sheet GPU, and README.md when it has the headline markers."""
+    scan = scan_results(ws) if scan is None else scan
+    protocol = current_protocol()
+    rows = board_rows(ws, protocol=protocol, scan=scan)
+    texts = {ws.leaderboard.name: render_leaderboard(ws, protocol=protocol, scan=scan)}
+    devices = []
+    for device in chart_devices(rows):
+        spec = spec_for(device)
+        assert spec is not None  # chart_devices keeps those the table has
+        on_device = [r for r in rows if r.device == device and r.counted]
+        entries = best_entries(on_device)
+        ceiling = measured_ceiling(rows, device)
+        dtypes = [r.dtype for r in on_device if r.dtype]
+        newest = _newest(rows, device)
+        texts[chart_name(device)] = render_roofline_svg(device, spec, entries, newest, dtypes, ceiling)
+        devices.append((device, chart_name(device), ceiling, entries, newest))
+    readme = ws.root / README_NAME
+    if readme.is_file() and not readme.is_symlink():
+        replaced = replace_block(readme.read_text(encoding="utf-8"), headline_block(devices))
+        if replaced is not None:
+            texts[README_NAME] = replaced
+    return texts
+
+
+README_NAME = "README.md"
+
+
 def write_leaderboard(ws: Workspace) -> Path:
-    """Regenerate LEADERBOARD.md atomically from ``results/``; returns its path."""
-    atomic_write_text(ws.leaderboard, render_leaderboard(ws), overwrite=True)
+    """Regenerate LEADERBOARD.md, the roofline charts and the README headline atomically from ``results/``;
+    returns LEADERBOARD.md's path."""
+    for name, text in generated_texts(ws).items():
+        path = ws.root / name
+        if not (path.is_file() and path.read_text(encoding="utf-8") == text):
+            atomic_write_text(path, text, overwrite=True)
     return ws.leaderboard
 
 
-def leaderboard_difference(ws: Workspace, scan: ResultsScan | None = None) -> str | None:
-    """None when LEADERBOARD.md matches what ``results/`` produce; else one line naming the record it differs in."""
+def generated_differences(ws: Workspace, scan: ResultsScan | None = None) -> list[str]:
+    """One line per generated file that differs from what ``results/`` give: LEADERBOARD.md (naming the record),
+    a roofline chart or the README headline (naming the file); [] when all match."""
     scan = scan_results(ws) if scan is None else scan
+    texts = generated_texts(ws, scan=scan)
+    lines = []
+    board = _board_difference(ws, scan, texts[ws.leaderboard.name])
+    if board:
+        lines.append(board)
+    fix = "run `hotkernel leaderboard` to regenerate it"
+    for name, text in sorted(texts.items()):
+        if name == ws.leaderboard.name:
+            continue
+        path = ws.root / name
+        if not path.is_file() or path.is_symlink():
+            lines.append(f"{name} is missing: {fix}")
+        elif path.read_text(encoding="utf-8", errors="replace") != text:
+            what = "its headline block differs from results/" if name == README_NAME else "it differs from results/"
+            lines.append(f"{name} is stale: {what}: {fix}")
+    return lines
+
+
+def leaderboard_difference(ws: Workspace, scan: ResultsScan | None = None) -> str | None:
+    """None when LEADERBOARD.md, the roofline charts and the README headline match what ``results/`` produce;
+    else the first difference in one line (LEADERBOARD.md's names the record it differs in)."""
+    differences = generated_differences(ws, scan)
+    return differences[0] if differences else None
+
+
+def _board_difference(ws: Workspace, scan: ResultsScan, expected: str) -> str | None:
     fix = "run `hotkernel leaderboard` to regenerate it"
     if not ws.leaderboard.is_file() or ws.leaderboard.is_symlink():
         return f"LEADERBOARD.md is missing: {fix}"
-    expected = render_leaderboard(ws, scan=scan)
     actual = ws.leaderboard.read_text(encoding="utf-8", errors="replace")
     if actual == expected:
         return None
@@ -374,8 +534,9 @@ def store_problems(ws: Workspace, lock: Lock | None = None) -> list[str]:
     """Every torn or foreign file under results/ and a stale board, one line each (``plan``, ``--check``)."""
     scan = scan_results(ws, lock)
     problems = scan.problems()
-    difference = leaderboard_difference(ws, scan) if (ws.results_dir.is_dir() or ws.leaderboard.exists()) else None
-    return problems + ([difference] if difference else [])
+    if not (ws.results_dir.is_dir() or ws.leaderboard.exists()):
+        return problems
+    return problems + generated_differences(ws, scan)
 
 
 def vouch_committed_records(ws: Workspace) -> list[str]:

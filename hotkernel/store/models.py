@@ -10,6 +10,7 @@ from hotkernel._util.model import StrictModel as _Model
 from hotkernel.run.models import Verdict, VerifyResult
 
 RECORD_KIND = "record"
+RecordRole = Literal["candidate", "competitor"]
 RECORD_SCHEMA = 1
 
 
@@ -70,6 +71,14 @@ class Record(_Model):
         "as the runs reported them; None when no run reported them",
     )
     invalidated: Invalidation | None = Field(default=None, description="set when the record no longer counts")
+    role: RecordRole = Field(
+        default="candidate", description="'candidate' (the loop's candidate) or 'competitor' (another "
+        "implementation from the target's competitors: recorded as such, never the kept candidate)",
+    )
+    competitor: str | None = Field(
+        default=None, description="the competitor as hotkernel.yaml names it (compile-max-autotune, ./f.py:fn); "
+        "None for candidates",
+    )
 
 
 class RecordResult(_Model):
@@ -125,5 +134,46 @@ class LeaderboardRow(_Model):
     counted: bool = Field(description="whether it counts toward best-so-far")
     not_counted_reason: str | None = Field(default=None, description="why it does not count")
     best: bool = Field(
-        default=False, description="True for the best counted faster record of its target/device"
+        default=False, description="True for the best counted faster candidate record of its target/device"
+    )
+    role: RecordRole = Field(default="candidate", description="'candidate' or 'competitor'")
+    competitor: str | None = Field(default=None, description="the competitor's manifest name (competitor rows)")
+    dtype: str | None = Field(default=None, description="the target's dtype as the runs reported it")
+    flops: float | None = Field(default=None, description="flops of one call (manifest), for the roofline")
+    bytes: float | None = Field(default=None, description="bytes one call moves (manifest or measured)")
+    ceiling_gbps: float | None = Field(
+        default=None, description="the highest copy ceiling the judge measured during the record's runs, GB/s"
+    )
+
+
+class BestEntry(_Model):
+    """One (target, device) of the board: its best candidate and its best competitor."""
+
+    target: str = Field(description="target name")
+    device: str = Field(description="GPU name (or CPU model)")
+    best: LeaderboardRow | None = Field(default=None, description="the best counted faster candidate, if any")
+    competitor: LeaderboardRow | None = Field(
+        default=None, description="the fastest counted competitor (largest speedup over the baseline), if any"
+    )
+    competitor_speedup: float | None = Field(
+        default=None, description="the competitor's speedup over the baseline (1.0 when inconclusive)"
+    )
+    vs_competitor: float | None = Field(
+        default=None, description="best candidate's speedup / best competitor's speedup (each over the baseline "
+        "of its own verify); below 1: slower than the competitor",
+    )
+
+
+class SuiteSummary(_Model):
+    """KernelBench's fast_p over one suite's targets on one device."""
+
+    suite: str = Field(description="'kernelbench level N' (targets named kb<N>_...) or 'workspace'")
+    device: str = Field(description="GPU name (or CPU model)")
+    targets: int = Field(description="targets of the suite with a current record on this device")
+    fast_p: dict[str, float] = Field(
+        description="p -> share of those targets whose best candidate is faster (verdict) with speedup > p"
+    )
+    faster: int = Field(description="targets with a faster best candidate")
+    geomean_speedup: float | None = Field(
+        default=None, description="geometric mean speedup over the targets with a faster best candidate"
     )

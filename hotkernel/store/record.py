@@ -165,10 +165,12 @@ def _one_line(value: str, what: str) -> str:
 
 def best_counted(ws: Workspace, target: str, device: str, protocol: int,
                  lock: Lock | None = None) -> tuple[float | None, str | None]:
-    """(best counted faster speedup, its record path) for ``target`` on ``device``, vouched records only."""
+    """(best counted faster speedup, its record path) for ``target`` on ``device``: vouched candidate records only
+    (a competitor never becomes the best)."""
     best: tuple[float | None, str | None] = (None, None)
     for path, rec in scan_results(ws, lock).records:
-        if rec.target != target or device_of(rec) != device or not_counted_reason(rec, protocol) is not None:
+        if (rec.target != target or device_of(rec) != device or rec.role != "candidate"
+                or not_counted_reason(rec, protocol) is not None):
             continue
         if rec.result.verdict == "faster" and rec.result.speedup is not None:
             if best[0] is None or rec.result.speedup > best[0]:
@@ -273,6 +275,7 @@ def record(
     provenance: Provenance | None = None,
     device_kind: str | None = None,
     before: StoreSnapshot | None = None,
+    competitor: str | None = None,
 ) -> RecordResult:
     """Write the record and its index entry (inside the workspace lock), regenerate LEADERBOARD.md, and say
     whether it beats the best so far.
@@ -281,6 +284,8 @@ def record(
     changed them, the record is written invalidated, naming the files, and the lock is restored to ``before``
     (plus this record's index entry): nothing the run wrote is vouched for. Pointing the lock at a candidate
     that beats the best is the reconciler's part (``hotkernel.reconcile.sync.record_and_keep``).
+    ``competitor``: the manifest's name of the competitor the candidate side ran: the record is kept with
+    ``role: competitor`` and never beats the best.
     """
     validate_target_name(target)
     who = _one_line(who, "who")
@@ -310,6 +315,7 @@ def record(
             result=verify_result, provenance=prov, fingerprint=fingerprint or {}, spec=spec,
             manifest_fingerprint=spec_fingerprint, tolerances=tolerances,
             invalidated=Invalidation(reason=tamper_reason(tampered), at=at) if tampered else None,
+            role="competitor" if competitor else "candidate", competitor=competitor,
         )
         path = write_new_json(ws.results_dir / target, now.strftime("%Y%m%dT%H%M%SZ"), rec.model_dump(mode="json"))
         rel = path.relative_to(ws.root).as_posix()
@@ -320,6 +326,7 @@ def record(
     speedup = verify_result.speedup
     beats = (
         counted
+        and competitor is None
         and verify_result.verdict == "faster"
         and speedup is not None
         and (previous is None or speedup > previous)
