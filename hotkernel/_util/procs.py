@@ -321,3 +321,33 @@ class TerminationRaises:
 
 def _raise_exit(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
+
+
+class SignalsDeferred:
+    """While active (main thread only), SIGINT, SIGTERM and SIGHUP are held back: the first one to arrive is
+    raised again when the block ends, through the handlers that were in place. For a short write that must
+    finish whole (a record and its lock entry). A context manager."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.previous: dict[int, object] = {}
+        self.caught: int | None = None
+
+    def __enter__(self) -> SignalsDeferred:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.previous[sig] = signal.signal(sig, self._hold)
+        return self
+
+    def _hold(self, signum: int, _frame: object) -> None:
+        if self.caught is None:
+            self.caught = signum
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        self.previous.clear()
+        if self.caught is not None:
+            caught, self.caught = self.caught, None
+            signal.raise_signal(caught)

@@ -33,6 +33,17 @@ def register(app: typer.Typer) -> None:
             None, "--who",
             help="author recorded for the candidates (default: $HOTKERNEL_WHO or git user.name)",
         ),
+        gpus: str = typer.Option(
+            None, "--gpus",
+            help="run one verify per GPU of this host at a time: 'all' or indices like '0,1' (default: one at a "
+            "time on the visible GPU)",
+        ),
+        executor: str = typer.Option(
+            "local", "--executor", help="'local' (this host) or 'ray' (each verify a Ray task on one GPU)"
+        ),
+        address: str = typer.Option(
+            None, "--address", help="Ray cluster address for --executor ray (default: start a local Ray instance)"
+        ),
         as_json: bool = typer.Option(False, "--json", help="print the SyncReport as JSON"),
     ) -> None:
         """Bring the workspace up to date: render, verify, record, regenerate LEADERBOARD.md.
@@ -54,7 +65,7 @@ def register(app: typer.Typer) -> None:
             raise SystemExit(check_exit_code(report))
         with progress_display("sync", enabled=not as_json) as progress:
             report = sync(ws, names or None, from_scratch=from_scratch, n=n, wait_s=wait, who=who,
-                          progress=progress)
+                          progress=progress, gpus=gpus, executor=executor, address=address)
         if as_json:
             typer.echo(report.model_dump_json(indent=2))
         else:

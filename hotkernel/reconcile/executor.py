@@ -1,0 +1,367 @@
+"""How ``sync`` runs its verify jobs: lanes (one GPU each, or the CPU), retries, and stopping on Ctrl-C.
+
+A ``Job`` is one verify a sync needs (a target's candidate against its baseline; a target may later add more,
+e.g. competitors). A ``Lane`` runs one job at a time and returns the VerifyResult and the facts of the hardware
+it ran on; an ``Executor`` spreads jobs over its lanes and yields each ``Outcome`` to the coordinating process,
+which alone writes results/, hotkernel.lock and LEADERBOARD.md. A lane whose process (or node) dies mid-run
+raises ``LaneDied``: the job is retried on another lane at most ``MAX_RETRIES`` times, then reported not run.
+
+``ProcessLane`` runs the job in a child process (``python -m hotkernel.reconcile.verify_job``) in a private copy
+of the target (``bundle``): the run's own workspace checks then see only files the coordinator never writes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import sys
+import tarfile
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from hotkernel._util.nvml import GpuSlot, all_gpus, select_visible, visible_tokens
+from hotkernel._util.procs import ProcResult, run_command
+from hotkernel.errors import HotkernelError, quote
+from hotkernel.run.models import VerifyResult
+from hotkernel.run.runner import source_files
+from hotkernel.run.verify import DEFAULT_TIMEOUT_S
+from hotkernel.workspace.paths import Workspace
+
+MAX_RETRIES = 2  # a job whose lane died is run again at most this many times
+WALL_SLACK_S = 300.0  # a lane's whole verify may take its runs' limits plus this (interpreter starts, judging)
+BUNDLE_LIMIT_BYTES = 256 * 1024 * 1024  # what one job may ship: a bigger target folder is a mistake
+LaneStatus = Callable[[str, int], None]  # (what the lane is doing, runs of the job done)
+StatusFn = Callable[[str, str, int], None]  # (lane name, "<target>: <what>", runs of the job done)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One verify a sync needs: ``candidate`` against ``baseline`` (workspace-relative), with the files it uses."""
+
+    key: str  # unique within one sync: the target name, or "<target>/<part>" for a target's further verifies
+    target: str
+    baseline: str
+    candidate: str
+    rounds: int
+    timeout_s: float | None
+    device_kind: str  # "cuda" or "cpu"
+    files: tuple[str, ...] = ()  # workspace-relative: the manifest, the contract, targets/<target>/, its sources
+
+    @property
+    def runs(self) -> int:
+        return 2 * self.rounds
+
+    def wall_limit_s(self) -> float:
+        """The longest a whole verify may take before its lane kills it."""
+        return self.runs * (self.timeout_s or DEFAULT_TIMEOUT_S) + WALL_SLACK_S
+
+    def as_json(self) -> str:
+        return json.dumps({k: v for k, v in asdict(self).items() if k != "files"}, sort_keys=True)
+
+
+@dataclass
+class LaneRun:
+    """What a lane brings back: the verify result, and the hardware facts where it ran (None: probe here)."""
+
+    result: VerifyResult
+    facts: dict[str, Any] | None = None
+    lane: str = ""
+
+
+@dataclass
+class Outcome:
+    """One job, done (``run``) or not run (``error``), after ``attempts`` tries."""
+
+    job: Job
+    run: LaneRun | None = None
+    error: str | None = None
+    lane: str = ""
+    attempts: int = 0
+
+
+class LaneDied(Exception):
+    """The lane's process, worker or node died mid-run: the job may run again elsewhere."""
+
+
+class JobFailed(Exception):
+    """The job cannot run (a one-line reason, e.g. a bad target): running it again would fail the same way."""
+
+
+class Lane(Protocol):
+    """Runs one job at a time: one GPU, or the CPU."""
+
+    name: str
+    kinds: frozenset[str]  # the device kinds it runs: "cuda", "cpu"
+
+    def run(self, job: Job, cancel: threading.Event, status: LaneStatus) -> LaneRun: ...
+
+
+class Executor(Protocol):
+    """Spreads jobs over lanes; yields each outcome as it comes (``close()`` the iterator to stop them all)."""
+
+    def describe(self) -> str: ...
+
+    def kinds(self) -> set[str]: ...
+
+    def run(self, jobs: Sequence[Job], status: StatusFn) -> Iterator[Outcome]: ...
+
+    def close(self) -> None: ...
+
+
+# ---- what a job ships ---------------------------------------------------------------------------------------
+
+
+def job_files(ws: Workspace, target: str, resolved: dict[str, Any]) -> tuple[str, ...]:
+    """Workspace-relative files a verify of ``target`` reads: the manifest, the contract, every file of
+    ``targets/<target>/`` and the target's source files (``runner.source_files``)."""
+    root = ws.root.resolve()
+    folder = ws.target_dir(target)
+    paths = [ws.manifest, ws.contract_file, *source_files(ws, resolved)]
+    paths += [p for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    return tuple(sorted({p.resolve().relative_to(root).as_posix() for p in paths if p.is_file()}))
+
+
+def bundle(ws: Workspace, files: Sequence[str]) -> bytes:
+    """A gzipped tarball of ``files`` (workspace-relative, regular files only), for a lane's private copy."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as tar:
+        for rel in files:
+            path = ws.inside(rel, what="job file")
+            info = tar.gettarinfo(str(path), arcname=rel)
+            if not info.isfile():
+                raise HotkernelError(f"{rel}: a sync job ships regular files only; replace the link with the file")
+            with open(path, "rb") as handle:
+                tar.addfile(info, handle)
+    if data.tell() > BUNDLE_LIMIT_BYTES:
+        raise HotkernelError(f"sync: the files of the job are {data.tell() >> 20} MiB (limit "
+                             f"{BUNDLE_LIMIT_BYTES >> 20} MiB); keep data files out of targets/ and the source folders")
+    return data.getvalue()
+
+
+def unpack(data: bytes, root: Path) -> None:
+    """Unpack a ``bundle`` into ``root`` (regular files with relative names inside it only)."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(root, filter="data")
+
+
+def run_bundled(data: bytes, job: Job, *, cancel: threading.Event | None = None,
+                env: dict[str, str] | None = None, python: str | None = None) -> LaneRun:
+    """Unpack ``data`` into a temporary workspace and run ``job`` there in a child process (its own process group,
+    killed on ``cancel``, a timeout or an exception); the lane side of both local lanes and Ray tasks."""
+    with tempfile.TemporaryDirectory(prefix="hotkernel-lane-") as tmp:
+        root = Path(tmp) / "ws"
+        unpack(data, root)
+        child_env = {**os.environ, **(env or {}), "HOTKERNEL_WORKSPACE": str(root)}
+        if python:
+            child_env["HOTKERNEL_PYTHON"] = python
+        proc = run_command([sys.executable, "-m", "hotkernel.reconcile.verify_job", job.as_json()],
+                           timeout_s=job.wall_limit_s(), cwd=root, env=child_env, out_dir=Path(tmp) / "out",
+                           name="verify", cancel=cancel)
+        return child_outcome(proc, job)
+
+
+def child_outcome(proc: ProcResult, job: Job) -> LaneRun:
+    """The verify child's last stdout line as a ``LaneRun``; ``JobFailed`` or ``LaneDied`` when there is none."""
+    lines = [line for line in proc.stdout().splitlines() if line.strip()]
+    try:
+        reply = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        reply = None
+    if proc.cancelled:
+        raise LaneDied("cancelled")
+    if proc.timed_out:
+        raise JobFailed(f"the verify took longer than {job.wall_limit_s():.0f} s and was killed")
+    if isinstance(reply, dict) and proc.returncode == 0 and "result" in reply:
+        return LaneRun(result=VerifyResult.model_validate(reply["result"]), facts=reply.get("facts") or {})
+    if isinstance(reply, dict) and "error" in reply:
+        raise JobFailed(str(reply["error"]))
+    tail = (proc.stderr(2000).strip().splitlines() or ["no output"])[-1]
+    raise LaneDied(f"the verify process died (exit {proc.returncode}): {tail[:200]}")
+
+
+@dataclass
+class ProcessLane:
+    """One GPU (pinned with CUDA_VISIBLE_DEVICES=<its UUID>) or the CPU of this host, running each job as a
+    child process in a private copy of the target."""
+
+    ws: Workspace
+    name: str
+    kinds: frozenset[str]
+    gpu: GpuSlot | None = None
+    python: str | None = None
+
+    def run(self, job: Job, cancel: threading.Event, status: LaneStatus) -> LaneRun:
+        status("verify", 0)
+        env = {"CUDA_VISIBLE_DEVICES": self.gpu.uuid} if self.gpu is not None else {"CUDA_VISIBLE_DEVICES": ""}
+        run = run_bundled(bundle(self.ws, job.files), job, cancel=cancel, env=env, python=self.python)
+        run.lane = self.name
+        return run
+
+
+def host_lanes(ws: Workspace, gpus: str, *, python: str | None = None,
+               gpu_list: list[GpuSlot] | None = None) -> list[ProcessLane]:
+    """One lane per GPU named by ``gpus`` ('all' or indices '0,1', as nvidia-smi numbers the GPUs this process
+    may use) plus one CPU lane (cpu targets, one at a time). ``gpu_list``: the GPUs (default: NVML's, as
+    CUDA_VISIBLE_DEVICES leaves them)."""
+    visible = gpu_list if gpu_list is not None else select_visible(all_gpus(), visible_tokens())
+    spec = gpus.strip().lower()
+    if spec == "all":
+        chosen = visible
+    else:
+        try:
+            indices = [int(part) for part in spec.split(",") if part.strip()]
+        except ValueError:
+            raise HotkernelError(f"--gpus {quote(gpus)}: give 'all' or GPU indices like '0,1'") from None
+        bad = [i for i in indices if not 0 <= i < len(visible)]
+        if not indices or bad or len(set(indices)) != len(indices):
+            raise HotkernelError(f"--gpus {quote(gpus)}: {len(visible)} GPU(s) visible here (indices 0.."
+                                 f"{max(len(visible) - 1, 0)}); give 'all' or distinct indices like '0,1'")
+        chosen = [visible[i] for i in indices]
+    if not chosen:
+        raise HotkernelError("--gpus: NVML finds no NVIDIA GPU on this machine; run sync without --gpus "
+                             "(cuda targets are skipped) or on a GPU host")
+    lanes = [ProcessLane(ws, f"gpu{i}", frozenset({"cuda"}), gpu=g, python=python) for i, g in
+             zip((visible.index(g) for g in chosen), chosen, strict=True)]
+    return [*lanes, ProcessLane(ws, "cpu", frozenset({"cpu"}), python=python)]
+
+
+# ---- spreading jobs over lanes ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Task:
+    job: Job
+    attempts: int = 0
+    failed_on: set[str] = field(default_factory=set)
+    reasons: list[str] = field(default_factory=list)
+
+
+class LaneExecutor:
+    """Jobs over ``lanes`` of this host: one lane runs in the calling thread, several in one thread each.
+
+    A job goes to the first free lane of its device kind, in job order; a job whose lane died goes back to the
+    queue and prefers a lane it has not died on. Closing the iterator (an exception or Ctrl-C in the
+    coordinator) sets the cancel event, which kills every lane's process tree, and waits for the lanes.
+    """
+
+    def __init__(self, lanes: Sequence[Lane]) -> None:
+        if not lanes:
+            raise HotkernelError("sync: no lane to run on")
+        self.lanes = list(lanes)
+
+    def describe(self) -> str:
+        return ", ".join(lane.name for lane in self.lanes)
+
+    def kinds(self) -> set[str]:
+        return set().union(*(lane.kinds for lane in self.lanes))
+
+    def close(self) -> None:
+        """Nothing outlives ``run``: its lanes stop when the iterator ends or is closed."""
+
+    def run(self, jobs: Sequence[Job], status: StatusFn) -> Iterator[Outcome]:
+        if len(self.lanes) == 1:
+            return self._serial(jobs, status)
+        return self._threads(jobs, status)
+
+    def _attempt(self, lane: Lane, task: _Task, cancel: threading.Event, status: StatusFn) -> Outcome | None:
+        """Run ``task`` on ``lane`` once: its outcome, or None when it goes back to the queue for a retry."""
+        task.attempts += 1
+        try:
+            run = lane.run(task.job, cancel, lambda what, done: status(lane.name, f"{task.job.key}: {what}", done))
+            run.lane = run.lane or lane.name
+            return Outcome(task.job, run=run, lane=lane.name, attempts=task.attempts)
+        except (JobFailed, HotkernelError) as err:
+            return Outcome(task.job, error=str(err), lane=lane.name, attempts=task.attempts)
+        except LaneDied as err:
+            task.failed_on.add(lane.name)
+            task.reasons.append(f"{lane.name}: {err}")
+            if cancel.is_set():
+                return Outcome(task.job, error="not run: sync was interrupted", lane=lane.name,
+                               attempts=task.attempts)
+            if task.attempts > MAX_RETRIES:
+                return Outcome(task.job, lane=lane.name, attempts=task.attempts,
+                               error=f"not run: its lane died {task.attempts} times ({'; '.join(task.reasons)})")
+            status(lane.name, f"{task.job.key}: lane died ({err}); retrying", 0)
+            return None
+        except Exception as err:  # a failing job is reported; the others go on
+            return Outcome(task.job, error=f"{type(err).__name__}: {err}", lane=lane.name, attempts=task.attempts)
+
+    def _serial(self, jobs: Sequence[Job], status: StatusFn) -> Iterator[Outcome]:
+        lane, cancel = self.lanes[0], threading.Event()
+        try:
+            for job in jobs:
+                task = _Task(job)
+                if job.device_kind not in lane.kinds:
+                    yield Outcome(job, error=f"not run: no lane runs {job.device_kind} targets", attempts=0)
+                    continue
+                outcome = None
+                while outcome is None:
+                    outcome = self._attempt(lane, task, cancel, status)
+                yield outcome
+        finally:
+            cancel.set()
+
+    def _threads(self, jobs: Sequence[Job], status: StatusFn) -> Iterator[Outcome]:
+        cancel = threading.Event()
+        cond = threading.Condition()
+        pending = [_Task(job) for job in jobs]
+        running: list[_Task] = []
+        done: queue.Queue[Outcome] = queue.Queue()
+        for task in [t for t in pending if not any(t.job.device_kind in lane.kinds for lane in self.lanes)]:
+            pending.remove(task)
+            done.put(Outcome(task.job, error=f"not run: no lane runs {task.job.device_kind} targets"))
+
+        def take(lane: Lane) -> _Task | None:
+            peers = [other.name for other in self.lanes if other.kinds & lane.kinds]
+            with cond:
+                while not cancel.is_set():
+                    mine = [t for t in pending if t.job.device_kind in lane.kinds]
+                    fresh = [t for t in mine if lane.name not in t.failed_on]
+                    stale = [t for t in mine if all(p in t.failed_on for p in peers)]  # every lane died on it
+                    pick = (fresh or stale or [None])[0]
+                    if pick is not None:
+                        pending.remove(pick)
+                        running.append(pick)
+                        return pick
+                    if not any(t.job.device_kind in lane.kinds for t in running):
+                        return None  # nothing left that could come back to this lane
+                    cond.wait(0.2)
+            return None
+
+        def work(lane: Lane) -> None:
+            while (task := take(lane)) is not None:
+                outcome = self._attempt(lane, task, cancel, status)
+                with cond:
+                    running.remove(task)
+                    if outcome is None:
+                        pending.insert(0, task)
+                    cond.notify_all()
+                if outcome is not None:
+                    done.put(outcome)
+            status(lane.name, "idle", 0)
+
+        threads = [threading.Thread(target=work, args=(lane,), name=f"hotkernel-lane-{lane.name}", daemon=True)
+                   for lane in self.lanes]
+        try:
+            for thread in threads:
+                thread.start()
+            for _ in range(len(jobs)):
+                while True:
+                    try:
+                        yield done.get(timeout=0.2)
+                        break
+                    except queue.Empty:
+                        if not any(t.is_alive() for t in threads) and done.empty():
+                            raise HotkernelError("sync: every lane stopped with jobs left") from None
+        finally:
+            cancel.set()
+            with cond:
+                cond.notify_all()
+            for thread in threads:
+                thread.join()
