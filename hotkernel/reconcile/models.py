@@ -26,11 +26,30 @@ class PlanItem(_Model):
     device_kind: str = Field(description="'cuda' or 'cpu' (the target's device)")
 
 
+class CompetitorItem(_Model):
+    """One out-of-date competitor of a target."""
+
+    name: str = Field(description="target name")
+    competitor: str = Field(description="the competitor as hotkernel.yaml names it (compile, ./f.py:fn)")
+    who: str = Field(description="who its records name: torch.compile (mode) or the function reference")
+    script: str = Field(description="its generated script, targets/<name>/competitor_<slug>.py")
+    action: PlanAction = Field(description="'create' (no record yet) or 'update' (re-run)")
+    reasons: list[str] = Field(
+        description="why it is out of date: new, no record on this GPU, manifest changed, contract changed, "
+        "templates changed, source changed, recorded with contract protocol N, record missing / damaged / "
+        "not vouched for / invalidated"
+    )
+    device_kind: str = Field(description="'cuda' or 'cpu' (the target's device)")
+
+
 class Plan(_Model):
     """``plan``: what ``sync`` would run, and why."""
 
     device: str = Field(description="the GPU name plans were made against, 'cpu', or 'no-gpu'")
     items: list[PlanItem] = Field(default_factory=list, description="out-of-date targets, sorted by name")
+    competitors: list[CompetitorItem] = Field(
+        default_factory=list, description="out-of-date competitors, by target then in manifest order",
+    )
     up_to_date: list[str] = Field(default_factory=list, description="targets with nothing to do")
     notes: list[str] = Field(
         default_factory=list, description="remarks (e.g. no GPU here: compared to lock only)"
@@ -43,7 +62,7 @@ class Plan(_Model):
 
     @property
     def out_of_date(self) -> bool:
-        return bool(self.items)
+        return bool(self.items or self.competitors)
 
 
 SyncStatus = Literal["recorded", "up to date", "skipped", "failed"]

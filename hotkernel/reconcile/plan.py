@@ -20,7 +20,13 @@ from hotkernel._util.fs import sha256_file, sha256_text
 from hotkernel._util.nvml import visible_gpu_name
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
-from hotkernel.reconcile.models import Plan, PlanItem, SyncReport
+from hotkernel.reconcile.models import CompetitorItem, Plan, PlanItem, SyncReport
+from hotkernel.run.competitors import (
+    competitor_path,
+    competitor_sources_sha256,
+    competitor_who,
+    expected_competitor_sha256,
+)
 from hotkernel.run.render import contract_module, contract_sha256, expected_baseline
 from hotkernel.run.runner import sources_digest
 from hotkernel.store.leaderboard import current_protocol, load_record, store_problems
@@ -56,6 +62,67 @@ def target_state(ws: Workspace, context: dict[str, Any], manifest_fingerprint: s
         "contract_on_disk": sha256_file(ws.contract_file),
         "sources_sha256": sources_sha(ws, context),
     }
+
+
+def competitor_state(ws: Workspace, context: dict[str, Any], manifest_fingerprint: str, contract_sha: str,
+                     competitor: str) -> dict[str, Any]:
+    """What a competitor would be recorded with now: the lock entry's parts (its script as ``candidate``)."""
+    return {
+        "manifest": manifest_fingerprint,
+        "baseline_sha256": expected_baseline_sha(context),
+        "contract_sha256": contract_sha,
+        "candidate_sha256": expected_competitor_sha256(context, competitor),
+        "sources_sha256": competitor_sources_sha256(ws, context, competitor, trust_stat=True),
+    }
+
+
+def competitor_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEntry], device: str,
+                       lock: Lock | None = None) -> list[str]:
+    """Why a competitor must be re-run, in a fixed order; [] when its record on ``device`` stands.
+
+    Its script is generated: a missing or edited copy is re-rendered by sync, so only what the record was made
+    from (the lock entry's fingerprints) matters here.
+    """
+    if not entries:
+        return ["new"]
+    reasons: list[str] = []
+    found = entries.get(device)
+    if found is None and device != NO_GPU:
+        reasons.append(f"no record on this GPU ({device})")
+    entry = found or latest_entry(entries)
+    assert entry is not None  # entries is not empty
+    protocol = current_protocol()
+    if entry.manifest != state["manifest"]:
+        reasons.append("manifest changed")
+    if entry.protocol != protocol:
+        reasons.append(f"recorded with contract protocol {entry.protocol} (current {protocol})")
+    if entry.contract_sha256 != state["contract_sha256"]:
+        reasons.append("contract changed")
+    elif "manifest changed" not in reasons and (entry.baseline_sha256, entry.candidate_sha256) != (
+            state["baseline_sha256"], state["candidate_sha256"]):
+        reasons.append("templates changed")
+    if entry.sources_sha256 != state["sources_sha256"]:
+        reasons.append("source changed")
+    reason = record_state(ws, entry.record, lock)
+    if reason:
+        reasons.append(reason)
+    return reasons
+
+
+def competitor_items(ws: Workspace, manifest: Any, name: str, context: dict[str, Any], fingerprint: str,
+                     contract_sha: str, device: str, lock: Lock) -> list[CompetitorItem]:
+    """The out-of-date competitors of target ``name`` on ``device``, in manifest order."""
+    items = []
+    kind = CPU_DEVICE if device == CPU_DEVICE else "cuda"
+    for competitor in manifest.targets[name].competitors:
+        state = competitor_state(ws, context, fingerprint, contract_sha, competitor)
+        reasons = competitor_reasons(ws, state, lock.competitor_entries(name, competitor), device, lock)
+        if reasons:
+            script = competitor_path(ws, name, competitor).relative_to(ws.root).as_posix()
+            items.append(CompetitorItem(name=name, competitor=competitor, who=competitor_who(competitor),
+                                        script=script, action="create" if reasons == ["new"] else "update",
+                                        reasons=reasons, device_kind=kind))
+    return items
 
 
 def sources_sha(ws: Workspace, context: dict[str, Any]) -> str:
@@ -188,14 +255,17 @@ def plan(ws: Workspace, *, names: list[str] | None = None, gpu_name: Any = _AUTO
         gpu_name = visible_gpu_name()
     contract_sha = contract_sha256()
     items: list[PlanItem] = []
+    rivals: list[CompetitorItem] = []
     up_to_date: list[str] = []
     notes: list[str] = []
     compared_without_gpu = False
     for name in selected:
         context = resolved_target(manifest, name)
-        state = target_state(ws, context, manifest_fingerprint(manifest, name), contract_sha)
+        fingerprint = manifest_fingerprint(manifest, name)
+        state = target_state(ws, context, fingerprint, contract_sha)
         device = device_key(context, gpu_name)
         entries = lock.entries(name)
+        rivals += competitor_items(ws, manifest, name, context, fingerprint, contract_sha, device, lock)
         reasons = out_of_date_reasons(ws, state, entries, device, lock)
         kind = CPU_DEVICE if device == CPU_DEVICE else "cuda"
         compared_without_gpu = compared_without_gpu or (device == NO_GPU and bool(entries))
@@ -207,7 +277,8 @@ def plan(ws: Workspace, *, names: list[str] | None = None, gpu_name: Any = _AUTO
     if compared_without_gpu:
         notes.append("no NVIDIA GPU here: cuda targets were compared with their latest record on any GPU")
     problems = store_problems(ws, lock)
-    return Plan(device=gpu_name or NO_GPU, items=items, up_to_date=up_to_date, notes=notes, problems=problems)
+    return Plan(device=gpu_name or NO_GPU, items=items, competitors=rivals, up_to_date=up_to_date, notes=notes,
+                problems=problems)
 
 
 def select_names(manifest: Any, names: list[str] | None) -> list[str]:
@@ -227,18 +298,21 @@ def select_names(manifest: Any, names: list[str] | None) -> list[str]:
 def plan_lines(p: Plan) -> list[str]:
     """terraform-style lines: ``+ name: new``, ``~ name: candidate changed``, then a summary line."""
     lines = [f"{'+' if i.action == 'create' else '~'} {i.name}: {', '.join(i.reasons)}" for i in p.items]
+    lines += [f"{'+' if c.action == 'create' else '~'} {c.name} competitor {c.competitor}: {', '.join(c.reasons)}"
+              for c in p.competitors]
     lines += [f"! {problem}" for problem in p.problems]
     lines += [f"  note: {note}" for note in p.notes]
     adds = sum(1 for i in p.items if i.action == "create")
     changes = len(p.items) - adds
     torn = f" {len(p.problems)} problem(s) in results/ or LEADERBOARD.md (lines with '!')." if p.problems else ""
-    if not p.items:
-        lines.append(f"No changes. {len(p.up_to_date)} target(s) up to date.{torn}")
+    rivals = f" {len(p.competitors)} competitor(s) to run." if p.competitors else ""
+    if not p.items and not p.competitors:
+        lines.append(f"No changes. {len(p.up_to_date)} target(s) up to date.{rivals}{torn}")
     else:
-        lines.append(f"Plan: {adds} to add, {changes} to change, {len(p.up_to_date)} up to date.{torn}")
+        lines.append(f"Plan: {adds} to add, {changes} to change, {len(p.up_to_date)} up to date.{rivals}{torn}")
     return lines
 
 
 def check_exit_code(report: SyncReport) -> int:
-    """``sync --check``: 0 up to date, 2 out of date or torn state (a problem line)."""
-    return 2 if report.plan.items or report.plan.problems else 0
+    """``sync --check``: 0 up to date, 2 out of date (a target or a competitor) or torn state (a problem line)."""
+    return 2 if report.plan.out_of_date or report.plan.problems else 0

@@ -131,7 +131,7 @@ def scan_results(ws: Workspace, lock: Lock | None = None) -> ResultsScan:
             scan.unverified.append((rel, "content differs from the sha256 the records index holds"))
         else:
             scan.records.append((rel, record))
-    named = set(index) | {e.record for entries in lock.targets.values() for e in entries.values()}
+    named = set(index) | lock.entry_records()
     scan.missing = sorted(p for p in named if p not in seen)
     return scan
 

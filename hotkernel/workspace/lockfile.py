@@ -6,11 +6,14 @@
      "targets": {"<name>": {"<device>": {"manifest": ..., "baseline_sha256": ..., "candidate_sha256": ...,
                   "contract_sha256": ..., "sources_sha256": ..., "device": ..., "protocol": 2,
                   "record": "results/<name>/<ts>.json", "verdict": ...}}},
-     "records": {"results/<name>/<ts>.json": "<sha256 of the file>"}}
+     "records": {"results/<name>/<ts>.json": "<sha256 of the file>"},
+     "competitors": {"<name>": {"<competitor>": {"<device>": {<an entry as above: candidate_sha256 is the
+                     rendered competitor script's, sources_sha256 covers the competitor's own source too>}}}}}
 
 ``<device>`` is the GPU name for cuda targets and ``cpu`` for cpu targets. ``records`` is the index that
 ``record`` writes inside the workspace lock: the leaderboard counts only the files it vouches for.
-Schema 1 (no ``records``, no ``protocol``: every entry was protocol 1) is read and rewritten as schema 2.
+Schema 1 (no ``records``, no ``protocol``: every entry was protocol 1) is read and rewritten as schema 2;
+``competitors`` is optional (a lock without it has none recorded).
 """
 
 from __future__ import annotations
@@ -80,6 +83,9 @@ class Lock(StrictModel):
     schema_: int = Field(default=LOCK_SCHEMA, alias="schema", strict=True, description="lock file layout version")
     targets: dict[str, dict[str, LockEntry]] = Field(default_factory=dict, description="target -> device -> entry")
     records: dict[str, str] = Field(default_factory=dict, description="record path -> sha256 of its bytes")
+    competitors: dict[str, dict[str, dict[str, LockEntry]]] = Field(
+        default_factory=dict, description="target -> competitor (as hotkernel.yaml names it) -> device -> entry",
+    )
 
     model_config = {**StrictModel.model_config, "populate_by_name": True}
 
@@ -93,6 +99,18 @@ class Lock(StrictModel):
                 check_record_path(entry.record, name)
         return value
 
+    @field_validator("competitors")
+    @classmethod
+    def _competitor_names(cls, value: dict[str, dict[str, dict[str, LockEntry]]]
+                          ) -> dict[str, dict[str, dict[str, LockEntry]]]:
+        for name, competitors in value.items():
+            if not TARGET_NAME_RE.fullmatch(name):
+                raise ValueError(f"target name {name!r} is not an identifier")
+            for devices in competitors.values():
+                for entry in devices.values():
+                    check_record_path(entry.record, name)
+        return value
+
     @field_validator("records")
     @classmethod
     def _index(cls, value: dict[str, str]) -> dict[str, str]:
@@ -104,6 +122,16 @@ class Lock(StrictModel):
 
     def entries(self, target: str) -> dict[str, LockEntry]:
         return self.targets.get(target, {})
+
+    def competitor_entries(self, target: str, competitor: str) -> dict[str, LockEntry]:
+        """device -> entry of one competitor of ``target``."""
+        return self.competitors.get(target, {}).get(competitor, {})
+
+    def entry_records(self) -> set[str]:
+        """Every record path a target or competitor entry names."""
+        named = {e.record for entries in self.targets.values() for e in entries.values()}
+        return named | {e.record for rivals in self.competitors.values() for devices in rivals.values()
+                        for e in devices.values()}
 
 
 def read_lock(ws: Workspace) -> Lock:

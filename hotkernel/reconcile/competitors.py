@@ -1,0 +1,113 @@
+"""Verify and record a target's out-of-date competitors (``competitors:`` in hotkernel.yaml).
+
+Each competitor is rendered (``run/competitors.py``), verified against the generated baseline like a
+candidate, recorded with ``role: competitor`` (never the kept candidate) and fingerprinted in the lock's
+``competitors`` section, so ``plan`` says when one is out of date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hotkernel._util.fs import sha256_file
+from hotkernel._util.nvml import visible_gpu_name
+from hotkernel.errors import HotkernelError
+from hotkernel.manifest import manifest_fingerprint, resolved_target
+from hotkernel.reconcile.models import SyncItem
+from hotkernel.reconcile.plan import (
+    _AUTO,
+    CPU_DEVICE,
+    NO_GPU,
+    competitor_items,
+    competitor_state,
+    device_key,
+    select_names,
+)
+from hotkernel.run.competitors import competitor_who, render_competitor
+from hotkernel.run.render import contract_sha256, render_target
+from hotkernel.run.verify import verify
+from hotkernel.store.record import record, store_snapshot, tamper_reason
+from hotkernel.workspace.lockfile import LockEntry, read_lock, workspace_lock, write_lock
+from hotkernel.workspace.paths import Workspace
+
+FINGERPRINT_PARTS = ("manifest", "baseline_sha256", "candidate_sha256", "contract_sha256", "sources_sha256")
+Progress = Callable[[int, int, str], None]  # (runs done, runs planned, "<target> competitor <c>: <what>")
+
+
+def sync_competitors(ws: Workspace, manifest: Any, name: str, *, n: int, python: str | None = None,
+                     timeout_s: float | None = None, gpu_name: Any = _AUTO, from_scratch: bool = False,
+                     wait_s: float = 0.0, progress: Progress | None = None) -> list[SyncItem]:
+    """Render, verify and record every out-of-date competitor of target ``name`` (all with ``from_scratch``).
+
+    One ``SyncItem`` per competitor run (``name`` is ``<target> competitor <competitor>``); a failing one is
+    reported and the others go on. Holds the workspace lock (re-entrant inside a ``sync``).
+    """
+    select_names(manifest, [name])
+    if n < 1:
+        raise HotkernelError(f"sync: -n must be >= 1 (got {n})")
+    if gpu_name is _AUTO:
+        gpu_name = visible_gpu_name()
+    with workspace_lock(ws, wait_s=wait_s, command=f"hotkernel sync {name} (competitors)"):
+        context = resolved_target(manifest, name)
+        fingerprint = manifest_fingerprint(manifest, name)
+        contract_sha = contract_sha256()
+        device = device_key(context, gpu_name)
+        pending = {c.competitor: c.reasons for c in competitor_items(
+            ws, manifest, name, context, fingerprint, contract_sha, device, read_lock(ws))}
+        todo = [c for c in manifest.targets[name].competitors if c in pending or from_scratch]
+        items = []
+        for index, competitor in enumerate(todo):
+            def say(message: str, done: int = 0, index: int = index, competitor: str = competitor) -> None:
+                if progress is not None:
+                    progress(2 * n * index + done, 2 * n * len(todo), f"{name} competitor {competitor}: {message}")
+
+            reasons = pending.get(competitor, ["from scratch"])
+            items.append(_sync_one(ws, name, competitor, context, fingerprint, contract_sha, device, reasons,
+                                   n=n, python=python, timeout_s=timeout_s, say=say))
+        return items
+
+
+def _sync_one(ws: Workspace, name: str, competitor: str, context: dict[str, Any], fingerprint: str,
+              contract_sha: str, device: str, reasons: list[str], *, n: int, python: str | None,
+              timeout_s: float | None, say: Callable[..., None]) -> SyncItem:
+    label = f"{name} competitor {competitor}"
+    try:
+        say("render")
+        render_target(ws, name, context)  # the baseline and contract it is verified against
+        script = render_competitor(ws, name, context, competitor)
+        state = competitor_state(ws, context, fingerprint, contract_sha, competitor)
+        if device == NO_GPU:
+            say("skipped: no CUDA GPU")
+            return SyncItem(name=label, status="skipped",
+                            reason="no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)")
+        before = store_snapshot(ws)
+        kwargs: dict[str, Any] = {"n": n, "python": python, "progress": lambda done, _t, msg: say(msg, done)}
+        if timeout_s is not None:
+            kwargs["timeout_s"] = timeout_s
+        say("verify")
+        result = verify(ws, ws.target_dir(name) / "baseline.py", script, **kwargs)
+        if sha256_file(script) != state["candidate_sha256"]:
+            return SyncItem(name=label, status="failed",
+                            reason=f"{script.name} changed during sync (it is generated): run `hotkernel sync` again")
+        parts = {k: state[k] for k in FINGERPRINT_PARTS}
+        rec = record(ws, name, result, note=f"hotkernel sync: competitor {competitor}: {', '.join(reasons)}",
+                     who=competitor_who(competitor), python=result.python, fingerprint={**parts, "device": device},
+                     device_kind="cpu" if device == CPU_DEVICE else "cuda", before=before, competitor=competitor)
+        if rec.tampered:
+            return SyncItem(name=label, status="failed", verdict="invalid", record=rec.path,
+                            reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated")
+        if result.verdict != "invalid":  # an invalid run measured nothing: the competitor stays out of date
+            lock = read_lock(ws)
+            lock.competitors.setdefault(name, {}).setdefault(competitor, {})[device] = LockEntry(
+                **parts, device=device, record=rec.path, verdict=result.verdict, protocol=result.protocol or 0)
+            write_lock(ws, lock)
+        say(f"done: {result.verdict}", 2 * n)
+        return SyncItem(name=label, status="recorded", verdict=result.verdict, speedup=rec.speedup,
+                        record=rec.path, beats_best=False, reason=result.reason)
+    except HotkernelError as err:
+        say(f"failed: {err}")
+        return SyncItem(name=label, status="failed", reason=str(err))
+    except Exception as err:  # a failing competitor is reported; the others go on
+        say(f"failed: {type(err).__name__}: {err}")
+        return SyncItem(name=label, status="failed", reason=f"{type(err).__name__}: {err}")
