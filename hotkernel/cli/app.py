@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from hotkernel.cli.commands.insight import register_tool
+from hotkernel.cli.commands.insight import register_tools
 from hotkernel.cli.commands.serve import register as register_serve
 from hotkernel.cli.commands.serve import serve
 from hotkernel.errors import HotkernelError
@@ -37,8 +37,7 @@ def _root(ctx: typer.Context) -> None:
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"hotkernel.cli.commands.{_name}").register(app)
-for _tool in REGISTRY.values():
-    register_tool(app, _tool)
+register_tools(app, list(REGISTRY.values()))
 register_serve(app)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,11 @@ def load_ncu_report_module() -> Any | None:
     return None
 
 
-def ncu_import_csv(ncu: Path, path: Path) -> str:
-    """The details page of an ``.ncu-rep`` as CSV text, through ``ncu --import``."""
+def ncu_import_csv(ncu: Path, path: Path, page: str = "details", who: str = "top") -> str:
+    """A page (``details`` or ``raw``) of an ``.ncu-rep`` as CSV text, through ``ncu --import``."""
     with tempfile.TemporaryDirectory(prefix="hotkernel-ncu-import-") as scratch:
         proc = run_command(
-            [str(ncu), "--import", str(path), "--csv", "--page", "details"],
+            [str(ncu), "--import", str(path), "--csv", "--page", page],
             timeout_s=NCU_IMPORT_TIMEOUT_S,
             name="ncu-import",
             out_dir=scratch,
@@ -67,7 +68,7 @@ def ncu_import_csv(ncu: Path, path: Path) -> str:
         if not proc.ok:
             last = (proc.output(1000).strip().splitlines() or [f"exit {proc.returncode}"])[-1]
             raise HotkernelError(
-                f"top: `ncu --import {path}` failed: {last}; is it an .ncu-rep from this ncu version?"
+                f"{who}: `ncu --import {path}` failed: {last}; is it an .ncu-rep from this ncu version?"
             )
         return proc.stdout()
 
@@ -96,3 +97,24 @@ def launches_from_ncu_report(module: Any, path: Path, metric_names: list[str]) -
                 }
             )
     return launches
+
+
+def read_ncu_rep(
+    path: Path, metric_names: list[str], from_raw_csv: Callable[[str], list[dict[str, Any]]], who: str
+) -> list[dict[str, Any]]:
+    """Launches of an ``.ncu-rep``: NVIDIA's module reads ``metric_names``; else ``ncu --import --page raw``
+    (every metric), parsed by ``from_raw_csv``. Neither available: an error that says how to export a CSV."""
+    module = load_ncu_report_module()
+    module_error = "ncu_report module not found"
+    if module is not None:
+        try:
+            return launches_from_ncu_report(module, path, metric_names)
+        except Exception as exc:  # a report from a newer ncu, a broken file: try the CLI next
+            module_error = f"{type(exc).__name__}: {exc}"
+    ncu = find_ncu()
+    if ncu is None:
+        raise HotkernelError(
+            f"{who}: reading {path} needs Nsight Compute ({module_error}; ncu not on PATH); on a machine with ncu "
+            f"run `ncu --import {path} --csv --page raw > report.csv` and pass the CSV"
+        )
+    return from_raw_csv(ncu_import_csv(ncu, path, page="raw", who=who))

@@ -83,8 +83,12 @@ def ncu_argv(
     cache_control: str,
     clock_control: str,
     section_set: str | None,
+    metrics: Sequence[str] | None = None,
 ) -> list[str]:
-    """The ncu command line (``-o`` report, every child process, clocks untouched unless asked)."""
+    """The ncu command line (``-o`` report, every child process, clocks untouched unless asked).
+
+    ``metrics`` are collected on top of ``section_set`` (ncu collects only them when no set is named).
+    """
     argv = [
         ncu,
         "--clock-control",
@@ -106,6 +110,8 @@ def ncu_argv(
         argv += ["--launch-count", str(launch_count)]
     if section_set:
         argv += ["--set", section_set]
+    if metrics:
+        argv += ["--metrics", ",".join(metrics)]
     return argv + list(command)
 
 
@@ -190,6 +196,7 @@ def profile(
     cache_control: str = "all",
     clock_control: str = "none",
     section_set: str | None = None,
+    metrics: Sequence[str] | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     out_dir: str | os.PathLike[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
@@ -250,6 +257,7 @@ def profile(
             cache_control=cache_control,
             clock_control=clock_control,
             section_set=section_set,
+            metrics=metrics,
         )
     else:
         argv = nsys_argv(str(found), command, report_base)
@@ -469,7 +477,7 @@ class Params(BaseModel):
     ] = None
 
 
-def _command(params: Params, ctx: InsightContext) -> list[str]:
+def command_of(params: Params, ctx: InsightContext) -> list[str]:
     """What to run: the CLI's command, or the user's python on a target's script or a workspace script."""
     if params.command:
         return list(params.command)
@@ -484,7 +492,7 @@ def _command(params: Params, ctx: InsightContext) -> list[str]:
 
 def run(params: Params, ctx: InsightContext) -> ProfileResult:
     """Profile the command; under MCP a failed profiler is an error with the diagnosis, on the CLI a result."""
-    command = _command(params, ctx)
+    command = command_of(params, ctx)
     out_dir: Path | None = ctx.path(params.out, "out") if params.out else None
     if out_dir is None and ctx.workspace is not None:
         out_dir = ctx.workspace.state_dir / "profiles" / time.strftime("%Y%m%d-%H%M%S")

@@ -22,6 +22,10 @@ FLAGS = {
         "--tool", "--kernel-regex", "-k", "--launch-count", "-c", "--launch-skip", "-s", "--cache-control",
         "--clock-control", "--set", "--timeout", "--out", "-n", "--top", "--json",
     ],
+    "profile diff": [
+        "--command", "--target", "-t", "--kernel-regex", "-k", "--launch-count", "-c", "--launch-skip", "-s",
+        "--timeout", "--out", "-n", "--top", "--json",
+    ],
     "top": ["-n", "--json"],
     "disasm": ["--kernel", "-k", "--ptx", "--max-lines", "--out", "--json"],
 }
@@ -37,7 +41,7 @@ def hotkernel(*args: str, cwd: Path | None = None) -> subprocess.CompletedProces
 def test_every_registry_tool_is_a_command_with_its_flags() -> None:
     assert {tool.CLI_NAME for tool in REGISTRY.values()} == set(FLAGS)
     for verb, flags in FLAGS.items():
-        done = hotkernel(verb, "--help")
+        done = hotkernel(*verb.split(), "--help")
         assert done.returncode == 0, done.stderr
         for flag in flags:
             assert f" {flag}" in done.stdout, f"hotkernel {verb} lost {flag}"

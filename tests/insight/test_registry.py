@@ -18,8 +18,10 @@ PROTOCOL = ("NAME", "CLI_NAME", "CLI_HELP", "DESCRIPTION", "Params", "RESULT", "
             "summary_lines")
 
 
-def test_the_seven_tools_are_registered() -> None:
-    assert set(REGISTRY) == {"gpu_info", "roofline", "calibrate", "torch_trace", "profile", "top_kernels", "disasm"}
+def test_the_eight_tools_are_registered() -> None:
+    assert set(REGISTRY) == {
+        "gpu_info", "roofline", "calibrate", "torch_trace", "profile", "profile_diff", "top_kernels", "disasm"
+    }
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
@@ -37,7 +39,7 @@ def test_entry_satisfies_the_protocol(name: str) -> None:
 
 def test_long_running_tools_are_job_operations() -> None:
     long_running = {name for name, tool in REGISTRY.items() if tool.LONG_RUNNING}
-    assert long_running == {"calibrate", "torch_trace", "profile"}
+    assert long_running == {"calibrate", "torch_trace", "profile", "profile_diff"}
     assert long_running <= set(jobs.OPERATIONS) and {"bench", "verify", "sync"} <= set(jobs.OPERATIONS)
 
 

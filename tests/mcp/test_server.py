@@ -94,6 +94,7 @@ async def test_tools_listed(workspace: Path) -> None:
         "roofline",
         "torch_trace",
         "profile",
+        "profile_diff",
         "top_kernels",
         "disasm",
         "bench",

@@ -1,7 +1,9 @@
-"""The insight verbs (``gpu``, ``roofline``, ``calibrate``, ``trace``, ``profile``, ``top``, ``disasm``): a
-command for an entry of ``hotkernel.insight.registry.REGISTRY``, its options generated from the tool's ``Params``.
+"""The insight verbs (``gpu``, ``roofline``, ``calibrate``, ``trace``, ``profile``, ``profile diff``, ``top``,
+``disasm``): a command for an entry of ``hotkernel.insight.registry.REGISTRY``, its options generated from the
+tool's ``Params``.
 
-A field's ``Cli`` marker gives its flags; a field without one is MCP-only. ``--json`` prints the result model.
+A field's ``Cli`` marker gives its flags; a field without one is MCP-only. ``--json`` prints the result model. A
+``CLI_NAME`` of two words (``profile diff``) is a subcommand of the first word's command.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import types
 import typing
 from typing import Any, Literal
 
+import click
 import typer
 from pydantic import BaseModel, ValidationError
+from typer.core import TyperCommand
 
 from hotkernel.cli.output import emit
 from hotkernel.errors import HotkernelError, quote
@@ -27,6 +31,8 @@ def option_type(annotation: Any) -> Any:
         return option_type(inner[0]) | None if len(inner) == 1 else str | None
     if typing.get_origin(annotation) is Literal:
         return str
+    if typing.get_origin(annotation) is list:
+        return list[str]  # a repeated option
     return annotation if annotation in (bool, int, float, str) else str
 
 
@@ -108,8 +114,68 @@ def make_command(tool: InsightTool) -> Any:
     return command, trailing is not None
 
 
-def register_tool(app: typer.Typer, tool: InsightTool) -> None:
-    """Add ``tool``'s command to the CLI (trace and profile take the rest of the command line)."""
+class CommandWithSubcommands(TyperCommand):
+    """A command whose first argument may name a subcommand (``profile diff ...``); otherwise it runs itself.
+
+    ``hotkernel profile -- CMD`` stays a profile of CMD: only a bare first argument selects a subcommand.
+    """
+
+    subcommands: dict[str, click.Command] = {}
+    _CHOSEN = "hotkernel.subcommand"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] in self.subcommands:
+            ctx.meta[self._CHOSEN] = (args[0], list(args[1:]))
+            return []
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        chosen = ctx.meta.pop(self._CHOSEN, None)
+        if chosen is None:
+            return super().invoke(ctx)
+        name, rest = chosen
+        sub = self.subcommands[name]
+        with sub.make_context(name, rest, parent=ctx) as sub_ctx:
+            return sub.invoke(sub_ctx)
+
+
+def _click_command(tool: InsightTool, name: str) -> click.Command:
+    """``tool``'s command as a click command called ``name`` (a subcommand)."""
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     callback, takes_rest = make_command(tool)
     settings = {"allow_extra_args": True, "ignore_unknown_options": True} if takes_rest else {}
-    app.command(tool.CLI_NAME, context_settings=settings)(callback)
+    single.command(name, context_settings=settings)(callback)
+    return typer.main.get_command(single)
+
+
+def register_tool(app: typer.Typer, tool: InsightTool, subtools: list[InsightTool] | None = None) -> None:
+    """Add ``tool``'s command to the CLI (trace and profile take the rest of the command line), with the tools
+    of ``subtools`` as its subcommands."""
+    callback, takes_rest = make_command(tool)
+    settings: dict[str, Any] = {"allow_extra_args": True, "ignore_unknown_options": True} if takes_rest else {}
+    if not subtools:
+        app.command(tool.CLI_NAME, context_settings=settings)(callback)
+        return
+    names = {sub.CLI_NAME.split(" ", 1)[1]: sub for sub in subtools}
+    cls = type(
+        f"{tool.CLI_NAME.title()}Command",
+        (CommandWithSubcommands,),
+        {"subcommands": {name: _click_command(sub, name) for name, sub in names.items()}},
+    )
+    epilog = "Subcommands: " + ", ".join(f"`hotkernel {sub.CLI_NAME}` (see its --help)" for sub in subtools)
+    app.command(tool.CLI_NAME, context_settings=settings, cls=cls, epilog=epilog)(callback)
+
+
+def register_tools(app: typer.Typer, tools: list[InsightTool]) -> None:
+    """One command per tool; a tool named ``parent sub`` becomes a subcommand of ``parent``."""
+    subtools: dict[str, list[InsightTool]] = {}
+    for tool in tools:
+        if " " in tool.CLI_NAME:
+            subtools.setdefault(tool.CLI_NAME.split(" ", 1)[0], []).append(tool)
+    parents = {tool.CLI_NAME for tool in tools}
+    orphans = sorted(name for name in subtools if name not in parents)
+    if orphans:
+        raise HotkernelError(f"insight registry: subcommands of {orphans} have no parent command")
+    for tool in tools:
+        if " " not in tool.CLI_NAME:
+            register_tool(app, tool, subtools.get(tool.CLI_NAME))
