@@ -25,8 +25,9 @@ from hotkernel._util.git import git_output
 from hotkernel.errors import HotkernelError
 from hotkernel.run.render import contract_module
 from hotkernel.store.headline import headline_block, replace_block
-from hotkernel.store.models import RECORD_KIND, BestEntry, LeaderboardRow, Record
+from hotkernel.store.models import RECORD_KIND, BestEntry, BoardSummary, LeaderboardRow, Record
 from hotkernel.store.roofline_svg import chart_name, render_roofline_svg, spec_for
+from hotkernel.store.summary import suite_summaries
 from hotkernel.workspace.lockfile import Lock, check_record_path, read_lock, temp_files, write_lock
 from hotkernel.workspace.paths import Workspace
 
@@ -410,6 +411,12 @@ def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: Resu
         lines += ["", "## Unverified (never counted)", "", "| file | why |", "| --- | --- |"]
         lines += [f"| {_cell(p)} | {_cell(why)} |" for p, why in sorted(unverified)]
     return "\n".join(lines) + "\n"
+
+
+def board_summary(ws: Workspace) -> BoardSummary:
+    """fast_p and the geometric mean speedup per suite and device, over the board's current records."""
+    protocol = current_protocol()
+    return BoardSummary(protocol=protocol, suites=suite_summaries(best_entries(board_rows(ws, protocol=protocol))))
 
 
 def chart_devices(rows: list[LeaderboardRow]) -> list[str]:

@@ -177,3 +177,10 @@ class SuiteSummary(_Model):
     geomean_speedup: float | None = Field(
         default=None, description="geometric mean speedup over the targets with a faster best candidate"
     )
+
+
+class BoardSummary(_Model):
+    """``leaderboard --summary``: fast_p per suite and device."""
+
+    protocol: int = Field(description="contract protocol of the records counted")
+    suites: list[SuiteSummary] = Field(description="one per (suite, device), sorted")

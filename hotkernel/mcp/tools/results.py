@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 
 from hotkernel.errors import quote
 from hotkernel.mcp.base import TargetName, inside, known_target, rel, tool, workspace_of
-from hotkernel.store.leaderboard import board_rows, write_leaderboard
-from hotkernel.store.models import HistoryEntry, LeaderboardRow, Record
+from hotkernel.store.leaderboard import best_entries, board_rows, board_summary, write_leaderboard
+from hotkernel.store.models import BestEntry, HistoryEntry, LeaderboardRow, Record, SuiteSummary
 from hotkernel.store.record import history as target_history
 from hotkernel.store.record import invalidate_record as mark
 from hotkernel.workspace.lockfile import workspace_lock
@@ -25,7 +25,17 @@ class Leaderboard(BaseModel):
 
     path: str = Field(description="workspace-relative path of LEADERBOARD.md")
     markdown: str = Field(description="the file's content")
-    rows: list[LeaderboardRow] = Field(description="one row per record, sorted by target, device, path")
+    rows: list[LeaderboardRow] = Field(
+        description="one row per record, sorted by target, device, path; role says candidate or competitor"
+    )
+    best: list[BestEntry] = Field(
+        description="per target and device: the best candidate, the fastest competitor, and the best candidate's "
+        "speedup over that competitor (vs_competitor; below 1 the competitor is faster)"
+    )
+    summary: list[SuiteSummary] = Field(
+        description="per suite and device: KernelBench fast_p (p = 0, 1.0, 1.5, 2.0) and the geometric mean "
+        "speedup of the faster targets (targets named kb<N>_... form suite 'kernelbench level N')"
+    )
 
 
 class History(BaseModel):
@@ -39,7 +49,8 @@ class History(BaseModel):
 
 @tool(read_only=False, destructive=False, idempotent=True)
 def leaderboard(ctx: Context) -> Leaderboard:
-    """Regenerate LEADERBOARD.md from every record under results/ and return it with its rows.
+    """Regenerate LEADERBOARD.md (and the roofline charts, the README headline) from every record under results/
+    and return it with its rows, the best candidate against the best competitor, and the suite summary (fast_p).
 
     Deterministic: the same records give the same bytes. Use history for one target's records, show_target for
     its latest verdicts.
@@ -48,7 +59,8 @@ def leaderboard(ctx: Context) -> Leaderboard:
     with workspace_lock(ws, wait_s=LOCK_WAIT_S, command="MCP leaderboard"):
         path = write_leaderboard(ws)
     rows = board_rows(ws)  # the rows LEADERBOARD.md lists: the current protocol's vouched records
-    return Leaderboard(path=rel(ws, path), markdown=path.read_text(encoding="utf-8"), rows=rows)
+    return Leaderboard(path=rel(ws, path), markdown=path.read_text(encoding="utf-8"), rows=rows,
+                       best=best_entries(rows), summary=board_summary(ws).suites)
 
 
 @tool(read_only=True, destructive=False, idempotent=True)

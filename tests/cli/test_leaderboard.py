@@ -1,0 +1,106 @@
+"""``hotkernel leaderboard --summary`` / ``--check`` and the MCP leaderboard tool, on synthetic records."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from hotkernel.mcp.app import build_server
+from hotkernel.run.bench import sample_stats
+from hotkernel.run.models import RunSummary, SideSummary, VerifyResult
+from hotkernel.store.leaderboard import current_protocol
+from hotkernel.store.models import Provenance
+from hotkernel.store.record import record
+from hotkernel.workspace.paths import Workspace
+
+H200 = "NVIDIA H200"
+TARGETS = ("kb1_001_relu", "kb1_002_gelu", "rmsnorm")
+
+
+def _result(target: str, verdict: str, speedup: float | None) -> VerifyResult:
+    """Synthetic: made-up times on a named card, with flops/bytes and a judge ceiling for the chart."""
+    base = [1.0, 1.01, 0.99]
+    has = verdict in ("faster", "slower")
+    return VerifyResult(
+        verdict=verdict, reason=f"test: synthetic {verdict}", speedup=speedup if has else None,
+        interval=[speedup * 0.99, speedup * 1.01] if has and speedup else None, n=3, rounds_completed=3,
+        target=target, device=H200, device_kind="cuda", protocol=current_protocol(),
+        contract={"flops": 1e8, "bytes": 1e8, "dtype": "bf16"},
+        baseline=SideSummary(script=f"targets/{target}/baseline.py", stats=sample_stats(base)),
+        candidate=SideSummary(script=f"targets/{target}/candidate.py",
+                              stats=sample_stats([b / speedup for b in base] if speedup else base)),
+        runs=[RunSummary(role="baseline", index=0, status="ok", ms=1.0, data={"ceiling_gbps": 4200.0})],
+    )
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "k.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
+    entry = "  {}:\n    from: ./k.py:f\n    shapes: [8x8]\n    dtype: fp32\n    device: cpu\n"
+    (root / "hotkernel.yaml").write_text("version: 1\ntargets:\n" + "".join(entry.format(t) for t in TARGETS))
+    ws = Workspace(root)
+    prov = Provenance(device=H200, device_kind="cuda", cpu="test cpu", hotkernel="0.0.test")
+    for target, verdict, speedup, competitor in (("kb1_001_relu", "faster", 2.5, None),
+                                                 ("kb1_002_gelu", "slower", 0.9, None),
+                                                 ("rmsnorm", "faster", 1.2, None),
+                                                 ("rmsnorm", "faster", 1.5, "compile")):
+        record(ws, target, _result(target, verdict, speedup), note="synthetic", who="test", provenance=prov,
+               competitor=competitor)
+    return ws
+
+
+def _hotkernel(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(root), "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "hotkernel", "leaderboard", *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_summary_prints_fast_p_per_suite_and_writes_nothing(ws: Workspace) -> None:
+    before = ws.leaderboard.read_bytes()
+    done = _hotkernel(ws.root, "--summary")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["suite", "device", "targets", "fast_0", "fast_1.0", "fast_1.5", "fast_2.0",
+                                "geomean", "(faster", "only)"]
+    level1 = next(line for line in lines if line.startswith("kernelbench level 1"))
+    assert level1.split()[3:] == ["NVIDIA", "H200", "2", "0.500", "0.500", "0.500", "0.500", "2.500x", "(1)"]
+    own = next(line for line in lines if line.startswith("workspace"))
+    assert own.split()[-6:] == ["1.000", "1.000", "0.000", "0.000", "1.200x", "(1)"]  # the competitor is not kept
+    data = json.loads(_hotkernel(ws.root, "--summary", "--json").stdout)
+    assert [s["suite"] for s in data["suites"]] == ["kernelbench level 1", "workspace"]
+    assert ws.leaderboard.read_bytes() == before
+
+
+def test_check_names_a_stale_chart_and_leaderboard_fixes_it(ws: Workspace) -> None:
+    chart = ws.root / "roofline_nvidia_h200.svg"
+    assert _hotkernel(ws.root, "--check").returncode == 0
+    chart.write_text(chart.read_text().replace("rmsnorm", "rmsnorn"))
+    done = _hotkernel(ws.root, "--check")
+    assert done.returncode == 1
+    assert "roofline_nvidia_h200.svg is stale: it differs from results/: run `hotkernel leaderboard`" in done.stderr
+    assert _hotkernel(ws.root).returncode == 0 and _hotkernel(ws.root, "--check").returncode == 0
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_mcp_leaderboard_returns_competitor_columns_and_the_summary(ws: Workspace) -> None:
+    async with Client(build_server(ws.root)) as client:
+        board = await client.call_tool("leaderboard", {})
+    assert not board.is_error
+    data = board.structured_content
+    assert {r["role"] for r in data["rows"]} == {"candidate", "competitor"}
+    entry = next(e for e in data["best"] if e["target"] == "rmsnorm")
+    assert entry["competitor"]["competitor"] == "compile" and entry["vs_competitor"] == pytest.approx(0.8)
+    assert {s["suite"] for s in data["summary"]} == {"kernelbench level 1", "workspace"}
