@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -36,6 +36,7 @@ from hotkernel.workspace.paths import MANIFEST_NAME, MAX_PATH, TARGET_NAME_RE, W
 BenchOutcome = outcome_model(BenchResult, "BenchOutcome")
 VerifyOutcome = outcome_model(VerifyResult, "VerifyOutcome")
 SyncOutcome = outcome_model(SyncReport, "SyncOutcome")
+TimeoutS = Annotated[float, Field(description="per-run limit in seconds, 1 to 3600; default 600", ge=1, le=3600)]
 
 
 def _target_script(ws: Workspace, target: str, path: str, param: str) -> Path:
@@ -67,9 +68,7 @@ async def bench(
             max_length=MAX_PATH,
         ),
     ] = None,
-    timeout_s: Annotated[
-        float, Field(description="per-run limit in seconds, 1 to 3600; default 600", ge=1, le=3600)
-    ] = 600,
+    timeout_s: TimeoutS = 600,
     wait_s: WaitS = DEFAULT_WAIT_S,
 ) -> BenchOutcome:  # type: ignore[valid-type]
     """Time one script of a target: its median ms over n separate runs (each its own process), checked by the
@@ -107,9 +106,7 @@ async def verify(
             max_length=MAX_PATH,
         ),
     ] = None,
-    timeout_s: Annotated[
-        float, Field(description="per-run limit in seconds, 1 to 3600; default 600", ge=1, le=3600)
-    ] = 600,
+    timeout_s: TimeoutS = 600,
     wait_s: WaitS = DEFAULT_WAIT_S,
 ) -> VerifyOutcome:  # type: ignore[valid-type]
     """Compare the candidate with the baseline: correctness judged on fresh inputs, then a verdict.
@@ -202,11 +199,33 @@ async def sync(
             le=50,
         ),
     ] = None,
+    gpus: Annotated[
+        str | None,
+        Field(
+            description="run one verify per GPU of this host at a time: 'all' or indices like '0,1'; default None "
+            "= one at a time on the visible GPU",
+            max_length=200,
+            pattern=r"^(all|\d+(,\d+)*)$",
+        ),
+    ] = None,
+    executor: Annotated[
+        Literal["local", "ray"],
+        Field(description="'local' (this host) or 'ray' (each verify a Ray task asking for one GPU); default local"),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        Field(
+            description="Ray cluster address for executor 'ray' (e.g. 'ray://head:10001'); default None = a local "
+            "Ray instance",
+            max_length=300,
+        ),
+    ] = None,
     wait_s: WaitS = DEFAULT_WAIT_S,
 ) -> SyncOutcome:  # type: ignore[valid-type]
     """Reconcile the workspace: render, verify and record every out-of-date target (what plan lists).
 
     Writes targets/, results/, hotkernel.lock and LEADERBOARD.md; a target already up to date is left alone.
+    With gpus, independent targets run in parallel, one per GPU; with executor 'ray', on a Ray cluster.
     Use plan first to see what it would do; use verify + record for one candidate you are iterating on.
     """
     ws = workspace_of(ctx)
@@ -218,9 +237,13 @@ async def sync(
                 f"targets {unknown} not in {MANIFEST_NAME}; "
                 f"known targets: {', '.join(sorted(manifest.targets))}"
             )
-    info, result = await run_job(
-        ctx, "sync", ws, {"names": targets or None, "from_scratch": from_scratch, "n": n}, wait_s
-    )
+    if address is not None and executor != "ray":
+        raise ToolError("address is for executor 'ray'; drop it or pass executor='ray'")
+    if gpus is not None and executor == "ray":
+        raise ToolError("gpus is for executor 'local'; Ray gives each task one GPU of the cluster")
+    args = {"names": targets or None, "from_scratch": from_scratch, "n": n, "gpus": gpus, "executor": executor,
+            "address": address}
+    info, result = await run_job(ctx, "sync", ws, args, wait_s)
     return SyncOutcome(job=info, result=result)
 
 
