@@ -15,7 +15,7 @@ from hotkernel.mcp.app import build_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILL = ROOT / "skills" / "kernel-speedrun" / "SKILL.md"
-LOOP_TOOLS = ("bench", "torch_trace", "profile", "roofline", "disasm", "verify", "record")
+LOOP_TOOLS = ("bench", "torch_trace", "profile", "roofline", "disasm", "verify", "profile_diff", "record")
 
 
 def listed_tools() -> list:
