@@ -76,6 +76,7 @@ METRICS = (
     Metric("local_bytes", "local memory", "B", EXTRA_METRICS[1:], summed=True),
 )
 METRIC_NAMES = [name for metric in METRICS for name in metric.names]
+SI_PREFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 HASH_SUFFIX = re.compile(r"(_[0-9][0-9a-z]*|_[0-9a-f]{8,})+$")
 
 
@@ -154,6 +155,16 @@ class Side:
     kernels: list[Kernel]
 
 
+def si_value(value: float, unit: str) -> float:
+    """A count in its base unit: ncu prints an imported report's bytes as ``32.77 Kbyte`` (SI), a live one's as
+    ``32,768 byte``; instruction counts the same way (``inst``, ``Minst``)."""
+    text = unit.strip()
+    for base in ("byte", "inst"):
+        if text.endswith(base):
+            return value * SI_PREFIX.get(text[: -len(base)], 1.0)
+    return value
+
+
 def _launch_value(launch: dict[str, Any], metric: Metric) -> float | None:
     found = []
     for name in metric.names:
@@ -163,6 +174,8 @@ def _launch_value(launch: dict[str, Any], metric: Metric) -> float | None:
             if parsed is not None and metric.key == "time_us":
                 parsed = to_ns(parsed, unit)
                 parsed = None if parsed is None else parsed / 1e3
+            elif parsed is not None:
+                parsed = si_value(parsed, unit)
             if parsed is not None:
                 found.append(parsed)
                 if not metric.summed:

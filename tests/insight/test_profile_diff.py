@@ -100,6 +100,16 @@ def test_time_only_sides_chrome_trace():
     assert values(softmax)["time_us"].a is not None and values(softmax)["dram_pct"].a is None
 
 
+def test_si_units_of_an_imported_report_read_as_the_live_ones():
+    """ncu prints a live page's bytes as '32,768 byte' and an imported report's as '32.77 Kbyte'."""
+    live = parse_ncu_details(LIVE.read_text())[0]["metrics"]["Shared Memory Configuration Size"]
+    imported = parse_ncu_details(IMPORTED.read_text())[0]["metrics"]["Shared Memory Configuration Size"]
+    assert (live, imported) == (("32,768", "byte"), ("32.77", "Kbyte"))
+    assert pd.si_value(32768.0, live[1]) == 32768.0
+    assert pd.si_value(32.77, imported[1]) == pytest.approx(32768, rel=1e-3)
+    assert pd.si_value(64.0, "register/thread") == 64.0
+
+
 def _synthetic(launches: list[dict], name: str, **scale: float) -> list[dict]:
     """SYNTHETIC: the real parsed launches of LIVE with ``name``'s metrics multiplied (or set) as given."""
     changed = copy.deepcopy(launches)
