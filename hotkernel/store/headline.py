@@ -53,13 +53,15 @@ def headline_block(devices: list[tuple[str, str, float | None, list[BestEntry], 
             f"**{device}** (best counted record per target; [roofline chart]({chart}); every row is in "
             "[LEADERBOARD.md](LEADERBOARD.md)):",
             "",
-            f"| target | dtype | speedup over the baseline [interval] | vs the best competitor | share of {measured} |",
-            "| --- | --- | --- | --- | --- |",
+            f"| target | shape, dtype | baseline (`from`) | speedup over the baseline [interval] | vs the best "
+            f"competitor | share of {measured} |",
+            "| --- | --- | --- | --- | --- | --- |",
         ]
         for entry in entries:
             any_row = entry.best or entry.competitor or newest.get(entry.target)
-            dtype = any_row.dtype if any_row is not None and any_row.dtype else ""
-            lines.append(f"| {entry.target} | {dtype} | {_speedup(entry.best)} | {_vs(entry)} | "
+            shape = ", ".join(x for x in (any_row.shape, any_row.dtype) if x) if any_row is not None else ""
+            baseline = f"`{any_row.baseline_from}`" if any_row is not None and any_row.baseline_from else ""
+            lines.append(f"| {entry.target} | {shape} | {baseline} | {_speedup(entry.best)} | {_vs(entry)} | "
                          f"{_share(entry.best, newest.get(entry.target), ceiling)} |")
         lines.append("")
     lines += ["The share is the manifest's `bytes` over the median time (the candidate's; the baseline's where "

@@ -188,6 +188,10 @@ def _float(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
 
 
+def _first_shape(shapes: object) -> str | None:
+    return str(shapes[0]) if isinstance(shapes, list) and shapes else None
+
+
 def judge_ceiling_gbps(record: Record) -> float | None:
     """The highest copy ceiling the judge reported in the record's runs (GB/s), or None."""
     found = [_float((run.data or {}).get("ceiling_gbps")) for run in record.result.runs]
@@ -220,6 +224,8 @@ def leaderboard_rows(records: list[tuple[str, Record]], protocol: int) -> list[L
                 role=record.role,
                 competitor=record.competitor,
                 dtype=contract.get("dtype") if isinstance(contract.get("dtype"), str) else None,
+                shape=_first_shape(contract.get("shapes")),
+                baseline_from=str((record.spec or {}).get("from")) if (record.spec or {}).get("from") else None,
                 flops=_float(contract.get("flops")),
                 bytes=_float(contract.get("bytes")),
                 ceiling_gbps=judge_ceiling_gbps(record),

@@ -139,6 +139,8 @@ class LeaderboardRow(_Model):
     role: RecordRole = Field(default="candidate", description="'candidate' or 'competitor'")
     competitor: str | None = Field(default=None, description="the competitor's manifest name (competitor rows)")
     dtype: str | None = Field(default=None, description="the target's dtype as the runs reported it")
+    shape: str | None = Field(default=None, description="the headline shape the runs reported")
+    baseline_from: str | None = Field(default=None, description="the baseline's function (the manifest's from)")
     flops: float | None = Field(default=None, description="flops of one call (manifest), for the roofline")
     bytes: float | None = Field(default=None, description="bytes one call moves (manifest or measured)")
     ceiling_gbps: float | None = Field(

@@ -157,19 +157,19 @@ def render_roofline_svg(device: str, spec: GpuSpec, entries: list[BestEntry], ne
     by_target: dict[str, list[Point]] = {}
     for p in points:
         by_target.setdefault(p.target, []).append(p)
-    placed: list[tuple[float, float]] = []
+    markers = [(sx(p.intensity), sy(p.flops_per_s)) for p in points]
+    boxes: list[tuple[float, float, float, float]] = []  # placed labels: x0, y0, x1, y1
     for target, group in by_target.items():
         x = sx(group[0].intensity)
         ys_px = [sy(p.flops_per_s) for p in group]
         out.append(f'<line x1="{_f(x)}" y1="{_f(min(ys_px))}" x2="{_f(x)}" y2="{_f(max(ys_px))}" stroke="#bbbbbb"/>')
         for p, y in zip(group, ys_px, strict=True):
             out.append(_marker(p.kind, x, y, f"{target}: {p.label}, {p.flops_per_s / 1e12:.2f} TFLOP/s"))
-        label_y = min(ys_px) + 4
-        while any(abs(label_y - py) < 14 and abs(x - px) < 110 for px, py in placed):
-            label_y += 14
-        placed.append((x, label_y))
         gain = f" {speedups[target]:.2f}x" if target in speedups else " (not beaten)"
-        out.append(f'<text x="{_f(x + 9)}" y="{_f(label_y)}">{escape(target + gain)}</text>')
+        text = target + gain
+        box = _label_box(x + 10, min(ys_px) + 4, text, markers, boxes)
+        boxes.append(box)
+        out.append(f'<text x="{_f(box[0])}" y="{_f(box[3] - 3)}">{escape(text)}</text>')
     lx0, ly0 = WIDTH - RIGHT + 16, TOP + 10
     legend = [("spec", "spec-sheet roofline"), ("measured", "measured copy ceiling (judge)"),
               ("baseline", "baseline"), ("candidate", "best candidate"), ("competitor", "best competitor")]
@@ -192,6 +192,23 @@ def render_roofline_svg(device: str, spec: GpuSpec, entries: list[BestEntry], ne
                    f'{escape(note)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+CHAR_PX = 6.8  # average glyph width at font-size 12, for label collision boxes
+
+
+def _label_box(x: float, baseline_y: float, text: str, markers: list[tuple[float, float]],
+               boxes: list[tuple[float, float, float, float]]) -> tuple[float, float, float, float]:
+    """The first box at or below ``baseline_y`` (12 px steps) that covers no marker and no placed label."""
+    width = CHAR_PX * len(text)
+    for step in range(40):
+        y = baseline_y + 12 * step
+        box = (x, y - 11, x + width, y + 3)
+        hits_marker = any(box[0] - 6 <= mx <= box[2] + 6 and box[1] - 6 <= my <= box[3] + 6 for mx, my in markers)
+        hits_label = any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in boxes)
+        if not hits_marker and not hits_label:
+            return box
+    return (x, baseline_y - 11, x + width, baseline_y + 3)
 
 
 def _marker(kind: str, x: float, y: float, title: str) -> str:

@@ -30,7 +30,7 @@ H200 = "NVIDIA H200"
 def _gpu_result(target: str, verdict: str, speedup: float | None, *, ceiling: float = 4150.0):
     """A synthetic H200 result with the contract's flops/bytes/dtype and a judge ceiling in its runs."""
     res = synthetic_result(target, verdict, speedup, device=H200)
-    res.contract = {"flops": 2.0e8, "bytes": 1.0e8, "dtype": "bf16"}
+    res.contract = {"flops": 2.0e8, "bytes": 1.0e8, "dtype": "bf16", "shapes": ["4096x8192"]}
     res.runs = [RunSummary(role=role, index=0, status="ok", ms=1.0, data={"ceiling_gbps": ceiling})
                 for role in ("baseline", "candidate")]
     return res
@@ -145,8 +145,8 @@ def test_readme_headline_block_is_generated_and_checked(tmp_path: Path) -> None:
     row = next(line for line in text.splitlines() if line.startswith("| rmsnorm |"))
     # bytes 1e8 over the candidate's median (1.0 / 1.5 ms) against the 4.15 TB/s judge ceiling
     share = 1e8 / (1.0 / 1.5 * 1e-3) / 4150e9
-    assert row == (f"| rmsnorm | bf16 | 1.500x [1.485, 1.515] | 0.750x (torch.compile (default)) | "
-                   f"{100 * share:.1f}% |")
+    assert row == ("| rmsnorm | 4096x8192, bf16 | `./k.py:f` | 1.500x [1.485, 1.515] | "
+                   f"0.750x (torch.compile (default)) | {100 * share:.1f}% |")
     assert "[roofline chart](roofline_nvidia_h200.svg)" in text
     assert generated_differences(ws) == []
     readme.write_text(text.replace("1.500x [", "1.600x ["))
