@@ -21,7 +21,7 @@ from .knobs import (
     PERTURB_MIN_ABS,
     CheckFailed,
 )
-from .spec import mix_seed
+from .spec import Problem, mix_seed
 
 
 def torch_dtype(torch: Any, name: str) -> Any:
@@ -44,14 +44,35 @@ def random_tensor(torch: Any, shape: list[int], dtype: Any, seed: int, device: s
 
 
 def make_raw(
-    torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str
+    torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str,
+    problem: Problem | None = None,
 ) -> list[Any]:
-    """The raw tensors of one input set: rotated ones from ``set_seed``, shared ones from ``shared_seed``."""
+    """The raw tensors of one input set: rotated ones from ``set_seed``, shared ones from ``shared_seed``; for a
+    module problem, its own inputs from ``set_seed`` and the Model's tensors from ``shared_seed``."""
     dtype = torch_dtype(torch, spec["dtype"])
+    if problem is not None:
+        return problem_raw(torch, spec, shape_index, set_seed, shared_seed, device, problem)
     tensors = []
     for index, (item, rotated) in enumerate(zip(spec["inputs"], rotated_raw(spec), strict=False)):
         seed = mix_seed(set_seed if rotated else shared_seed, index)
         tensors.append(random_tensor(torch, item["shapes"][shape_index], dtype, seed, device))
+    return tensors
+
+
+def problem_raw(torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str,
+                problem: Problem) -> list[Any]:
+    """A module problem's inputs then its Model's tensors, checked against the shapes hotkernel.yaml lists."""
+    dtype = torch_dtype(torch, spec["dtype"])
+    rotated = rotated_raw(spec)
+    own = problem.inputs(torch, shape_index, mix_seed(set_seed, 0), device, dtype)
+    tensors = own + problem.model_tensors(torch, mix_seed(shared_seed, 1), device, dtype)
+    given = [list(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in tensors]
+    listed = [item["shapes"][shape_index] for item in spec["inputs"]]
+    if given != listed or [i < len(own) for i in range(len(tensors))] != rotated:
+        names = [item["name"] for item, rot in zip(spec["inputs"], rotated, strict=False) if rot]
+        raise ValueError(f"{spec['from']} makes inputs of shapes {given}, the first {len(own)} its own; "
+                         f"hotkernel.yaml lists {listed} and rotates {names} (a problem's own inputs, and only "
+                         "they, rotate): import it again (hotkernel new NAME --from FILE --force)")
     return tensors
 
 
@@ -184,9 +205,10 @@ def poison_tensors(torch: Any, outputs: list[list[Any]], protected: list[Any]) -
 # place, so an output cached under any key that misses that element is stale, and checked calls are judged
 # against the perturbed inputs. Raw inputs get +-[PERTURB_MIN_ABS, PERTURB_MAX_ABS] (a tail value of their own
 # N(0, 1): in distribution, so an honest kernel is as accurate there as anywhere; a value of 4-8 made an honest
-# fp32 cuBLAS matmul miss atol 1e-4 by one element on the H200); derived inputs get another element of the same
-# tensor (keeps the derive hook's invariants). Cost: 3 x N elements of memory and two one-element copies per call, timed
-# alone and subtracted (``overhead_ms`` in the run JSON).
+# fp32 cuBLAS matmul miss atol 1e-4 by one element on the H200); derived inputs and a module problem's inputs get
+# another element of the same tensor (keeps the derive hook's invariants and the problem's own distribution: a
+# positive input stays positive, an index stays in range). Cost: 3 x N elements of memory and two one-element
+# copies per call, timed alone and subtracted (``overhead_ms`` in the run JSON).
 def perturb_slot(torch: Any, first_set: list[Any], per_set: list[bool]) -> int | None:
     """Index of the input a timed call sees perturbed: the first per-set, contiguous, non-empty tensor."""
     for index, (tensor, own) in enumerate(zip(first_set, per_set, strict=False)):

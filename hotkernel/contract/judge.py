@@ -19,7 +19,7 @@ from .correctness import check_outputs, tolerances
 from .hygiene import die_with_parent
 from .inputs import apply_perturbation, as_outputs, call_inputs, checksum, make_raw, nbytes, perturbation_of_call
 from .knobs import PARENT_PID_ENV, CheckFailed
-from .spec import device_kind_of, load_function, read_spec, workspace_root
+from .spec import device_kind_of, is_problem_ref, load_function, load_problem, read_spec, workspace_root
 from .transport import import_outputs
 
 
@@ -157,6 +157,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     root = workspace_root(script)
     device_kind = device_kind_of(spec)
     device = "cuda" if device_kind == "cuda" else "cpu"
+    module_problem = load_problem(spec["from"], root, spec.get("cases") or []) if is_problem_ref(spec["from"]) else None
     base_fn, ref_fn, derive = judge_functions(state, spec, root)
     kwargs = dict(spec.get("kwargs") or {})
     tol = tolerances(spec["dtype"], spec)
@@ -186,7 +187,8 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         stamps = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
 
         def inputs_for(item: dict[str, Any], _i: int = shape_index) -> list[Any]:
-            raw = make_raw(torch, spec, _i, int(item["set_seed"]), int(item["shared_seed"]), device)
+            raw = make_raw(torch, spec, _i, int(item["set_seed"]), int(item["shared_seed"]), device,
+                           module_problem)
             return call_inputs(raw, derive, kwargs)
 
         first_inputs = inputs_for(shape_rec["correct"][0])

@@ -43,7 +43,18 @@ from .knobs import (
     SAMPLES,
     CheckFailed,
 )
-from .spec import SeedSource, cpu_name, device_kind_of, host_available_bytes, load_function, read_spec, workspace_root
+from .spec import (
+    Problem,
+    SeedSource,
+    cpu_name,
+    device_kind_of,
+    host_available_bytes,
+    is_problem_ref,
+    load_function,
+    load_problem,
+    read_spec,
+    workspace_root,
+)
 from .timer import measure
 from .transport import export_outputs
 
@@ -165,6 +176,8 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     marks["cuda_init"] = time.perf_counter()
     try:
         derive = load_function(spec["derive"], root) if spec.get("derive") else None
+        module_problem = (load_problem(spec["from"], root, spec.get("cases") or [])
+                          if is_problem_ref(spec["from"]) else None)
         module_name = "hk_script_" + hashlib.sha256(script.encode()).hexdigest()[:12]
         module_spec = importlib.util.spec_from_file_location(module_name, script)
         module = importlib.util.module_from_spec(module_spec)
@@ -185,7 +198,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     for shape_index, label in enumerate(spec["shapes"]):
         with torch.no_grad():  # one grad mode for every call (a compiled kernel is compiled once)
             shape, groups = run_shape(torch, spec, shape_index, label, kernel, derive, kwargs, seeds, cache,
-                                      device, device_kind, clocks)
+                                      device, device_kind, clocks, module_problem)
         shapes_out.append(shape)
         kept.append(groups)
         patched = patched_functions(torch, saved)
@@ -232,8 +245,8 @@ def free_bytes(torch: Any, device_kind: str) -> int | None:
 
 def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, kernel: Callable[..., Any],
               derive: Callable[..., Any] | None, kwargs: dict[str, Any], seeds: SeedSource, cache: int, device: str,
-              device_kind: str, clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]]
-              ) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
+              device_kind: str, clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
+              module_problem: Problem | None = None) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
     """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape."""
     perf_counter, monotonic, elapsed = clocks
     marks = {"start": time.perf_counter()}
@@ -246,7 +259,11 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         raise CheckFailed("fits_memory", f"shape {label}: {problem}")
 
     def build(set_seed: int, shared_seed: int) -> list[Any]:
-        return call_inputs(make_raw(torch, spec, shape_index, set_seed, shared_seed, device), derive, kwargs)
+        return call_inputs(make_raw(torch, spec, shape_index, set_seed, shared_seed, device, module_problem),
+                           derive,
+                           kwargs)
+
+    own_elements = derive is not None or module_problem is not None  # perturb with another element of the tensor
 
     shared_seed, first_seed = seeds.next(), seeds.next()
     first = build(first_seed, shared_seed)
@@ -304,9 +321,9 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     def draw(seed: int) -> None:
         if not flats:
             return
-        pos, second = perturbation_draws(torch, flats[0].numel(), state["n"], seed, device, derive is not None,
+        pos, second = perturbation_draws(torch, flats[0].numel(), state["n"], seed, device, own_elements,
                                          first[slot].dtype)
-        values = gather_per_set(torch, flats, second) if derive is not None else second
+        values = gather_per_set(torch, flats, second) if own_elements else second
         buf_pos, buf_val, buf_orig = state["buffers"]
         buf_pos.copy_(pos)
         buf_val.copy_(values)
@@ -411,7 +428,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         "launch_bound": timing["launch_bound"], "capture_error": timing["capture_error"],
         "overhead_ms": timing["overhead_ms"], "sized_by": timing["sized_by"], "perturbed_input": slot,
         "timed_kernel_s": round(timing["event_total_ms"] / 1e3, 6),
-        "perturb_derived": derive is not None,
+        "perturb_derived": own_elements,
         "timing": {k: timing[k] for k in ("event_total_ms", "enqueue_total_ms", "wall_total_ms", "samples",
                                           "estimate_ms", "eager_estimate_ms")},
         "correct": correct_items, "timed": timed_items,

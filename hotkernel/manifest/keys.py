@@ -20,6 +20,7 @@ from hotkernel.manifest.model import MAX_ITEMS, MAX_STRING, TargetKey, is_parame
 ShortText = Annotated[str, Field(max_length=MAX_STRING)]
 Shape = ShortText | int | dict[Annotated[str, Field(max_length=64)], ShortText | int]
 KwargsValue = dict[Annotated[str, Field(max_length=64)], Any]
+Case = ShortText | dict[Annotated[str, Field(max_length=64)], bool | int | float | ShortText]
 
 
 def parse_kwarg(text: str, option: str = "--kwarg") -> tuple[str, Any]:
@@ -69,6 +70,8 @@ def mcp_annotation(key: TargetKey, *, required: bool) -> Any:
         base = Literal[key.key.choices]  # type: ignore[valid-type]
     elif key.yaml == "shapes":
         base = list[Shape]
+    elif key.yaml == "cases":
+        base = list[Case]
     elif kind == "texts":
         base = list[ShortText]
     elif kind == "kwargs":
@@ -82,8 +85,6 @@ def mcp_annotation(key: TargetKey, *, required: bool) -> Any:
     limits: dict[str, Any] = {}
     if kind in ("texts", "kwargs"):
         limits["max_length"] = MAX_ITEMS
-    if key.yaml == "shapes":
-        limits["min_length"] = 1
     if kind in ("int", "float"):
         limits["ge"] = 0
     help_text = f"manifest key '{key.yaml}': {key.help}"

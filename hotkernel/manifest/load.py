@@ -37,6 +37,7 @@ from hotkernel.manifest.model import (
     FILE_REF_RE,
     FUNCTION_REF_HELP,
     MAX_STRING,
+    PROBLEM_REF_RE,
     Defaults,
     Manifest,
     TargetSpec,
@@ -356,12 +357,8 @@ def describe_pydantic_error(error: dict[str, Any]) -> tuple[tuple[Any, ...], str
     return loc, f"{error['msg'].rstrip('.')} (got {quote(given)})"
 
 
-def _check_function_file(root: Path, ref: str, loc: tuple[Any, ...]) -> None:
-    """For ``./file.py:function``: the file is inside the workspace and defines ``function`` at top level."""
-    match = FILE_REF_RE.fullmatch(ref)
-    if not match:
-        return
-    rel, func = match["path"], match["func"]
+def _read_workspace_python(root: Path, rel: str, loc: tuple[Any, ...]) -> ast.Module:
+    """The parsed Python file ``rel``, which must lie inside the workspace ``root``."""
     root_resolved = root.resolve()
     try:
         file = (root_resolved / rel).resolve()
@@ -385,7 +382,34 @@ def _check_function_file(root: Path, ref: str, loc: tuple[Any, ...]) -> None:
             loc,
             f"{rel}{':' + str(line) if line else ''} does not parse ({err.__class__.__name__}); fix the file",
         ) from None
-    functions, others = _top_level_names(tree)
+    return tree
+
+
+PROBLEM_LAYOUTS = {"kernelbench": ("Model", "get_inputs", "get_init_inputs"),
+                   "gpumode": ("generate_input", "ref_kernel")}
+
+
+def problem_layout(root: Path, rel: str, loc: tuple[Any, ...]) -> str:
+    """``kernelbench`` or ``gpumode``: the layout of the problem file ``rel`` by its top-level names."""
+    functions, others = _top_level_names(_read_workspace_python(root, rel, loc))
+    names = functions | others
+    for layout, wanted in PROBLEM_LAYOUTS.items():
+        if all(name in names for name in wanted):
+            return layout
+    missing = [name for name in PROBLEM_LAYOUTS["kernelbench"] if name not in names]
+    raise ManifestProblem(
+        loc, f"{rel} is not a problem file: it defines no {', '.join(missing)} (KernelBench: class Model(nn.Module), "
+        "get_inputs(), get_init_inputs(); GPU MODE: generate_input(), ref_kernel()); see docs/suites.md"
+    )
+
+
+def _check_function_file(root: Path, ref: str, loc: tuple[Any, ...]) -> None:
+    """For ``./file.py:function``: the file is inside the workspace and defines ``function`` at top level."""
+    match = FILE_REF_RE.fullmatch(ref)
+    if not match:
+        return
+    rel, func = match["path"], match["func"]
+    functions, others = _top_level_names(_read_workspace_python(root, rel, loc))
     if func in functions:
         return
     if func in others:
@@ -473,10 +497,33 @@ def check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
         )
     if spec.inputs is not None and len(set(spec.inputs)) != len(spec.inputs):
         raise ManifestProblem((*base, "inputs"), "a derived input is listed twice; rename one")
+    _check_problem(spec, base, root)
     if root is not None:
         for key, ref in (("from", spec.from_), ("reference", spec.reference), ("derive", spec.derive)):
             if ref is not None:
                 _check_function_file(root, ref, (*base, key))
+
+
+def _check_problem(spec: TargetSpec, base: tuple[Any, ...], root: Path | None) -> None:
+    """Shapes are given; ``cases`` go with a module problem (one per shape); a problem makes its own inputs."""
+    problem = PROBLEM_REF_RE.fullmatch(spec.from_)
+    if not spec.shapes:
+        fill = " (for a module problem hotkernel new and hotkernel import read them from the file)" if problem else ""
+        raise ManifestProblem((*base, "shapes"), f"give at least one shape, e.g. 4096x8192{fill}")
+    if spec.cases is not None and not problem:
+        raise ManifestProblem((*base, "cases"), "cases go with a module problem (from: ./problem.py); remove them")
+    if not problem:
+        return
+    if spec.derive is not None:
+        raise ManifestProblem((*base, "derive"), "a module problem makes its own inputs; remove derive")
+    if spec.cases is not None and len(spec.cases) != len(spec.shapes):
+        raise ManifestProblem((*base, "cases"), f"{len(spec.cases)} case(s) for {len(spec.shapes)} shape(s); "
+                              "give one case per shape")
+    if root is not None:
+        layout = problem_layout(root, problem["path"], (*base, "from"))
+        if layout == "kernelbench" and len(spec.cases or []) > 1:
+            raise ManifestProblem((*base, "cases"), "a KernelBench problem has one case (its module-level "
+                                  "constants); import it once per case under another name")
 
 
 def check_target_fields(name: str, fields: dict[str, Any], root: Path | None) -> TargetSpec:

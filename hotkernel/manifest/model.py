@@ -42,7 +42,10 @@ SHAPE_PATTERN = r"^\s*[1-9][0-9]*(\s*[x×]\s*[1-9][0-9]*)*\s*$"
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MODULE_REF_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 FILE_REF_RE = re.compile(r"^(?P<path>[^:\n]+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
+PROBLEM_REF_RE = re.compile(r"^(?P<path>[^:\n]+\.py)$")  # a module problem: the file itself (docs/suites.md)
 FUNCTION_REF_HELP = "write module:function (e.g. torch.nn.functional:rms_norm) or ./file.py:function"
+SOURCE_REF_HELP = FUNCTION_REF_HELP + ", or ./problem.py for a module problem (KernelBench or GPU MODE layout)"
+CASE_VALUE_TYPES = (bool, int, float, str)
 
 
 # --------------------------------------------------------------------------------------- value parsing
@@ -113,12 +116,57 @@ def _function_ref(value: Any) -> str:
         text = value.strip()
         if MODULE_REF_RE.fullmatch(text) or FILE_REF_RE.fullmatch(text):
             return text
-        if text.endswith(".py") and ":" not in text:
+        if PROBLEM_REF_RE.fullmatch(text):
             raise ValueError(
-                f"{quote(value)} names a file but no function; write {text}:function (a whole-module problem, "
-                "KernelBench style, is not supported yet)"
+                f"{quote(value)} names a file but no function; write {text}:function (only `from` takes a "
+                "whole problem file)"
             )
     raise ValueError(f"{quote(value)} is not a function reference; {FUNCTION_REF_HELP}")
+
+
+def _source_ref(value: Any) -> str:
+    """``from``: a function reference, or ``./problem.py`` (a module problem; the file is checked by the loader)."""
+    if isinstance(value, str) and PROBLEM_REF_RE.fullmatch(value.strip()):
+        return value.strip()
+    try:
+        return _function_ref(value)
+    except ValueError:
+        raise ValueError(f"{quote(value)} is not a function reference or problem file; {SOURCE_REF_HELP}") from None
+
+
+def is_problem_source(ref: str) -> bool:
+    """True when ``from`` names a module problem file (no ``:function``)."""
+    return bool(PROBLEM_REF_RE.fullmatch(ref))
+
+
+def _case_value(text: str) -> Any:
+    """A ``k=v`` value typed as written: an integer, a number, true/false, else the text."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def case_entry(value: Any) -> dict[str, Any]:
+    """A ``cases`` item: a mapping name -> number/string/bool, or ``"name=value,name=value"``."""
+    if isinstance(value, str):
+        pairs = [part.partition("=") for part in value.split(",") if part.strip()]
+        if not pairs or any(not sep for _, sep, _ in pairs):
+            raise ValueError(f"{quote(value)} is not a case; write name=value pairs, e.g. batch_size=64,dim=128")
+        value = {name.strip(): _case_value(raw) for name, _, raw in pairs}
+    if not isinstance(value, dict):
+        raise ValueError(f"{quote(value)} is not a case; write a mapping name: value, e.g. {{batch_size: 64}}")
+    for name, item in value.items():
+        if not is_parameter_name(name):
+            raise ValueError(f"{quote(name)} is not a name; use a Python identifier, e.g. batch_size")
+        if not isinstance(item, CASE_VALUE_TYPES) or (isinstance(item, float) and item != item):
+            raise ValueError(f"{name}: {quote(item)} is not a plain number, string or boolean")
+    return dict(value)
 
 
 COMPETITOR_WORDS = ("compile", "compile-max-autotune", "compile-reduce-overhead")  # torch.compile(baseline, mode)
@@ -178,6 +226,19 @@ FunctionRef = Annotated[
     str,
     BeforeValidator(_function_ref),
     WithJsonSchema({"type": "string", "pattern": r"^[^:\s]+:[A-Za-z_][A-Za-z0-9_]*$", "maxLength": MAX_STRING}),
+]
+SourceRef = Annotated[
+    str,
+    BeforeValidator(_source_ref),
+    WithJsonSchema({"type": "string", "pattern": r"^([^:\s]+:[A-Za-z_][A-Za-z0-9_]*|[^:\s]+\.py)$",
+                    "maxLength": MAX_STRING}),
+]
+CaseEntry = Annotated[
+    dict[str, Any],
+    BeforeValidator(case_entry),
+    WithJsonSchema({"anyOf": [{"type": "string", "maxLength": MAX_STRING},
+                              {"type": "object", "additionalProperties": {"type": ["string", "number", "integer",
+                                                                                   "boolean"]}}]}),
 ]
 Competitor = Annotated[
     str,
@@ -273,20 +334,28 @@ class TargetSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    from_: Annotated[FunctionRef, Key("--from", "source", "ref")] = Field(
+    from_: Annotated[SourceRef, Key("--from", "source", "ref")] = Field(
         alias="from",
         description="The baseline: module:function (importable in the user's python) or ./file.py:function "
-        "(relative to the workspace root).",
+        "(relative to the workspace root), or ./problem.py: a module problem in the KernelBench or GPU MODE "
+        "layout (docs/suites.md), whose inputs, shapes and parameters hotkernel new reads from the file.",
     )
     input: Annotated[Identifier, Key("--input", "input", "text")] = Field(
         "x", description="Name of the first input (default x)."
     )
     shapes: Annotated[list[ShapeEntry], Key("--shape", "shapes", "texts")] = Field(
-        min_length=1,
+        default_factory=list,
         max_length=MAX_ITEMS,
-        description="One or more shapes; the first is the headline. A string is the first input's shape; a "
-        "mapping gives input name -> shape (unnamed inputs keep their headline shape). Correctness is "
-        "checked and timing reported at every shape.",
+        description="One or more shapes (required; a module problem's are read from its file); the first is "
+        "the headline. A string is the first input's shape; a mapping gives input name -> shape (unnamed inputs "
+        "keep their headline shape). Correctness is checked and timing reported at every shape.",
+    )
+    cases: Annotated[list[CaseEntry] | None, Key("--case", "cases", "texts")] = Field(
+        None,
+        max_length=MAX_ITEMS,
+        description="Module problems only, one per shape: KernelBench: module-level constants set before "
+        "get_init_inputs()/get_inputs() run (e.g. batch_size=64; at most one case); GPU MODE: the keyword "
+        "arguments of generate_input (the seed is the contract's).",
     )
     extra: Annotated[list[ExtraEntry], Key("--extra", "extra", "texts")] = Field(
         default_factory=list,

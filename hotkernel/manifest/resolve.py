@@ -10,7 +10,15 @@ from typing import Any
 from hotkernel.contract.correctness import tolerances
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest.load import did_you_mean, plain
-from hotkernel.manifest.model import DEFAULT_TOLERANCES, Manifest, TargetSpec, parse_shape, raw_inputs, shape_label
+from hotkernel.manifest.model import (
+    DEFAULT_TOLERANCES,
+    Manifest,
+    TargetSpec,
+    is_problem_source,
+    parse_shape,
+    raw_inputs,
+    shape_label,
+)
 from hotkernel.workspace.paths import MANIFEST_NAME
 
 
@@ -45,7 +53,9 @@ def resolved_target(manifest: Manifest, name: str) -> dict[str, Any]:
             else:
                 shapes.append(list(parse_shape(headline)))
         inputs.append({"name": input_name, "shapes": shapes})
+    problem = {"cases": plain(spec.cases) or []} if is_problem_source(spec.from_) else {}
     return {
+        **problem,
         "name": name,
         "from": spec.from_,
         "reference": spec.reference,

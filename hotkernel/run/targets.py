@@ -6,20 +6,28 @@ byte for byte. One call sequence and one set of messages; each caller names keys
 
 from __future__ import annotations
 
+import json
 import re
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hotkernel.errors import HotkernelError
+from hotkernel._util.procs import read_text_tail, run_command
+from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest.edit import EDIT_WAIT_S, EditMode, edit_target, write_manifest
 from hotkernel.manifest.load import ManifestProblem, check_target_fields, dotted
+from hotkernel.manifest.model import case_entry, format_shape, is_problem_source
+from hotkernel.manifest.python import user_python
 from hotkernel.manifest.resolve import correctness_bounds, resolved_target
 from hotkernel.manifest.schema import schema_reference
-from hotkernel.run.render import RenderResult, render_target
+from hotkernel.run.render import RenderResult, contract_path, render_target
 from hotkernel.workspace.lockfile import workspace_lock
-from hotkernel.workspace.paths import MANIFEST_NAME, Workspace
+from hotkernel.workspace.paths import MANIFEST_NAME, Workspace, safe_path
+
+PROBE_TIMEOUT_S = 60.0  # start-up (import torch) of the probe
+PROBE_PER_FILE_S = 10.0  # and per problem file: everything runs on the meta device
 
 # How a caller names a manifest key and the rest of its path: ("shapes", "[1]") -> "--shape" or "shapes[1]".
 KeyLabel = Callable[[str, str], str]
@@ -61,6 +69,70 @@ def _as_edit_error(message: str, name: str, label: KeyLabel) -> str:
     return f"{label(match.group(1), match.group(2))}: {message[match.end():]} ({MANIFEST_NAME} left as it was)"
 
 
+def probe_problems(ws: Workspace, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Probe problem files in one run of the user's python (``hk_contract.probe_main``: the meta device, no
+    input is allocated): ``[{"ok": True, "probe": {...}} | {"ok": False, "error": "FILE:LINE: ..."}]``.
+
+    ``requests``: ``{"path": absolute file, "scale": float | None, "cases": [...] | None}`` each."""
+    if not requests:
+        return []
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import hk_contract; "
+            "hk_contract.probe_main(sys.argv[2:])")
+    argv = [user_python(ws), "-c", code, str(contract_path().parent), json.dumps(requests)]
+    with tempfile.TemporaryDirectory(prefix="hotkernel-probe-") as out:
+        result = run_command(argv, timeout_s=PROBE_TIMEOUT_S + PROBE_PER_FILE_S * len(requests), cwd=ws.root,
+                             out_dir=out, name="probe")
+        lines = [line for line in result.stdout_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if len(lines) != len(requests):
+            why = "timed out" if result.timed_out else f"exit {result.returncode}"
+            tail = read_text_tail(result.stderr_path, 600).strip().splitlines()
+            raise HotkernelError(f"probing problem files failed ({why}) after {len(lines)} of {len(requests)}: "
+                                 f"{tail[-1] if tail else 'no output'}")
+    return [json.loads(line) for line in lines]
+
+
+def problem_fields(probe: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """Manifest keys of a module problem from its probe: input, shapes, extra (the rest of its inputs, then the
+    Model's parameters and buffers), rotate (the problem's own inputs) and cases; keys in ``given`` win."""
+    shapes = probe["shapes"]
+    head = shapes[0]
+    fields: dict[str, Any] = {"input": head[0]["name"]}
+    if len(shapes) == 1:
+        fields["shapes"] = [format_shape(head[0]["shape"])]
+    else:
+        fields["shapes"] = [{entry["name"]: format_shape(entry["shape"]) for entry in case} for case in shapes]
+    fields["extra"] = [f"{entry['name']}:{format_shape(entry['shape'])}" for entry in head[1:]]
+    fields["rotate"] = [entry["name"] for entry in head if "param" not in entry]
+    if probe.get("cases"):
+        fields["cases"] = probe["cases"]
+    fields.update({key: value for key, value in given.items() if value is not None})
+    if not fields["extra"]:
+        del fields["extra"]
+    return fields
+
+
+def fill_problem(ws: Workspace, fields: dict[str, Any], label: KeyLabel = yaml_label) -> dict[str, Any]:
+    """``fields`` with a module problem's inputs and shapes read from its file (when ``from`` is ./problem.py
+    and no shapes are given); other fields are returned as they are."""
+    source = fields.get("from")
+    if not isinstance(source, str) or not is_problem_source(source.strip()) or fields.get("shapes"):
+        return fields
+    path = safe_path(ws.root, source.strip(), what=label("from", ""))
+    if not path.is_file():
+        raise HotkernelError(f"{label('from', '')}: problem file {quote(source)} not found in {ws.root}")
+    cases = fields.get("cases")
+    if isinstance(cases, list):
+        try:
+            cases = [case_entry(case) for case in cases]
+        except ValueError as err:
+            raise HotkernelError(f"{label('cases', '')}: {err}") from None
+        fields = {**fields, "cases": cases}
+    reply = probe_problems(ws, [{"path": str(path), "scale": None, "cases": cases}])[0]
+    if not reply["ok"]:
+        raise HotkernelError(f"{label('from', '')}: {reply['error']}")
+    return problem_fields(reply["probe"], fields)
+
+
 def change_target(
     ws: Workspace,
     name: str,
@@ -74,6 +146,7 @@ def change_target(
     render the target, all under the workspace lock; the manifest is restored when any step fails."""
     fields = dict(fields or {})
     if mode in ("add", "replace"):
+        fields = fill_problem(ws, fields, label)
         try:
             check_target_fields(name, fields, ws.root)
         except ManifestProblem as problem:

@@ -1,0 +1,143 @@
+"""``import_suite``: one target per problem of a KernelBench level or a GPU MODE task, added through the shared
+add flow (``run.targets.change_target``: validated, under the workspace lock, minimal diffs, rendered).
+
+The problem files are copied into the workspace (``problems/kernelbench/level<L>/``,
+``problems/gpumode/<suite>/<task>/``) so every target's sources lie inside it, and probed in one run of the
+user's python on the meta device. A problem that cannot become a target is skipped with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from hotkernel._util.fs import atomic_write_text
+from hotkernel.errors import HotkernelError
+from hotkernel.manifest.load import load_manifest
+from hotkernel.manifest.model import format_shape
+from hotkernel.run.targets import change_target, probe_problems, problem_fields
+from hotkernel.suites import gpumode, kernelbench
+from hotkernel.workspace.paths import Workspace
+
+Suite = Literal["kernelbench", "gpumode"]
+PROBLEMS_DIR = "problems"
+TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3",
+                "float8_e5m2": "fp8_e5m2"}
+
+
+class Imported(BaseModel):
+    """A problem that became a target."""
+
+    target: str = Field(description="target name")
+    problem: str = Field(description="the problem file, relative to the workspace")
+    shapes: list[str] = Field(description="the headline inputs' shapes, one per shape entry")
+    cases: list[dict[str, Any]] | None = Field(description="the cases written (e.g. a scaled batch_size)")
+
+
+class Skipped(BaseModel):
+    """A problem that did not become a target, and why."""
+
+    problem: str = Field(description="the problem as given (file name or task folder)")
+    reason: str = Field(description="why it was skipped")
+
+
+class SuiteImport(BaseModel):
+    """What ``import_suite`` did."""
+
+    suite: str = Field(description="kernelbench or gpumode")
+    source: str = Field(description="the directory imported from")
+    manifest: str = Field(description="path of the manifest edited")
+    imported: list[Imported] = Field(default_factory=list, description="targets added, in order")
+    skipped: list[Skipped] = Field(default_factory=list, description="problems skipped, with the reason")
+
+
+def _copy(source: Path, dest: Path) -> None:
+    text = source.read_text(encoding="utf-8")
+    if not dest.is_file() or dest.read_text(encoding="utf-8") != text:
+        atomic_write_text(dest, text)
+
+
+def _existing(ws: Workspace) -> set[str]:
+    return set(load_manifest(ws.manifest).targets) if ws.manifest.is_file() else set()
+
+
+def _add(ws: Workspace, result: SuiteImport, name: str, rel: str, probe: dict[str, Any], given: dict[str, Any],
+         command: str) -> None:
+    fields = problem_fields(probe, {"from": f"./{rel}", **given})
+    try:
+        change_target(ws, name, fields, mode="add", command=command)
+    except HotkernelError as err:
+        result.skipped.append(Skipped(problem=rel, reason=str(err)))
+        return
+    heads = [format_shape(case[0]["shape"]) for case in probe["shapes"]]
+    result.imported.append(Imported(target=name, problem=rel, shapes=heads, cases=fields.get("cases")))
+
+
+def import_suite(ws: Workspace, suite: Suite, directory: Path | str, *, level: int = 1,
+                 problems: list[int] | None = None, dtype: str | None = None, scale: float | None = None,
+                 device: str | None = None, command: str = "hotkernel import") -> SuiteImport:
+    """Add one target per problem of ``directory`` (a KernelBench level folder or a GPU MODE task folder)."""
+    directory = Path(directory).expanduser().resolve()
+    if scale is not None and not 0 < scale <= 1:
+        raise HotkernelError(f"--scale {scale}: give a factor in (0, 1], e.g. 0.25")
+    result = SuiteImport(suite=suite, source=str(directory), manifest=str(ws.manifest))
+    given = {key: value for key, value in (("dtype", dtype), ("device", device)) if value is not None}
+    if suite == "gpumode":
+        if scale is not None:
+            raise HotkernelError("--scale applies to kernelbench; a GPU MODE task's shapes are its benchmarks")
+        _import_gpumode(ws, result, directory, given, command)
+    else:
+        _import_kernelbench(ws, result, directory, level, problems, {"dtype": "fp32", **given}, scale, command)
+    return result
+
+
+def _import_kernelbench(ws: Workspace, result: SuiteImport, directory: Path, level: int,
+                        numbers: list[int] | None, given: dict[str, Any], scale: float | None, command: str) -> None:
+    found = kernelbench.problems(directory, level, numbers)
+    taken = _existing(ws)
+    todo = []
+    for problem in found:
+        if problem.target in taken:
+            result.skipped.append(Skipped(problem=problem.file.name, reason=f"{problem.target} is already a target"))
+            continue
+        rel = f"{PROBLEMS_DIR}/kernelbench/level{level}/{problem.file.name}"
+        _copy(problem.file, ws.root / rel)
+        todo.append((problem, rel))
+    replies = probe_problems(ws, [{"path": str(ws.root / rel), "scale": scale, "cases": None} for _, rel in todo])
+    for (problem, rel), reply in zip(todo, replies, strict=True):
+        if not reply["ok"]:
+            result.skipped.append(Skipped(problem=problem.file.name, reason=reply["error"]))
+            continue
+        _add(ws, result, problem.target, rel, reply["probe"], given, command)
+
+
+def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: dict[str, Any],
+                    command: str) -> None:
+    task = gpumode.read_task(directory)
+    if task.target in _existing(ws):
+        result.skipped.append(Skipped(problem=str(directory), reason=f"{task.target} is already a target"))
+        return
+    base = Path(PROBLEMS_DIR) / "gpumode" / directory.parent.name
+    for source in sorted(directory.parent.glob("*.py")):  # utils.py and eval.py, which the reference imports
+        _copy(source, ws.root / base / source.name)
+    for source in sorted([*directory.glob("*.py"), directory / "task.yml"]):
+        _copy(source, ws.root / base / directory.name / source.name)
+    rel = (base / directory.name / task.reference.name).as_posix()
+    reply = probe_problems(ws, [{"path": str(ws.root / rel), "scale": None, "cases": task.cases}])[0]
+    if not reply["ok"]:
+        result.skipped.append(Skipped(problem=str(directory), reason=reply["error"]))
+        return
+    probe = dict(reply["probe"])
+    seen: dict[str, int] = {}
+    for index, shapes in enumerate(probe["shapes"]):  # two cases with the same tensor shapes are one shape
+        seen.setdefault(repr([entry["shape"] for entry in shapes]), index)
+    keep = sorted(seen.values())
+    probe["shapes"] = [probe["shapes"][i] for i in keep]
+    probe["cases"] = [probe["cases"][i] for i in keep]
+    outputs = probe.get("outputs") or []
+    fields = dict(given)
+    if "dtype" not in fields:
+        fields["dtype"] = next((TORCH_DTYPES[o["dtype"]] for o in outputs if o["dtype"] in TORCH_DTYPES), "fp32")
+    fields.update({key: value for key, value in (("atol", task.atol), ("rtol", task.rtol)) if value is not None})
+    _add(ws, result, task.target, rel, probe, fields, command)

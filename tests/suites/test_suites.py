@@ -1,0 +1,160 @@
+"""Module problems and suite imports: KernelBench level-1 files (read from ../shared/kernelbench, never copied
+into the repository) and a GPU MODE task of our own, imported and run end to end on the CPU; every bad input
+gets its one-line error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hotkernel.cli.app import app
+from hotkernel.errors import HotkernelError
+from hotkernel.manifest import load_manifest
+from hotkernel.suites.importer import import_suite
+from hotkernel.workspace.paths import Workspace
+
+KB = Path(__file__).resolve().parents[2].parent / "shared" / "kernelbench" / "level1"
+GPUMODE = Path(__file__).resolve().parents[1] / "fixtures" / "gpumode_task" / "demo" / "scaled_relu"
+needs_kb = pytest.mark.skipif(not KB.is_dir(), reason=f"KernelBench level 1 not at {KB}")
+
+
+@pytest.fixture()
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    monkeypatch.delenv("HOTKERNEL_WORKSPACE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return Workspace(tmp_path)
+
+
+def run_target(ws: Workspace, name: str) -> dict:
+    """One standalone run of the untouched candidate: worker, judge, checks; the run JSON."""
+    proc = subprocess.run([os.environ.get("HOTKERNEL_PYTHON", sys.executable), str(ws.target_dir(name) /
+                           "candidate.py")], capture_output=True, text=True, timeout=120, cwd=ws.root)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def new(*args: str) -> object:
+    return CliRunner().invoke(app, ["new", *args])
+
+
+# ---- bad input: one line, naming the file (and line) and the fix ---------------------------------------------
+
+
+def test_a_file_without_model_or_get_inputs_is_named(ws: Workspace) -> None:
+    (ws.root / "p.py").write_text("import torch\n\ndef f(x):\n    return x\n", encoding="utf-8")
+    result = new("t", "--from", "./p.py", "--shape", "8")
+    assert isinstance(result.exception, HotkernelError)
+    assert "p.py is not a problem file: it defines no Model, get_inputs, get_init_inputs" in str(result.exception)
+    assert not (ws.root / "hotkernel.yaml").exists()
+
+
+@pytest.mark.slow
+def test_get_inputs_that_raises_names_the_file_and_line(ws: Workspace) -> None:
+    (ws.root / "p.py").write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
+        "def get_inputs():\n    raise ValueError('no inputs today')\n\ndef get_init_inputs():\n    return []\n",
+        encoding="utf-8")
+    result = new("t", "--from", "./p.py")
+    assert isinstance(result.exception, HotkernelError)
+    assert f"{ws.root}/p.py:8: get_inputs() raised ValueError: no inputs today" in str(result.exception)
+    assert not (ws.root / "hotkernel.yaml").exists()
+
+
+@pytest.mark.slow
+def test_outputs_and_inputs_that_are_not_tensors_are_refused(ws: Workspace) -> None:
+    body = ("import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return {out}\n\n"
+            "def get_inputs():\n    return [{inp}]\n\ndef get_init_inputs():\n    return []\n")
+    (ws.root / "a.py").write_text(body.format(out="x", inp="torch.rand(4), 3"), encoding="utf-8")
+    (ws.root / "b.py").write_text(body.format(out="[x, 'label']", inp="torch.rand(4)"), encoding="utf-8")
+    a, b = new("a", "--from", "./a.py"), new("b", "--from", "./b.py")
+    assert "get_inputs() gives a int at position 1, not a tensor" in str(a.exception)
+    assert "Model.forward gives a str at position 1, not a tensor" in str(b.exception)
+
+
+def test_a_suite_directory_that_does_not_exist(ws: Workspace, tmp_path: Path) -> None:
+    with pytest.raises(HotkernelError, match="kernelbench: .*nowhere is not a directory"):
+        import_suite(ws, "kernelbench", tmp_path / "nowhere")
+    with pytest.raises(HotkernelError, match="gpumode: .*nowhere is not a directory"):
+        import_suite(ws, "gpumode", tmp_path / "nowhere")
+    (tmp_path / "task").mkdir()
+    with pytest.raises(HotkernelError, match="task.yml not found"):
+        import_suite(ws, "gpumode", tmp_path / "task")
+
+
+@needs_kb
+def test_unknown_problem_numbers_and_cases_without_a_problem(ws: Workspace) -> None:
+    result = CliRunner().invoke(app, ["import", "kernelbench", str(KB), "--problems", "19,555"])
+    assert "no problem 555" in str(result.exception)
+    (ws.root / "k.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
+    result = new("t", "--from", "./k.py:f", "--shape", "8", "--case", "batch_size=2")
+    assert "cases go with a module problem" in str(result.exception)
+
+
+# ---- end to end on the CPU -----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@needs_kb
+def test_kernelbench_import_scales_the_batch_and_runs_correct(ws: Workspace) -> None:
+    """ReLU, a matmul and cross-entropy (integer labels, a scalar output) imported and judged ok."""
+    result = import_suite(ws, "kernelbench", KB, problems=[1, 19, 95, 33], scale=0.0005, device="cpu")
+    names = [item.target for item in result.imported]
+    assert names == ["kb1_001_square_matrix_multiplication", "kb1_019_relu", "kb1_095_crossentropyloss"]
+    assert [s.problem for s in result.skipped] == ["33_BatchNorm.py"]
+    assert "0-d tensor" in result.skipped[0].reason  # num_batches_tracked
+    manifest = load_manifest(ws.manifest)
+    ce = manifest.targets["kb1_095_crossentropyloss"]
+    assert ce.cases == [{"batch_size": 16}] and ce.extra == ["targets:16"] and ce.rotate == ["predictions", "targets"]
+    assert (ws.root / "problems/kernelbench/level1/95_CrossEntropyLoss.py").read_bytes() == \
+        (KB / "95_CrossEntropyLoss.py").read_bytes()
+    for name in ("kb1_001_square_matrix_multiplication", "kb1_095_crossentropyloss"):
+        run = run_target(ws, name)
+        assert run["ok"] and run["status"] == "ok", (name, run.get("reason"))
+        assert run["reference_precision"] == "fp64"
+
+
+@pytest.mark.slow
+@needs_kb
+def test_a_module_with_parameters_takes_them_as_inputs(ws: Workspace) -> None:
+    """LayerNorm: ln.weight and ln.bias come after x, made under the contract's seeds; the skeleton shows them."""
+    (ws.root / "kb").mkdir()
+    (ws.root / "kb" / "ln.py").write_text((KB / "40_LayerNorm.py").read_text(encoding="utf-8"), encoding="utf-8")
+    result = new("ln", "--from", "./kb/ln.py", "--case", "batch_size=2,features=4,dim1=8,dim2=8", "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    spec = load_manifest(ws.manifest).targets["ln"]
+    assert spec.shapes == ["2x4x8x8"] and spec.extra == ["ln_weight:4x8x8", "ln_bias:4x8x8"]
+    assert spec.rotate == ["x"]
+    candidate = (ws.target_dir("ln") / "candidate.py").read_text(encoding="utf-8")
+    assert "def kernel(x, ln_weight, ln_bias):" in candidate
+    run = run_target(ws, "ln")
+    assert run["ok"] and run["status"] == "ok", run.get("reason")
+
+
+@pytest.mark.slow
+@needs_kb
+def test_a_wrong_candidate_of_a_module_problem_is_incorrect(ws: Workspace) -> None:
+    (ws.root / "sm.py").write_text((KB / "23_Softmax.py").read_text(encoding="utf-8"), encoding="utf-8")
+    assert new("sm", "--from", "./sm.py", "--case", "batch_size=2,dim=256", "--device", "cpu").exit_code == 0
+    path = ws.target_dir("sm") / "candidate.py"
+    path.write_text(path.read_text(encoding="utf-8").replace("return _baseline_kernel(x)",
+                                                             "return torch.softmax(x, dim=1) + 0.01"),
+                    encoding="utf-8")
+    run = run_target(ws, "sm")
+    assert run["status"] == "incorrect", run.get("reason")
+
+
+@pytest.mark.slow
+def test_gpumode_task_imports_one_target_with_its_benchmarks_and_tolerances(ws: Workspace) -> None:
+    result = import_suite(ws, "gpumode", GPUMODE, device="cpu")
+    assert [item.target for item in result.imported] == ["gm_demo_scaled_relu"], result.skipped
+    spec = load_manifest(ws.manifest).targets["gm_demo_scaled_relu"]
+    assert spec.cases == [{"rows": 16, "cols": 128}, {"rows": 32, "cols": 256}]
+    assert (spec.atol, spec.rtol, spec.dtype) == (0.02, 0.02, "fp16")
+    assert spec.shapes == [{"x0": "16x128", "x1": "16"}, {"x0": "32x256", "x1": "32"}]
+    run = run_target(ws, "gm_demo_scaled_relu")
+    assert run["ok"] and run["status"] == "ok", run.get("reason")
