@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -14,7 +15,7 @@ from hotkernel.errors import HotkernelError
 from hotkernel.manifest import resolved_target
 from hotkernel.manifest.edit import EditMode
 from hotkernel.manifest.keys import fields_from_mcp, mcp_annotation, mcp_parameter_of
-from hotkernel.manifest.model import MAX_ITEMS, target_keys
+from hotkernel.manifest.model import DTYPES, MAX_ITEMS, MAX_STRING, target_keys
 from hotkernel.mcp.base import (
     TargetName,
     known_target,
@@ -27,6 +28,8 @@ from hotkernel.mcp.base import (
 from hotkernel.run.targets import change_target
 from hotkernel.store.models import HistoryEntry
 from hotkernel.store.record import history as target_history
+from hotkernel.suites.importer import SuiteImport
+from hotkernel.suites.importer import import_suite as suite_import
 from hotkernel.workspace.paths import Workspace, find_workspace
 
 
@@ -269,3 +272,40 @@ def new_target(**arguments: Any) -> EditResult:
     if ws.manifest.is_file() and name in load_manifest(ws).targets:
         raise ToolError(f"name {name!r} is already a target: use update_target to change it")
     return _change(ws, name, _entry(arguments), "add", "new_target")
+
+
+@tool(read_only=False, destructive=False, idempotent=False)
+def import_suite(
+    ctx: Context,
+    suite: Annotated[Literal["kernelbench", "gpumode"], Field(description="kernelbench or gpumode")],
+    directory: Annotated[str, Field(max_length=MAX_STRING, description="KernelBench: a level folder (or the "
+                                    "folder holding level1/...); GPU MODE: a task folder, e.g. "
+                                    "reference-kernels/problems/pmpp/vectoradd_py")],
+    level: Annotated[int, Field(ge=1, le=10, description="KernelBench level (default 1)")] = 1,
+    problems: Annotated[list[int] | None, Field(max_length=1000, description="KernelBench problem numbers, "
+                                                "e.g. [19, 23]; default all")] = None,
+    dtype: Annotated[Literal[DTYPES] | None, Field(description="target dtype (KernelBench default fp32; GPU "  # type: ignore[valid-type]
+                                                   "MODE: the reference's output dtype)")] = None,
+    scale: Annotated[float | None, Field(gt=0, le=1, description="KernelBench: shrink the batch (first) "
+                                         "dimension by this factor, e.g. 0.25")] = None,
+    device: Annotated[Literal["cuda", "cpu"] | None, Field(description="cuda or cpu (default: defaults.device)")]
+    = None,
+) -> SuiteImport:
+    """Import a problem suite: one target per KernelBench problem file, or one per GPU MODE task (its benchmark
+    shapes, its reference's tolerances), added to hotkernel.yaml (created when absent) and rendered.
+
+    The files are copied into problems/ of the workspace and probed on the meta device (nothing is allocated);
+    problems that cannot become targets are listed under skipped with the reason. docs/suites.md has the
+    conventions (how a candidate receives a Model's parameters).
+    """
+    try:
+        ws = find_workspace(start_dir(ctx))
+    except HotkernelError:
+        ws = Workspace(start_dir(ctx))
+    path = Path(directory).expanduser()
+    path = path if path.is_absolute() else start_dir(ctx) / path
+    try:
+        return suite_import(ws, suite, path, level=level, problems=problems, dtype=dtype, scale=scale,
+                            device=device, command="import_suite")
+    except HotkernelError as err:
+        raise ToolError(str(err)) from None

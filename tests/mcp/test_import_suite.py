@@ -1,0 +1,41 @@
+"""The MCP import_suite tool: the same library function as ``hotkernel import``, errors as tool errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hotkernel.manifest import load_manifest
+
+GPUMODE = Path(__file__).resolve().parents[1] / "fixtures" / "gpumode_task" / "demo" / "scaled_relu"
+
+
+def _call(root: Path, arguments: dict) -> tuple[bool, str, dict | None]:
+    pytest.importorskip("mcp")
+    from mcp import Client
+
+    from hotkernel.mcp.app import build_server
+
+    async def run() -> tuple[bool, str, dict | None]:
+        async with Client(build_server(root)) as client:
+            result = await client.call_tool("import_suite", arguments)
+            text = "\n".join(getattr(c, "text", "") for c in result.content)
+            return result.is_error, text, result.structured_content
+
+    return anyio.run(run)
+
+
+def test_a_missing_suite_directory_is_a_tool_error(tmp_path: Path) -> None:
+    failed, text, _ = _call(tmp_path, {"suite": "kernelbench", "directory": "nowhere"})
+    assert failed and "nowhere is not a directory" in text
+    assert not (tmp_path / "hotkernel.yaml").exists()
+
+
+@pytest.mark.slow
+def test_import_suite_adds_the_gpumode_task(tmp_path: Path) -> None:
+    failed, text, data = _call(tmp_path, {"suite": "gpumode", "directory": str(GPUMODE), "device": "cpu"})
+    assert not failed, text
+    assert data is not None and [i["target"] for i in data["imported"]] == ["gm_demo_scaled_relu"]
+    assert "gm_demo_scaled_relu" in load_manifest(tmp_path / "hotkernel.yaml").targets
