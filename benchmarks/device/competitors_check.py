@@ -7,7 +7,7 @@ own CUDA graphs, which must work inside the timer's capture) and runs
 OUT/competitors.json (every SyncItem), OUT/ws/LEADERBOARD.md and the roofline chart; prints one line each.
 
 Usage (device, repo root, hotkernel importable as in h200_sync.sh):
-    python3 benchmarks/device/competitors_check.py OUT [BUDGET_S=220]
+    python3 benchmarks/device/competitors_check.py OUT [BUDGET_S=180]
 """
 
 from __future__ import annotations
@@ -67,4 +67,4 @@ def main(out: Path, budget_s: float) -> int:
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: competitors_check.py OUT [BUDGET_S]")
-    sys.exit(main(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 220.0))
+    sys.exit(main(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 180.0))

@@ -116,6 +116,8 @@ class HistoryEntry(_Model):
     note: str = Field(description="one-line note")
     counted: bool = Field(description="False when invalidated or made with an older contract protocol")
     not_counted_reason: str | None = Field(default=None, description="why it is not counted")
+    role: RecordRole = Field(default="candidate", description="'candidate' or 'competitor'")
+    competitor: str | None = Field(default=None, description="the competitor's manifest name (competitor records)")
 
 
 class LeaderboardRow(_Model):

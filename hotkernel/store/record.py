@@ -409,6 +409,8 @@ def history(ws: Workspace, target: str) -> list[HistoryEntry]:
                 note=rec.note,
                 counted=reason is None,
                 not_counted_reason=reason,
+                role=rec.role,
+                competitor=rec.competitor,
             )
         )
     entries.sort(key=lambda e: (e.created_at, e.path))

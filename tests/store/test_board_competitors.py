@@ -19,7 +19,7 @@ from hotkernel.store.leaderboard import (
     store_problems,
     write_leaderboard,
 )
-from hotkernel.store.record import best_counted, record
+from hotkernel.store.record import best_counted, history, record
 from hotkernel.store.roofline_svg import chart_name
 from hotkernel.store.summary import suite_of, suite_summaries, summary_lines
 from hotkernel.workspace.paths import Workspace
@@ -61,6 +61,8 @@ def test_competitor_records_are_never_best_and_show_their_own_rows(tmp_path: Pat
     competitors = board.split("## Competitors")[1].split("## Roofline")[0]
     assert competitors.count("| rmsnorm | NVIDIA H200 |") == 2 and rival.path in competitors
     assert rival.path not in board.split("## All records")[1].split("## Competitors")[0]
+    assert [(h.role, h.competitor) for h in history(ws, "rmsnorm")] == [
+        ("candidate", None), ("competitor", "compile-max-autotune"), ("competitor", "./k.py:f")]
 
 
 def test_a_slower_competitor_counts_with_its_speedup_and_inconclusive_as_even(tmp_path: Path) -> None:
