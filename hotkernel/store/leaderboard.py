@@ -427,7 +427,7 @@ def board_summary(ws: Workspace) -> BoardSummary:
 
 def chart_devices(rows: list[LeaderboardRow]) -> list[str]:
     """The devices of counted rows that the spec table has (each gets a roofline chart), sorted."""
-    return sorted({r.device for r in rows if r.counted and spec_for(r.device) is not None})
+    return sorted(device for device in {r.device for r in rows if r.counted} if spec_for(device) is not None)
 
 
 def measured_ceiling(rows: list[LeaderboardRow], device: str) -> float | None:

@@ -12,6 +12,7 @@ Targets without ``flops`` cannot be placed and are named under the chart.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ def chart_name(device: str) -> str:
     return f"roofline_{device_slug(device)}.svg"
 
 
+@functools.lru_cache(maxsize=64)
 def spec_for(device: str) -> GpuSpec | None:
     """The spec-sheet entry of ``device`` when the table has it by name (not merely close by spelling)."""
     try:
