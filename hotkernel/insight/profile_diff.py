@@ -626,8 +626,9 @@ def run(params: Params, ctx: InsightContext) -> ProfileDiff:
     """Diff the two reports, profiling the two commands first when asked."""
     commands = _commands(params, ctx)
     if not commands:
-        a = ctx.existing_file(params.a or "", "a", "give an .ncu-rep or an ncu CSV")
-        b = ctx.existing_file(params.b or "", "b", "give an .ncu-rep or an ncu CSV")
+        hint = "give an .ncu-rep or an ncu CSV (`ncu --csv --page details` or `--page raw`)"
+        a = ctx.existing_file(params.a or "", "profile diff: report A (a)", hint)
+        b = ctx.existing_file(params.b or "", "profile diff: report B (b)", hint)
         return diff_reports(a, b, top=params.top)
     profile_a, profile_b = _profile_both(params, ctx, commands)
     result = diff_reports(profile_a.report or "", profile_b.report or "", top=params.top)

@@ -42,7 +42,7 @@ def test_bad_input_is_one_line_without_traceback(tmp_path: Path) -> None:
     (tmp_path / "a.csv").write_bytes((H200 / "ncu_details_csv.out").read_bytes())
     for args, expected in (
         (("a.csv",), "error: profile diff: give two reports (A B)"),
-        (("a.csv", "missing.csv"), "error: b 'missing.csv' is not a file here"),
+        (("a.csv", "missing.csv"), "error: profile diff: report B (b) 'missing.csv' is not a file here"),
         (("--command", "python3 x.py"), "error: profile diff: --command given 1 time(s)"),
         (("a.csv", "a.csv", "-n", "0"), "error: profile diff: --top:"),
     ):

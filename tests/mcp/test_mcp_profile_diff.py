@@ -71,7 +71,7 @@ async def test_paths_are_confined_and_modes_exclusive(workspace: Path) -> None:
         neither = await client.call_tool("profile_diff", {"a": "reports/before.csv"})
         unknown = await client.call_tool("profile_diff", {"target": "nope"})
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert escaped.is_error and "outside the workspace" in text_of(escaped)
+    assert escaped.is_error and "report A (a)" in text_of(escaped) and "outside the workspace" in text_of(escaped)
     assert neither.is_error and "give two reports" in text_of(neither)
     assert unknown.is_error and "'nope' is not in hotkernel.yaml" in text_of(unknown)
     schema = tools["profile_diff"].input_schema["properties"]
