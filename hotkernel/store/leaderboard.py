@@ -274,6 +274,19 @@ def best_entries(rows: list[LeaderboardRow]) -> list[BestEntry]:
     return [entries[key] for key in sorted(entries)]
 
 
+def _rival_speedup_cell(row: LeaderboardRow) -> str:
+    """A competitor's speedup over the baseline, slower ones too (``even`` when inconclusive)."""
+    if row.verdict in ("faster", "slower") and row.speedup is not None:
+        return f"{row.speedup:.3f}x"
+    return "even" if row.verdict == "inconclusive" else row.verdict
+
+
+def _rival_interval_cell(row: LeaderboardRow) -> str:
+    if row.verdict not in ("faster", "slower") or not row.interval:
+        return ""
+    return f"[{row.interval[0]:.3f}, {row.interval[1]:.3f}]"
+
+
 def _vs_cell(entry: BestEntry) -> str:
     if entry.competitor is None:
         return ""
@@ -405,8 +418,8 @@ def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: Resu
             counted = "yes" if row.counted else f"no ({row.not_counted_reason})"
             lines.append(
                 f"| {_cell(row.target)} | {_cell(row.device)} | {_cell(row.who)} | "
-                f"[{_cell(Path(row.path).name)}]({row.path}) | {row.verdict} | {speedup_cell(row)} | "
-                f"{_interval_cell(row)} | {_ms(row.baseline_ms)} | {_ms(row.candidate_ms)} | {_cell(counted)} |"
+                f"[{_cell(Path(row.path).name)}]({row.path}) | {row.verdict} | {_rival_speedup_cell(row)} | "
+                f"{_rival_interval_cell(row)} | {_ms(row.baseline_ms)} | {_ms(row.candidate_ms)} | {_cell(counted)} |"
             )
     charts = chart_devices(rows)
     if charts:

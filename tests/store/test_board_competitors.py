@@ -69,8 +69,11 @@ def test_a_slower_competitor_counts_with_its_speedup_and_inconclusive_as_even(tm
     ws = make_workspace(tmp_path / "ws")
     _record(ws, "softmax", "faster", 1.2)
     _record(ws, "softmax", "inconclusive", None, competitor="compile", who="torch.compile (default)")
+    _record(ws, "softmax", "slower", 0.8, competitor="./k.py:f", who="./k.py:f")
     entry = next(e for e in best_entries(board_rows(ws)) if e.target == "softmax")
     assert entry.competitor_speedup == 1.0 and entry.vs_competitor == pytest.approx(1.2)
+    rivals = ws.leaderboard.read_text().split("## Competitors")[1]
+    assert "| inconclusive | even |  |" in rivals and "| slower | 0.800x | [0.792, 0.808] |" in rivals
 
 
 def _kb_workspace(root: Path, names: list[str]) -> Workspace:
