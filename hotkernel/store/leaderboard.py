@@ -8,7 +8,12 @@ line naming the file and the fix.
 
 Byte-identical output for the same records: rows sorted by (target, device, record path), floats printed with
 a fixed format, no wall-clock time. Only the current contract protocol's records are listed (older ones are
-one line); the best per (target, device) is the counted ``faster`` record with the largest speedup.
+one line); the best per (target, device) is the counted ``faster`` candidate record with the largest speedup
+(competitor records have their own section and are never the best).
+
+``write_leaderboard`` also writes what ``generated_texts`` lists beside it: a roofline chart per spec-sheet GPU
+(``store/roofline_svg.py``) and the README headline block (``store/headline.py``); ``generated_differences``
+names each that differs, for ``leaderboard --check`` and ``plan``. docs/leaderboard.md describes them.
 """
 
 from __future__ import annotations
