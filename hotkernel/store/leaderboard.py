@@ -29,7 +29,7 @@ from hotkernel._util.fs import atomic_write_text, sha256_file
 from hotkernel._util.git import git_output
 from hotkernel.errors import HotkernelError
 from hotkernel.run.render import contract_module
-from hotkernel.store.headline import headline_block, replace_block
+from hotkernel.store.headline import HEADLINE_END, START_PREFIX, headline_block, replace_block
 from hotkernel.store.models import RECORD_KIND, BestEntry, BoardSummary, LeaderboardRow, Record
 from hotkernel.store.roofline_svg import chart_name, render_roofline_svg, spec_for
 from hotkernel.store.summary import suite_summaries
@@ -509,6 +509,10 @@ def generated_differences(ws: Workspace, scan: ResultsScan | None = None) -> lis
     board = _board_difference(ws, scan, texts[ws.leaderboard.name])
     if board:
         lines.append(board)
+    readme = ws.root / README_NAME
+    if README_NAME not in texts and readme.is_file() and START_PREFIX in readme.read_text(encoding="utf-8"):
+        lines.append(f"README.md: the headline start marker has no `{HEADLINE_END}` after it: add that line where "
+                     "the generated block ends, then run `hotkernel leaderboard`")
     fix = "run `hotkernel leaderboard` to regenerate it"
     for name, text in sorted(texts.items()):
         if name == ws.leaderboard.name:

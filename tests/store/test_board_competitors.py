@@ -167,3 +167,13 @@ def test_a_readme_without_markers_is_left_alone(tmp_path: Path) -> None:
     readme.write_text("# mine\n")
     _record(ws, "rmsnorm", "faster", 1.5)
     assert readme.read_text() == "# mine\n" and generated_differences(ws) == []
+
+
+def test_a_start_marker_without_its_end_is_named(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    readme = ws.root / "README.md"
+    readme.write_text(f"# ws\n{HEADLINE_START}\nno end\n")
+    _record(ws, "rmsnorm", "faster", 1.5)
+    assert readme.read_text() == f"# ws\n{HEADLINE_START}\nno end\n"
+    assert any(line.startswith("README.md: the headline start marker has no `<!-- hotkernel:headline:end -->`")
+               for line in store_problems(ws))
