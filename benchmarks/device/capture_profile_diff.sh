@@ -7,17 +7,22 @@
 # .ncu-rep files it wrote (read through NVIDIA's ncu_report there), and the rmsnorm target's baseline against its
 # candidate. Every command's stdout/stderr is kept verbatim; the log lists command, exit code and wall time.
 #
-# Usage (device, repo root; the carried wheels give pydantic & co, as for capture_fixtures.sh):
-#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
+# Usage (device, repo root), carrying [".whl"]: the wheels the device lacks (pydantic, pydantic-core,
+# annotated-types, typing-inspection, typing-extensions, ruamel.yaml, filelock; ../shared/device/carry-wheels.sh):
 #   bash benchmarks/device/capture_profile_diff.sh "$OUT"
 # Writes $OUT/profile_diff/ (CSV pages, JSON results, the .ncu-rep files under 2 MB, log.txt); about 2 minutes.
 set -u
 OUT_ROOT=${1:?usage: capture_profile_diff.sh OUT_DIR}
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || exit 1
+fi
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 DIR=$OUT_ROOT/profile_diff
 WORK=/tmp/hk_profile_diff
 NCU=${NCU:-/usr/local/cuda/bin/ncu}
 LOG=$DIR/log.txt
-EXTRA=smsp__inst_executed.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum
+EXTRA=$(python3 -c "from hotkernel.insight.profile_diff import EXTRA_METRICS as m; print(','.join(m))") || exit 1
 rm -rf "$WORK" "$DIR" && mkdir -p "$WORK" "$DIR" && : > "$LOG"
 export HOTKERNEL_PYTHON=python3 TRITON_CACHE_DIR=$WORK/triton_cache
 
