@@ -1,0 +1,18 @@
+#!/bin/bash
+# The device command for benchmarks/device/suites.py (KernelBench level 1 on the lent H200, under 6 minutes).
+# Carry [".whl", "kb"] where .whl/ holds the wheels the device lacks (pydantic, pydantic-core, annotated-types,
+# typing-inspection, typing-extensions, ruamel.yaml, filelock, jinja2, markupsafe, typer, click:
+# ../shared/device/carry-wheels.sh NAME==VERSION ...) and kb/ a copy of ../shared/kernelbench/level1/*.py
+# (never committed). Then, from the repo root:
+#   bash benchmarks/device/suites.sh "$OUT"            # results: $OUT/suites.jsonl, summary on stdout
+set -u
+OUTDIR=${1:?usage: suites.sh OUT_DIR [suites.py options]}
+shift
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3 HK_KB_DIR=${HK_KB_DIR:-$PWD/kb}
+mkdir -p "$OUTDIR"
+nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv > "$OUTDIR/gpu.csv" 2>&1
+timeout 355 python3 benchmarks/device/suites.py "$OUTDIR" --budget-s 330 "$@" 2> "$OUTDIR/suites.err"
+echo "suites rc=$?"
+tail -5 "$OUTDIR/suites.err"
