@@ -158,3 +158,56 @@ def test_gpumode_task_imports_one_target_with_its_benchmarks_and_tolerances(ws: 
     assert spec.shapes == [{"x0": "16x128", "x1": "16"}, {"x0": "32x256", "x1": "32"}]
     run = run_target(ws, "gm_demo_scaled_relu")
     assert run["ok"] and run["status"] == "ok", run.get("reason")
+
+
+EMBEDDING = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, num, dim):
+        super().__init__()
+        self.emb = nn.Embedding(num, dim)
+
+    def forward(self, idx):
+        return self.emb(idx)
+
+
+num = 50
+batch_size = 64
+
+
+def get_inputs():
+    return [torch.randint(0, num, (batch_size, 8))]
+
+
+def get_init_inputs():
+    return [num, 16]
+'''
+
+
+@pytest.mark.slow
+def test_index_inputs_stay_in_range_under_the_perturbation(ws: Workspace) -> None:
+    """The perturbed input is the index tensor itself: a standard-normal tail value (or a negative one) would make
+    the lookup raise; another element of the tensor keeps every index valid."""
+    (ws.root / "emb.py").write_text(EMBEDDING, encoding="utf-8")
+    assert new("emb", "--from", "./emb.py", "--device", "cpu").exit_code == 0
+    spec = load_manifest(ws.manifest).targets["emb"]
+    assert spec.input == "idx" and spec.extra == ["emb_weight:50x16"] and spec.rotate == ["idx"]
+    run = run_target(ws, "emb")
+    assert run["ok"] and run["status"] == "ok", run.get("reason")
+
+
+@pytest.mark.slow
+@needs_kb
+def test_integer_outputs_are_compared_exactly(ws: Workspace) -> None:
+    (ws.root / "am.py").write_text((KB / "51_Argmax_over_a_dimension.py").read_text(encoding="utf-8"),
+                                   encoding="utf-8")
+    assert new("am", "--from", "./am.py", "--case", "batch_size=4,dim1=32,dim2=16", "--device", "cpu").exit_code == 0
+    assert run_target(ws, "am")["status"] == "ok"
+    path = ws.target_dir("am") / "candidate.py"
+    path.write_text(path.read_text(encoding="utf-8").replace("return _baseline_kernel(x)",
+                                                             "return (_baseline_kernel(x) + 1) % 32"),
+                    encoding="utf-8")
+    run = run_target(ws, "am")
+    assert run["status"] == "incorrect" and "outputs_match_reference" in run["reason"], run.get("reason")
