@@ -70,9 +70,13 @@ print("wall s: " + "  ".join(f"{m}={walls.get(m, float('nan')):.1f}" for m in mo
 if "one" in walls and "all" in walls and walls["one"] > 0:
     ratio = walls["all"] / walls["one"]
     print(f"all/one = {ratio:.2f} (goal <= 0.60): {'met' if ratio <= 0.60 else 'MISSED'}")
-names = sorted({i["name"] for r in reports.values() if r for i in r.get("items", [])})
+def items(report):  # a dry run's `sync --check` report lists what the plan would run instead
+    if report and report.get("check"):
+        return [{"name": i["name"], "status": "planned", "verdict": i["action"]} for i in report["plan"]["items"]]
+    return (report or {}).get("items", [])
+names = sorted({i["name"] for r in reports.values() for i in items(r)})
 def cell(report, name):
-    for item in (report or {}).get("items", []):
+    for item in items(report):
         if item["name"] == name:
             speed = f" {item['speedup']:.3f}x" if item.get("speedup") else ""
             return f"{item['status']} {item.get('verdict') or ''}{speed}".strip()
