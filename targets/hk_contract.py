@@ -804,9 +804,10 @@ def correctness_statistics(
     """One output's error statistics against its reference, streamed in fp64 chunks on the output's device.
 
     Keys: n, out_nonfinite, ref_nonfinite, max_abs_error, mismatches (elementwise, ``|out - ref| <= atol +
-    rtol * max(|ref|, RMS(ref))``; exact for integer and boolean outputs), rel_l2 and rel_l2_rounded (||out - ref|| and ||round(ref) - ref|| over ||ref||, round =
-    to the output's dtype), out_mean, ref_mean, out_rms, ref_rms, out_std, ref_std, corr (Pearson; NaN when
-    either side is constant) and corr_rounded (what an output equal to the rounded reference would reach).
+    rtol * max(|ref|, RMS(ref))``; exact for integer and boolean outputs), rel_l2 and rel_l2_rounded
+    (||out - ref|| and ||round(ref) - ref|| over ||ref||, round = to the output's dtype), out_mean, ref_mean,
+    out_rms, ref_rms, out_std, ref_std, corr (Pearson; NaN when either side is constant) and corr_rounded
+    (what an output equal to the rounded reference would reach).
     """
     wide = torch.float64
     device = out.device
