@@ -10,10 +10,10 @@ from ``$HK_KB_DIR``, copied into temporary workspaces, never into the repository
 2. ``fit``: for each imported problem, whether a run fits the GPU's free memory at those shapes (the contract's
    own ``fit_rotation`` on the probed input, parameter and output bytes): fit, or refused before the run with
    the numbers;
-3. ``verify``: ``--count`` problems imported again at ``--scale``, each verified twice with ``-n 3``: the
-   untouched candidate (A/A: expect slower/inconclusive, never incorrect or faster by much) and a candidate that
-   is ``torch.compile`` of the baseline; verdict, speedup and wall time per verify. Stops when ``--budget-s``
-   runs out (what is left is logged as skipped).
+3. ``verify``: the first ``--count`` imported problems imported again at ``--scale``, each verified twice with
+   ``-n 3``: the untouched candidate (A/A: expect slower/inconclusive, never incorrect or faster by much; all of
+   them first) and a candidate that is ``torch.compile`` of the baseline; verdict, speedup and wall time per
+   verify. Stops when ``--budget-s`` runs out (what is left is logged as skipped).
 
 ``--dry-run``: the CPU, a handful of small problems, tiny shapes, ``-n 1`` and the eager compile backend (what
 the CPU test runs).
@@ -100,7 +100,8 @@ def tensor_bytes(entries: list[dict[str, Any]], dtype_bytes: int) -> int:
     return total
 
 
-def step_import_and_fit(log: Log, kb: Path, device: str, problems: list[int] | None, dtype_bytes: int) -> None:
+def step_import_and_fit(log: Log, kb: Path, device: str, problems: list[int] | None, dtype_bytes: int) -> list[int]:
+    """Steps 1 and 2; the numbers of the problems that imported."""
     with tempfile.TemporaryDirectory(prefix="hk-suites-full-") as root:
         ws = Workspace(Path(root))
         started = time.monotonic()
@@ -119,6 +120,7 @@ def step_import_and_fit(log: Log, kb: Path, device: str, problems: list[int] | N
             _, refusal = fit(own, params, out, 2, free, "cuda" if device == "cuda" else "cpu")
             log(step="fit", target=item.target, fits=refusal is None, refusal=refusal, input_bytes=own,
                 param_bytes=params, output_bytes=out, free_bytes=free)
+        return [int(item.target.split("_")[1]) for item in result.imported]
 
 
 def hotkernel_verify(ws: Workspace, name: str, candidate: str, rounds: int, timeout_s: float) -> dict[str, Any]:
@@ -139,23 +141,20 @@ def hotkernel_verify(ws: Workspace, name: str, candidate: str, rounds: int, time
             "interval": data.get("interval"), "wall_s": wall}
 
 
-def step_verify(log: Log, kb: Path, device: str, problems: list[int] | None, scale: float, count: int,
+def step_verify(log: Log, kb: Path, device: str, problems: list[int], scale: float, count: int,
                 rounds: int, backend: str, deadline: float) -> None:
     with tempfile.TemporaryDirectory(prefix="hk-suites-scaled-") as root:
         ws = Workspace(Path(root))
-        result = import_suite(ws, "kernelbench", kb, problems=problems, scale=scale, device=device)
+        result = import_suite(ws, "kernelbench", kb, problems=problems[:count], scale=scale, device=device)
         log(step="import_scaled", scale=scale, imported=len(result.imported), skipped=len(result.skipped))
         manifest = load_manifest(ws.manifest)
-        chosen = result.imported[:count]
-        for index, item in enumerate(chosen):
-            left = deadline - time.monotonic()
-            if left < 20:
-                log(step="verify", target=item.target, skipped=f"budget spent ({len(chosen) - index} left)")
-                continue
+        for item in result.imported:
             spec = resolved_target(manifest, item.target)
             compiled = ws.target_dir(item.target) / "compiled.py"
             compiled.write_text(COMPILED.format(source=spec["from"], backend=backend), encoding="utf-8")
-            for label, candidate in (("aa", "candidate.py"), ("compile", "compiled.py")):
+        # Every A/A verify first (a few seconds each), then the compiled candidates (each compiles: slower).
+        for label, candidate in (("aa", "candidate.py"), ("compile", "compiled.py")):
+            for item in result.imported:
                 left = deadline - time.monotonic()
                 if left < 10:
                     log(step="verify", target=item.target, kind=label, skipped="budget spent")
@@ -202,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     problems = [int(p) for p in args.problems.split(",")] if args.problems else DRY_PROBLEMS if args.dry_run else None
     scale = 0.0005 if args.dry_run else args.scale
     count = min(args.count, len(problems or [])) if args.dry_run else args.count
-    step_import_and_fit(log, kb, device, problems, 4)
-    step_verify(log, kb, device, problems, scale, count, 1 if args.dry_run else 3,
+    imported = step_import_and_fit(log, kb, device, problems, 4)
+    step_verify(log, kb, device, imported, scale, count, 1 if args.dry_run else 3,
                 "eager" if args.dry_run else "inductor", deadline)
     for line in summary(log):
         print(line)

@@ -399,7 +399,8 @@ def problem_layout(root: Path, rel: str, loc: tuple[Any, ...]) -> str:
     missing = [name for name in PROBLEM_LAYOUTS["kernelbench"] if name not in names]
     raise ManifestProblem(
         loc, f"{rel} is not a problem file: it defines no {', '.join(missing)} (KernelBench: class Model(nn.Module), "
-        "get_inputs(), get_init_inputs(); GPU MODE: generate_input(), ref_kernel()); see docs/suites.md"
+        f"get_inputs(), get_init_inputs(); GPU MODE: generate_input(), ref_kernel(); docs/suites.md); for a "
+        f"function write {rel}:function"
     )
 
 

@@ -131,7 +131,7 @@ def _source_ref(value: Any) -> str:
     try:
         return _function_ref(value)
     except ValueError:
-        raise ValueError(f"{quote(value)} is not a function reference or problem file; {SOURCE_REF_HELP}") from None
+        raise ValueError(f"{quote(value)} is not a function reference; {SOURCE_REF_HELP}") from None
 
 
 def is_problem_source(ref: str) -> bool:
@@ -346,6 +346,7 @@ class TargetSpec(BaseModel):
     shapes: Annotated[list[ShapeEntry], Key("--shape", "shapes", "texts")] = Field(
         default_factory=list,
         max_length=MAX_ITEMS,
+        json_schema_extra={"minItems": 1},  # empty only until hotkernel new fills a module problem's in
         description="One or more shapes (required; a module problem's are read from its file); the first is "
         "the headline. A string is the first input's shape; a mapping gives input name -> shape (unnamed inputs "
         "keep their headline shape). Correctness is checked and timing reported at every shape.",

@@ -236,7 +236,7 @@ def test_new_writes_no_modeline_into_the_install_location(workspace: Path) -> No
     ("ref", "words"),
     [
         ("k.py:Model", "'Model' in ./k.py is not a function (a class or a value)"),
-        ("k.py", "'k.py' names a file but no function; write k.py:function"),
+        ("k.py", "k.py is not a problem file: it defines no get_inputs, get_init_inputs"),  # docs/suites.md
     ],
 )
 def test_new_refuses_a_class_or_a_bare_file(workspace: Path, ref: str, words: str) -> None:

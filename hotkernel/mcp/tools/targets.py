@@ -296,7 +296,8 @@ def import_suite(
 
     The files are copied into problems/ of the workspace and probed on the meta device (nothing is allocated);
     problems that cannot become targets are listed under skipped with the reason. docs/suites.md has the
-    conventions (how a candidate receives a Model's parameters).
+    conventions (how a candidate receives a Model's parameters). For one function (or one problem file) use
+    new_target or add_target instead; list_targets shows what was added.
     """
     try:
         ws = find_workspace(start_dir(ctx))
