@@ -335,10 +335,14 @@ def _kernelbench_probe(torch: Any, path: str, module: Any, scale: float | None,
 
 
 def _gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Under FakeTensorMode: a reference's generate_input names its device (``device="cuda"``), which the meta
+    device context would not override; fake tensors of any device hold no memory."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
     shapes, outputs = [], None
     for case in cases:
         try:
-            with torch.device("meta"):
+            with FakeTensorMode():
                 data = module.generate_input(**case, seed=1)
         except Exception as err:  # noqa: BLE001
             raise ValueError(problem_error(path, err, f"generate_input(**{case})")) from None
@@ -347,7 +351,7 @@ def _gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any
             entry["name"] = f"x{index}"
         shapes.append(entries)
         if outputs is None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception), FakeTensorMode(allow_non_fake_inputs=True):
                 outputs = _tensor_entries(torch, module.ref_kernel(tuple(data) if isinstance(data, (tuple, list))
                                                                    else (data,)), "ref_kernel()", scalars=True)
     return {"format": "gpumode", "cases": cases, "shapes": shapes, "outputs": outputs}

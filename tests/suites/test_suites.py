@@ -211,3 +211,34 @@ def test_integer_outputs_are_compared_exactly(ws: Workspace) -> None:
                     encoding="utf-8")
     run = run_target(ws, "am")
     assert run["status"] == "incorrect" and "outputs_match_reference" in run["reason"], run.get("reason")
+
+
+BIG_TASK = '''import torch
+
+
+def ref_kernel(data):
+    a, b = data
+    return a + b
+
+
+def generate_input(size, seed):
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(seed)
+    return (torch.randn(size, size, device="cpu", generator=gen, dtype=torch.float16),
+            torch.randn(size, size, device="cpu", generator=gen, dtype=torch.float16))
+'''
+
+
+@pytest.mark.slow
+@needs_kb
+def test_shapes_are_read_without_allocating_the_inputs(ws: Workspace) -> None:
+    """23_Softmax at its own shape is 6 GiB of fp32 and the GPU MODE-style task below 2 x 20 GB of fp16 with an
+    explicit device and generator: both are probed on a 24 GiB machine in seconds (meta / fake tensors)."""
+    (ws.root / "sm.py").write_text((KB / "23_Softmax.py").read_text(encoding="utf-8"), encoding="utf-8")
+    (ws.root / "ref.py").write_text(BIG_TASK, encoding="utf-8")
+    assert new("sm", "--from", "./sm.py").exit_code == 0
+    assert new("big", "--from", "./ref.py", "--case", "size=100000", "--dtype", "fp16").exit_code == 0
+    targets = load_manifest(ws.manifest).targets
+    assert targets["sm"].shapes == ["4096x393216"] and targets["sm"].cases is None
+    assert targets["big"].shapes == ["100000x100000"] and targets["big"].extra == ["x1:100000x100000"]
+    assert targets["big"].cases == [{"size": 100000}]
