@@ -9,7 +9,9 @@ coordinator) cancels every task; a cancelled task's KeyboardInterrupt kills its 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -63,6 +65,7 @@ class RayExecutor:
         self.python = python if python is not None or address is not None else os.environ.get("HOTKERNEL_PYTHON")
         self.ray = ray_module()
         self.started = False
+        self.quiet = contextlib.ExitStack()
 
     def describe(self) -> str:
         return f"ray ({self.address or 'a local instance'})"
@@ -70,10 +73,14 @@ class RayExecutor:
     def connect(self) -> None:
         if self.ray.is_initialized():
             return
+        # Ray's driver prints its workers' errors (e.g. "Task ray_verify failed ... will be retried") on stdout,
+        # where `sync --json` prints its report: they go to stderr until close().
+        self.quiet.enter_context(contextlib.redirect_stdout(sys.stderr))
         try:
             self.ray.init(address=self.address or "local", include_dashboard=False, log_to_driver=False,
                           logging_level="ERROR", configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as err:
+            self.quiet.close()
             first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
             raise HotkernelError(f"--executor ray: cannot reach the Ray cluster at {self.address or 'local'} "
                                  f"({first}); check --address (e.g. ray://HEAD:10001 or HEAD:6379)") from None
@@ -89,6 +96,7 @@ class RayExecutor:
         if self.started:
             self.ray.shutdown()
             self.started = False
+        self.quiet.close()
 
     def run(self, jobs: Sequence[Job], status: StatusFn) -> Iterator[Outcome]:
         ray = self.ray

@@ -124,3 +124,33 @@ def test_ctrl_c_of_sync_executor_ray_cancels_the_task_and_its_processes(tmp_path
     assert run_processes("targets/hangs/") == [] and run_processes("verify_job") == [], err[-2000:]
     assert not list((tmp_path / "results").glob("**/*.json"))  # nothing finished, nothing recorded
     assert not (tmp_path / ".hotkernel" / "lock.info").exists()  # the workspace lock was let go
+
+
+@pytest.mark.slow
+def test_a_killed_verify_process_is_retried_by_ray_and_recorded(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'hotkernel[ray]')")
+    pytest.importorskip("torch")
+    (tmp_path / "kern.py").write_text(KERNEL)
+    (tmp_path / "hotkernel.yaml").write_text(MANIFEST.split("  on_gpu:")[0])
+    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(tmp_path), "HOTKERNEL_PYTHON": sys.executable,
+           "HOTKERNEL_WHO": "ray test", "RAY_AUTH_MODE": "disabled"}
+    proc = subprocess.Popen([sys.executable, "-m", "hotkernel", "sync", "-n", "2", "--executor", "ray", "--json"],
+                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not run_processes("verify_job"):
+            time.sleep(0.2)
+        (first,) = run_processes("verify_job")
+        os.kill(first, signal.SIGKILL)  # the lane's verify dies mid-run
+        out, err = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and out.strip(), err[-3000:]
+    (item,) = json.loads(out)["items"]
+    assert (item["status"], item["verdict"]) == ("recorded", "inconclusive"), item  # the retry ran it
+    assert len(list((tmp_path / "results" / "scale").glob("*.json"))) == 1
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and run_processes("hotkernel-lane-"):
+        time.sleep(0.5)
+    assert run_processes("hotkernel-lane-") == []  # nothing of the killed attempt outlives the sync
