@@ -293,6 +293,9 @@ def op_sync(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
         from_scratch=args.get("from_scratch", False),
         n=args.get("n"),
         progress=progress,
+        gpus=args.get("gpus"),
+        executor=args.get("executor", "local"),
+        address=args.get("address"),
     )
 
 

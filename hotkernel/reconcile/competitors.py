@@ -37,11 +37,12 @@ Progress = Callable[[int, int, str], None]  # (runs done, runs planned, "<target
 
 def sync_competitors(ws: Workspace, manifest: Any, name: str, *, n: int, python: str | None = None,
                      timeout_s: float | None = None, gpu_name: Any = _AUTO, from_scratch: bool = False,
-                     wait_s: float = 0.0, progress: Progress | None = None) -> list[SyncItem]:
+                     wait_s: float = 0.0, progress: Progress | None = None, board: bool = True) -> list[SyncItem]:
     """Render, verify and record every out-of-date competitor of target ``name`` (all with ``from_scratch``).
 
     One ``SyncItem`` per competitor run (``name`` is ``<target> competitor <competitor>``); a failing one is
-    reported and the others go on. Holds the workspace lock (re-entrant inside a ``sync``).
+    reported and the others go on. Holds the workspace lock (re-entrant inside a ``sync``). ``board=False``:
+    LEADERBOARD.md is left to the caller (``record(board=False)``).
     """
     select_names(manifest, [name])
     if n < 1:
@@ -64,13 +65,13 @@ def sync_competitors(ws: Workspace, manifest: Any, name: str, *, n: int, python:
 
             reasons = pending.get(competitor, ["from scratch"])
             items.append(_sync_one(ws, name, competitor, context, fingerprint, contract_sha, device, reasons,
-                                   n=n, python=python, timeout_s=timeout_s, say=say))
+                                   n=n, python=python, timeout_s=timeout_s, say=say, board=board))
         return items
 
 
 def _sync_one(ws: Workspace, name: str, competitor: str, context: dict[str, Any], fingerprint: str,
               contract_sha: str, device: str, reasons: list[str], *, n: int, python: str | None,
-              timeout_s: float | None, say: Callable[..., None]) -> SyncItem:
+              timeout_s: float | None, say: Callable[..., None], board: bool) -> SyncItem:
     label = f"{name} competitor {competitor}"
     try:
         say("render")
@@ -93,7 +94,8 @@ def _sync_one(ws: Workspace, name: str, competitor: str, context: dict[str, Any]
         parts = {k: state[k] for k in FINGERPRINT_PARTS}
         rec = record(ws, name, result, note=f"hotkernel sync: competitor {competitor}: {', '.join(reasons)}",
                      who=competitor_who(competitor), python=result.python, fingerprint={**parts, "device": device},
-                     device_kind="cpu" if device == CPU_DEVICE else "cuda", before=before, competitor=competitor)
+                     device_kind="cpu" if device == CPU_DEVICE else "cuda", before=before, competitor=competitor,
+                     board=board)
         if rec.tampered:
             return SyncItem(name=label, status="failed", verdict="invalid", record=rec.path,
                             reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated")

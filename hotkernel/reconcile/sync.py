@@ -21,6 +21,7 @@ from hotkernel._util.nvml import visible_gpu_name
 from hotkernel._util.procs import SignalsDeferred, TerminationRaises
 from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest import manifest_fingerprint, resolved_target
+from hotkernel.reconcile.competitors import sync_competitors
 from hotkernel.reconcile.executor import (
     Executor,
     Job,
@@ -247,19 +248,27 @@ def _sync_locked(ws: Workspace, manifest: Any, names: list[str] | None, *, from_
     counter = _RunCounter(progress, total=sum(job.runs for job in jobs))
     by_key = {job.key: ready for ready in prepared.values() for job in ready.jobs}
     before = store_snapshot(ws)  # what no run may change: record compares, and restores the lock
-    with contextlib.closing(pool.run(jobs, counter.lane_status)) as outcomes:
-        for outcome in outcomes:
-            ready = by_key[outcome.job.key]
-            with SignalsDeferred():  # a record and its lock entry are written whole, or not at all
-                items[ready.name] = _record_outcome(ws, ready, outcome, who=who, fallback_who=fallback_who,
-                                                    gpu_name=gpu_name, counter=counter, before=before)
-                before = store_snapshot(ws)
-            counter.finish(outcome.job)
+    rivals: list[SyncItem] = []
+    try:
+        with contextlib.closing(pool.run(jobs, counter.lane_status)) as outcomes:
+            for outcome in outcomes:
+                ready = by_key[outcome.job.key]
+                with SignalsDeferred():  # a record and its lock entry are written whole, or not at all
+                    items[ready.name] = _record_outcome(ws, ready, outcome, who=who, fallback_who=fallback_who,
+                                                        gpu_name=gpu_name, counter=counter, before=before)
+                    before = store_snapshot(ws)
+                counter.finish(outcome.job)
+        for name in selected:  # competitors run here, one at a time, after the lanes are done
+            rivals += sync_competitors(ws, manifest, name, n=rounds, python=python, timeout_s=timeout_s,
+                                       gpu_name=gpu_name, from_scratch=from_scratch, progress=progress, board=False)
+    finally:  # records are written with record(board=False): the board once, after them (also after a Ctrl-C)
+        if prepared or any(manifest.targets[name].competitors for name in selected):
+            write_leaderboard(ws)
     repaired = []
     if leaderboard_difference(ws) is not None:  # e.g. a kill just after a record: the board is generated
         write_leaderboard(ws)
         repaired.append("LEADERBOARD.md was stale: rewritten from results/")
-    ordered = [items[name] for name in selected if name in items]
+    ordered = [items[name] for name in selected if name in items] + rivals
     return SyncReport(check=False, plan=current, items=ordered, repaired=repaired, **board_summary(ws))
 
 
@@ -386,7 +395,7 @@ def _record_outcome(ws: Workspace, ready: _Prepared, outcome: Outcome, *, who: s
                                             facts={k: v for k, v in facts.items() if k != "cpu"},
                                             cpu=facts.get("cpu"))
         rec = record(ws, name, result, note=note, who=author, python=result.python, fingerprint=fingerprint,
-                     device_kind=kind, before=before, provenance=provenance)
+                     device_kind=kind, before=before, provenance=provenance, board=False)
         if rec.tampered:
             say("failed: the run changed files only hotkernel writes")
             return SyncItem(name=name, status="failed", verdict="invalid", record=rec.path,
