@@ -62,7 +62,8 @@ def resolved_from_manifest(ws: Workspace, name: str) -> dict[str, Any] | None:
 
 def source_files(ws: Workspace, resolved: dict[str, Any]) -> list[Path]:
     """The workspace files a target's own functions come from: every ``*.py`` in the folders of its
-    ``./path.py:function`` references (``from``, ``reference``, ``derive``), so local imports count too.
+    ``./path.py:function`` references and problem files (``from``, ``reference``, ``derive``; a GPU MODE task's
+    suite folder too, for its ``utils.py``), so local imports count too.
 
     A run must not change them: a candidate that rewrote the baseline's source would slow the baseline down.
     ``module:function`` references outside the workspace are not hashed (see docs/verdicts.md, honest limits).
@@ -70,11 +71,20 @@ def source_files(ws: Workspace, resolved: dict[str, Any]) -> list[Path]:
     folders: set[Path] = set()
     for key in ("from", "reference", "derive"):
         ref = resolved.get(key)
-        if isinstance(ref, str) and ":" in ref and ref.split(":", 1)[0].endswith(".py"):
-            try:
-                folders.add(ws.inside(ref.rsplit(":", 1)[0], what=key).parent)
-            except HotkernelError:
-                continue
+        if not isinstance(ref, str):
+            continue
+        problem_file = ref.endswith(".py") and ":" not in ref  # a module problem (docs/suites.md)
+        path = ref if problem_file else ref.rsplit(":", 1)[0] if ":" in ref else ""
+        if not path.endswith(".py"):
+            continue
+        try:
+            folder = ws.inside(path, what=key).parent
+        except HotkernelError:
+            continue
+        folders.add(folder)
+        inside = folder != ws.root.resolve() and ws.root.resolve() in folder.parents
+        if problem_file and inside and (folder.parent / "utils.py").is_file():  # a GPU MODE task: its suite's utils
+            folders.add(folder.parent)
     root = ws.root.resolve()
     skip = {ws.targets_dir.resolve(), ws.results_dir.resolve(), ws.state_dir.resolve()}
     files: set[Path] = set()
