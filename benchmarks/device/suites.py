@@ -142,7 +142,7 @@ def hotkernel_verify(ws: Workspace, name: str, candidate: str, rounds: int, time
 
 
 def step_verify(log: Log, kb: Path, device: str, problems: list[int], scale: float, count: int,
-                rounds: int, backend: str, deadline: float) -> None:
+                rounds: int, backend: str, deadline: float, kinds: tuple[str, ...] = ("aa", "compile")) -> None:
     with tempfile.TemporaryDirectory(prefix="hk-suites-scaled-") as root:
         ws = Workspace(Path(root))
         result = import_suite(ws, "kernelbench", kb, problems=problems[:count], scale=scale, device=device)
@@ -154,6 +154,8 @@ def step_verify(log: Log, kb: Path, device: str, problems: list[int], scale: flo
             compiled.write_text(COMPILED.format(source=spec["from"], backend=backend), encoding="utf-8")
         # Every A/A verify first (a few seconds each), then the compiled candidates (each compiles: slower).
         for label, candidate in (("aa", "candidate.py"), ("compile", "compiled.py")):
+            if label not in kinds:
+                continue
             for item in result.imported:
                 left = deadline - time.monotonic()
                 if left < 10:
@@ -191,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=0.125)
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--problems", help="problem numbers, e.g. 19,23 (default: all; dry run: 1,19,95)")
+    parser.add_argument("--kinds", default="aa,compile", help="verify passes to run: aa, compile or both")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     deadline = time.monotonic() + args.budget_s
@@ -203,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     count = min(args.count, len(problems or [])) if args.dry_run else args.count
     imported = step_import_and_fit(log, kb, device, problems, 4)
     step_verify(log, kb, device, imported, scale, count, 1 if args.dry_run else 3,
-                "eager" if args.dry_run else "inductor", deadline)
+                "eager" if args.dry_run else "inductor", deadline, tuple(args.kinds.split(",")))
     for line in summary(log):
         print(line)
     return 0

@@ -1,0 +1,43 @@
+"""profile diff on the captures of tests/fixtures/h200/profile_diff/: two variants of one Triton rmsnorm kernel on
+the H200, one of them spilling. The diff of the live details pages must show what the card showed when it read
+the .ncu-rep reports itself (diff_reports_json.out)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hotkernel.insight import profile_diff as pd
+
+CAPTURES = Path(__file__).parent.parent / "fixtures" / "h200" / "profile_diff"
+
+
+def changes(result: pd.ProfileDiff) -> dict[str, pd.MetricChange]:
+    (row,) = result.kernels
+    return {c.metric: c for c in row.metrics}
+
+
+def test_a_spilling_variant_shows_registers_local_memory_occupancy_and_time() -> None:
+    result = pd.diff_reports(CAPTURES / "details_wide.out", CAPTURES / "details_narrow.out")
+    assert result.kernel_count == 1 and result.kernels[0].match == "name"
+    moved = changes(result)
+    assert moved["registers"].a == 64 and moved["registers"].b == 255
+    assert moved["local_bytes"].a == 0 and moved["local_bytes"].b > 1e8
+    assert moved["occupancy_pct"].b < moved["occupancy_pct"].a / 3
+    assert moved["time_us"].b > moved["time_us"].a * 1.3
+    assert all(moved[name].moved for name in ("registers", "local_bytes", "occupancy_pct", "time_us"))
+    assert result.moved_most and result.moved_most[0].startswith("rmsnorm_kernel")
+
+
+def test_the_raw_pages_of_the_saved_reports_agree_with_what_the_card_printed() -> None:
+    local = pd.diff_reports(CAPTURES / "rep_a_raw.out", CAPTURES / "rep_b_raw.out")
+    card = json.loads((CAPTURES / "diff_reports_json.out").read_text())
+    (row,) = card["kernels"]
+    printed = {c["metric"]: c for c in row["metrics"]}
+    for name, mine in changes(local).items():
+        theirs = printed[name]
+        for side in ("a", "b"):
+            if theirs[side] is None:
+                assert getattr(mine, side) is None
+            else:
+                assert abs(getattr(mine, side) - theirs[side]) <= 1e-6 * max(1.0, abs(theirs[side])), (name, side)
