@@ -14,7 +14,7 @@ from hotkernel._util.fs import sha256_file
 from hotkernel._util.nvml import visible_gpu_name
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import manifest_fingerprint, resolved_target
-from hotkernel.reconcile.models import SyncItem
+from hotkernel.reconcile.models import SyncItem, failed_item
 from hotkernel.reconcile.plan import (
     _AUTO,
     CPU_DEVICE,
@@ -107,9 +107,5 @@ def _sync_one(ws: Workspace, name: str, competitor: str, context: dict[str, Any]
         say(f"done: {result.verdict}", 2 * n)
         return SyncItem(name=label, status="recorded", verdict=result.verdict, speedup=rec.speedup,
                         record=rec.path, beats_best=False, reason=result.reason)
-    except HotkernelError as err:
-        say(f"failed: {err}")
-        return SyncItem(name=label, status="failed", reason=str(err))
-    except Exception as err:  # a failing competitor is reported; the others go on
-        say(f"failed: {type(err).__name__}: {err}")
-        return SyncItem(name=label, status="failed", reason=f"{type(err).__name__}: {err}")
+    except Exception as err:  # noqa: BLE001 - a failing competitor is reported; the others go on
+        return failed_item(label, err, say)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field
 
 from hotkernel._util.model import StrictModel as _Model
+from hotkernel.errors import HotkernelError
 from hotkernel.run.models import Verdict
 from hotkernel.store.models import LeaderboardRow
 
@@ -100,3 +102,11 @@ class SyncReport(_Model):
     def failed(self) -> bool:
         """True when a target failed to run or its verdict is incorrect/invalid."""
         return any(i.status == "failed" or i.verdict in ("incorrect", "invalid") for i in self.items)
+
+
+def failed_item(name: str, err: Exception, say: Callable[[str], object]) -> SyncItem:
+    """The ``failed`` item of a target (or competitor) whose step raised: hotkernel's one-line errors as they
+    are, anything else with its type; said to the progress line too. The other targets go on."""
+    reason = str(err) if isinstance(err, HotkernelError) else f"{type(err).__name__}: {err}"
+    say(f"failed: {reason}")
+    return SyncItem(name=name, status="failed", reason=reason)

@@ -76,15 +76,9 @@ def competitor_state(ws: Workspace, context: dict[str, Any], manifest_fingerprin
     }
 
 
-def competitor_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEntry], device: str,
-                       lock: Lock | None = None) -> list[str]:
-    """Why a competitor must be re-run, in a fixed order; [] when its record on ``device`` stands.
-
-    Its script is generated: a missing or edited copy is re-rendered by sync, so only what the record was made
-    from (the lock entry's fingerprints) matters here.
-    """
-    if not entries:
-        return ["new"]
+def entry_reasons(state: dict[str, Any], entries: dict[str, LockEntry], device: str) -> tuple[LockEntry, list[str]]:
+    """The lock entry a record on ``device`` is judged by, and the reasons every kind of record shares: no
+    record on this GPU, the manifest entry, the protocol, the contract. ``entries`` must not be empty."""
     reasons: list[str] = []
     found = entries.get(device)
     if found is None and device != NO_GPU:
@@ -98,8 +92,22 @@ def competitor_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, 
         reasons.append(f"recorded with contract protocol {entry.protocol} (current {protocol})")
     if entry.contract_sha256 != state["contract_sha256"]:
         reasons.append("contract changed")
-    elif "manifest changed" not in reasons and (entry.baseline_sha256, entry.candidate_sha256) != (
-            state["baseline_sha256"], state["candidate_sha256"]):
+    return entry, reasons
+
+
+def competitor_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEntry], device: str,
+                       lock: Lock | None = None) -> list[str]:
+    """Why a competitor must be re-run, in a fixed order; [] when its record on ``device`` stands.
+
+    Its script is generated: a missing or edited copy is re-rendered by sync, so only what the record was made
+    from (the lock entry's fingerprints) matters here.
+    """
+    if not entries:
+        return ["new"]
+    entry, reasons = entry_reasons(state, entries, device)
+    fresh = "contract changed" not in reasons and "manifest changed" not in reasons
+    if fresh and (entry.baseline_sha256, entry.candidate_sha256) != (state["baseline_sha256"],
+                                                                       state["candidate_sha256"]):
         reasons.append("templates changed")
     if entry.sources_sha256 != state["sources_sha256"]:
         reasons.append("source changed")
@@ -149,20 +157,9 @@ def out_of_date_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str,
     """Why a target must be re-run, in a fixed order; [] when it is up to date."""
     if not entries:
         return ["new"]
-    reasons: list[str] = []
-    found = entries.get(device)
-    if found is None and device != NO_GPU:
-        reasons.append(f"no record on this GPU ({device})")
-    entry = found or latest_entry(entries)
-    assert entry is not None  # entries is not empty
-    protocol = current_protocol()
-    if entry.manifest != state["manifest"]:
-        reasons.append("manifest changed")
-    if entry.protocol != protocol:
-        reasons.append(f"recorded with contract protocol {entry.protocol} (current {protocol})")
-    if entry.contract_sha256 != state["contract_sha256"]:
-        reasons.append("contract changed")
-    elif entry.baseline_sha256 != state["baseline_sha256"] and "manifest changed" not in reasons:
+    entry, reasons = entry_reasons(state, entries, device)
+    fresh = "contract changed" not in reasons and "manifest changed" not in reasons
+    if fresh and entry.baseline_sha256 != state["baseline_sha256"]:
         reasons.append("templates changed")
     if entry.sources_sha256 != state["sources_sha256"]:
         reasons.append("baseline source changed")

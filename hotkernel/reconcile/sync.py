@@ -32,7 +32,7 @@ from hotkernel.reconcile.executor import (
     host_lanes,
     job_files,
 )
-from hotkernel.reconcile.models import SyncItem, SyncReport
+from hotkernel.reconcile.models import SyncItem, SyncReport, failed_item
 from hotkernel.reconcile.plan import (
     _AUTO,
     CPU_DEVICE,
@@ -350,12 +350,8 @@ def _prepare(ws: Workspace, manifest: Any, name: str, reasons: list[str], *, rou
                   candidate=f"targets/{name}/candidate.py", rounds=rounds, timeout_s=timeout_s, device_kind=kind,
                   files=files)
         return _Prepared(name=name, context=context, state=state, reasons=reasons, device_kind=kind, jobs=[job])
-    except HotkernelError as err:
-        say(f"failed: {err}")
-        return SyncItem(name=name, status="failed", reason=str(err))
-    except Exception as err:  # a failing target is reported; the others go on
-        say(f"failed: {type(err).__name__}: {err}")
-        return SyncItem(name=name, status="failed", reason=f"{type(err).__name__}: {err}")
+    except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
+        return failed_item(name, err, say)
 
 
 def _record_outcome(ws: Workspace, ready: _Prepared, outcome: Outcome, *, who: str | None, fallback_who: str,
@@ -409,12 +405,8 @@ def _record_outcome(ws: Workspace, ready: _Prepared, outcome: Outcome, *, who: s
         say(f"done: {result.verdict}")
         return SyncItem(name=name, status="recorded", verdict=result.verdict, speedup=rec.speedup,
                         record=rec.path, beats_best=rec.beats_best, reason=result.reason)
-    except HotkernelError as err:
-        say(f"failed: {err}")
-        return SyncItem(name=name, status="failed", reason=str(err))
-    except Exception as err:  # a failing target is reported; the others go on
-        say(f"failed: {type(err).__name__}: {err}")
-        return SyncItem(name=name, status="failed", reason=f"{type(err).__name__}: {err}")
+    except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
+        return failed_item(name, err, say)
 
 
 def keep_in_lock(ws: Workspace, target: str, record_path: str, verify_result: Any, device: str) -> bool:
