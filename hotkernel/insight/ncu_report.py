@@ -100,10 +100,11 @@ def launches_from_ncu_report(module: Any, path: Path, metric_names: list[str]) -
 
 
 def read_ncu_rep(
-    path: Path, metric_names: list[str], from_raw_csv: Callable[[str], list[dict[str, Any]]], who: str
+    path: Path, metric_names: list[str], from_csv: Callable[[str], list[dict[str, Any]]], who: str,
+    page: str = "raw",
 ) -> list[dict[str, Any]]:
-    """Launches of an ``.ncu-rep``: NVIDIA's module reads ``metric_names``; else ``ncu --import --page raw``
-    (every metric), parsed by ``from_raw_csv``. Neither available: an error that says how to export a CSV."""
+    """Launches of an ``.ncu-rep``: NVIDIA's module reads ``metric_names``; else ``ncu --import --page PAGE``,
+    parsed by ``from_csv``. Neither available: an error that says how to export a CSV."""
     module = load_ncu_report_module()
     module_error = "ncu_report module not found"
     if module is not None:
@@ -115,6 +116,6 @@ def read_ncu_rep(
     if ncu is None:
         raise HotkernelError(
             f"{who}: reading {path} needs Nsight Compute ({module_error}; ncu not on PATH); on a machine with ncu "
-            f"run `ncu --import {path} --csv --page raw > report.csv` and pass the CSV"
+            f"run `ncu --import {path} --csv --page {page} > report.csv` and pass the CSV"
         )
-    return from_raw_csv(ncu_import_csv(ncu, path, page="raw", who=who))
+    return from_csv(ncu_import_csv(ncu, path, page=page, who=who))

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from hotkernel.errors import HotkernelError
 from hotkernel.insight.base import Cli, Hints, InsightContext
-from hotkernel.insight.ncu_report import find_ncu, launches_from_ncu_report, load_ncu_report_module, ncu_import_csv
+from hotkernel.insight.ncu_report import read_ncu_rep
 from hotkernel.workspace.paths import MAX_PATH
 
 BUSY_PCT = 60.0  # Nsight Compute's "high throughput" threshold in its SOL rule
@@ -408,25 +408,9 @@ def kernels_from_chrome_trace(text: str, path: Path) -> list[KernelRow]:
 
 
 def ncu_rep_launches(path: Path) -> list[dict[str, Any]]:
-    """Launches of an ``.ncu-rep``: via ``ncu_report`` when importable, else ``ncu --import --csv``."""
-    module = load_ncu_report_module()
-    if module is not None:
-        try:
-            return launches_from_ncu_report(module, path, [n for names in NCU_METRICS.values() for n in names])
-        except Exception as exc:  # a report from a newer ncu, a broken file: try the CLI next
-            module_error = f"{type(exc).__name__}: {exc}"
-        else:
-            module_error = None
-    else:
-        module_error = "ncu_report module not found"
-    ncu = find_ncu()
-    if ncu is None:
-        raise HotkernelError(
-            f"top: reading {path} needs Nsight Compute ({module_error}; ncu not on PATH); "
-            "on a machine with ncu "
-            f"run `ncu --import {path} --csv --page details > report.csv` and pass the CSV"
-        )
-    return parse_ncu_details(ncu_import_csv(ncu, path))
+    """Launches of an ``.ncu-rep``: via ``ncu_report`` when importable, else ``ncu --import --csv --page details``."""
+    return read_ncu_rep(path, [n for names in NCU_METRICS.values() for n in names], parse_ncu_details, "top",
+                        page="details")
 
 
 # ---- output -----------------------------------------------------------------------------------------------

@@ -165,7 +165,7 @@ def test_ncu_report_is_summarised(bare_path, tmp_path):
             "open(out + '.ncu-rep', 'wb').write(b'rep')\n"
         ),
     )
-    import hotkernel.insight.top_kernels as tk
+    import hotkernel.insight.ncu_report as tk  # the one .ncu-rep reader (top and profile diff call it)
 
     original = tk.load_ncu_report_module
     tk.load_ncu_report_module = lambda: None

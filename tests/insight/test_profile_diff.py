@@ -231,7 +231,6 @@ def bare_path(tmp_path, monkeypatch):
     monkeypatch.setattr("hotkernel.insight.ncu_report.glob.glob", lambda pattern: [])
     monkeypatch.setattr("hotkernel.insight.profile.glob.glob", lambda pattern: [])
     monkeypatch.setattr("hotkernel.insight.ncu_report.load_ncu_report_module", lambda: None)
-    monkeypatch.setattr("hotkernel.insight.top_kernels.load_ncu_report_module", lambda: None)
     return bindir
 
 

@@ -111,8 +111,8 @@ def test_ncu_rep_without_nsight_compute(tmp_path, monkeypatch):
     report = tmp_path / "r.ncu-rep"
     report.write_bytes(b"\x00not really")
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr("hotkernel.insight.top_kernels.load_ncu_report_module", lambda: None)
-    monkeypatch.setattr("hotkernel.insight.top_kernels.find_ncu", lambda: None)
+    monkeypatch.setattr("hotkernel.insight.ncu_report.load_ncu_report_module", lambda: None)
+    monkeypatch.setattr("hotkernel.insight.ncu_report.find_ncu", lambda: None)
     with pytest.raises(HotkernelError, match="needs Nsight Compute.*--page details"):
         top_kernels(report)
 

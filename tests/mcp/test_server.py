@@ -497,7 +497,7 @@ async def test_profile_without_nsight_says_the_fix(workspace: Path) -> None:
         neither = await call(client, "profile", {})
         assert neither.is_error and "target" in text_of(neither) and "script" in text_of(neither)
         result = await call(client, "profile", {"target": "scale", "wait_s": 120})
-    from hotkernel.insight.top_kernels import find_ncu
+    from hotkernel.insight.ncu_report import find_ncu
 
     if find_ncu() is not None:
         pytest.skip("Nsight Compute is installed here")
