@@ -633,6 +633,13 @@ def rotation_count(per_set_bytes: int, cache: int, device_kind: str) -> tuple[in
     return k, k * per_set_bytes <= CACHE_MULTIPLE * cache
 
 
+def rotation_with_outputs(wanted: int, per_set_bytes: int, output_bytes: int, cache: int, device_kind: str) -> int:
+    """K capped so the sets plus the outputs a call writes clear the cache: a call whose outputs alone exceed
+    it evicts the inputs by itself, and more sets would only multiply the kept output copies (KernelBench's
+    9_Tall_skinny at K = 15 kept 33 outputs of 4 GiB and ran out of the H200's memory)."""
+    return min(wanted, rotation_count(per_set_bytes + output_bytes, cache, device_kind)[0])
+
+
 def poison_memory(torch: Any, sizes: list[int], device: str) -> None:
     """Allocate blocks of these byte sizes, fill them with 0xFF (NaN in every float format) and free them."""
     blocks = []
@@ -1199,6 +1206,8 @@ CHECKS: tuple[Check, ...] = (
           "no process of the run (same group, run token, or an orphan reparented to the orchestrator) survives"),
     Check("crashed", "orchestrator", "invalid", None, "worker and judge did not die or raise"),
     Check("device_available", "worker", "invalid", None, "the target's device exists"),
+    Check("previous_run_exited", "worker", "invalid", None,
+          "the previous run's killed processes had exited before this run's timer started"),
     Check("fits_memory", "worker", "invalid", fit_rotation, "the run fits the card's (host's) free memory"),
     Check("import_failed", "worker", "invalid", None, "the script imports and has `kernel`"),
     Check("functions_unpatched", "worker", "invalid", None,
@@ -1507,15 +1516,16 @@ def descendants(roots: set[int], table: dict[int, tuple[int, int]]) -> set[int]:
     return found
 
 
-def run_processes(group: int, token: str, known: set[int], adopted_after: set[int]) -> set[int]:
-    """Processes of one run: the worker's group, its descendants, token carriers, and children of this
-    process (reparented orphans) that are not ``known`` and were not already there (``adopted_after``)."""
+def run_processes(group: int, token: str, known: set[int], adopted_after: set[int], orphans: bool = True) -> set[int]:
+    """Processes of one run: the worker's group, its descendants, token carriers, and (``orphans``) children
+    of this process (reparented orphans) that are not ``known`` and were not already there (``adopted_after``)."""
     table = process_table()
     me = os.getpid()
     found = {pid for pid, (_, pgid) in table.items() if pgid == group}
     found |= set(token_processes(token))
-    found |= {pid for pid, (ppid, _) in table.items()
-              if ppid == me and pid not in known and pid not in adopted_after}
+    if orphans:
+        found |= {pid for pid, (ppid, _) in table.items()
+                  if ppid == me and pid not in known and pid not in adopted_after}
     found |= descendants(found, table)
     found.discard(me)
     return found
@@ -1551,6 +1561,33 @@ def zombie(pid: int) -> bool:
     except OSError:
         return True
     return text[text.rfind(")") + 2:].split()[:1] == ["Z"]
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat`` field 22): tells it from a reuse."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2:].split()
+    return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
+
+
+def exited(pid: int, started: int | None) -> bool:
+    """``pid`` is gone, a zombie (its files, the CUDA context's among them, are closed) or another process."""
+    return zombie(pid) or (started is not None and start_ticks(pid) != started)
+
+
+def wait_exited(processes: list[tuple[int, int | None]], timeout_s: float) -> list[int]:
+    """Wait until every ``(pid, start_ticks)`` has exited; the pids still running after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    pending = list(processes)
+    while True:
+        pending = [(pid, started) for pid, started in pending if not exited(pid, started)]
+        if not pending or time.monotonic() >= deadline:
+            return [pid for pid, _ in pending]
+        time.sleep(0.005)
 
 
 def stop_processes(pids: set[int]) -> None:
@@ -1719,6 +1756,20 @@ def patched_functions(torch: Any, saved: dict[str, Any]) -> list[str]:
     return changed
 
 
+def preload_triton(torch: Any) -> None:
+    """What a Triton kernel's first launch pays once per process, paid here while a pre-started worker waits
+    for its job: the cache key (Triton hashes its own sources and libtriton, 0.38 s on the H200) and the gluon
+    import (0.1 s) (benchmarks/evidence/verify_timing/triton_first_launch.jsonl). CPU work only: no CUDA
+    context is created. Skipped where torch sees no GPU or Triton is not installed."""
+    if importlib.util.find_spec("triton") is None or not torch.cuda.is_available():
+        return
+    with contextlib.suppress(Exception):  # a Triton that lacks these costs the first launch only
+        import triton.runtime.cache as triton_cache
+
+        triton_cache.triton_key()
+        import triton.experimental.gluon  # noqa: F401
+
+
 def worker_main(argv: list[str]) -> None:
     """``worker [SCRIPT RUN_DIR]``: wait for the job line, run it, write one protocol line, wait (frozen)."""
     parent = os.environ.get(PARENT_PID_ENV)
@@ -1735,6 +1786,7 @@ def worker_main(argv: list[str]) -> None:
 
     with contextlib.suppress(Exception):  # Dynamo wraps torch.manual_seed & co. on import: snapshot after it
         import torch._dynamo  # noqa: F401
+    preload_triton(torch)
     saved = snapshot_functions(torch)
     warm_s = time.perf_counter() - started
     line = sys.stdin.readline()
@@ -1798,11 +1850,13 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     kwargs = dict(spec.get("kwargs") or {})
     seeds = SeedSource(spec.get("seed"))
     cache = cache_bytes(torch, device_kind)
+    await_exit = [(int(pid), None if start is None else int(start)) for pid, start in job.get("await_exit") or []]
     shapes_out, kept = [], []
     for shape_index, label in enumerate(spec["shapes"]):
         with torch.no_grad():  # one grad mode for every call (a compiled kernel is compiled once)
             shape, groups = run_shape(torch, spec, shape_index, label, kernel, derive, kwargs, seeds, cache,
-                                      device, device_kind, clocks, module_problem)
+                                      device, device_kind, clocks, module_problem, await_exit)
+            await_exit = []
         shapes_out.append(shape)
         kept.append(groups)
         patched = patched_functions(torch, saved)
@@ -1850,8 +1904,11 @@ def free_bytes(torch: Any, device_kind: str) -> int | None:
 def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, kernel: Callable[..., Any],
               derive: Callable[..., Any] | None, kwargs: dict[str, Any], seeds: SeedSource, cache: int, device: str,
               device_kind: str, clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
-              module_problem: Problem | None = None) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
-    """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape."""
+              module_problem: Problem | None = None, await_exit: list[tuple[int, int | None]] | None = None,
+              ) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
+    """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape.
+    ``await_exit``: the previous run's killed processes, waited for before the timer (their CUDA teardown
+    overlaps this run's inputs and correctness pass, never its timed samples)."""
     perf_counter, monotonic, elapsed = clocks
     marks = {"start": time.perf_counter()}
     rotated = rotated_raw(spec)
@@ -1878,6 +1935,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     sync_device(torch, device_kind)
     out_bytes = nbytes(probe)
     del probe
+    wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind)
     n_sets, problem = fit_rotation(per_set, nbytes(first) - per_set, out_bytes, wanted, free, device_kind)
     if problem:
         raise CheckFailed("fits_memory", f"shape {label}: {problem}")
@@ -2018,6 +2076,12 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         if sweep is not None:
             sweep.sum()
 
+    if await_exit:
+        running = wait_exited(await_exit, KILL_WAIT_S)
+        if running:
+            raise CheckFailed("previous_run_exited", f"the previous run's process(es) {running} were still exiting "
+                                                     f"{KILL_WAIT_S:.0f} s after they were killed")
+    marks["await_exit"] = time.perf_counter()
     timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind, resize=resize,
                      prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
                      poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
@@ -2344,6 +2408,7 @@ def measure_ceiling_gbps(state: JudgeState, device_kind: str) -> float:
 
 # ======================================== orchestrator.py ===================================================
 LIVE: dict[int, Any] = {}  # pid -> Worker | Judge started by this process and not yet closed
+RETIRING: dict[int, threading.Thread] = {}  # worker pid -> the thread reaping its killed run (Worker.retire)
 
 
 def live_pids() -> set[int]:
@@ -2355,6 +2420,26 @@ def kill_live_runs() -> None:
     for item in list(LIVE.values()):
         with contextlib.suppress(Exception):
             item.close()
+    reap_retired()
+
+
+def exiting_processes() -> list[tuple[int, int | None]]:
+    """``(pid, start_ticks)`` of every process of a retired run not yet reaped: the next worker waits for them
+    before its timer (``await_exit`` in its job)."""
+    found = []
+    for pid in list(RETIRING):
+        worker = LIVE.get(pid)
+        found += list(getattr(worker, "retired", []))
+    return found
+
+
+def reap_retired(timeout_s: float = 10.0) -> None:
+    """Wait for every retired run's reaping thread (the end of a bench/verify: nothing of it survives)."""
+    deadline = time.monotonic() + timeout_s
+    for pid, thread in list(RETIRING.items()):
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if not thread.is_alive():
+            RETIRING.pop(pid, None)
 
 
 class Worker:
@@ -2378,6 +2463,8 @@ class Worker:
         os.close(write_fd)
         self.read_fd = read_fd
         self.chunks: list[bytes] = []
+        self.retired: list[tuple[int, int | None]] = []
+        self.closing = threading.Lock()
         self.line_seen = threading.Event()
         self.reader = threading.Thread(target=self._drain, daemon=True)
         self.reader.start()
@@ -2395,9 +2482,11 @@ class Worker:
                 self.line_seen.set()
         self.line_seen.set()
 
-    def processes(self) -> set[int]:
-        """Every process of this run still alive (the worker included)."""
-        found = run_processes(self.proc.pid, self.token, live_pids() - {self.proc.pid}, self.adopted_before)
+    def processes(self, orphans: bool = True) -> set[int]:
+        """Every process of this run still alive (the worker included); ``orphans=False`` leaves out the
+        children of this process it cannot tell from a worker being started meanwhile (reaper thread)."""
+        known = (live_pids() | {pid for pid, _ in exiting_processes()}) - {self.proc.pid}
+        found = run_processes(self.proc.pid, self.token, known, self.adopted_before, orphans)
         if self.proc.poll() is None:
             found.add(self.proc.pid)
         return found
@@ -2419,13 +2508,37 @@ class Worker:
         return None
 
     def kill(self) -> None:
-        """Kill the worker, its group, every process carrying its token and every orphan it left us."""
-        kill_processes(self.processes() | {self.proc.pid})
+        """Kill the worker, its group, every process carrying its token and every orphan it left us (a
+        retired worker: the processes found when it was retired, its group and token carriers)."""
+        if self.retired:
+            kill_processes(self.processes(orphans=False) | {pid for pid, _ in self.retired} | {self.proc.pid})
+        else:
+            kill_processes(self.processes() | {self.proc.pid})
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=5)
         remove_ipc_files(self.proc.pid)
 
+    def retire(self) -> None:
+        """SIGKILL every process of the run now and reap them in a thread, so the CUDA context's teardown
+        (about 0.2 s on the H200) overlaps the next run's setup; that run's worker waits for these processes
+        to exit before its timer starts (``exiting_processes``)."""
+        pids = self.processes() | {self.proc.pid}
+        self.retired = [(pid, start_ticks(pid)) for pid in sorted(pids)]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        reaper = threading.Thread(target=self.close, daemon=True)
+        RETIRING[self.proc.pid] = reaper
+        reaper.start()
+
     def close(self) -> None:
+        with self.closing:
+            if self.proc.pid not in LIVE:
+                return
+            self.close_now()
+        RETIRING.pop(self.proc.pid, None)
+
+    def close_now(self) -> None:
         self.kill()
         LIVE.pop(self.proc.pid, None)
         with contextlib.suppress(OSError):
@@ -2532,8 +2645,10 @@ class Judge:
 
 def orchestrate(script: str, *, python: str | None = None, contract: str | None = None, timeout_s: float = 600.0,
                 ceiling_gbps: float | None = None, judge: Judge | None = None, worker: Worker | None = None,
-                role: str | None = None, on_worker_done: Callable[[], None] | None = None) -> dict[str, Any]:
-    """One run of ``script``: isolated worker, one protocol line, the judge's verdict; the run JSON."""
+                role: str | None = None, on_worker_done: Callable[[], None] | None = None,
+                defer_teardown: bool = False) -> dict[str, Any]:
+    """One run of ``script``: isolated worker, one protocol line, the judge's verdict; the run JSON.
+    ``defer_teardown``: the worker is retired (``Worker.retire``), not reaped before returning."""
     started = time.monotonic()
     clean_stale_run_dirs()
     script = os.path.abspath(script)
@@ -2557,7 +2672,7 @@ def orchestrate(script: str, *, python: str | None = None, contract: str | None 
     try:
         judge.wait_ready()
         phase = time.monotonic()
-        verdict = run_worker(worker, script, run_dir, timeout_s)
+        verdict = run_worker(worker, script, run_dir, timeout_s, exiting_processes())
         phases = {"worker": round(time.monotonic() - phase, 3)}
         result["stderr_tail"] = worker.log_tail()
         if verdict.get("status") != "measured":
@@ -2576,7 +2691,10 @@ def orchestrate(script: str, *, python: str | None = None, contract: str | None 
                                                                 or {}).items()}}
         return finish(result, started)
     finally:
-        worker.close()
+        if defer_teardown:
+            worker.retire()
+        else:
+            worker.close()
         if on_worker_done is not None:
             on_worker_done()
         if own_judge:
@@ -2591,11 +2709,13 @@ def protocol_lines(worker: Worker) -> list[bytes]:
     return [line for line in b"".join(worker.chunks).split(b"\n") if line.strip()]
 
 
-def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float) -> dict[str, Any]:
+def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float,
+               await_exit: list[tuple[int, int | None]] | None = None) -> dict[str, Any]:
     """Send the job, wait for the protocol line (timeout kills the run), freeze the worker, check the process
-    tree and the protocol channel. On success the worker is left frozen, holding its outputs for the judge."""
+    tree and the protocol channel. On success the worker is left frozen, holding its outputs for the judge.
+    ``await_exit``: processes of a retired run the worker waits for before its timer."""
     nonce = secrets.token_hex(16)
-    job = {"nonce": nonce, "script": script, "run_dir": run_dir}
+    job = {"nonce": nonce, "script": script, "run_dir": run_dir, "await_exit": [list(p) for p in await_exit or []]}
     try:
         assert worker.proc.stdin is not None
         worker.proc.stdin.write((json.dumps(job) + "\n").encode())

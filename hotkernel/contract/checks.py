@@ -159,6 +159,8 @@ CHECKS: tuple[Check, ...] = (
           "no process of the run (same group, run token, or an orphan reparented to the orchestrator) survives"),
     Check("crashed", "orchestrator", "invalid", None, "worker and judge did not die or raise"),
     Check("device_available", "worker", "invalid", None, "the target's device exists"),
+    Check("previous_run_exited", "worker", "invalid", None,
+          "the previous run's killed processes had exited before this run's timer started"),
     Check("fits_memory", "worker", "invalid", fit_rotation, "the run fits the card's (host's) free memory"),
     Check("import_failed", "worker", "invalid", None, "the script imports and has `kernel`"),
     Check("functions_unpatched", "worker", "invalid", None,

@@ -90,15 +90,16 @@ def descendants(roots: set[int], table: dict[int, tuple[int, int]]) -> set[int]:
     return found
 
 
-def run_processes(group: int, token: str, known: set[int], adopted_after: set[int]) -> set[int]:
-    """Processes of one run: the worker's group, its descendants, token carriers, and children of this
-    process (reparented orphans) that are not ``known`` and were not already there (``adopted_after``)."""
+def run_processes(group: int, token: str, known: set[int], adopted_after: set[int], orphans: bool = True) -> set[int]:
+    """Processes of one run: the worker's group, its descendants, token carriers, and (``orphans``) children
+    of this process (reparented orphans) that are not ``known`` and were not already there (``adopted_after``)."""
     table = process_table()
     me = os.getpid()
     found = {pid for pid, (_, pgid) in table.items() if pgid == group}
     found |= set(token_processes(token))
-    found |= {pid for pid, (ppid, _) in table.items()
-              if ppid == me and pid not in known and pid not in adopted_after}
+    if orphans:
+        found |= {pid for pid, (ppid, _) in table.items()
+                  if ppid == me and pid not in known and pid not in adopted_after}
     found |= descendants(found, table)
     found.discard(me)
     return found
@@ -134,6 +135,33 @@ def zombie(pid: int) -> bool:
     except OSError:
         return True
     return text[text.rfind(")") + 2:].split()[:1] == ["Z"]
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat`` field 22): tells it from a reuse."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2:].split()
+    return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
+
+
+def exited(pid: int, started: int | None) -> bool:
+    """``pid`` is gone, a zombie (its files, the CUDA context's among them, are closed) or another process."""
+    return zombie(pid) or (started is not None and start_ticks(pid) != started)
+
+
+def wait_exited(processes: list[tuple[int, int | None]], timeout_s: float) -> list[int]:
+    """Wait until every ``(pid, start_ticks)`` has exited; the pids still running after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    pending = list(processes)
+    while True:
+        pending = [(pid, started) for pid, started in pending if not exited(pid, started)]
+        if not pending or time.monotonic() >= deadline:
+            return [pid for pid, _ in pending]
+        time.sleep(0.005)
 
 
 def stop_processes(pids: set[int]) -> None:

@@ -172,6 +172,13 @@ def rotation_count(per_set_bytes: int, cache: int, device_kind: str) -> tuple[in
     return k, k * per_set_bytes <= CACHE_MULTIPLE * cache
 
 
+def rotation_with_outputs(wanted: int, per_set_bytes: int, output_bytes: int, cache: int, device_kind: str) -> int:
+    """K capped so the sets plus the outputs a call writes clear the cache: a call whose outputs alone exceed
+    it evicts the inputs by itself, and more sets would only multiply the kept output copies (KernelBench's
+    9_Tall_skinny at K = 15 kept 33 outputs of 4 GiB and ran out of the H200's memory)."""
+    return min(wanted, rotation_count(per_set_bytes + output_bytes, cache, device_kind)[0])
+
+
 def poison_memory(torch: Any, sizes: list[int], device: str) -> None:
     """Allocate blocks of these byte sizes, fill them with 0xFF (NaN in every float format) and free them."""
     blocks = []

@@ -24,6 +24,7 @@ from .hygiene import (
     own_children,
     run_dir_parent,
     run_processes,
+    start_ticks,
     stop_processes,
 )
 from .judge import judge_main
@@ -43,6 +44,7 @@ from .transport import remove_ipc_files
 from .worker import worker_main
 
 LIVE: dict[int, Any] = {}  # pid -> Worker | Judge started by this process and not yet closed
+RETIRING: dict[int, threading.Thread] = {}  # worker pid -> the thread reaping its killed run (Worker.retire)
 
 
 def live_pids() -> set[int]:
@@ -54,6 +56,26 @@ def kill_live_runs() -> None:
     for item in list(LIVE.values()):
         with contextlib.suppress(Exception):
             item.close()
+    reap_retired()
+
+
+def exiting_processes() -> list[tuple[int, int | None]]:
+    """``(pid, start_ticks)`` of every process of a retired run not yet reaped: the next worker waits for them
+    before its timer (``await_exit`` in its job)."""
+    found = []
+    for pid in list(RETIRING):
+        worker = LIVE.get(pid)
+        found += list(getattr(worker, "retired", []))
+    return found
+
+
+def reap_retired(timeout_s: float = 10.0) -> None:
+    """Wait for every retired run's reaping thread (the end of a bench/verify: nothing of it survives)."""
+    deadline = time.monotonic() + timeout_s
+    for pid, thread in list(RETIRING.items()):
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if not thread.is_alive():
+            RETIRING.pop(pid, None)
 
 
 class Worker:
@@ -77,6 +99,8 @@ class Worker:
         os.close(write_fd)
         self.read_fd = read_fd
         self.chunks: list[bytes] = []
+        self.retired: list[tuple[int, int | None]] = []
+        self.closing = threading.Lock()
         self.line_seen = threading.Event()
         self.reader = threading.Thread(target=self._drain, daemon=True)
         self.reader.start()
@@ -94,9 +118,11 @@ class Worker:
                 self.line_seen.set()
         self.line_seen.set()
 
-    def processes(self) -> set[int]:
-        """Every process of this run still alive (the worker included)."""
-        found = run_processes(self.proc.pid, self.token, live_pids() - {self.proc.pid}, self.adopted_before)
+    def processes(self, orphans: bool = True) -> set[int]:
+        """Every process of this run still alive (the worker included); ``orphans=False`` leaves out the
+        children of this process it cannot tell from a worker being started meanwhile (reaper thread)."""
+        known = (live_pids() | {pid for pid, _ in exiting_processes()}) - {self.proc.pid}
+        found = run_processes(self.proc.pid, self.token, known, self.adopted_before, orphans)
         if self.proc.poll() is None:
             found.add(self.proc.pid)
         return found
@@ -118,13 +144,37 @@ class Worker:
         return None
 
     def kill(self) -> None:
-        """Kill the worker, its group, every process carrying its token and every orphan it left us."""
-        kill_processes(self.processes() | {self.proc.pid})
+        """Kill the worker, its group, every process carrying its token and every orphan it left us (a
+        retired worker: the processes found when it was retired, its group and token carriers)."""
+        if self.retired:
+            kill_processes(self.processes(orphans=False) | {pid for pid, _ in self.retired} | {self.proc.pid})
+        else:
+            kill_processes(self.processes() | {self.proc.pid})
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=5)
         remove_ipc_files(self.proc.pid)
 
+    def retire(self) -> None:
+        """SIGKILL every process of the run now and reap them in a thread, so the CUDA context's teardown
+        (about 0.2 s on the H200) overlaps the next run's setup; that run's worker waits for these processes
+        to exit before its timer starts (``exiting_processes``)."""
+        pids = self.processes() | {self.proc.pid}
+        self.retired = [(pid, start_ticks(pid)) for pid in sorted(pids)]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        reaper = threading.Thread(target=self.close, daemon=True)
+        RETIRING[self.proc.pid] = reaper
+        reaper.start()
+
     def close(self) -> None:
+        with self.closing:
+            if self.proc.pid not in LIVE:
+                return
+            self.close_now()
+        RETIRING.pop(self.proc.pid, None)
+
+    def close_now(self) -> None:
         self.kill()
         LIVE.pop(self.proc.pid, None)
         with contextlib.suppress(OSError):
@@ -231,8 +281,10 @@ class Judge:
 
 def orchestrate(script: str, *, python: str | None = None, contract: str | None = None, timeout_s: float = 600.0,
                 ceiling_gbps: float | None = None, judge: Judge | None = None, worker: Worker | None = None,
-                role: str | None = None, on_worker_done: Callable[[], None] | None = None) -> dict[str, Any]:
-    """One run of ``script``: isolated worker, one protocol line, the judge's verdict; the run JSON."""
+                role: str | None = None, on_worker_done: Callable[[], None] | None = None,
+                defer_teardown: bool = False) -> dict[str, Any]:
+    """One run of ``script``: isolated worker, one protocol line, the judge's verdict; the run JSON.
+    ``defer_teardown``: the worker is retired (``Worker.retire``), not reaped before returning."""
     started = time.monotonic()
     clean_stale_run_dirs()
     script = os.path.abspath(script)
@@ -256,7 +308,7 @@ def orchestrate(script: str, *, python: str | None = None, contract: str | None 
     try:
         judge.wait_ready()
         phase = time.monotonic()
-        verdict = run_worker(worker, script, run_dir, timeout_s)
+        verdict = run_worker(worker, script, run_dir, timeout_s, exiting_processes())
         phases = {"worker": round(time.monotonic() - phase, 3)}
         result["stderr_tail"] = worker.log_tail()
         if verdict.get("status") != "measured":
@@ -275,7 +327,10 @@ def orchestrate(script: str, *, python: str | None = None, contract: str | None 
                                                                 or {}).items()}}
         return finish(result, started)
     finally:
-        worker.close()
+        if defer_teardown:
+            worker.retire()
+        else:
+            worker.close()
         if on_worker_done is not None:
             on_worker_done()
         if own_judge:
@@ -290,11 +345,13 @@ def protocol_lines(worker: Worker) -> list[bytes]:
     return [line for line in b"".join(worker.chunks).split(b"\n") if line.strip()]
 
 
-def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float) -> dict[str, Any]:
+def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float,
+               await_exit: list[tuple[int, int | None]] | None = None) -> dict[str, Any]:
     """Send the job, wait for the protocol line (timeout kills the run), freeze the worker, check the process
-    tree and the protocol channel. On success the worker is left frozen, holding its outputs for the judge."""
+    tree and the protocol channel. On success the worker is left frozen, holding its outputs for the judge.
+    ``await_exit``: processes of a retired run the worker waits for before its timer."""
     nonce = secrets.token_hex(16)
-    job = {"nonce": nonce, "script": script, "run_dir": run_dir}
+    job = {"nonce": nonce, "script": script, "run_dir": run_dir, "await_exit": [list(p) for p in await_exit or []]}
     try:
         assert worker.proc.stdin is not None
         worker.proc.stdin.write((json.dumps(job) + "\n").encode())

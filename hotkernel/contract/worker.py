@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .checks import check_wall_clock, fit_rotation
-from .hygiene import die_with_parent
+from .hygiene import die_with_parent, wait_exited
 from .inputs import (
     as_outputs,
     bits_view,
@@ -32,10 +32,12 @@ from .inputs import (
     poison_tensors,
     rotated_raw,
     rotation_count,
+    rotation_with_outputs,
     sync_device,
 )
 from .knobs import (
     CACHE_MULTIPLE,
+    KILL_WAIT_S,
     PARENT_PID_ENV,
     PROTOCOL_FD_ENV,
     PROTOCOL_VERSION,
@@ -115,6 +117,20 @@ def patched_functions(torch: Any, saved: dict[str, Any]) -> list[str]:
     return changed
 
 
+def preload_triton(torch: Any) -> None:
+    """What a Triton kernel's first launch pays once per process, paid here while a pre-started worker waits
+    for its job: the cache key (Triton hashes its own sources and libtriton, 0.38 s on the H200) and the gluon
+    import (0.1 s) (benchmarks/evidence/verify_timing/triton_first_launch.jsonl). CPU work only: no CUDA
+    context is created. Skipped where torch sees no GPU or Triton is not installed."""
+    if importlib.util.find_spec("triton") is None or not torch.cuda.is_available():
+        return
+    with contextlib.suppress(Exception):  # a Triton that lacks these costs the first launch only
+        import triton.runtime.cache as triton_cache
+
+        triton_cache.triton_key()
+        import triton.experimental.gluon  # noqa: F401
+
+
 def worker_main(argv: list[str]) -> None:
     """``worker [SCRIPT RUN_DIR]``: wait for the job line, run it, write one protocol line, wait (frozen)."""
     parent = os.environ.get(PARENT_PID_ENV)
@@ -131,6 +147,7 @@ def worker_main(argv: list[str]) -> None:
 
     with contextlib.suppress(Exception):  # Dynamo wraps torch.manual_seed & co. on import: snapshot after it
         import torch._dynamo  # noqa: F401
+    preload_triton(torch)
     saved = snapshot_functions(torch)
     warm_s = time.perf_counter() - started
     line = sys.stdin.readline()
@@ -194,11 +211,13 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     kwargs = dict(spec.get("kwargs") or {})
     seeds = SeedSource(spec.get("seed"))
     cache = cache_bytes(torch, device_kind)
+    await_exit = [(int(pid), None if start is None else int(start)) for pid, start in job.get("await_exit") or []]
     shapes_out, kept = [], []
     for shape_index, label in enumerate(spec["shapes"]):
         with torch.no_grad():  # one grad mode for every call (a compiled kernel is compiled once)
             shape, groups = run_shape(torch, spec, shape_index, label, kernel, derive, kwargs, seeds, cache,
-                                      device, device_kind, clocks, module_problem)
+                                      device, device_kind, clocks, module_problem, await_exit)
+            await_exit = []
         shapes_out.append(shape)
         kept.append(groups)
         patched = patched_functions(torch, saved)
@@ -246,8 +265,11 @@ def free_bytes(torch: Any, device_kind: str) -> int | None:
 def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, kernel: Callable[..., Any],
               derive: Callable[..., Any] | None, kwargs: dict[str, Any], seeds: SeedSource, cache: int, device: str,
               device_kind: str, clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
-              module_problem: Problem | None = None) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
-    """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape."""
+              module_problem: Problem | None = None, await_exit: list[tuple[int, int | None]] | None = None,
+              ) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
+    """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape.
+    ``await_exit``: the previous run's killed processes, waited for before the timer (their CUDA teardown
+    overlaps this run's inputs and correctness pass, never its timed samples)."""
     perf_counter, monotonic, elapsed = clocks
     marks = {"start": time.perf_counter()}
     rotated = rotated_raw(spec)
@@ -274,6 +296,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     sync_device(torch, device_kind)
     out_bytes = nbytes(probe)
     del probe
+    wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind)
     n_sets, problem = fit_rotation(per_set, nbytes(first) - per_set, out_bytes, wanted, free, device_kind)
     if problem:
         raise CheckFailed("fits_memory", f"shape {label}: {problem}")
@@ -414,6 +437,12 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         if sweep is not None:
             sweep.sum()
 
+    if await_exit:
+        running = wait_exited(await_exit, KILL_WAIT_S)
+        if running:
+            raise CheckFailed("previous_run_exited", f"the previous run's process(es) {running} were still exiting "
+                                                     f"{KILL_WAIT_S:.0f} s after they were killed")
+    marks["await_exit"] = time.perf_counter()
     timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind, resize=resize,
                      prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
                      poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,

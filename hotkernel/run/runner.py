@@ -28,7 +28,8 @@ from hotkernel.workspace.paths import Workspace
 IDLE_WAIT_S = 10.0  # how long a run waits for foreign GPU processes to finish before it is refused
 IDLE_POLL_S = 0.5
 STDERR_TAIL_CHARS = 4000
-PRESTART_POOL_CUDA = 3  # warm workers kept for cuda targets (an import of torch takes ~3 runs of 1 s on the H200)
+PRESTART_POOL_CUDA = 4  # warm workers kept for cuda targets: on the H200 a worker's imports take 2.5-3.7 s while
+# others import beside it, up to four runs of 0.8-1.3 s (benchmarks/evidence/h200_round_1205/timing)
 
 
 class RunOutcome(BaseModel):
@@ -278,7 +279,9 @@ class JudgeProcess:
         return self.contract.Worker(self.python, self.contract_file)
 
     def own_pids(self) -> set[int]:
-        return {item.proc.pid for item in (self.client, *self.spares) if item is not None}
+        """The judge, the spare workers and the retired runs still exiting (their GPU use is ours)."""
+        mine = {item.proc.pid for item in (self.client, *self.spares) if item is not None}
+        return mine | {pid for pid, _ in self.contract.exiting_processes()}
 
     def close(self) -> None:
         while self.spares:
@@ -286,6 +289,7 @@ class JudgeProcess:
         if self.client is not None:
             self.client.close()
             self.client = None
+        self.contract.reap_retired()
 
 
 def _target_name(ws: Workspace, script: Path) -> str:
@@ -350,7 +354,7 @@ def run_script(
         result = session.contract.orchestrate(
             str(path), python=session.python, contract=session.contract_file, timeout_s=timeout_s,
             ceiling_gbps=ceiling_gbps, judge=session.client, worker=worker, role=role,
-            on_worker_done=session.prestart if session.prestart_enabled else None,
+            on_worker_done=session.prestart if session.prestart_enabled else None, defer_teardown=not own,
         )
     except HotkernelError:
         raise

@@ -41,6 +41,22 @@ def test_rotation_exceeds_twice_the_cache_with_at_least_two_sets() -> None:
     assert k == hk.MAX_ROTATION["cuda"] and resident
 
 
+def test_outputs_that_clear_the_cache_cap_the_rotation() -> None:
+    cache = 60 << 20  # the H200's L2
+    tall_skinny_inputs, tall_skinny_output = 2 * (32768 * 32 * 4), 32768 * 32768 * 4  # KernelBench 9: 4 GiB
+    wanted, _ = hk.rotation_count(tall_skinny_inputs, cache, "cuda")
+    assert wanted > 10
+    assert hk.rotation_with_outputs(wanted, tall_skinny_inputs, tall_skinny_output, cache, "cuda") == 2
+    # small outputs leave K to the inputs: rmsnorm 4096x8192 bf16 (64 MiB in, 64 MiB out) still rotates
+    rms = 4096 * 8192 * 2
+    wanted, _ = hk.rotation_count(rms, cache, "cuda")
+    assert hk.rotation_with_outputs(wanted, rms, rms, cache, "cuda") == wanted == 2
+    tiny_in, small_out = 64 << 10, 8 << 20
+    wanted, _ = hk.rotation_count(tiny_in, cache, "cuda")
+    capped = hk.rotation_with_outputs(wanted, tiny_in, small_out, cache, "cuda")
+    assert 2 < capped < wanted and capped * (tiny_in + small_out) > 2 * cache
+
+
 def test_seeds_fresh_by_default_and_reproducible_when_fixed() -> None:
     fresh = hk.SeedSource(None)
     assert fresh.policy == "fresh-per-run" and fresh.next() != fresh.next()
