@@ -7,7 +7,7 @@ own CUDA graphs, which must work inside the timer's capture) and runs
 OUT/competitors.json (every SyncItem), OUT/ws/LEADERBOARD.md and the roofline chart; prints one line each.
 
 Usage (device, repo root, hotkernel importable as in h200_sync.sh):
-    python3 benchmarks/device/competitors_check.py OUT [BUDGET_S=180]
+    python3 benchmarks/device/competitors_check.py OUT [BUDGET_S=180] [MODES=compile,compile-reduce-overhead,...]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ ORDER = ("compile", "compile-reduce-overhead", "compile-max-autotune")
 ROUNDS = 3
 
 
-def main(out: Path, budget_s: float) -> int:
+def main(out: Path, budget_s: float, order: tuple[str, ...] = ORDER) -> int:
     root = out / "ws"
     root.mkdir(parents=True, exist_ok=True)
     (root / "k.py").write_text(KERNEL, encoding="utf-8")
@@ -48,11 +48,11 @@ def main(out: Path, budget_s: float) -> int:
     ws = Workspace(root)
     started = time.monotonic()
     items: list[dict] = []
-    for i, competitor in enumerate(ORDER):
-        if time.monotonic() - started > budget_s * (i / len(ORDER)) + 30 and i > 0:
+    for i, competitor in enumerate(order):
+        if time.monotonic() - started > budget_s * (i / len(order)) + 30 and i > 0:
             print(f"{competitor}: skipped (budget {budget_s:.0f} s)", flush=True)
             continue
-        (root / "hotkernel.yaml").write_text(MANIFEST.format(competitors=", ".join(ORDER[:i + 1])), encoding="utf-8")
+        (root / "hotkernel.yaml").write_text(MANIFEST.format(competitors=", ".join(order[:i + 1])), encoding="utf-8")
         t0 = time.monotonic()
         for item in sync_competitors(ws, load_manifest(ws.manifest), "softmax", n=ROUNDS, python=sys.executable):
             data = {**item.model_dump(mode="json"), "wall_s": round(time.monotonic() - t0, 1)}
@@ -66,5 +66,6 @@ def main(out: Path, budget_s: float) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
-        sys.exit("usage: competitors_check.py OUT [BUDGET_S]")
-    sys.exit(main(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 180.0))
+        sys.exit("usage: competitors_check.py OUT [BUDGET_S] [MODES]")
+    sys.exit(main(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 180.0,
+                  tuple(sys.argv[3].split(",")) if len(sys.argv) > 3 else ORDER))

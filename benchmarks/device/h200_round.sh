@@ -9,6 +9,13 @@
 #             and fresh int4 verifies
 #   suites    benchmarks/device/suites.sh (KernelBench level 1 import and verifies; needs kb/ carried)
 #   profile   benchmarks/device/capture_profile_diff.sh (ncu captures for `hotkernel profile diff`)
+#   speedrun  check_variants.py triage of $HK_TRIAGE_ONLY on int4_gemv and decode_attention, then
+#             benchmarks/device/speedrun.py (HK_MAX_TRIES, HK_BUDGET_S); its records: speedrun_records.tar.gz
+#   competitors  benchmarks/device/competitors_check.py, modes $HK_COMPETITOR_MODES, $HK_COMPETITOR_BUDGET_S
+#   first_launch  benchmarks/device/triton_first_launch.py (a Triton candidate's first call in a fresh process)
+#   compile_more  suites.sh --kinds compile at --scale 0.125 on $HK_COMPILE_PROBLEMS ($HK_COMPILE_BUDGET_S)
+#   own_shape suites.sh A/A verifies at KernelBench's own shapes of $HK_OWN_PROBLEMS ($HK_OWN_BUDGET_S, one
+#             verify at most $HK_OWN_VERIFY_S)
 # Usage (device, repo root; carry .whl and, for suites/aa, kb):
 #   HOTKERNEL_GIT_COMMIT=<commit> bash benchmarks/device/h200_round.sh OUT timing,sync,margins
 set -u
@@ -33,6 +40,22 @@ for s in ${STEPS//,/ }; do
     aa) step aa python3 benchmarks/device/contract_v2.py "$WORK/aa" --steps 5,6 --budget-s 270 ;;
     suites) step suites bash benchmarks/device/suites.sh "$WORK/suites" ;;
     profile) step profile bash benchmarks/device/capture_profile_diff.sh "$WORK/profile" ;;
+    speedrun) mkdir -p "$WORK/triage"
+              step triage timeout 200 python3 speedrun/check_variants.py --device cuda --shapes headline --time \
+                --targets int4_gemv decode_attention --only $HK_TRIAGE_ONLY
+              cp "$WORK/triage/stdout.txt" "$WORK/speedrun/triage.jsonl"
+              GIT_DIR=/nonexistent-hotkernel-git-dir step speedrun timeout 420 python3 benchmarks/device/speedrun.py "$WORK/speedrun/triage.jsonl" \
+                "$WORK/speedrun/log" int4_gemv decode_attention
+              tar czf "$OUT/speedrun_records.tar.gz" results hotkernel.lock LEADERBOARD.md README.md targets \
+                roofline_*.svg ;;
+    competitors) step competitors python3 benchmarks/device/competitors_check.py "$WORK/competitors" \
+                   "${HK_COMPETITOR_BUDGET_S:-150}" "${HK_COMPETITOR_MODES:-compile-reduce-overhead}" ;;
+    first_launch) step first_launch python3 benchmarks/device/triton_first_launch.py "$WORK/first_launch" ;;
+    compile_more) SUITES_BUDGET_S=${HK_COMPILE_BUDGET_S:-240} step compile_more bash benchmarks/device/suites.sh \
+                    "$WORK/compile_more" --kinds compile --scale 0.125 --no-fit --problems "$HK_COMPILE_PROBLEMS" ;;
+    own_shape) SUITES_BUDGET_S=${HK_OWN_BUDGET_S:-240} step own_shape bash benchmarks/device/suites.sh \
+                 "$WORK/own_shape" --kinds aa --scale 1 --no-fit --count 100 --problems "$HK_OWN_PROBLEMS" \
+                 --verify-timeout-s "${HK_OWN_VERIFY_S:-90}" ;;
     *) echo "unknown step $s" | tee -a "$OUT/steps.txt" ;;
   esac
 done

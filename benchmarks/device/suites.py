@@ -1,7 +1,7 @@
 """KernelBench level 1 as hotkernel targets on one H200: imports, memory fit, A/A and torch.compile verifies.
 
 Usage: ``PYTHONPATH=<repo> python benchmarks/device/suites.py OUT_DIR [--budget-s 330] [--scale 0.125]
-[--count 20] [--problems 19,23] [--dry-run]`` (``benchmarks/device/suites.sh`` is the exact device command; the problem files come
+[--count 20] [--problems 19,23] [--kinds aa] [--no-fit] [--verify-timeout-s 120] [--dry-run]`` (``benchmarks/device/suites.sh`` is the exact device command; the problem files come
 from ``$HK_KB_DIR``, copied into temporary workspaces, never into the repository). Every result is appended to
 ``OUT_DIR/suites.jsonl`` as it comes (``step`` names it), and a summary is printed at the end:
 
@@ -13,7 +13,8 @@ from ``$HK_KB_DIR``, copied into temporary workspaces, never into the repository
 3. ``verify``: the first ``--count`` imported problems imported again at ``--scale``, each verified twice with
    ``-n 3``: the untouched candidate (A/A: expect slower/inconclusive, never incorrect or faster by much; all of
    them first) and a candidate that is ``torch.compile`` of the baseline; verdict, speedup and wall time per
-   verify. Stops when ``--budget-s`` runs out (what is left is logged as skipped).
+   verify. Stops when ``--budget-s`` runs out (what is left is logged as skipped). ``--scale 1 --kinds aa
+   --no-fit --problems ...`` is the sweep at KernelBench's own shapes (steps 1-2 skipped, the list verified).
 
 ``--dry-run``: the CPU, a handful of small problems, tiny shapes, ``-n 1`` and the eager compile backend (what
 the CPU test runs).
@@ -142,7 +143,8 @@ def hotkernel_verify(ws: Workspace, name: str, candidate: str, rounds: int, time
 
 
 def step_verify(log: Log, kb: Path, device: str, problems: list[int], scale: float, count: int,
-                rounds: int, backend: str, deadline: float, kinds: tuple[str, ...] = ("aa", "compile")) -> None:
+                rounds: int, backend: str, deadline: float, kinds: tuple[str, ...] = ("aa", "compile"),
+                verify_timeout_s: float = 120.0) -> None:
     with tempfile.TemporaryDirectory(prefix="hk-suites-scaled-") as root:
         ws = Workspace(Path(root))
         result = import_suite(ws, "kernelbench", kb, problems=problems[:count], scale=scale, device=device)
@@ -161,7 +163,7 @@ def step_verify(log: Log, kb: Path, device: str, problems: list[int], scale: flo
                 if left < 10:
                     log(step="verify", target=item.target, kind=label, skipped="budget spent")
                     continue
-                row = hotkernel_verify(ws, item.target, candidate, rounds, min(left, 120.0))
+                row = hotkernel_verify(ws, item.target, candidate, rounds, min(left, verify_timeout_s))
                 log(step="verify", target=item.target, kind=label, shapes=item.shapes, cases=item.cases, **row)
 
 
@@ -194,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--problems", help="problem numbers, e.g. 19,23 (default: all; dry run: 1,19,95)")
     parser.add_argument("--kinds", default="aa,compile", help="verify passes to run: aa, compile or both")
+    parser.add_argument("--no-fit", action="store_true", help="skip steps 1-2: verify --problems as given")
+    parser.add_argument("--verify-timeout-s", type=float, default=120.0, help="one verify's limit, seconds")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     deadline = time.monotonic() + args.budget_s
@@ -204,9 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     problems = [int(p) for p in args.problems.split(",")] if args.problems else DRY_PROBLEMS if args.dry_run else None
     scale = 0.0005 if args.dry_run else args.scale
     count = min(args.count, len(problems or [])) if args.dry_run else args.count
-    imported = step_import_and_fit(log, kb, device, problems, 4)
+    if args.no_fit and problems:
+        imported = problems
+    else:
+        imported = step_import_and_fit(log, kb, device, problems, 4)
     step_verify(log, kb, device, imported, scale, count, 1 if args.dry_run else 3,
-                "eager" if args.dry_run else "inductor", deadline, tuple(args.kinds.split(",")))
+                "eager" if args.dry_run else "inductor", deadline, tuple(args.kinds.split(",")), args.verify_timeout_s)
     for line in summary(log):
         print(line)
     return 0
