@@ -633,6 +633,16 @@ def rotation_count(per_set_bytes: int, cache: int, device_kind: str) -> tuple[in
     return k, k * per_set_bytes <= CACHE_MULTIPLE * cache
 
 
+def exact_fp32(torch: Any) -> None:
+    """fp32 means fp32. PyTorch's default lets cuDNN convolutions round fp32 inputs to TF32 (a 10-bit
+    mantissa, errors near 1e-3 of the output's RMS), which the fp32 bounds reject: KernelBench's eager
+    50_conv_standard_2D failed its own correctness check on the H200. The worker and the judge turn TF32 off
+    for cuDNN and cuBLAS before any script runs; a candidate that turns it back on is judged by the same
+    bounds (docs/correctness.md)."""
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
 def rotation_with_outputs(wanted: int, per_set_bytes: int, output_bytes: int, cache: int, device_kind: str) -> int:
     """K capped so the sets plus the outputs a call writes clear the cache: a call whose outputs alone exceed
     it evicts the inputs by itself, and more sets would only multiply the kept output copies (KernelBench's
@@ -1787,6 +1797,7 @@ def worker_main(argv: list[str]) -> None:
     with contextlib.suppress(Exception):  # Dynamo wraps torch.manual_seed & co. on import: snapshot after it
         import torch._dynamo  # noqa: F401
     preload_triton(torch)
+    exact_fp32(torch)
     saved = snapshot_functions(torch)
     warm_s = time.perf_counter() - started
     line = sys.stdin.readline()
@@ -2126,6 +2137,7 @@ def judge_main() -> None:
     sys.stdout = sys.stderr
     import torch
 
+    exact_fp32(torch)
     state = JudgeState(torch)
     os.write(reply_fd, b'{"ready": true}\n')
     for line in sys.stdin:

@@ -17,7 +17,16 @@ from typing import Any
 from .checks import OUTPUT_CHECKS, OutputCase, check_floor, check_result, verdict_of
 from .correctness import check_outputs, tolerances
 from .hygiene import die_with_parent
-from .inputs import apply_perturbation, as_outputs, call_inputs, checksum, make_raw, nbytes, perturbation_of_call
+from .inputs import (
+    apply_perturbation,
+    as_outputs,
+    call_inputs,
+    checksum,
+    exact_fp32,
+    make_raw,
+    nbytes,
+    perturbation_of_call,
+)
 from .knobs import PARENT_PID_ENV, CheckFailed
 from .spec import device_kind_of, is_problem_ref, load_function, load_problem, read_spec, workspace_root
 from .transport import import_outputs
@@ -43,6 +52,7 @@ def judge_main() -> None:
     sys.stdout = sys.stderr
     import torch
 
+    exact_fp32(torch)
     state = JudgeState(torch)
     os.write(reply_fd, b'{"ready": true}\n')
     for line in sys.stdin:

@@ -22,6 +22,7 @@ from .inputs import (
     cache_bytes,
     call_inputs,
     checksum,
+    exact_fp32,
     gather_per_set,
     input_bytes,
     make_raw,
@@ -148,6 +149,7 @@ def worker_main(argv: list[str]) -> None:
     with contextlib.suppress(Exception):  # Dynamo wraps torch.manual_seed & co. on import: snapshot after it
         import torch._dynamo  # noqa: F401
     preload_triton(torch)
+    exact_fp32(torch)
     saved = snapshot_functions(torch)
     warm_s = time.perf_counter() - started
     line = sys.stdin.readline()
