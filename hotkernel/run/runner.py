@@ -28,10 +28,10 @@ from hotkernel.workspace.paths import Workspace
 IDLE_WAIT_S = 10.0  # how long a run waits for foreign GPU processes to finish before it is refused
 IDLE_POLL_S = 0.5
 STDERR_TAIL_CHARS = 4000
-# Warm workers kept for cuda targets: on the H200 a worker's imports take 2.7-3.8 s while others import beside
-# it, five or six runs of 0.6-0.7 s (benchmarks/evidence/verify_timing/h200_20261201_after.jsonl); at most one
-# importer per two cores, so the imports never crowd the timed run's own thread.
-PRESTART_POOL_CUDA = max(1, min(6, (os.cpu_count() or 2) // 2))
+# Warm workers kept for cuda targets (a worker's imports take 2.7-3.8 s on the H200 while others import beside it).
+# verify -n 7 of rmsnorm: 4 workers 17.1 s warm CLI, 16.4 s in-process; 6 workers 18.7 s and 16.2 s, fewer waits
+# for an import but slower runs (benchmarks/evidence/verify_timing/h200_20261201_after.jsonl, _pool6.jsonl).
+PRESTART_POOL_CUDA = 4
 
 
 class RunOutcome(BaseModel):
