@@ -5,11 +5,13 @@ weight), rendered, with helpers to swap in a candidate. Reusable by other test m
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
+from hotkernel.manifest import load_manifest, resolved_target
 from hotkernel.run.render import render_target
 from hotkernel.workspace.paths import Workspace
 
@@ -49,14 +51,9 @@ def default_resolved(**overrides: Any) -> dict[str, Any]:
     return resolved
 
 
-def manifest_resolved(ws: Workspace) -> dict[str, Any] | None:
-    """``resolved_target`` from the workspace manifest, when the manifest module can load it."""
-    try:
-        from hotkernel.manifest import load_manifest, resolved_target
-
-        return resolved_target(load_manifest(ws.manifest), TARGET)
-    except Exception:  # noqa: BLE001 - the manifest module is another part's work; fall back to our dict
-        return None
+def manifest_resolved(ws: Workspace) -> dict[str, Any]:
+    """``resolved_target`` of ``rms`` from the workspace manifest."""
+    return resolved_target(load_manifest(ws.manifest), TARGET)
 
 
 def make_workspace(root: Path, **overrides: Any) -> tuple[Workspace, dict[str, Any]]:
@@ -66,9 +63,7 @@ def make_workspace(root: Path, **overrides: Any) -> tuple[Workspace, dict[str, A
     (root / "kernels" / "ops.py").write_text(KERNEL_SOURCE)
     (root / "hotkernel.yaml").write_text(MANIFEST_SOURCE)
     ws = Workspace(root)
-    resolved = None if overrides else manifest_resolved(ws)
-    if resolved is None:
-        resolved = default_resolved(**overrides)
+    resolved = default_resolved(**overrides) if overrides else manifest_resolved(ws)
     render_target(ws, TARGET, resolved)
     return ws, resolved
 
@@ -82,6 +77,4 @@ def install_candidate(ws: Workspace, name: str) -> Path:
 
 def python() -> str:
     """The user interpreter for tests: HOTKERNEL_PYTHON or this venv's python (it has CPU torch)."""
-    import os
-
     return os.environ.get("HOTKERNEL_PYTHON") or sys.executable
