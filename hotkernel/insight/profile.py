@@ -483,10 +483,11 @@ def command_of(params: Params, ctx: InsightContext) -> list[str]:
         return list(params.command)
     if (params.target is None) == (params.script is None):
         raise HotkernelError("give exactly one of target (a target's rendered script) or script (a workspace .py file)")
-    if params.target is not None:
-        path = ctx.require_workspace("profile").target_dir(params.target) / f"{params.role}.py"
-    else:
-        path = ctx.existing_file(params.script or "", "script")
+    if params.target is not None:  # through the workspace's contract: a candidate file need not call main()
+        ws = ctx.require_workspace("profile")
+        path = ws.target_dir(params.target) / f"{params.role}.py"
+        return [user_python(ws, None), str(ws.contract_file), "run", str(path)]
+    path = ctx.existing_file(params.script or "", "script")
     return [user_python(ctx.workspace, None), str(path), *(params.script_args or [])]
 
 

@@ -4,7 +4,9 @@ run -> diagnose -> clean-up path is exercised on a machine without Nsight."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -14,6 +16,10 @@ import pytest
 
 from hotkernel.errors import HotkernelError
 from hotkernel.insight import profile as prof
+from hotkernel.insight.base import InsightContext
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from adversarial.workspace import TARGET, make_workspace, python  # noqa: E402
 
 H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 
@@ -217,3 +223,18 @@ def test_cli_exits_1_with_diagnosis(bare_path, tmp_path, monkeypatch):
     assert result.exit_code == 1
     assert "not found" in result.output and "hotkernel trace" in result.output
     assert os.environ["PATH"] == str(bare_path)
+
+
+def test_a_targets_script_is_profiled_through_the_workspace_contract(tmp_path, monkeypatch):
+    """A kept candidate file need not end in `hk_contract.main(__file__)`: profile runs it through the contract."""
+    ws, _ = make_workspace(tmp_path / "ws")
+    candidate = ws.target_dir(TARGET) / "candidate.py"
+    candidate.write_text("import torch\n\n\ndef kernel(x, w, *, eps):\n"
+                         "    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w\n")
+    monkeypatch.setenv("HOTKERNEL_PYTHON", python())
+    ctx = InsightContext.at(ws.root, confined=False)
+    command = prof.command_of(prof.Params(target=TARGET, role="candidate"), ctx)
+    assert command[1:] == [str(ws.contract_file), "run", str(candidate)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ws.root)
+    run = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert run["status"] == "ok" and run["role"] == "candidate", run.get("reason")
