@@ -95,10 +95,24 @@ def variant_kernel(target: str, name: str) -> Callable[..., Any]:
     return load_module(path).make_kernel(**params)
 
 
+RUN_ALONE = '''
+
+if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import hk_contract
+
+    hk_contract.main(__file__)
+'''
+
+
 def candidate_source(target: str, name: str) -> str:
-    """A self-contained candidate file for one variant: its idea module plus the line that picks its parameters."""
+    """A self-contained candidate file for one variant: its idea module, the line that picks its parameters,
+    and the block that lets ``python targets/<name>/candidate.py`` run it under the contract."""
     path, _ = variant_index(target)[name]
-    return f'{path.read_text().rstrip()}\n\n\nkernel = make_kernel(**VARIANTS["{name}"])\n'
+    return f'{path.read_text().rstrip()}\n\n\nkernel = make_kernel(**VARIANTS["{name}"])\n{RUN_ALONE}'
 
 
 def variant_hypothesis(target: str, name: str) -> str:

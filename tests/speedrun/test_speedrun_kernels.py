@@ -13,12 +13,14 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+import torch
 
 REPO = Path(__file__).resolve().parents[2]
 SPEEDRUN = REPO / "speedrun"
@@ -96,11 +98,14 @@ def test_readme_table_maps_every_variant_to_its_module_and_parameters() -> None:
 
 
 def test_candidate_source_picks_the_named_parameters() -> None:
-    """A candidate file is its module plus one line that binds `kernel` to the variant's parameters."""
+    """A candidate file is its module, one line that binds `kernel` to the variant's parameters, and the block
+    that runs it alone under the contract."""
     for target, name in VARIANTS:
         source = CV.candidate_source(target, name)
-        last = ast.parse(source).body[-1]
-        assert ast.unparse(last) == f"kernel = make_kernel(**VARIANTS[{name!r}])", f"{target}/{name}"
+        *_, bind, run_alone = ast.parse(source).body
+        assert ast.unparse(bind) == f"kernel = make_kernel(**VARIANTS[{name!r}])", f"{target}/{name}"
+        assert ast.unparse(run_alone.test) == "__name__ == '__main__'"
+        assert ast.unparse(run_alone.body[-1]) == "hk_contract.main(__file__)"
 
 
 @pytest.mark.parametrize(("target", "variant"), VARIANTS, ids=[f"{t}/{v}" for t, v in VARIANTS])
@@ -163,3 +168,23 @@ for target, name in [("rmsnorm", "row_w4"), ("decode_attention", "sm_split_last_
                           cwd=REPO, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["True", "True", "True", "True"]
+
+
+def test_a_candidate_file_runs_alone_under_the_contract(tmp_path: Path) -> None:
+    """`python targets/<name>/candidate.py` of a written variant prints the contract's one JSON line (here, on a
+    machine without CUDA: invalid, device_available)."""
+    repo = Path(__file__).resolve().parents[2]
+    folder = tmp_path / "targets" / "rmsnorm"
+    folder.mkdir(parents=True)
+    shutil.copyfile(repo / "targets" / "hk_contract.py", tmp_path / "targets" / "hk_contract.py")
+    shutil.copyfile(repo / "targets" / "rmsnorm" / "baseline.py", folder / "baseline.py")
+    name = next(n for t, n in VARIANTS if t == "rmsnorm")
+    (folder / "candidate.py").write_text(CV.candidate_source("rmsnorm", name))
+    proc = subprocess.run([sys.executable, str(folder / "candidate.py")], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stdout + proc.stderr[-2000:]
+    run = json.loads(lines[0])
+    assert run["role"] == "candidate" and run["script_sha256"]
+    if not torch.cuda.is_available():
+        assert run["status"] == "invalid" and run["reason"].startswith("device_available"), run["reason"]
