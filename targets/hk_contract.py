@@ -34,6 +34,7 @@ import json
 import keyword
 import math
 import os
+import platform
 import random
 import re
 import secrets
@@ -324,8 +325,6 @@ def cpu_name() -> str:
             for line in handle:
                 if line.startswith("model name"):
                     return "CPU " + line.split(":", 1)[1].strip()
-    import platform
-
     return "CPU " + (platform.processor() or platform.machine())
 
 
@@ -1548,20 +1547,15 @@ def own_children() -> set[int]:
 
 
 def kill_processes(pids: set[int]) -> None:
-    """SIGKILL each, reap those that are our children, wait until all are gone (at most KILL_WAIT_S)."""
+    """SIGKILL each, wait until all have exited (at most KILL_WAIT_S), then reap those that are our children."""
+    processes = [(pid, start_ticks(pid)) for pid in sorted(pids)]
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + KILL_WAIT_S
-    pending = set(pids)
-    while pending and time.monotonic() < deadline:
-        for pid in list(pending):
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
-            if not os.path.exists(f"/proc/{pid}") or zombie(pid):
-                pending.discard(pid)
-        if pending:
-            time.sleep(0.01)
+    wait_exited(processes, KILL_WAIT_S)
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def zombie(pid: int) -> bool:
@@ -1614,8 +1608,6 @@ def run_dir_parent() -> str | None:
 
 def clean_stale_run_dirs(parent: str | None = None) -> list[str]:
     """Remove ``hk_run_<pid>_*`` directories (ours) whose orchestrator ``pid`` is gone; returns their paths."""
-    import tempfile
-
     removed = []
     for folder in {parent or run_dir_parent() or tempfile.gettempdir(), tempfile.gettempdir()}:
         with contextlib.suppress(OSError):
@@ -1884,6 +1876,8 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     sync_device(torch, device_kind)
     name = torch.cuda.get_device_name(0) if device_kind == "cuda" else cpu_name()
     keep_alive.extend(kept)  # judged through IPC: the buffers must outlive this function
+    if device_kind == "cuda":  # the judge works while this worker is frozen: give it every block but the outputs
+        saved["torch.cuda.empty_cache"]()
     marks["export"] = time.perf_counter()
     names = list(marks)
     job_phases = {f"{b}": round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)}
@@ -1903,13 +1897,36 @@ def shutdown_compile_pool() -> None:
             module.shutdown_compile_workers()
 
 
-def free_bytes(torch: Any, device_kind: str) -> int | None:
+def free_bytes(torch: Any, device_kind: str, held_host_bytes: int = 0) -> int | None:
     """Memory this run may still use: the device's free memory plus what our allocator holds (cuda), or the
-    host's MemAvailable (cpu)."""
+    host's MemAvailable plus ``held_host_bytes``, what the run has allocated already (cpu)."""
     if device_kind == "cuda":
         free, _total = torch.cuda.mem_get_info()
         return int(free) + int(torch.cuda.memory_reserved())
-    return host_available_bytes()
+    return host_available_bytes() + held_host_bytes
+
+
+def await_previous_run(await_exit: list[tuple[int, int | None]]) -> None:
+    """Wait for the previous run's killed processes (``previous_run_exited`` when they outlive KILL_WAIT_S)."""
+    running = wait_exited(await_exit, KILL_WAIT_S)
+    if running:
+        raise CheckFailed("previous_run_exited", f"the previous run's process(es) {running} were still exiting "
+                                                 f"{KILL_WAIT_S:.0f} s after they were killed")
+
+
+def fitted_rotation(sizes: tuple[int, int, int], wanted: int, free: int | None, read_free: Callable[[], int | None],
+                    await_exit: list[tuple[int, int | None]], device_kind: str, label: str) -> tuple[int, int | None]:
+    """``(K, free)``: the rotation that fits ``free`` bytes for ``(rotated, shared, output)`` bytes, or
+    ``fits_memory``. A refusal while the previous run's processes still exit (they hold their memory until then)
+    waits for them and reads the free memory again (``read_free``) before it stands."""
+    n_sets, problem = fit_rotation(*sizes, wanted, free, device_kind)
+    if problem and await_exit:
+        await_previous_run(await_exit)
+        free = read_free()
+        n_sets, problem = fit_rotation(*sizes, wanted, free, device_kind)
+    if problem:
+        raise CheckFailed("fits_memory", f"shape {label}: {problem}")
+    return n_sets, free
 
 
 def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, kernel: Callable[..., Any],
@@ -1925,10 +1942,11 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     rotated = rotated_raw(spec)
     urandom = random.SystemRandom()  # call picks: os.urandom, not the `random` state a script can seed
     rotated_bytes, shared_bytes = input_bytes(spec, shape_index)
-    free = free_bytes(torch, device_kind)
-    _, problem = fit_rotation(rotated_bytes, shared_bytes, max(rotated_bytes, shared_bytes), 2, free, device_kind)
-    if problem:
-        raise CheckFailed("fits_memory", f"shape {label}: {problem}")
+    await_exit = await_exit or []
+    # Before the first set: the outputs are not known yet, so none are counted (a lower bound; the check after
+    # the first call counts them).
+    _, free = fitted_rotation((rotated_bytes, shared_bytes, 0), MIN_ROTATION, free_bytes(torch, device_kind),
+                              lambda: free_bytes(torch, device_kind), await_exit, device_kind, label)
 
     def build(set_seed: int, shared_seed: int) -> list[Any]:
         return call_inputs(make_raw(torch, spec, shape_index, set_seed, shared_seed, device, module_problem),
@@ -1938,18 +1956,23 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     own_elements = derive is not None or module_problem is not None  # perturb with another element of the tensor
 
     shared_seed, first_seed = seeds.next(), seeds.next()
-    first = build(first_seed, shared_seed)
-    per_set_flags = [True] * len(first) if derive is not None else rotated
-    per_set = nbytes([t for t, own in zip(first, per_set_flags, strict=False) if own])
-    wanted, cache_resident = rotation_count(per_set, cache, device_kind)
-    probe = as_outputs(torch, kernel(*first, **kwargs))
-    sync_device(torch, device_kind)
+    try:
+        first = build(first_seed, shared_seed)
+        per_set_flags = [True] * len(first) if derive is not None else rotated
+        per_set = nbytes([t for t, own in zip(first, per_set_flags, strict=False) if own])
+        wanted, cache_resident = rotation_count(per_set, cache, device_kind)
+        probe = as_outputs(torch, kernel(*first, **kwargs))
+        sync_device(torch, device_kind)
+    except torch.OutOfMemoryError as err:
+        raise CheckFailed("fits_memory", f"shape {label}: the first input set and one call ran out of device "
+                                         f"memory ({str(err).splitlines()[0][:160]}): use a smaller shape or free "
+                                         "the memory") from err
     out_bytes = nbytes(probe)
     del probe
     wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind)
-    n_sets, problem = fit_rotation(per_set, nbytes(first) - per_set, out_bytes, wanted, free, device_kind)
-    if problem:
-        raise CheckFailed("fits_memory", f"shape {label}: {problem}")
+    held = nbytes(first) if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
+    n_sets, free = fitted_rotation((per_set, nbytes(first) - per_set, out_bytes), wanted, free,
+                                   lambda: free_bytes(torch, device_kind, held), await_exit, device_kind, label)
     cache_resident = cache_resident or n_sets * per_set <= CACHE_MULTIPLE * cache
     set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
     sets: list[list[Any]] = [first]
@@ -2088,10 +2111,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
             sweep.sum()
 
     if await_exit:
-        running = wait_exited(await_exit, KILL_WAIT_S)
-        if running:
-            raise CheckFailed("previous_run_exited", f"the previous run's process(es) {running} were still exiting "
-                                                     f"{KILL_WAIT_S:.0f} s after they were killed")
+        await_previous_run(await_exit)
     marks["await_exit"] = time.perf_counter()
     timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind, resize=resize,
                      prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
@@ -2441,7 +2461,8 @@ def exiting_processes() -> list[tuple[int, int | None]]:
     found = []
     for pid in list(RETIRING):
         worker = LIVE.get(pid)
-        found += list(getattr(worker, "retired", []))
+        if worker is not None:
+            found += worker.retired
     return found
 
 
@@ -2520,12 +2541,11 @@ class Worker:
         return None
 
     def kill(self) -> None:
-        """Kill the worker, its group, every process carrying its token and every orphan it left us (a
-        retired worker: the processes found when it was retired, its group and token carriers)."""
-        if self.retired:
-            kill_processes(self.processes(orphans=False) | {pid for pid, _ in self.retired} | {self.proc.pid})
-        else:
-            kill_processes(self.processes() | {self.proc.pid})
+        """Kill the worker, its group, every process carrying its token and every orphan it left us; the
+        processes found when it was retired (``retire``) are among them, and the orphans are looked for then."""
+        if not self.retired:
+            self.retired = [(pid, start_ticks(pid)) for pid in sorted(self.processes() | {self.proc.pid})]
+        kill_processes(self.processes(orphans=False) | {pid for pid, _ in self.retired} | {self.proc.pid})
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=5)
         remove_ipc_files(self.proc.pid)

@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import time
 
 from .knobs import KILL_WAIT_S, STALE_RUN_DIR_PREFIX, TOKEN_ENV
@@ -112,20 +113,15 @@ def own_children() -> set[int]:
 
 
 def kill_processes(pids: set[int]) -> None:
-    """SIGKILL each, reap those that are our children, wait until all are gone (at most KILL_WAIT_S)."""
+    """SIGKILL each, wait until all have exited (at most KILL_WAIT_S), then reap those that are our children."""
+    processes = [(pid, start_ticks(pid)) for pid in sorted(pids)]
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + KILL_WAIT_S
-    pending = set(pids)
-    while pending and time.monotonic() < deadline:
-        for pid in list(pending):
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
-            if not os.path.exists(f"/proc/{pid}") or zombie(pid):
-                pending.discard(pid)
-        if pending:
-            time.sleep(0.01)
+    wait_exited(processes, KILL_WAIT_S)
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def zombie(pid: int) -> bool:
@@ -178,8 +174,6 @@ def run_dir_parent() -> str | None:
 
 def clean_stale_run_dirs(parent: str | None = None) -> list[str]:
     """Remove ``hk_run_<pid>_*`` directories (ours) whose orchestrator ``pid`` is gone; returns their paths."""
-    import tempfile
-
     removed = []
     for folder in {parent or run_dir_parent() or tempfile.gettempdir(), tempfile.gettempdir()}:
         with contextlib.suppress(OSError):

@@ -65,7 +65,8 @@ def exiting_processes() -> list[tuple[int, int | None]]:
     found = []
     for pid in list(RETIRING):
         worker = LIVE.get(pid)
-        found += list(getattr(worker, "retired", []))
+        if worker is not None:
+            found += worker.retired
     return found
 
 
@@ -144,12 +145,11 @@ class Worker:
         return None
 
     def kill(self) -> None:
-        """Kill the worker, its group, every process carrying its token and every orphan it left us (a
-        retired worker: the processes found when it was retired, its group and token carriers)."""
-        if self.retired:
-            kill_processes(self.processes(orphans=False) | {pid for pid, _ in self.retired} | {self.proc.pid})
-        else:
-            kill_processes(self.processes() | {self.proc.pid})
+        """Kill the worker, its group, every process carrying its token and every orphan it left us; the
+        processes found when it was retired (``retire``) are among them, and the orphans are looked for then."""
+        if not self.retired:
+            self.retired = [(pid, start_ticks(pid)) for pid in sorted(self.processes() | {self.proc.pid})]
+        kill_processes(self.processes(orphans=False) | {pid for pid, _ in self.retired} | {self.proc.pid})
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=5)
         remove_ipc_files(self.proc.pid)

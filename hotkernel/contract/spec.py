@@ -11,6 +11,7 @@ import inspect
 import json
 import keyword
 import os
+import platform
 import random
 import re
 import sys
@@ -224,8 +225,6 @@ def cpu_name() -> str:
             for line in handle:
                 if line.startswith("model name"):
                     return "CPU " + line.split(":", 1)[1].strip()
-    import platform
-
     return "CPU " + (platform.processor() or platform.machine())
 
 

@@ -39,6 +39,7 @@ from .inputs import (
 from .knobs import (
     CACHE_MULTIPLE,
     KILL_WAIT_S,
+    MIN_ROTATION,
     PARENT_PID_ENV,
     PROTOCOL_FD_ENV,
     PROTOCOL_VERSION,
@@ -236,6 +237,8 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     sync_device(torch, device_kind)
     name = torch.cuda.get_device_name(0) if device_kind == "cuda" else cpu_name()
     keep_alive.extend(kept)  # judged through IPC: the buffers must outlive this function
+    if device_kind == "cuda":  # the judge works while this worker is frozen: give it every block but the outputs
+        saved["torch.cuda.empty_cache"]()
     marks["export"] = time.perf_counter()
     names = list(marks)
     job_phases = {f"{b}": round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)}
@@ -255,13 +258,36 @@ def shutdown_compile_pool() -> None:
             module.shutdown_compile_workers()
 
 
-def free_bytes(torch: Any, device_kind: str) -> int | None:
+def free_bytes(torch: Any, device_kind: str, held_host_bytes: int = 0) -> int | None:
     """Memory this run may still use: the device's free memory plus what our allocator holds (cuda), or the
-    host's MemAvailable (cpu)."""
+    host's MemAvailable plus ``held_host_bytes``, what the run has allocated already (cpu)."""
     if device_kind == "cuda":
         free, _total = torch.cuda.mem_get_info()
         return int(free) + int(torch.cuda.memory_reserved())
-    return host_available_bytes()
+    return host_available_bytes() + held_host_bytes
+
+
+def await_previous_run(await_exit: list[tuple[int, int | None]]) -> None:
+    """Wait for the previous run's killed processes (``previous_run_exited`` when they outlive KILL_WAIT_S)."""
+    running = wait_exited(await_exit, KILL_WAIT_S)
+    if running:
+        raise CheckFailed("previous_run_exited", f"the previous run's process(es) {running} were still exiting "
+                                                 f"{KILL_WAIT_S:.0f} s after they were killed")
+
+
+def fitted_rotation(sizes: tuple[int, int, int], wanted: int, free: int | None, read_free: Callable[[], int | None],
+                    await_exit: list[tuple[int, int | None]], device_kind: str, label: str) -> tuple[int, int | None]:
+    """``(K, free)``: the rotation that fits ``free`` bytes for ``(rotated, shared, output)`` bytes, or
+    ``fits_memory``. A refusal while the previous run's processes still exit (they hold their memory until then)
+    waits for them and reads the free memory again (``read_free``) before it stands."""
+    n_sets, problem = fit_rotation(*sizes, wanted, free, device_kind)
+    if problem and await_exit:
+        await_previous_run(await_exit)
+        free = read_free()
+        n_sets, problem = fit_rotation(*sizes, wanted, free, device_kind)
+    if problem:
+        raise CheckFailed("fits_memory", f"shape {label}: {problem}")
+    return n_sets, free
 
 
 def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, kernel: Callable[..., Any],
@@ -277,10 +303,11 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     rotated = rotated_raw(spec)
     urandom = random.SystemRandom()  # call picks: os.urandom, not the `random` state a script can seed
     rotated_bytes, shared_bytes = input_bytes(spec, shape_index)
-    free = free_bytes(torch, device_kind)
-    _, problem = fit_rotation(rotated_bytes, shared_bytes, max(rotated_bytes, shared_bytes), 2, free, device_kind)
-    if problem:
-        raise CheckFailed("fits_memory", f"shape {label}: {problem}")
+    await_exit = await_exit or []
+    # Before the first set: the outputs are not known yet, so none are counted (a lower bound; the check after
+    # the first call counts them).
+    _, free = fitted_rotation((rotated_bytes, shared_bytes, 0), MIN_ROTATION, free_bytes(torch, device_kind),
+                              lambda: free_bytes(torch, device_kind), await_exit, device_kind, label)
 
     def build(set_seed: int, shared_seed: int) -> list[Any]:
         return call_inputs(make_raw(torch, spec, shape_index, set_seed, shared_seed, device, module_problem),
@@ -290,18 +317,23 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     own_elements = derive is not None or module_problem is not None  # perturb with another element of the tensor
 
     shared_seed, first_seed = seeds.next(), seeds.next()
-    first = build(first_seed, shared_seed)
-    per_set_flags = [True] * len(first) if derive is not None else rotated
-    per_set = nbytes([t for t, own in zip(first, per_set_flags, strict=False) if own])
-    wanted, cache_resident = rotation_count(per_set, cache, device_kind)
-    probe = as_outputs(torch, kernel(*first, **kwargs))
-    sync_device(torch, device_kind)
+    try:
+        first = build(first_seed, shared_seed)
+        per_set_flags = [True] * len(first) if derive is not None else rotated
+        per_set = nbytes([t for t, own in zip(first, per_set_flags, strict=False) if own])
+        wanted, cache_resident = rotation_count(per_set, cache, device_kind)
+        probe = as_outputs(torch, kernel(*first, **kwargs))
+        sync_device(torch, device_kind)
+    except torch.OutOfMemoryError as err:
+        raise CheckFailed("fits_memory", f"shape {label}: the first input set and one call ran out of device "
+                                         f"memory ({str(err).splitlines()[0][:160]}): use a smaller shape or free "
+                                         "the memory") from err
     out_bytes = nbytes(probe)
     del probe
     wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind)
-    n_sets, problem = fit_rotation(per_set, nbytes(first) - per_set, out_bytes, wanted, free, device_kind)
-    if problem:
-        raise CheckFailed("fits_memory", f"shape {label}: {problem}")
+    held = nbytes(first) if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
+    n_sets, free = fitted_rotation((per_set, nbytes(first) - per_set, out_bytes), wanted, free,
+                                   lambda: free_bytes(torch, device_kind, held), await_exit, device_kind, label)
     cache_resident = cache_resident or n_sets * per_set <= CACHE_MULTIPLE * cache
     set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
     sets: list[list[Any]] = [first]
@@ -440,10 +472,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
             sweep.sum()
 
     if await_exit:
-        running = wait_exited(await_exit, KILL_WAIT_S)
-        if running:
-            raise CheckFailed("previous_run_exited", f"the previous run's process(es) {running} were still exiting "
-                                                     f"{KILL_WAIT_S:.0f} s after they were killed")
+        await_previous_run(await_exit)
     marks["await_exit"] = time.perf_counter()
     timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind, resize=resize,
                      prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,

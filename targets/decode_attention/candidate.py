@@ -193,3 +193,13 @@ def make_kernel(
 
 
 kernel = make_kernel(**VARIANTS["pdl_2wave_bn64_st4"])
+
+
+if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import hk_contract
+
+    hk_contract.main(__file__)

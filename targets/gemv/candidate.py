@@ -53,3 +53,13 @@ def kernel(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
                                                       BLOCK_M=BLOCK_M, BLOCK_K=BLOCK_K, EVEN=even,
                                                       num_warps=NUM_WARPS)
     return out
+
+
+if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import hk_contract
+
+    hk_contract.main(__file__)

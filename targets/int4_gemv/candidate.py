@@ -199,3 +199,13 @@ def kernel(x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor
         xpair.stride(0), out.stride(0), n_groups // split_k, GROUP=group_size, IKT=ikt, BLOCK_N=BLOCK_N,
         SPLIT_K=split_k, NUM_STAGES=NUM_STAGES, USE_PTX=use_ptx, X_PRESCALE=X_PRESCALE, num_warps=NUM_WARPS)
     return out
+
+
+if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import hk_contract
+
+    hk_contract.main(__file__)

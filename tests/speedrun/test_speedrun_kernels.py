@@ -188,3 +188,14 @@ def test_a_candidate_file_runs_alone_under_the_contract(tmp_path: Path) -> None:
     assert run["role"] == "candidate" and run["script_sha256"]
     if not torch.cuda.is_available():
         assert run["status"] == "invalid" and run["reason"].startswith("device_available"), run["reason"]
+
+
+@pytest.mark.parametrize("target", ["rmsnorm", "softmax", "gemv", "int4_gemv", "decode_attention"])
+def test_every_kept_candidate_runs_alone(target: str) -> None:
+    """A kept candidate ends in the block that runs it under the workspace's contract (docs/architecture.md:
+    `python targets/<name>/candidate.py` is one run)."""
+    tree = ast.parse((REPO / "targets" / target / "candidate.py").read_text())
+    guards = [node for node in tree.body
+              if isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'"]
+    assert guards, f"targets/{target}/candidate.py has no `if __name__ == \"__main__\":` block"
+    assert "hk_contract.main(__file__)" in ast.unparse(guards[-1])

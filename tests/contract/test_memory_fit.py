@@ -1,0 +1,95 @@
+"""``fits_memory`` counts what it knows and waits for what still holds memory: a refusal made while the previous
+run's killed processes are exiting waits for them and reads the free memory again; one that stands names the
+numbers. ``kill_processes`` waits through ``wait_exited`` and reaps its children."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from hotkernel.run import render
+
+hk = render.contract_module()
+GIB = 1 << 30
+
+
+def killed_child() -> tuple[subprocess.Popen, tuple[int, int | None]]:
+    """A child killed just now, not reaped yet (a zombie: it has exited), with its start ticks."""
+    child = subprocess.Popen(["sleep", "30"])
+    process = (child.pid, hk.start_ticks(child.pid))
+    child.kill()
+    return child, process
+
+
+def test_a_refusal_without_a_previous_run_stands_with_the_numbers() -> None:
+    reads = []
+    with pytest.raises(hk.CheckFailed) as failed:
+        hk.fitted_rotation((40 * GIB, 0, 40 * GIB), 2, 100 * GIB, lambda: reads.append(1) or 10**15, [], "cuda",
+                           "4096x4096")
+    assert failed.value.check == "fits_memory"
+    assert "shape 4096x4096: the run needs" in str(failed.value) and "100.00 GiB are free" in str(failed.value)
+    assert reads == []  # nothing to wait for: the memory is not read again
+
+
+def test_a_refusal_while_the_previous_run_exits_waits_and_reads_again() -> None:
+    child, process = killed_child()
+    try:
+        reads = []
+
+        def read_free() -> int:
+            reads.append(hk.exited(*process))  # read only once the killed process has exited
+            return 1000 * GIB
+
+        n_sets, free = hk.fitted_rotation((40 * GIB, 0, 40 * GIB), 2, 100 * GIB, read_free, [process], "cuda", "s")
+        assert (n_sets, free) == (2, 1000 * GIB)
+        assert reads == [True]
+    finally:
+        child.wait()
+
+
+def test_a_fit_needs_no_wait_and_no_second_reading() -> None:
+    child = subprocess.Popen(["sleep", "30"])  # alive: waiting for it would take KILL_WAIT_S
+    try:
+        process = (child.pid, hk.start_ticks(child.pid))
+        assert hk.fitted_rotation((GIB, 0, GIB), 4, 100 * GIB, lambda: pytest.fail("read again"), [process], "cuda",
+                                  "s") == (4, 100 * GIB)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_previous_run_that_outlives_the_wait_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    monkeypatch.setattr(hk, "KILL_WAIT_S", 0.2)
+    try:
+        process = (child.pid, hk.start_ticks(child.pid))
+        with pytest.raises(hk.CheckFailed) as failed:
+            hk.fitted_rotation((40 * GIB, 0, 40 * GIB), 2, 100 * GIB, lambda: 1000 * GIB, [process], "cuda", "s")
+        assert failed.value.check == "previous_run_exited"
+        assert str(child.pid) in str(failed.value)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_host_reading_adds_back_what_the_run_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hk, "host_available_bytes", lambda: 5 * GIB)
+    assert hk.free_bytes(None, "cpu") == 5 * GIB
+    assert hk.free_bytes(None, "cpu", 2 * GIB) == 7 * GIB
+
+
+def test_kill_processes_kills_waits_and_reaps_its_children() -> None:
+    children = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
+    hk.kill_processes({child.pid for child in children})
+    for child in children:
+        assert not os.path.exists(f"/proc/{child.pid}")  # reaped: no zombie left behind
+        with pytest.raises(ChildProcessError):
+            os.waitpid(child.pid, os.WNOHANG)
+
+
+def test_kill_processes_tolerates_a_process_already_gone() -> None:
+    child, _ = killed_child()
+    child.wait()
+    hk.kill_processes({child.pid})  # neither raises nor waits KILL_WAIT_S for a pid that is gone
