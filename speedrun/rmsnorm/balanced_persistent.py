@@ -10,8 +10,9 @@ SMs)), programs = ceil(rows / that), so at the headline 256 programs do exactly 
 program, at the same rows per program). This is the grid of `tma_persistent.py`'s 2-per-SM variants. Parameters:
 `programs_per_sm`, `num_warps`.
 
-sm_90 compile at the headline (BLOCK 8192, 16 warps; `compile_sm90.py`'s method): 64 registers (2 programs of 16
-warps fill the register file), no spills, `LDG.E.EF.128` x loads, `STG.E.128` stores.
+sm_90 compile at the headline (BLOCK 8192, 16 warps; `compile_sm90.py`,
+`benchmarks/evidence/speedrun/compile_sm90_20261201.txt`): 64 registers (2 programs of 16 warps fill the register file),
+no spills, `LDG.E.EF.128` x loads, `STG.E.128` stores.
 
 Variants:
 - `balanced_p2_w16` (2 programs per SM, 16 warps): against `persistent_prefetch` it measures what the uneven last

@@ -8,8 +8,8 @@ read by every program, so the late load should be an L1 or L2 hit, not a DRAM ro
 to each program's life. Optionally `maxnreg` caps the registers ptxas may use. Same grid, 16-byte vectors and
 arithmetic as `row.py` (fp32 sum of squares, rsqrt, x * rstd * w, cast). Parameters: `num_warps`, `maxnreg`.
 
-sm_90 compile at the headline (BLOCK 8192; `compile_sm90.py`'s method), and the programs per SM that the register
-file allows (65,536 registers; per-thread counts rounded up to 8):
+sm_90 compile at the headline (BLOCK 8192; `compile_sm90.py`, `benchmarks/evidence/speedrun/compile_sm90_20261201.txt`),
+and the programs per SM that the register file allows (65,536 registers; per-thread counts rounded up to 8):
 | variant | registers | stack | programs per SM | `row.py` at the same warps |
 |---|---|---|---|---|
 | `late_w_w4` | 96 | 0 | 5 (20 warps) | 124 registers: 4 |

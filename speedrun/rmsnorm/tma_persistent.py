@@ -21,10 +21,10 @@ is co-resident. Same arithmetic as `row.py` (fp32 sum of squares, rsqrt, scale, 
 (cols a multiple of 8 for bf16); views with other row strides are copied first. Parameters: `programs_per_sm`,
 `num_stages`, `num_warps`, `tma_store`.
 
-sm_90 compile at the headline (8 warps, BLOCK 8192; `compile_sm90.py`'s method with descriptor arguments typed
-`tensordesc<bf16[1, 8192]>`): 79 registers with the TMA store, 89 without; shared memory per program 82,080 bytes at
-5 stages, 98,464 at 6, 147,616 at 9, 65,696 at 5 without the TMA store; no spills; `UTMALDG.2D` loads, `UTMASTG.2D`
-or `STG.E.128` stores.
+sm_90 compile at the headline (8 warps, BLOCK 8192, descriptor arguments typed `tensordesc<bf16[1, 8192]>`;
+`compile_sm90.py`, `benchmarks/evidence/speedrun/compile_sm90_20261201.txt`): 79 registers with the TMA store, 89
+without; shared memory per program 82,080 bytes at 5 stages, 98,464 at 6, 147,616 at 9, 65,696 at 5 without the TMA
+store; no spills; `UTMALDG.2D` loads, `UTMASTG.2D` or `STG.E.128` stores.
 
 Variants:
 - `tma_p1_s9` (1 program per SM, 9 stages, 8 warps, TMA store): 128 programs of 32 rows; 7-8 rows (112-128 KiB)

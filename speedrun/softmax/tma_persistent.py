@@ -19,9 +19,10 @@ rows requested per SM are not all of it here. What these kernels change against 
 thread per warp issues the copies (no 16-byte cp.async and address arithmetic from every thread), y goes out by TMA,
 the grid is balanced (its 528 programs did 7 or 8 rows), and, in all but `tma_p4_s3`, the ring is deeper.
 
-sm_90 compile at the headline (8 warps, BLOCK 8192; `compile_sm90.py`'s method with descriptor arguments typed
-`tensordesc<bf16[1, 8192]>`): 54 registers; shared memory per program 49,200 bytes at 3 stages, 65,592 at 4, 82,080
-at 5, 98,464 at 6, so 4, 3, 2 and 2 programs fit an SM; no spills; `UTMALDG.2D` loads, `UTMASTG.2D` stores.
+sm_90 compile at the headline (8 warps, BLOCK 8192, descriptor arguments typed `tensordesc<bf16[1, 8192]>`;
+`compile_sm90.py`, `benchmarks/evidence/speedrun/compile_sm90_20261201.txt`): 54 registers; shared memory per program
+49,200 bytes at 3 stages, 65,592 at 4, 82,080 at 5, 98,464 at 6, so 4, 3, 2 and 2 programs fit an SM; no spills;
+`UTMALDG.2D` loads, `UTMASTG.2D` stores.
 
 Variants:
 - `tma_p2_s5` (2 programs per SM, 5 stages, 8 warps): 256 programs of 16 rows, 6-8 rows (96-128 KiB) requested per

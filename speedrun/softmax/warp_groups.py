@@ -13,9 +13,9 @@ weights add 32 per row). Masked lanes read -1e30 (finite): a group past the row 
 NaN. Parameters: `num_warps` and `pair_combine` (one block reduction of (max, sum) pairs with the rescaling in the
 combine, instead of a max and then a sum). Same load and store vectors and grid as `row.py`.
 
-sm_90 compile at the headline (GROUPS 32; `compile_sm90.py`'s method): 8 warps 48 registers (`row_per_program` 47),
-16 warps 32 (`row_w16` 30), so the same programs per SM fit as in those variants; 3 `BAR.SYNC` in the SASS (2 with
-`pair_combine`); `LDG.E.128` / `STG.E.128`; no spills.
+sm_90 compile at the headline (GROUPS 32; `compile_sm90.py`, `benchmarks/evidence/speedrun/compile_sm90_20261201.txt`):
+8 warps 48 registers (`row_per_program` 47), 16 warps 32 (`row_w16` 30), so the same programs per SM fit as in those
+variants; 3 `BAR.SYNC` in the SASS (2 with `pair_combine`); `LDG.E.128` / `STG.E.128`; no spills.
 
 Variants:
 - `groups_w8` (8 warps, two block reductions): `row_per_program`'s grid, vectors and residency with the exp2 moved
