@@ -3,12 +3,14 @@
     python speedrun/compile_sm90.py [substring-of-target/variant]
 
 For each kernel of each variant at its headline specialization (the variant's parameters whose upper-case name is a
-constexpr of the kernel, plus the shape-derived constexprs below; pointers and integer arguments marked 16-divisible
-as Triton's JIT does for these shapes; the variant's `num_warps`): registers, stack (spills), shared memory, the
-global load/store opcodes (`LDG.E.128` = 16-byte vectors; `LDGSTS` = cp.async; `HMMA` = tensor cores), and whether
-the software pipeliner engaged (`ASYNC`: cp.async in the SASS). Uses the `cuobjdump` shipped in Triton's wheel. No
-timing: this is compile-time evidence only; it found, for example, that a plain Python global inside a kernel runs
-in the interpreter but does not compile for the GPU.
+constexpr of the kernel, plus the shape-derived constexprs below; pointers and integer arguments marked 16-divisible as
+Triton's JIT does for these shapes; tensor-descriptor arguments typed as the JIT types them, by dtype and block shape;
+the variant's `num_warps` and, where it has one, `maxnreg`): registers, stack (spills), shared memory, the box each
+descriptor's TMA copies move (`tma box`), the global load/store opcodes (`LDG.E.128` = 16-byte vectors; `LDGSTS` =
+cp.async; `UTMALDG` / `UTMASTG` = TMA copies; `HMMA` = tensor cores), the block barriers (`BAR`), and whether the
+software pipeliner engaged (`ASYNC`: cp.async in the SASS). Uses the `cuobjdump` shipped in Triton's wheel. No timing:
+this is compile-time evidence only; it found, for example, that a plain Python global inside a kernel runs in the
+interpreter but does not compile for the GPU.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
 LAUNCH_NUM_STAGES = 3  # Triton's default: no kernel() passes num_stages at launch
 NOT_16_DIVISIBLE = ("n_kv_heads", "n_q_heads")  # 8 and 32 at the headline: the JIT marks only multiples of 16
-OPCODES = re.compile(r"\b(LDG\S*|STG\S*|LDGSTS\S*|HMMA\S*|LDL\S*|STL\S*|UTMALDG\S*|I2F\S*)")
+LAUNCH_OPTIONS = ("maxnreg",)  # variant parameters that kernel() passes at launch as compile options
+OPCODES = re.compile(r"\b(LDG\S*|STG\S*|LDGSTS\S*|HMMA\S*|LDL\S*|STL\S*|UTMALDG\S*|UTMASTG\S*|I2F\S*|BAR\S*)")
+
+
+def tensordesc(dtype: str, block: tuple[int, ...]) -> str:
+    """The signature type of a host `TensorDescriptor` argument, spelled as the JIT's specialization spells it."""
+    return f"tensordesc<{dtype}[{', '.join(map(str, block))}]>"
 
 
 def compile_kernel(target: str, variant: str, kernel_name: str, types: dict[str, str],
@@ -42,6 +50,7 @@ def compile_kernel(target: str, variant: str, kernel_name: str, types: dict[str,
     assert not from_params.keys() & headline.keys(), f"{target}/{variant}: a constexpr given twice"
     constexprs = {**headline, **from_params}
     num_warps, num_stages = params["num_warps"], LAUNCH_NUM_STAGES
+    launch = {key: params[key] for key in LAUNCH_OPTIONS if key in params and params[key] is not None}
     signature: dict[str, str] = {}
     attrs: dict[tuple[int], list[list[Any]]] = {}
     for index, arg in enumerate(fn.arg_names):
@@ -56,7 +65,7 @@ def compile_kernel(target: str, variant: str, kernel_name: str, types: dict[str,
         compiled = triton.compile(
             ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
             target=TARGET,
-            options={"num_warps": num_warps, "num_stages": num_stages},
+            options={"num_warps": num_warps, "num_stages": num_stages, **launch},
         )
     except Exception as exc:  # noqa: BLE001 - the report is the point
         return f"ERROR {name}: {str(exc)[:1500]}"
@@ -77,10 +86,12 @@ def compile_kernel(target: str, variant: str, kernel_name: str, types: dict[str,
         counts[op] = counts.get(op, 0) + 1
     pipelined = "ASYNC" if any(op.startswith("LDGSTS") for op in counts) else ""
     n_instructions = len(re.findall(r"^\s+/\*[0-9a-f]{4}\*/", sass, re.MULTILINE))
+    limits = "".join(f"{key} {value} " for key, value in launch.items())
+    boxes = "".join(f"tma box {meta['block_size']} " for meta in compiled.metadata.tensordesc_meta)
     return (
-        f"{name:70s} warps {num_warps} stages {num_stages} regs {regs.group(1) if regs else '?'} "
+        f"{name:70s} warps {num_warps} stages {num_stages} {limits}regs {regs.group(1) if regs else '?'} "
         f"stack {regs.group(2) if regs else '?'} smem {compiled.metadata.shared} sass {n_instructions} "
-        f"{counts} {pipelined}"
+        f"{boxes}{counts} {pipelined}"
     )
 
 
@@ -104,6 +115,9 @@ INT4_C = {"GROUP": 128, "IKT": 8}
 # the lop3 kernels read x as int32 bf16 pairs; USE_PTX=True is the GPU path (inline PTX, not interpretable)
 INT4_PAIRS = {**{k: v for k, v in INT4.items() if k != "x_ptr"}, "xpair_ptr": I32}
 ROW = {"BLOCK": 8192}
+ROW_DESC = tensordesc("bf16", (1, ROW["BLOCK"]))  # the TMA kernels' descriptors: one row per box
+RMSNORM_TMA = {"x_desc": ROW_DESC, "w_ptr": BF16, "out_desc": ROW_DESC, "out_ptr": BF16, "eps": "fp32"}
+SOFTMAX_TMA = {"x_desc": ROW_DESC, "out_desc": ROW_DESC}
 # (target, variant, kernel, argument types, shape-derived constexprs at the headline shape)
 JOBS: list[tuple[str, str, str, dict[str, str], dict[str, Any]]] = [
     *[("rmsnorm", v, "_rmsnorm_row_kernel", RMSNORM, ROW)
@@ -111,11 +125,20 @@ JOBS: list[tuple[str, str, str, dict[str, str], dict[str, Any]]] = [
     *[("rmsnorm", v, "_rmsnorm_rows_kernel", RMSNORM, ROW) for v in ("multi_row", "rows2_w8")],
     ("rmsnorm", "persistent_prefetch", "_rmsnorm_persistent_kernel", RMSNORM, ROW),
     ("rmsnorm", "persistent_pipelined", "_rmsnorm_pipelined_kernel", RMSNORM, ROW),
+    *[("rmsnorm", v, "_rmsnorm_tma_kernel", RMSNORM_TMA, ROW)
+      for v in ("tma_p1_s9", "tma_p2_s5", "tma_p2_s6", "tma_p2_s5_stg")],
+    ("rmsnorm", "balanced_p2_w16", "_rmsnorm_balanced_kernel", RMSNORM, ROW),
+    *[("rmsnorm", v, "_rmsnorm_late_w_kernel", RMSNORM, ROW) for v in ("late_w_w4", "late_w_w16", "late_w_w8_r48")],
     *[("softmax", v, "_softmax_row_kernel", SOFTMAX, ROW)
       for v in ("row_per_program", "row_w4", "row_w16", "row_cache_hints")],
     *[("softmax", v, "_softmax_rows_kernel", SOFTMAX, ROW) for v in ("multi_row", "rows2_w8")],
     ("softmax", "persistent_prefetch", "_softmax_persistent_kernel", SOFTMAX, ROW),
     ("softmax", "persistent_pipelined", "_softmax_pipelined_kernel", SOFTMAX, ROW),
+    *[("softmax", v, "_softmax_tma_kernel", SOFTMAX_TMA, ROW)
+      for v in ("tma_p2_s5", "tma_p2_s6", "tma_p3_s4", "tma_p4_s3")],
+    # GROUPS: the headline's 8192 columns in groups of GROUP_COLS (one warp's 32 lanes x 8 bf16)
+    *[("softmax", v, "_softmax_groups_kernel", SOFTMAX, {"GROUPS": 32, "GROUP_COLS": 256})
+      for v in ("groups_w8", "groups_w16", "groups_pair_w16")],
     *[("gemv", v, "_gemv_rows_kernel", GEMV, {"EVEN": True})
       for v in ("rows_bm16_bk512", "rows_bm2_bk4096", "rows_bm4_bk2048", "rows_bm4_bk2048_w4", "rows_bm8_bk1024")],
     ("gemv", "rows_pipelined", "_gemv_pipelined_kernel", GEMV, {}),

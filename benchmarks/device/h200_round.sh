@@ -9,8 +9,9 @@
 #             and fresh int4 verifies
 #   suites    benchmarks/device/suites.sh (KernelBench level 1 import and verifies; needs kb/ carried)
 #   profile   benchmarks/device/capture_profile_diff.sh (ncu captures for `hotkernel profile diff`)
-#   speedrun  check_variants.py triage of $HK_TRIAGE_ONLY on int4_gemv and decode_attention, then
-#             benchmarks/device/speedrun.py (HK_MAX_TRIES, HK_BUDGET_S); its records: speedrun_records.tar.gz
+#   speedrun  check_variants.py triage of $HK_TRIAGE_ONLY on $HK_SPEEDRUN_TARGETS (default: int4_gemv
+#             decode_attention), then benchmarks/device/speedrun.py on them (HK_MAX_TRIES, HK_BUDGET_S); its
+#             records: speedrun_records.tar.gz
 #   competitors  benchmarks/device/competitors_check.py, modes $HK_COMPETITOR_MODES, $HK_COMPETITOR_BUDGET_S
 #   first_launch  benchmarks/device/triton_first_launch.py (a Triton candidate's first call in a fresh process)
 #   compile_more  suites.sh --kinds compile at --scale 0.125 on $HK_COMPILE_PROBLEMS ($HK_COMPILE_BUDGET_S)
@@ -23,6 +24,7 @@ OUT=${1:?usage: h200_round.sh OUT STEPS}; STEPS=${2:?steps, e.g. timing,sync,mar
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3 HK_KB_DIR=$PWD/kb
 WORK=$(mktemp -d /tmp/hk_round_XXXX)
+SPEEDRUN_TARGETS=${HK_SPEEDRUN_TARGETS:-int4_gemv decode_attention}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/gpu.csv" 2>&1
 step() {  # step NAME COMMAND...: runs it, logs its wall time and exit code
@@ -42,10 +44,10 @@ for s in ${STEPS//,/ }; do
     profile) step profile bash benchmarks/device/capture_profile_diff.sh "$WORK/profile" ;;
     speedrun) mkdir -p "$WORK/triage"
               step triage timeout 200 python3 speedrun/check_variants.py --device cuda --shapes headline --time \
-                --targets int4_gemv decode_attention --only $HK_TRIAGE_ONLY
+                --targets $SPEEDRUN_TARGETS --only $HK_TRIAGE_ONLY
               cp "$WORK/triage/stdout.txt" "$WORK/speedrun/triage.jsonl"
               GIT_DIR=/nonexistent-hotkernel-git-dir step speedrun timeout 420 python3 benchmarks/device/speedrun.py "$WORK/speedrun/triage.jsonl" \
-                "$WORK/speedrun/log" int4_gemv decode_attention
+                "$WORK/speedrun/log" $SPEEDRUN_TARGETS
               tar czf "$OUT/speedrun_records.tar.gz" results hotkernel.lock LEADERBOARD.md README.md targets \
                 roofline_*.svg ;;
     competitors) step competitors python3 benchmarks/device/competitors_check.py "$WORK/competitors" \
