@@ -58,16 +58,33 @@ def judge_main() -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
-        try:
-            reply = judge_job(state, json.loads(line))
-        except CheckFailed as err:
-            reply = {"status": verdict_of(err.check), "reason": str(err), "checks": []}
-        except Exception as err:  # noqa: BLE001 - a judge failure is a reply, not a dead judge
-            reply = {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}",
-                     "checks": []}
+        reply = answer_job(state, json.loads(line))
         payload = (json.dumps(reply, allow_nan=True) + "\n").encode()
         while payload:
             payload = payload[os.write(reply_fd, payload):]
+
+
+def answer_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
+    """The reply to one job; afterwards, with the job's tensors gone, the device memory the judge cached is given
+    back (the next run's worker counts the card's free memory: a cached reference would be counted twice)."""
+    try:
+        return judge_job(state, job)
+    except CheckFailed as err:
+        return {"status": verdict_of(err.check), "reason": str(err), "checks": []}
+    except Exception as err:  # noqa: BLE001 - a judge failure is a reply, not a dead judge
+        return {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}",
+                "checks": []}
+    finally:
+        release_device_memory(state.torch)
+
+
+def release_device_memory(torch: Any) -> None:
+    """Return the caching allocator's free blocks and the worker's IPC handles to the driver (cuda only)."""
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+        with contextlib.suppress(Exception):
+            torch.cuda.ipc_collect()
+        torch.cuda.empty_cache()
 
 
 def judge_functions(state: JudgeState, spec: dict[str, Any], root: str) -> tuple[Any, Any, Any]:
@@ -244,11 +261,6 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         per_shape.append({"shape": label, "max_abs_error": shape_error, "ok": shape_ok, "bytes": int(shape_bytes),
                           "floor_ms": floor_ms, "transport": shape_rec["outputs"].get("kind")})
         del handed, first_inputs
-    if device_kind == "cuda":
-        torch.cuda.synchronize()
-        with contextlib.suppress(Exception):
-            torch.cuda.ipc_collect()
-        torch.cuda.empty_cache()
     modules = len(modules_of(torch, ref_fn))
     if failure is None:
         checks.append({"name": "outputs_match_reference", "ok": True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import weakref
 
 import pytest
 
@@ -93,3 +94,29 @@ def test_kill_processes_tolerates_a_process_already_gone() -> None:
     child, _ = killed_child()
     child.wait()
     hk.kill_processes({child.pid})  # neither raises nor waits KILL_WAIT_S for a pid that is gone
+
+
+@pytest.mark.parametrize("outcome", ["reply", "check_failed", "crash"])
+def test_the_judge_gives_memory_back_once_the_jobs_tensors_are_gone(monkeypatch: pytest.MonkeyPatch,
+                                                                     outcome: str) -> None:
+    """The reference and regenerated inputs live in ``judge_job``'s frame (and a failure's traceback): the release
+    must come after them, or the next run's worker finds them counted against the card."""
+    torch = pytest.importorskip("torch")
+
+    alive: list[weakref.ref] = []
+
+    def job(state: object, _job: dict) -> dict:
+        reference = torch.ones(1024, dtype=torch.float64)
+        alive.append(weakref.ref(reference))
+        if outcome == "check_failed":
+            raise hk.CheckFailed("outputs_match_reference", "differs")
+        if outcome == "crash":
+            raise RuntimeError("boom")
+        return {"status": "ok", "reason": None, "checks": []}
+
+    released = []
+    monkeypatch.setattr(hk, "judge_job", job)
+    monkeypatch.setattr(hk, "release_device_memory", lambda _torch: released.append(alive[0]() is None))
+    reply = hk.answer_job(hk.JudgeState(torch), {})
+    assert released == [True]
+    assert reply["status"] == {"reply": "ok", "check_failed": "incorrect", "crash": "invalid"}[outcome]
