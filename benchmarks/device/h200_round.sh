@@ -3,7 +3,8 @@
 # steps.txt; OUT receives steps.txt, gpu.csv, round.tar.gz with every step's files, and records.tar.gz from sync):
 #   timing    benchmarks/device/verify_timing.py: CLI verify -n 7 of rmsnorm on a fresh machine, then warm,
 #             then in-process with its tool-side profile (run it first: "cold" means the first torch import)
-#   sync      benchmarks/device/h200_sync.sh: sync --from-scratch of the GPU targets, twice (records.tar.gz)
+#   sync      benchmarks/device/h200_sync.sh: sync --from-scratch of the GPU targets, twice while $HK_SYNC_BUDGET_S
+#             (default 400) allows (records.tar.gz)
 #   margins   benchmarks/correctness_margins.py --device cuda
 #   aa        benchmarks/device/contract_v2.py steps 5,6: adversarial GPU suite, scale-aware cases, A/A verifies
 #             and fresh int4 verifies
@@ -36,7 +37,7 @@ for s in ${STEPS//,/ }; do
   mkdir -p "$WORK/$s"
   case $s in
     timing) step timing python3 benchmarks/device/verify_timing.py "$WORK/timing" ;;
-    sync) step sync bash benchmarks/device/h200_sync.sh "$WORK/sync" 300 ;;
+    sync) step sync bash benchmarks/device/h200_sync.sh "$WORK/sync" "${HK_SYNC_BUDGET_S:-400}" ;;
     margins) step margins python3 benchmarks/correctness_margins.py --device cuda \
                --out "$WORK/margins/correctness_margins_h200.json" ;;
     aa) step aa python3 benchmarks/device/contract_v2.py "$WORK/aa" --steps 5,6 --budget-s 270 ;;
