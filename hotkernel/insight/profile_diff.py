@@ -234,14 +234,9 @@ def read_side(path: Path, label: str) -> Side:
 # ---- matching and comparing -------------------------------------------------------------------------------
 
 
-def short_name(name: str) -> str:
-    """``short_kernel_name``, also for torch.profiler's ``at::native::(anonymous namespace)::k<...>(...)``."""
-    return short_kernel_name(name.replace("(anonymous namespace)", "anonymous_namespace"))
-
-
 def base_name(name: str) -> str:
     """``void ns::k<T, 8>(T*)`` -> ``k``; ``triton_red_fused_sum_0`` -> ``triton_red_fused_sum``."""
-    short = short_name(name)
+    short = short_kernel_name(name)
     return HASH_SUFFIX.sub("", short) or short
 
 
@@ -335,7 +330,7 @@ def diff_kernels(a: Side, b: Side) -> list[KernelDiff]:
         assert shown is not None
         rows.append(
             KernelDiff(
-                kernel=short_name(shown.name),
+                kernel=short_kernel_name(shown.name),
                 name_a=ka.name if ka else None,
                 name_b=kb.name if kb else None,
                 match=how,  # type: ignore[arg-type]
@@ -369,7 +364,7 @@ def moved_most(rows: list[KernelDiff], limit: int = 5) -> list[str]:
         elif row.match == "only_b":
             lines.append(f"{row.kernel}: only in B ({row.calls_b}x, {fmt(row.total_ms_b)} ms)")
         elif row.moved:
-            paired = "" if row.match == "name" else f" [{row.match} match: {short_name(row.name_a or '')}]"
+            paired = "" if row.match == "name" else f" [{row.match} match: {short_kernel_name(row.name_a or '')}]"
             lines.append(f"{row.kernel}{paired}: " + "; ".join(row.moved))
         if len(lines) == limit:
             break

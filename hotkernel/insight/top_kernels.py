@@ -416,9 +416,14 @@ def ncu_rep_launches(path: Path) -> list[dict[str, Any]]:
 # ---- output -----------------------------------------------------------------------------------------------
 
 
+# The anonymous namespace as the tools spell it: torch.profiler "(anonymous namespace)", ncu's details page
+# "<unnamed>", its raw page "unnamed>" (the "<" dropped, as captured on the H200).
+ANONYMOUS_NAMESPACE = re.compile(r"\(anonymous namespace\)::|<?unnamed>::")
+
+
 def short_kernel_name(name: str) -> str:
     """``void at::ns::kernel<T, 8>(int, T*)`` -> ``kernel``; a plain name stays as it is."""
-    text = name.strip()
+    text = ANONYMOUS_NAMESPACE.sub("", name.strip())
     if text.startswith("void "):
         text = text[5:]
     depth, cut = 0, len(text)

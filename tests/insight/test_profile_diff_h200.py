@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from hotkernel.insight import profile_diff as pd
+from hotkernel.insight.top_kernels import short_kernel_name
 
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "h200" / "profile_diff"
 
@@ -31,7 +32,22 @@ def test_a_spilling_variant_shows_registers_local_memory_occupancy_and_time() ->
 
 def test_the_raw_pages_of_the_saved_reports_agree_with_what_the_card_printed() -> None:
     local = pd.diff_reports(CAPTURES / "rep_a_raw.out", CAPTURES / "rep_b_raw.out")
-    card = json.loads((CAPTURES / "diff_reports_json.out").read_text())
+    assert_agrees(local, json.loads((CAPTURES / "diff_reports_json.out").read_text()))
+
+
+def test_a_targets_baseline_against_its_candidate_through_the_contract() -> None:
+    """--target on the card: torch's layer-norm kernel against the kept Triton row kernel, one unmatched kernel
+    on each side paired as before/after; the raw pages say what the card printed from the reports."""
+    local = pd.diff_reports(CAPTURES / "target_a_raw.out", CAPTURES / "target_b_raw.out")
+    (row,) = local.kernels
+    assert row.match == "sole" and short_kernel_name(row.name_a or "") == "vectorized_layer_norm_kernel"
+    assert row.kernel == "_rmsnorm_row_kernel" and row.calls_a == row.calls_b == 3
+    moved = changes(local)
+    assert moved["time_us"].b < 0.7 * moved["time_us"].a and moved["dram_pct"].b > moved["dram_pct"].a
+    assert_agrees(local, json.loads((CAPTURES / "diff_target.out").read_text()))
+
+
+def assert_agrees(local: pd.ProfileDiff, card: dict) -> None:
     (row,) = card["kernels"]
     printed = {c["metric"]: c for c in row["metrics"]}
     for name, mine in changes(local).items():
