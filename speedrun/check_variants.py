@@ -95,6 +95,7 @@ def variant_kernel(target: str, name: str) -> Callable[..., Any]:
     return load_module(path).make_kernel(**params)
 
 
+WHO = "Claude (Anthropic), Triton kernel speedrun/{target}/{module}, variant {variant}"  # last word: the variant
 RUN_ALONE = '''
 
 if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
@@ -108,11 +109,18 @@ if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under 
 '''
 
 
-def candidate_source(target: str, name: str) -> str:
-    """A self-contained candidate file for one variant: its idea module, the line that picks its parameters,
-    and the block that lets ``python targets/<name>/candidate.py`` run it under the contract."""
+def variant_who(target: str, name: str) -> str:
+    """The author of a variant as records name it (``hotkernel sync`` reads it from the candidate's ``WHO``)."""
     path, _ = variant_index(target)[name]
-    return f'{path.read_text().rstrip()}\n\n\nkernel = make_kernel(**VARIANTS["{name}"])\n{RUN_ALONE}'
+    return WHO.format(target=target, module=path.name, variant=name)
+
+
+def candidate_source(target: str, name: str) -> str:
+    """A self-contained candidate file for one variant: its idea module, the lines that pick its parameters and
+    name its author, and the block that lets ``python targets/<name>/candidate.py`` run it under the contract."""
+    path, _ = variant_index(target)[name]
+    return (f'{path.read_text().rstrip()}\n\n\nkernel = make_kernel(**VARIANTS["{name}"])\n'
+            f'WHO = {variant_who(target, name)!r}\n{RUN_ALONE}')
 
 
 def variant_hypothesis(target: str, name: str) -> str:

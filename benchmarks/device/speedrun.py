@@ -30,7 +30,6 @@ import check_variants as cv  # noqa: E402
 MAX_TRIES = int(os.environ.get("HK_MAX_TRIES", "2"))
 BUDGET_S = float(os.environ.get("HK_BUDGET_S", "500"))
 N_ROUNDS = 7
-WHO = "Claude (Anthropic), Triton kernel speedrun/{target}/{module}, variant {variant}"  # last word: the variant
 T0 = time.monotonic()
 
 
@@ -77,7 +76,6 @@ def main() -> None:
             if time.monotonic() - T0 > BUDGET_S:
                 (log / "steps.txt").open("a").write("# budget reached: stopping\n")
                 break
-            module, _ = cv.variant_index(target)[variant]
             source = cv.candidate_source(target, variant)
             candidate.write_text(source)
             tag = f"{tries}_{variant}"
@@ -93,7 +91,7 @@ def main() -> None:
                        "--max-lines", "60", "--json")
             note = f"{variant} (triage {triage_ms * 1e3:.1f} us): {cv.variant_hypothesis(target, variant)[:200]}"
             rc, rec = hk(log, f"record_{tag}", "record", target, str(log / f"verify_{tag}.json"),
-                         "--who", WHO.format(target=target, module=module.name, variant=variant), "--note", note, "--json")
+                         "--who", cv.variant_who(target, variant), "--note", note, "--json")
             try:
                 result = json.loads(rec)
             except json.JSONDecodeError:

@@ -98,12 +98,16 @@ def test_readme_table_maps_every_variant_to_its_module_and_parameters() -> None:
 
 
 def test_candidate_source_picks_the_named_parameters() -> None:
-    """A candidate file is its module, one line that binds `kernel` to the variant's parameters, and the block
-    that runs it alone under the contract."""
+    """A candidate file is its module, one line that binds `kernel` to the variant's parameters, its author
+    (`WHO`, what `hotkernel sync` records), and the block that runs it alone under the contract."""
     for target, name in VARIANTS:
         source = CV.candidate_source(target, name)
-        *_, bind, run_alone = ast.parse(source).body
+        *_, bind, who, run_alone = ast.parse(source).body
         assert ast.unparse(bind) == f"kernel = make_kernel(**VARIANTS[{name!r}])", f"{target}/{name}"
+        module = CV.variant_index(target)[name][0].name
+        assert ast.literal_eval(who.value) == CV.variant_who(target, name)
+        assert CV.variant_who(target, name).startswith("Claude (Anthropic), Triton kernel speedrun/")
+        assert CV.variant_who(target, name).endswith(f"speedrun/{target}/{module}, variant {name}")
         assert ast.unparse(run_alone.test) == "__name__ == '__main__'"
         assert ast.unparse(run_alone.body[-1]) == "hk_contract.main(__file__)"
 
