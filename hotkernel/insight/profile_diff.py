@@ -524,6 +524,13 @@ class Params(BaseModel):
               "regex", ge=1, le=1000),
         Cli(("--launch-count", "-c"), "when profiling: launches per side"),
     ] = None
+    cache_control: Annotated[
+        Literal["all", "none"],
+        Field(description="when profiling: 'all' flushes the caches before each launch (ncu's default; a launch "
+              "starts cold, so write-heavy kernels time a few us under a back-to-back loop), 'none' keeps them "
+              "(times comparable with verify's); default 'all'"),
+        Cli(("--cache-control",), "when profiling: all (flush caches) or none (times as verify sees them)"),
+    ] = "all"
     top: Annotated[
         int,
         Field(description="kernels to list, heaviest first, 1 to 100; default 10", ge=1, le=100),
@@ -602,6 +609,7 @@ def _profile_both(params: Params, ctx: InsightContext, commands: list[tuple[str,
             kernel_regex=params.kernel_regex,
             launch_count=launch_count,
             launch_skip=params.launch_skip,
+            cache_control=params.cache_control,
             section_set="basic",
             metrics=EXTRA_METRICS,
             timeout_s=params.timeout_s,

@@ -260,6 +260,19 @@ def test_commands_are_profiled_with_the_extra_metrics(bare_path, tmp_path):
     assert "'regex:norm'" in runs[0] and result.moved_most == []
 
 
+@pytest.mark.parametrize("cache_control", ["all", "none"])
+def test_both_sides_are_profiled_with_the_cache_control_asked(bare_path, tmp_path, cache_control):
+    """ncu flushes the caches by default; 'none' gives times comparable with verify's (docs/speedrun.md)."""
+    log = _stand_in_ncu(bare_path, RAW)
+    params = pd.Params(command=["python3 a.py", "python3 b.py"], kernel_regex="norm", cache_control=cache_control,
+                       out=str(tmp_path / "diff"))
+    pd.run(params, InsightContext.at(tmp_path, confined=False))
+    runs = [line for line in log.read_text().splitlines() if "'-o'" in line]
+    assert len(runs) == 2 and all(f"'--cache-control', '{cache_control}'" in run for run in runs)
+    with pytest.raises(ValueError, match="cache_control"):
+        pd.Params(target="rmsnorm", cache_control="warm")
+
+
 def test_a_failed_side_is_an_error_naming_it(bare_path, tmp_path):
     with pytest.raises(HotkernelError, match=r"profiling A \('python3 x.py'\) failed: ncu \(Nsight Compute\) not"):
         pd.run(pd.Params(command=["python3 x.py", "python3 y.py"]), InsightContext.at(tmp_path, confined=False))
