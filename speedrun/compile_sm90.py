@@ -4,13 +4,14 @@
 
 For each kernel of each variant at its headline specialization (the variant's parameters whose upper-case name is a
 constexpr of the kernel, plus the shape-derived constexprs below; pointers and integer arguments marked 16-divisible as
-Triton's JIT does for these shapes; tensor-descriptor arguments typed as the JIT types them, by dtype and block shape;
-the variant's `num_warps` and, where it has one, `maxnreg`): registers, stack (spills), shared memory, the box each
-descriptor's TMA copies move (`tma box`), the global load/store opcodes (`LDG.E.128` = 16-byte vectors; `LDGSTS` =
-cp.async; `UTMALDG` / `UTMASTG` = TMA copies; `HMMA` = tensor cores), the block barriers (`BAR`), and whether the
-software pipeliner engaged (`ASYNC`: cp.async in the SASS). Uses the `cuobjdump` shipped in Triton's wheel. No timing:
-this is compile-time evidence only; it found, for example, that a plain Python global inside a kernel runs in the
-interpreter but does not compile for the GPU.
+Triton's JIT marks them at the headline, an integer whose headline value the job gives only when it is a multiple of 16;
+tensor-descriptor arguments typed as the JIT types them, by dtype and block shape; the variant's `num_warps` and, where
+it has one, `maxnreg`, or the launch options kernel() fixes for one kernel, such as a combine's `num_warps` and
+`launch_pdl`): registers, stack (spills), shared memory, the box each descriptor's TMA copies move (`tma box`), the
+global load/store opcodes (`LDG.E.128` = 16-byte vectors; `LDGSTS` = cp.async; `UTMALDG` / `UTMASTG` = TMA copies;
+`HMMA` = tensor cores), the block barriers (`BAR`), and whether the software pipeliner engaged (`ASYNC`: cp.async in the
+SASS). Uses the `cuobjdump` shipped in Triton's wheel. No timing: this is compile-time evidence only; it found, for
+example, that a plain Python global inside a kernel runs in the interpreter but does not compile for the GPU.
 """
 
 from __future__ import annotations
@@ -25,14 +26,15 @@ from typing import Any
 
 import triton
 from check_variants import load_module, variant_index  # run as a script: speedrun/ is on sys.path
+from triton import next_power_of_2
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
 LAUNCH_NUM_STAGES = 3  # Triton's default: no kernel() passes num_stages at launch
-NOT_16_DIVISIBLE = ("n_kv_heads", "n_q_heads")  # 8 and 32 at the headline: the JIT marks only multiples of 16
 LAUNCH_OPTIONS = ("maxnreg",)  # variant parameters that kernel() passes at launch as compile options
+FIXED_LAUNCH = ("num_warps", "launch_pdl")  # launch options a job's headline may fix (kernel() fixes them)
 OPCODES = re.compile(r"\b(LDG\S*|STG\S*|LDGSTS\S*|HMMA\S*|LDL\S*|STL\S*|UTMALDG\S*|UTMASTG\S*|I2F\S*|BAR\S*)")
 
 
@@ -41,24 +43,27 @@ def tensordesc(dtype: str, block: tuple[int, ...]) -> str:
     return f"tensordesc<{dtype}[{', '.join(map(str, block))}]>"
 
 
-def compile_kernel(target: str, variant: str, kernel_name: str, types: dict[str, str],
+def compile_kernel(target: str, variant: str, kernel_name: str, types: dict[str, str | int],
                    headline: dict[str, Any]) -> str:
     """Compile one kernel of one variant for sm_90 and return a one-line report (or the compiler's error)."""
     path, params = variant_index(target)[variant]
     fn = getattr(load_module(path), kernel_name)
     from_params = {key.upper(): value for key, value in params.items() if key.upper() in fn.arg_names}
     assert not from_params.keys() & headline.keys(), f"{target}/{variant}: a constexpr given twice"
-    constexprs = {**headline, **from_params}
-    num_warps, num_stages = params["num_warps"], LAUNCH_NUM_STAGES
+    fixed = {key: headline[key] for key in FIXED_LAUNCH if key in headline}
+    constexprs = {**{key: value for key, value in headline.items() if key not in fixed}, **from_params}
+    num_warps, num_stages = fixed.pop("num_warps", params["num_warps"]), LAUNCH_NUM_STAGES
     launch = {key: params[key] for key in LAUNCH_OPTIONS if key in params and params[key] is not None}
+    launch.update((key, value) for key, value in fixed.items() if value)  # launch_pdl=False is the default
     signature: dict[str, str] = {}
     attrs: dict[tuple[int], list[list[Any]]] = {}
     for index, arg in enumerate(fn.arg_names):
         if arg in constexprs:
             signature[arg] = "constexpr"
             continue
-        signature[arg] = types.get(arg, "i32")
-        if (signature[arg].startswith("*") or signature[arg] == "i32") and arg not in NOT_16_DIVISIBLE:
+        kind = types.get(arg, "i32")  # an int: the integer argument's value at the headline
+        signature[arg] = "i32" if isinstance(kind, int) else kind
+        if kind % 16 == 0 if isinstance(kind, int) else kind == "i32" or kind.startswith("*"):
             attrs[(index,)] = [["tt.divisibility", 16]]
     name = f"{target}/{variant}:{kernel_name}"
     try:
@@ -99,7 +104,7 @@ BF16, FP32, I32 = "*bf16", "*fp32", "*i32"
 RMSNORM = {"x_ptr": BF16, "w_ptr": BF16, "out_ptr": BF16, "eps": "fp32"}
 SOFTMAX = {"x_ptr": BF16, "out_ptr": BF16}
 GEMV = {"w_ptr": BF16, "x_ptr": BF16, "out_ptr": BF16, "partial_ptr": FP32, "counter_ptr": I32}
-DECODE = {
+DECODE: dict[str, str | int] = {
     "q_ptr": BF16,
     "k_ptr": BF16,
     "v_ptr": BF16,
@@ -107,9 +112,19 @@ DECODE = {
     "o_part_ptr": FP32,
     "lse_part_ptr": FP32,
     "counter_ptr": I32,
+    "acc_ptr": FP32,
+    "m_ptr": FP32,
+    "l_ptr": FP32,
     "qk_scale": "fp32",
+    "n_kv_heads": 8,
+    "n_q_heads": 32,
 }
 DECODE_C = {"GROUP": 4, "GROUP_PAD": 16, "HEAD_DIM": 128, "DOT_IN_FP32": False}
+# tma_stream.py's K and V descriptors: [block_n, HEAD_DIM] boxes over the [batch x KV heads x tokens, HEAD_DIM] view
+DECODE_TMA = {n: {**DECODE, "k_desc": tensordesc("bf16", (n, 128)), "v_desc": tensordesc("bf16", (n, 128))}
+              for n in (64, 128)}
+# the PDL/TMA combines: 2 warps, launched with launch_pdl where the split kernel calls launch_dependents
+COMBINE = {"HEAD_DIM": 128, "num_warps": 2}
 INT4 = {"x_ptr": BF16, "w_ptr": I32, "sz_ptr": I32, "out_ptr": BF16, "partial_ptr": FP32, "counter_ptr": I32}
 INT4_C = {"GROUP": 128, "IKT": 8}
 # the lop3 kernels read x as int32 bf16 pairs; USE_PTX=True is the GPU path (inline PTX, not interpretable)
@@ -118,8 +133,9 @@ ROW = {"BLOCK": 8192}
 ROW_DESC = tensordesc("bf16", (1, ROW["BLOCK"]))  # the TMA kernels' descriptors: one row per box
 RMSNORM_TMA = {"x_desc": ROW_DESC, "w_ptr": BF16, "out_desc": ROW_DESC, "out_ptr": BF16, "eps": "fp32"}
 SOFTMAX_TMA = {"x_desc": ROW_DESC, "out_desc": ROW_DESC}
-# (target, variant, kernel, argument types, shape-derived constexprs at the headline shape)
-JOBS: list[tuple[str, str, str, dict[str, str], dict[str, Any]]] = [
+# (target, variant, kernel, argument types (an int: an integer argument's value), shape-derived constexprs and
+# FIXED_LAUNCH options, at the headline shape)
+JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     *[("rmsnorm", v, "_rmsnorm_row_kernel", RMSNORM, ROW)
       for v in ("row_per_program", "row_w4", "row_w16", "row_cache_hints")],
     *[("rmsnorm", v, "_rmsnorm_rows_kernel", RMSNORM, ROW) for v in ("multi_row", "rows2_w8")],
@@ -145,11 +161,28 @@ JOBS: list[tuple[str, str, str, dict[str, str], dict[str, Any]]] = [
     ("gemv", "split_k", "_gemv_split_k_kernel", GEMV, {"SPLIT_K": 4}),
     *[("decode_attention", v, "_decode_split_kernel", DECODE, DECODE_C)
       for v in ("split64_two_pass", "split32_two_pass", "split64_bn128_st3", "split64_bn128_st2")],
-    ("decode_attention", "split64_two_pass", "_decode_combine_kernel", DECODE, {"HEAD_DIM": 128, "SPLITS_PAD": 64}),
-    # SPLITS_PAD: the next power of two of the splits per KV head at the headline on 132 SMs
-    *[("decode_attention", v, "_decode_fused_kernel", DECODE, {**DECODE_C, "SPLITS_PAD": pad})
-      for v, pad in (("sm_split_last_arriver", 32), ("fused_s32_bn64_st4", 32), ("fused_2wave_bn32_st6", 64),
-                     ("fused_3wave_bn32_st4", 64), ("fused_1wave_bn64_st5_w8", 16))],
+    # n: the splits per KV head at the headline (on 132 SMs where the SMs decide them), the value of n_splits (33 and
+    # 49 are not marked 16-divisible); SPLITS_PAD: its next power of two
+    *[("decode_attention", v, "_decode_combine_kernel", {**DECODE, "n_splits": n},
+       {"HEAD_DIM": 128, "SPLITS_PAD": next_power_of_2(n), "num_warps": 4})
+      for v, n in (("split64_two_pass", 64), ("split32_two_pass", 32), ("split64_bn128_st3", 64),
+                   ("split64_bn128_st2", 64))],
+    *[("decode_attention", v, "_decode_fused_kernel", {**DECODE, "n_splits": n},
+       {**DECODE_C, "SPLITS_PAD": next_power_of_2(n)})
+      for v, n in (("sm_split_last_arriver", 32), ("fused_s32_bn64_st4", 32), ("fused_2wave_bn32_st6", 33),
+                   ("fused_3wave_bn32_st4", 49), ("fused_1wave_bn64_st5_w8", 16))],
+    *[job for v, n in (("pdl_s32_bn64_st4", 32), ("pdl_2wave_bn64_st4", 33), ("pdl_3wave_bn64_st3", 49))
+      for job in (("decode_attention", v, "_pdl_split_kernel", {**DECODE, "n_splits": n},
+                   {**DECODE_C, "USE_PDL": True}),
+                  ("decode_attention", v, "_pdl_combine_kernel", {**DECODE, "n_splits": n},
+                   {**COMBINE, "SPLITS_PAD": next_power_of_2(n), "USE_PDL": True, "launch_pdl": True}))],
+    *[job for v, block_n, n, pdl in (("tma_s32_bn64_st4", 64, 32, False), ("tma_s32_bn64_st4_pdl", 64, 32, True),
+                                     ("tma_2wave_bn64_st4_pdl", 64, 33, True),
+                                     ("tma_3wave_bn128_st3_pdl", 128, 49, True))
+      for job in (("decode_attention", v, "_tma_split_kernel", {**DECODE_TMA[block_n], "n_splits": n},
+                   {**DECODE_C, "USE_PDL": pdl}),
+                  ("decode_attention", v, "_tma_combine_kernel", {**DECODE, "n_splits": n},
+                   {**COMBINE, "BLOCK_D": 32, "SPLITS_PAD": next_power_of_2(n), "USE_PDL": pdl, "launch_pdl": pdl}))],
     *[("int4_gemv", v, "_int4_gemv_kernel", INT4, {**INT4_C, "N_GROUPS": 64})
       for v in ("tile_bn32_g4", "tile_bn16_g8", "tile_bn32_g4_pipelined")],
     ("int4_gemv", "split_k_bn64", "_int4_gemv_split_kernel", INT4, {**INT4_C, "SPLIT_K": 2}),
@@ -158,7 +191,17 @@ JOBS: list[tuple[str, str, str, dict[str, str], dict[str, Any]]] = [
                 "rowreg_bn64_sk4_w2")],
     *[("int4_gemv", v, "_int4_gemv_lop3_kernel", INT4_PAIRS, {**INT4_C, "USE_PTX": True})
       for v in ("lop3_f16_bn256_sk16", "lop3w2_f16_bn256_sk16", "lop3w2_f16_bn128_sk8", "lop3w2_f16_bn256_sk8_w8")],
+    ("int4_gemv", "lop3acc_bn64_sk8_w4_st4", "_int4_gemv_lop3acc_kernel", INT4_PAIRS, {**INT4_C, "USE_PTX": True}),
+    # GPS_PAD: the groups per split (the headline's 64 groups / split-K), a power of two
+    *[("int4_gemv", v, "_int4_gemv_lop3xs_kernel", INT4_PAIRS, {**INT4_C, "USE_PTX": True, "GPS_PAD": 64 // split_k})
+      for v, split_k in (("lop3xs_bn64_sk8_w4_st4", 8), ("lop3xs_bn64_sk8_w4_st4_partials", 8),
+                         ("lop3xs_bn128_sk8_w8_st4", 8), ("lop3xs_bn32_sk8_w2_st4", 8), ("lop3xs_bn128_sk8_w4_st4", 8),
+                         ("lop3xs_bn64_sk16_w4_st3", 16))],
 ]
+
+# (target, variant) -> why it has no job; every other variant of check_variants.variant_index has one
+# (tests/speedrun/test_compile_sm90_jobs.py)
+NO_JOB: dict[tuple[str, str], str] = {}
 
 
 def main(argv: list[str]) -> int:
