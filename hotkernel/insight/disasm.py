@@ -90,6 +90,11 @@ class DisasmResult(BaseModel):
     note: str | None = None
     full_listing: str | None = None
     metadata: str | None = None
+    other_builds: list[str] = Field(
+        default_factory=list,
+        description="triton-cache: the other cached builds of this kernel name, newest first (other constexprs, "
+        "warps or stages); the one shown is the newest by file time",
+    )
 
 
 def find_cuobjdump() -> Path | None:
@@ -128,6 +133,12 @@ def triton_cache_dirs() -> list[Path]:
 def find_triton_kernel(name: str | None, cache_dirs: list[Path] | None = None) -> Path:
     """The newest ``<hash>/<name>.cubin`` (exact name first, else names containing ``name``); without a name,
     the newest kernel in the cache (what the last compile produced)."""
+    return triton_builds(name, cache_dirs)[0]
+
+
+def triton_builds(name: str | None, cache_dirs: list[Path] | None = None) -> list[Path]:
+    """Every cached ``<hash>/<name>.cubin`` that ``find_triton_kernel`` chooses among, newest first (without a
+    name: just the newest kernel)."""
     dirs = [d for d in (cache_dirs or triton_cache_dirs()) if d.is_dir()]
     if not dirs:
         searched = ", ".join(str(d) for d in (cache_dirs or triton_cache_dirs()))
@@ -139,7 +150,7 @@ def find_triton_kernel(name: str | None, cache_dirs: list[Path] | None = None) -
         if not cubins:
             raise HotkernelError(f"disasm: the Triton cache ({', '.join(map(str, dirs))}) holds no kernel yet; "
                                  "run the kernel once")
-        return max(cubins, key=lambda p: p.stat().st_mtime)
+        return [max(cubins, key=lambda p: p.stat().st_mtime)]
     exact = [p for p in cubins if p.stem == name]
     matches = exact or [p for p in cubins if name.lower() in p.stem.lower()]
     if not matches:
@@ -149,7 +160,7 @@ def find_triton_kernel(name: str | None, cache_dirs: list[Path] | None = None) -
             f"disasm: no kernel named {name!r} in the Triton cache ({', '.join(map(str, dirs))}); "
             f"cached kernels: {listing}"
         )
-    return max(matches, key=lambda p: p.stat().st_mtime)
+    return sorted(matches, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
 def parse_res_usage(text: str) -> dict[str, dict[str, int]]:
@@ -309,9 +320,9 @@ def disasm(
     """Disassemble ``target`` (a path, or ``triton-cache`` with ``kernel``); summary first, listing cut."""
     if max_lines < 0:
         raise HotkernelError(f"disasm: max_lines={max_lines} must be >= 0 (0 = no listing, summary only)")
-    meta_path = None
+    meta_path, others = None, []
     if target == TRITON_CACHE:
-        path = find_triton_kernel(kernel or "", cache_dirs)
+        path, *others = triton_builds(kernel or "", cache_dirs)
         meta_path = path.with_suffix(".json")
         if ptx:
             path = path.with_suffix(".ptx")
@@ -334,7 +345,7 @@ def disasm(
         if ".version" not in text and ".entry" not in text:
             raise HotkernelError(f"disasm: {path} does not look like PTX (no .version/.entry directive)")
         return _result(path, kernel, "ptx", None, text, None, summarise_ptx(text), max_lines, out_path, meta_path,
-                       _ptx_functions(text))
+                       _ptx_functions(text), others)
     tool = find_cuobjdump()
     if tool is None:
         raise HotkernelError(
@@ -346,7 +357,7 @@ def disasm(
         if not text.strip():
             raise HotkernelError(f"disasm: {path} holds no embedded PTX (only SASS); drop --ptx for the SASS")
         return _result(path, kernel, "ptx", tool, text, None, summarise_ptx(text), max_lines, out_path, meta_path,
-                       _ptx_functions(text))
+                       _ptx_functions(text), others)
     sass = _run_cuobjdump(tool, ["-sass"], path)
     usage = parse_res_usage(_run_cuobjdump(tool, ["-res-usage"], path))
     functions = split_functions(sass)
@@ -367,6 +378,7 @@ def disasm(
         out_path,
         meta_path,
         list(functions),
+        others,
     )
 
 
@@ -414,6 +426,7 @@ def _result(
     out_path,
     meta_path: Path | None,
     functions: list[str],
+    others: list[Path],
 ) -> DisasmResult:
     listing, total, shown, note = _cut_listing(text, max_lines)
     full = None
@@ -439,6 +452,7 @@ def _result(
         note=note,
         full_listing=full,
         metadata=str(meta_path) if meta_path and meta_path.is_file() else None,
+        other_builds=[str(p) for p in others],
     )
 
 
@@ -473,6 +487,13 @@ def summary_lines(result: DisasmResult) -> list[str]:
         lines.append("PTX counts: " + ", ".join(f"{k} {v}" for k, v in result.ptx_summary.items() if v))
     if result.note:
         lines.append(f"note: {result.note}")
+    if result.other_builds:
+        shown = ", ".join(result.other_builds[:3]) + (" ..." if len(result.other_builds) > 3 else "")
+        lines.append(
+            f"note: {len(result.other_builds)} other build(s) of {result.kernel} in the Triton cache; this is the "
+            "newest by file time, and a build reused from the cache keeps its old time: check num_warps and "
+            f"shared above, or disassemble another by its path: {shown}"
+        )
     if result.full_listing:
         lines.append(f"full listing: {result.full_listing}")
     if result.listing:

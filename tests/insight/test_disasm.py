@@ -170,3 +170,21 @@ def test_without_a_kernel_name_the_newest_cache_entry_is_taken(tmp_path):
     older.write_bytes(b"x")
     os.utime(older, (1, 1))
     assert find_triton_kernel(None, [tmp_path, CACHE]) == cubin
+
+
+@needs_cuobjdump
+def test_other_builds_of_the_same_kernel_are_named(tmp_path):
+    """Two cache entries of one kernel name (as two variants of one module leave): the newest is read, the other
+    is named, since a build reused from the cache keeps its older file time."""
+    entry = next(CACHE.glob("*/rmsnorm_kernel.cubin")).parent
+    newer, older = tmp_path / "newer_hash", tmp_path / "older_hash"
+    shutil.copytree(entry, newer)
+    shutil.copytree(entry, older)
+    for path in older.iterdir():
+        os.utime(path, (1, 1))
+    result = disasm("triton-cache", kernel="rmsnorm_kernel", max_lines=0, cache_dirs=[tmp_path])
+    assert result.source == str(newer / "rmsnorm_kernel.cubin")
+    assert result.other_builds == [str(older / "rmsnorm_kernel.cubin")]
+    assert any("1 other build(s) of rmsnorm_kernel" in line and str(older) in line for line in summary_lines(result))
+    alone = disasm("triton-cache", kernel="rmsnorm_kernel", max_lines=0, cache_dirs=[CACHE])
+    assert alone.other_builds == [] and not any("other build" in line for line in summary_lines(alone))
