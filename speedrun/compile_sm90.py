@@ -63,7 +63,8 @@ def compile_kernel(target: str, variant: str, kernel_name: str, types: dict[str,
             continue
         kind = types.get(arg, "i32")  # an int: the integer argument's value at the headline
         signature[arg] = "i32" if isinstance(kind, int) else kind
-        if kind % 16 == 0 if isinstance(kind, int) else kind == "i32" or kind.startswith("*"):
+        divisible = kind % 16 == 0 if isinstance(kind, int) else (kind == "i32" or kind.startswith("*"))
+        if divisible:
             attrs[(index,)] = [["tt.divisibility", 16]]
     name = f"{target}/{variant}:{kernel_name}"
     try:
