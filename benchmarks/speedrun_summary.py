@@ -2,19 +2,23 @@
 
     python benchmarks/speedrun_summary.py     # prints the markdown table used in docs/speedrun.md
 
-Reads every record under results/<target>/ (through hotkernel's own loader, invalidated ones skipped), the
-manifest's `bytes` per target and the calibrated copy ceiling in benchmarks/evidence/calibration/calibrate_h200.json.
+Reads every candidate record under results/<target>/ (through hotkernel's own loader; invalidated ones and
+competitors such as torch.compile skipped), the manifest's `bytes` per target and the calibrated copy ceiling in
+benchmarks/evidence/calibration/calibrate_h200.json. The kept variant is the last word of the best record's `who`
+when it names one ("..., variant NAME"), else "-".
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from hotkernel.manifest import load_manifest
 from hotkernel.store.leaderboard import load_records
 
 ROOT = Path(__file__).resolve().parents[1]
+VARIANT = re.compile(r"\bvariant (\S+)$")  # speedrun/check_variants.py's WHO ends with the variant
 GOALS = {
     "rmsnorm": ("faster than F.rms_norm", lambda s: s > 1.0),
     "softmax": (">= 3x torch.softmax", lambda s: s >= 3.0),
@@ -24,10 +28,17 @@ GOALS = {
 }
 
 
+def kept_variant(who: str) -> str:
+    """The variant a record's ``who`` names (``"..., variant NAME"``), else "-"."""
+    found = VARIANT.search(who.strip())
+    return found.group(1) if found else "-"
+
+
 def main() -> None:
     ceiling_gbps = json.loads((ROOT / "benchmarks/evidence/calibration/calibrate_h200.json").read_text())["copy_gbps"]
     manifest = load_manifest(ROOT / "hotkernel.yaml")
-    records = [(path, rec) for path, rec in load_records(ROOT / "results") if rec.invalidated is None]
+    records = [(path, rec) for path, rec in load_records(ROOT / "results")
+               if rec.invalidated is None and rec.role == "candidate"]
     print(f"Copy ceiling (calibrated): {ceiling_gbps:.0f} GB/s\n")
     print("| target | experiments (faster / slower / inconclusive / other) | kept | speedup [99% interval] | "
           "baseline ms | kept ms | share of ceiling | goal | met |")
@@ -51,7 +62,7 @@ def main() -> None:
         kept_ms = res.candidate.stats.median_ms
         share = bytes_moved / (kept_ms * 1e-3) / (ceiling_gbps * 1e9)
         low, high = res.interval or (None, None)
-        print(f"| {target} | {counts} / {other} | {Path(rec.who.split()[-1]).stem} | {res.speedup:.3f}x "
+        print(f"| {target} | {counts} / {other} | {kept_variant(rec.who)} | {res.speedup:.3f}x "
               f"[{low:.3f}, {high:.3f}] | {res.baseline.stats.median_ms:.4f} | {kept_ms:.4f} | {share:.1%} | "
               f"{goal} | {'yes' if met(res.speedup) else 'no'} |")
 
