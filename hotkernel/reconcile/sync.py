@@ -383,7 +383,11 @@ def _record_outcome(ws: Workspace, ready: _Prepared, outcome: Outcome, *, who: s
                                              "contract_sha256", "sources_sha256")}
         fingerprint["device"] = device
         note = f"hotkernel sync: {', '.join(ready.reasons)}"
-        author = who or candidate_who(target_dir / "candidate.py") or fallback_who  # read after rendering
+        declared = candidate_who(target_dir / "candidate.py")  # read after rendering
+        author = who or declared or fallback_who
+        if not (who or declared):
+            say(f"targets/{name}/candidate.py declares no WHO: recorded as {author!r}; "
+                "put WHO = \"<who wrote it>\" in the candidate to name its author")
         kind = "cpu" if device == CPU_DEVICE else "cuda"
         provenance = None
         if facts is not None:  # measured where the run happened (a lane's GPU, a cluster node)
@@ -404,7 +408,7 @@ def _record_outcome(ws: Workspace, ready: _Prepared, outcome: Outcome, *, who: s
             write_lock(ws, lock)
         say(f"done: {result.verdict}")
         return SyncItem(name=name, status="recorded", verdict=result.verdict, speedup=rec.speedup,
-                        record=rec.path, beats_best=rec.beats_best, reason=result.reason)
+                        record=rec.path, beats_best=rec.beats_best, reason=result.reason, who=author)
     except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
         return failed_item(name, err, say)
 

@@ -71,6 +71,7 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     report = json.loads(first.stdout)
     (item,) = report["items"]
     assert item["status"] == "recorded" and item["verdict"] == "inconclusive", item
+    assert item["who"] == "hotkernel (generated: the untouched candidate calls the baseline)"
     rec = _last_record(root)
     # the generated candidate declares WHO, which wins over the session default (HOTKERNEL_WHO)
     assert rec["kind"] == "record" and rec["contract"] == current_protocol()
@@ -99,11 +100,14 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     # 3. a wrong candidate -> incorrect, named check, and verify stops at the first candidate run.
     candidate = root / "targets" / "scale" / "candidate.py"
     original = candidate.read_text()
-    candidate.write_text(original.split("def kernel(")[0] + WRONG)
+    header = "".join(line for line in original.split("def kernel(")[0].splitlines(keepends=True)
+                     if not line.startswith("WHO = "))
+    candidate.write_text(header + WRONG)  # written by hand, without WHO: the session default is its author
     assert "~ scale: candidate changed" in _hk(root, "plan").stdout
     wrong = _hk(root, "sync", "-n", "3", "--json")
     assert wrong.returncode == 1, wrong.stderr
     (item,) = json.loads(wrong.stdout)["items"]
+    assert item["who"] == "e2e test" and _last_record(root)["who"] == "e2e test"
     assert item["verdict"] == "incorrect" and item["reason"].split(":")[0] in (
         "outputs_match_reference", "timed_outputs_match_reference"), item
     assert len(_last_record(root)["result"]["runs"]) == 2  # B then C, then it stopped
