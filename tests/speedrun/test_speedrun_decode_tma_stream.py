@@ -8,22 +8,12 @@ views for comparison.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-SPEEDRUN = REPO / "speedrun"
+from triton_interpreter import run_interpreted, skip_without_torch_and_triton
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = f"""
-import os, sys
-os.environ["TRITON_INTERPRET"] = "1"
-sys.path.insert(0, {str(SPEEDRUN)!r})
+SCRIPT = """
 import torch
 import torch.nn.functional as F
 import check_variants as cv
@@ -34,7 +24,7 @@ q = torch.randn(batch, hq, 1, d).to(torch.bfloat16)
 big = torch.randn(batch, hkv, seq + 56, d).to(torch.bfloat16)
 token_major = torch.randn(batch, seq, hkv, d).to(torch.bfloat16).transpose(1, 2)
 dense = torch.randn(batch, hkv, seq, d).to(torch.bfloat16)
-views = {{"sliced": big[:, :, :seq], "token_major": token_major, "dense": dense}}
+views = {"sliced": big[:, :, :seq], "token_major": token_major, "dense": dense}
 print("copied", [name for name, t in views.items() if tma._rows(t).data_ptr() != t.data_ptr()])
 for variant in ("tma_s32_bn64_st4", "pdl_s32_bn64_st4"):
     kernel = cv.variant_kernel("decode_attention", variant)
@@ -46,11 +36,8 @@ for variant in ("tma_s32_bn64_st4", "pdl_s32_bn64_st4"):
 
 
 def test_tma_stream_copies_only_views_it_cannot_describe_and_stays_correct() -> None:
-    probe = subprocess.run([sys.executable, "-c", "import torch, triton"], capture_output=True, timeout=120)
-    if probe.returncode != 0:
-        pytest.skip("torch and triton are not importable by this interpreter")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, cwd=REPO,
-                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    skip_without_torch_and_triton()
+    proc = run_interpreted(SCRIPT, timeout_s=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     assert lines[0] == "copied ['sliced', 'token_major']", lines[0]

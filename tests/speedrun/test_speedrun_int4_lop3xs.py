@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from triton_interpreter import run_interpreted
 
 np = pytest.importorskip("numpy")
 pytest.importorskip("torch")
@@ -99,10 +97,6 @@ def test_x_pack_puts_the_first_value_low() -> None:
 def test_twin_path_with_several_groups_per_split() -> None:
     """Interpreter: splits of 3 and 4 groups (the per-split x sums), 2 k tiles per group, inner_k_tiles 2 and 4."""
     script = f"""
-import os, sys
-os.environ["TRITON_INTERPRET"] = "1"
-sys.path.insert(0, {str(REPO / "speedrun")!r})
-sys.path.insert(0, {str(REPO)!r})
 import torch
 import check_variants as cv
 from kernels.int4_gemv import dequantize_groups, quantize_groups
@@ -117,8 +111,7 @@ for m, n, k, group, ikt in [(1, 96, 4096, 128, 8), (2, 64, 2048, 256, 4), (1, 72
             out = cv.variant_kernel("int4_gemv", name)(x, cv.pack_tinygemm_reference(q, ikt), sz, group_size=group)
             print(name, k, cv.compare(out, ref, "int4_gemv", "cpu")[0])
 """
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=REPO,
-                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    proc = run_interpreted(script, timeout_s=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line.split() for line in proc.stdout.splitlines()]
     assert len(rows) >= 3 * 2, proc.stdout

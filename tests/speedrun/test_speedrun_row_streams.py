@@ -10,22 +10,12 @@ interpreter against fp32 references.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-SPEEDRUN = REPO / "speedrun"
+from triton_interpreter import run_interpreted, skip_without_torch_and_triton
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = f"""
-import os, sys
-os.environ["TRITON_INTERPRET"] = "1"
-sys.path.insert(0, {str(SPEEDRUN)!r})
+SCRIPT = """
 import torch
 import check_variants as cv
 torch.manual_seed(0)
@@ -39,7 +29,7 @@ for target in ("rmsnorm", "softmax"):
     tma = cv.load_module(cv.SPEEDRUN_DIR / target / "tma_persistent.py")
     wide = torch.randn(40, 1032).to(bf16)
     odd = torch.randn(40, 1001).to(bf16)
-    views = {{"aligned_slice": wide[:, :1000], "unaligned_slice": odd[:, :1000], "few_rows": wide[:3, :1000]}}
+    views = {"aligned_slice": wide[:, :1000], "unaligned_slice": odd[:, :1000], "few_rows": wide[:3, :1000]}
     print(target, "copied", [n for n, t in views.items() if tma._tma_rows(t).data_ptr() != t.data_ptr()])
     for name in tma.VARIANTS:
         kernel = cv.variant_kernel(target, name)
@@ -57,23 +47,20 @@ for name in cv.load_module(cv.SPEEDRUN_DIR / "softmax" / "warp_groups.py").VARIA
     # over the columns makes the group maxima differ (by a few units, weights between 0 and 1; by 120, weights 0)
     ramp = (torch.randn(6, 600) + torch.linspace(-4, 4, 600)).to(bf16)
     steep = (torch.randn(6, 600) + torch.linspace(-60, 60, 600)).to(bf16)
-    cases = {{"ramp": ramp, "reversed": ramp.flip(-1), "steep": steep, "plain": torch.randn(6, 600).to(bf16)}}
+    cases = {"ramp": ramp, "reversed": ramp.flip(-1), "steep": steep, "plain": torch.randn(6, 600).to(bf16)}
     for case, t in cases.items():
         print("softmax", name, case, cv.compare(kernel(t, dim=-1), torch.softmax(t.float(), -1), "softmax", "cpu")[0])
 
 for target, idea in (("rmsnorm", "tma_persistent"), ("rmsnorm", "balanced_persistent"), ("softmax", "tma_persistent")):
-    module = cv.load_module(cv.SPEEDRUN_DIR / target / f"{{idea}}.py")
+    module = cv.load_module(cv.SPEEDRUN_DIR / target / f"{idea}.py")
     print(target, idea, "grids", [module.balanced_grid(4096, 132 * p) for p in (1, 2, 3, 4)],
           module.balanced_grid(0, 4), module.balanced_grid(3, 4))
 """
 
 
 def test_row_stream_candidates_on_views_tails_and_masked_groups() -> None:
-    probe = subprocess.run([sys.executable, "-c", "import torch, triton"], capture_output=True, timeout=120)
-    if probe.returncode != 0:
-        pytest.skip("torch and triton are not importable by this interpreter")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, cwd=REPO,
-                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    skip_without_torch_and_triton()
+    proc = run_interpreted(SCRIPT, timeout_s=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     copied = [line for line in lines if " copied " in line]
