@@ -198,6 +198,13 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
       for v, split_k in (("lop3xs_bn64_sk8_w4_st4", 8), ("lop3xs_bn64_sk8_w4_st4_partials", 8),
                          ("lop3xs_bn128_sk8_w8_st4", 8), ("lop3xs_bn32_sk8_w2_st4", 8), ("lop3xs_bn128_sk8_w4_st4", 8),
                          ("lop3xs_bn64_sk16_w4_st3", 16))],
+    # TILES: 8-row n-tiles per program (block_n / 8)
+    *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
+       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k})
+      for v, block_n, split_k in (("mma_bn256_sk16_w4_st3", 256, 16), ("mma_bn128_sk8_w4_st4", 128, 8),
+                                  ("mma_bn128_sk16_w4_st3", 128, 16), ("mma_bn256_sk8_w8_st4", 256, 8),
+                                  ("mma_bn64_sk8_w2_st4", 64, 8), ("mma_bn128_sk4_w4_st4", 128, 4),
+                                  ("mma_bn128_sk8_w4_st6", 128, 8), ("mma_bn64_sk16_w2_st3", 64, 16))],
 ]
 
 # (target, variant) -> why it has no job; every other variant of check_variants.variant_index has one

@@ -1,0 +1,353 @@
+"""int4 GEMV on the tensor cores: tinygemm's packed words are `mma.m16n8k16` B fragments as they lie in memory.
+
+Idea: every `lop3*` kernel spends most of its instructions after the decode: fp16x2 products, their conversion to
+fp32 and the sums across a row's words and threads (`lop3_f16_bn256_sk16`: 876 SASS instructions per thread per
+group, 3.4 per nibble). tinygemm's layout was made for the tensor cores. Its word at [n // 8, ko, lane, j] holds,
+for the row n % 8 = lane // 4 of an 8-row n-tile, the k values 32 j + 2 (lane % 4) + 8 (p % 4) + p // 4 of nibble p:
+nibbles a and a + 4 (a = 0..3) are the bf16x2 register b0 (a even) or b1 (a odd) of the B fragment of k-tile
+j * 2 + a // 2 (16 k each) for that lane, in exactly the lanes and halves `mma.sync.m16n8k16.row.col` expects
+(B[k][n] with n = lane // 4, k = 2 (lane % 4) + {0, 1} in b0 and + 8 in b1). So one warp loads an n-tile's 512 bytes
+of a k-outer tile with one 16-byte load per lane, and each lane decodes its own 4 words into 8 B fragments:
+- decode (per word, 11 instructions): `lop3(w >> 4a, 0x000F000F, 0x43004300)` is the bf16x2 pair (128 + q, 128 + q')
+  and `sub.bf16x2` of 136 gives both q - 8 exactly (bf16 holds 128..143 and -8..7 exactly);
+- A is x: every row of A holds the same x (a0 = a1 = the bf16 pair of x at k = 2 (lane % 4), a2 = a3 at k + 8), so
+  every row of D is the n-tile's dot, and lane gets rows 2 (lane % 4) and + 1 in d0 and d1 (d2, d3 repeat them).
+  x needs no conversion: its bf16 pairs are the A registers;
+- the 8 mmas of a lane's 4 words are chained in fp32; products of bf16 x and q - 8 are exact, so the only rounding
+  is the fp32 accumulation (tinygemm rounds each dequantized weight to bf16);
+- per group the scale and zero of the lane's two rows (one 8-byte load: rows 2 (lane % 4) and + 1 are adjacent) are
+  applied in fp32 inside a second asm block: acc += scale * dot + zero * sum(x over the group).
+15/16 of each mma's rows repeat row 0: the tensor cores have the throughput to spare (8 mmas per 4 words per lane).
+
+Split-K: per-split fp32 partials summed by the last arriving program of a row block (as `lop3.py`), behind a block
+barrier.
+
+In the Triton interpreter (TRITON_INTERPRET=1) inline PTX cannot run, so the kernel takes a pure-Triton twin path
+(`USE_PTX=False`) with the same loads and the same fragment tensor layout ([n-tiles, 32 lanes, 4 words]), computing
+each lane's d0..d3 from the words of its n-tile: the interpreter test checks the indexing and the epilogue;
+`tests/speedrun/test_speedrun_int4_mma.py` runs the PTX text of one warp through a CPU emulator of the mma
+fragments; the H200 check (`check_variants.py --device cuda`) runs it.
+
+Parameters: `block_n` (rows per program, a multiple of 8 * num_warps), `split_k` (the largest split, halved until it
+divides the groups), `num_warps`, `num_stages`. Needs inner_k_tiles 8 (4 words per lane per k-outer tile) and a
+group size that is a multiple of 128.
+
+Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from the sm_90 compile):
+- `mma_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): the kept kernel's grid, 512 programs of 4
+  groups, 8 n-tiles per lane; 136 registers, so 3 programs per SM and the grid needs two rounds.
+- `mma_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages): 512 programs of 8 groups, 4 n-tiles per lane, 84
+  registers: all resident at once (6 per SM fit), with a ring of 3 groups each.
+- `mma_bn128_sk16_w4_st3` (128 rows, split-K 16, 4 warps, 3 stages): 1024 programs of 4 groups, 100 registers (5 per
+  SM): shorter programs whose ramps overlap.
+- `mma_bn256_sk8_w8_st4` (256 rows, split-K 8, 8 warps, 4 stages): 256 programs of 8 warps and 8 groups, 102
+  registers (2 per SM): the x pairs shared by twice the rows.
+- `mma_bn64_sk8_w2_st4` (64 rows, split-K 8, 2 warps, 4 stages): 1024 programs of 2 warps and 8 groups, 76
+  registers: many small independent streams per SM.
+- `mma_bn128_sk4_w4_st4` (128 rows, split-K 4, 4 warps, 4 stages): 256 programs of 16 groups: the longest pipeline
+  per program, and a quarter of the split-K partials.
+- `mma_bn128_sk8_w4_st6` (128 rows, split-K 8, 4 warps, 6 stages): `mma_bn128_sk8_w4_st4` with 5 groups in flight
+  per program instead of 3.
+- `mma_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages): 2048 programs of 2 warps and 4 groups.
+
+Layout (CUDA `_convert_weight_to_int4pack`, inner_k_tiles = IKT): int32 [N/8, K/(16 IKT), 32, IKT/2]; the word at [n
+// 8, ko, (n % 8) * 4 + qq, j] holds, in nibble p (bits 4p..4p+3), weight k = 16 IKT ko + 32 j + 2 qq + 8 (p % 4) +
+p // 4 of row n.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "mma_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3},
+    "mma_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4},
+    "mma_bn128_sk16_w4_st3": {"block_n": 128, "split_k": 16, "num_warps": 4, "num_stages": 3},
+    "mma_bn256_sk8_w8_st4": {"block_n": 256, "split_k": 8, "num_warps": 8, "num_stages": 4},
+    "mma_bn64_sk8_w2_st4": {"block_n": 64, "split_k": 8, "num_warps": 2, "num_stages": 4},
+    "mma_bn128_sk4_w4_st4": {"block_n": 128, "split_k": 4, "num_warps": 4, "num_stages": 4},
+    "mma_bn128_sk8_w4_st6": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 6},
+    "mma_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3},
+}
+
+WORDS = 4  # words per lane per 128-k chunk (32 k each)
+
+
+def _mma_dot_ptx() -> str:
+    """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x; $(12 +
+    4 a + j) is the bf16x2 x pair of nibbles a, a + 4 of word j. Per word: 3 shifts and 4 `lop3` make the 4 bf16x2
+    pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply them by x: A rows 0-7 are the even
+    tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128 + q) x over the lane's row (lane
+    // 4) of the even tile, d2 = d3 of the odd one. The accumulators are tied to the outputs ($28..$31 = $0..$3)."""
+    lines = ["{", ".reg .b32 s, e0, e1, e2, e3, o0, o1, o2, o3;"]
+    for j in range(WORDS):
+        for tile, word in (("e", f"${4 + j}"), ("o", f"${8 + j}")):
+            for a in range(4):
+                src = word
+                if a:
+                    lines.append(f"shr.u32 s, {word}, {4 * a};")
+                    src = "s"
+                lines.append(f"lop3.b32 {tile}{a}, {src}, 0x000F000F, 0x43004300, 0xEA;")
+        for k_tile in range(2):  # pairs 2 k_tile (k = 2 qq + 16 k_tile) and 2 k_tile + 1 (k + 8)
+            lo, hi = 2 * k_tile, 2 * k_tile + 1
+            lines.append(
+                f"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{$0, $1, $2, $3}}, "
+                f"{{e{lo}, o{lo}, e{hi}, o{hi}}}, {{${12 + 4 * lo + j}, ${12 + 4 * hi + j}}}, "
+                f"{{$0, $1, $2, $3}};"
+            )
+    lines.append("}")
+    return "\n".join(lines)
+
+
+_MMA_DOT_PTX = tl.constexpr(_mma_dot_ptx())
+_MMA_DOT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 24) + ",0,1,2,3")
+
+# acc += scale * dot + (zero - 136 scale) * xsum for the lane's two rows (element 0: the even tile's, element 2: the
+# odd tile's), where dot = sum (128 + q) x, so that scale * (q - 8) + zero is what multiplies x; elements 1 and 3
+# pass through. Inputs: dot $4..$7, the even and odd rows' scale/zero words $8..$11 and $12..$15 (each the same value
+# 4 times: a bf16 scale in the low half, the zero in the high half), xsum $16..$19, acc $20..$23 (tied to $0..$3).
+_SCALE_PTX = tl.constexpr("""
+{
+.reg .b32 t;
+.reg .f32 s, z;
+shl.b32 t, $8, 16;
+mov.b32 s, t;
+and.b32 t, $8, 0xFFFF0000;
+mov.b32 z, t;
+fma.rn.f32 z, s, 0fC3080000, z;
+fma.rn.f32 $0, s, $4, $0;
+fma.rn.f32 $0, z, $16, $0;
+shl.b32 t, $12, 16;
+mov.b32 s, t;
+and.b32 t, $12, 0xFFFF0000;
+mov.b32 z, t;
+fma.rn.f32 z, s, 0fC3080000, z;
+fma.rn.f32 $2, s, $6, $2;
+fma.rn.f32 $2, z, $16, $2;
+}
+""")
+_SCALE_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,r,r,r,r,f,f,f,f,0,1,2,3")
+
+
+_COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
+
+
+def _counters(device: torch.device, n: int) -> torch.Tensor:
+    """Zeroed int32 arrival counters, kept between calls (each launch leaves them at zero again)."""
+    key = (device.type, device.index)
+    buf = _COUNTERS.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
+        _COUNTERS[key] = buf
+    return buf
+
+
+@triton.jit
+def _bf16_lo(v):
+    return (v << 16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _bf16_hi(v):
+    return (v & -65536).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _int4_gemv_mma_kernel(
+    xpair_ptr,
+    w_ptr,
+    sz_ptr,
+    out_ptr,
+    partial_ptr,
+    counter_ptr,
+    n_out,
+    n_k_outer,
+    xpair_row_stride,
+    out_row_stride,
+    groups_per_split,
+    GROUP: tl.constexpr,
+    IKT: tl.constexpr,
+    TILES: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    USE_PTX: tl.constexpr,
+    GPS_PAD: tl.constexpr,
+):
+    CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
+    WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
+    KO_WORDS: tl.constexpr = 32 * WPL  # words of one 8-row n-tile in one k-outer tile
+    PAIRS: tl.constexpr = GROUP // 2  # x pairs of one group
+    BLOCK_N: tl.constexpr = 8 * TILES
+    HALF: tl.constexpr = TILES // 2  # pairs of n-tiles (one mma's 16 rows)
+    block = tl.program_id(0)
+    row_m = tl.program_id(1)
+    split = tl.program_id(2)
+    i = tl.arange(0, HALF)[:, None, None]
+    lane = tl.arange(0, 32)[None, :, None]
+    j = tl.arange(0, 4)[None, None, :]  # the lane's word j of a 128-k chunk: k = 32 j + 2 qq + 8 (p % 4) + p // 4
+    qq = lane % 4
+    even_tile = block * TILES + 2 * i
+    pair_mask = even_tile < n_out // 8
+    odd_mask = even_tile + 1 < n_out // 8
+    w_even = w_ptr + tl.cast(even_tile, tl.int64) * n_k_outer * KO_WORDS + (j // WPL) * KO_WORDS + lane * WPL + j % WPL
+    w_odd = w_even + n_k_outer * KO_WORDS
+    x_row = xpair_ptr + row_m * xpair_row_stride
+    # pair a (nibbles a, a + 4) of word j of lane qq in chunk c of a group: pair 64 c + 16 j + 4 a + qq
+    x_off = 16 * j + qq
+    g_start = split * groups_per_split
+    # the sum of x over each group of this split (for the zero-point terms), once before the loop
+    gs = tl.arange(0, GPS_PAD)
+    p = tl.arange(0, PAIRS)
+    xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None], other=0)
+    x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
+    # element (i, lane, j) holds row lane // 4 of n-tile 2 i + j // 2 (j odd: a copy of j - 1)
+    rows = (even_tile + j // 2) * 8 + lane // 4
+    sz_even = sz_ptr + even_tile * 8 + lane // 4  # [HALF, 32, 1]: the lane's even-tile row; the odd one is + 8
+    acc = tl.zeros([HALF, 32, 4], dtype=tl.float32)
+    for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
+        g = g_start + gi
+        x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+        dot = tl.zeros([HALF, 32, 4], dtype=tl.float32)
+        for c in tl.static_range(CHUNKS):
+            ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
+            words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
+            words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+            x_ptrs = x_row + g * PAIRS + 64 * c + x_off
+            x0 = tl.load(x_ptrs)
+            x1 = tl.load(x_ptrs + 4)
+            x2 = tl.load(x_ptrs + 8)
+            x3 = tl.load(x_ptrs + 12)
+            if USE_PTX:
+                dot = tl.inline_asm_elementwise(
+                    _MMA_DOT_PTX,
+                    _MMA_DOT_CONSTRAINTS,
+                    [words_even, words_odd, x0, x1, x2, x3, dot],
+                    dtype=tl.float32,
+                    is_pure=True,
+                    pack=4,
+                )
+            else:  # pure-Triton twin (interpreter): each element's row dot from its n-tile's words
+                part_even = tl.zeros([HALF, 32, 4], dtype=tl.float32)  # per word, row lane // 4, fp32
+                part_odd = tl.zeros([HALF, 32, 4], dtype=tl.float32)
+                for a in tl.static_range(4):
+                    if a == 0:
+                        pair = x0
+                    elif a == 1:
+                        pair = x1
+                    elif a == 2:
+                        pair = x2
+                    else:
+                        pair = x3
+                    x_lo = _bf16_lo(pair)
+                    x_hi = _bf16_hi(pair)
+                    part_even += (((words_even >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
+                        ((words_even >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
+                    ) * x_hi
+                    part_odd += (((words_odd >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
+                        ((words_odd >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
+                    ) * x_hi
+                dot_even = tl.sum(tl.reshape(part_even, [HALF, 8, 16]), axis=2)  # [HALF, 8]: lane = 4 row + qq
+                dot_odd = tl.sum(tl.reshape(part_odd, [HALF, 8, 16]), axis=2)
+                want = (lane // 4)[:, :, :, None] == tl.arange(0, 8)[None, None, None, :]
+                pick_even = tl.sum(tl.where(want, dot_even[:, None, None, :], 0.0), axis=3)  # [HALF, 32, 1]
+                pick_odd = tl.sum(tl.where(want, dot_odd[:, None, None, :], 0.0), axis=3)
+                dot += tl.where(j < 2, pick_even, pick_odd)
+        if USE_PTX:
+            sz_e = tl.load(sz_even + g * n_out, mask=pair_mask, other=0)
+            sz_o = tl.load(sz_even + g * n_out + 8, mask=odd_mask, other=0)
+            acc = tl.inline_asm_elementwise(
+                _SCALE_PTX,
+                _SCALE_CONSTRAINTS,
+                [dot, sz_e, sz_o, tl.broadcast_to(x_sum, [HALF, 32, 4]), acc],
+                dtype=tl.float32,
+                is_pure=True,
+                pack=4,
+            )
+        else:
+            sz = tl.load(sz_ptr + g * n_out + rows, mask=tl.where(j < 2, pair_mask, odd_mask), other=0)
+            acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
+    # the 4 lanes of a row, and elements j and j + 1, hold the same value
+    out_mask = tl.where(j < 2, pair_mask, odd_mask) & (qq == 0) & (j % 2 == 0)
+    if SPLIT_K == 1:
+        tl.store(out_ptr + row_m * out_row_stride + rows, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
+    else:
+        tl.store(partial_ptr + (split * tl.num_programs(1) + row_m) * n_out + rows, acc, mask=out_mask)
+        tl.debug_barrier()  # every thread's partial before the one counter release
+        ticket = block * tl.num_programs(1) + row_m
+        arrived = tl.atomic_add(counter_ptr + ticket, 1, sem="acq_rel")
+        if arrived == SPLIT_K - 1:
+            s = tl.arange(0, SPLIT_K)
+            flat = block * BLOCK_N + tl.arange(0, BLOCK_N)
+            flat_mask = flat < n_out
+            parts = tl.load(
+                partial_ptr + (s[:, None] * tl.num_programs(1) + row_m) * n_out + flat[None, :],
+                mask=flat_mask[None, :],
+                other=0.0,
+                cache_modifier=".cg",
+            )
+            tl.store(
+                out_ptr + row_m * out_row_stride + flat,
+                tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty),
+                mask=flat_mask,
+            )
+            tl.store(counter_ptr + ticket, 0)
+
+
+def make_kernel(*, block_n: int, split_k: int, num_warps: int, num_stages: int) -> Callable[..., torch.Tensor]:
+    """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set."""
+
+    def kernel(
+        x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
+    ) -> torch.Tensor:
+        """x [M, K] times the packed int4 weight [N, K] transposed: [M, N] bf16, as _weight_int4pack_mm."""
+        assert w_int4.dtype == torch.int32 and w_int4.ndim == 4 and w_int4.shape[2] == 32, (
+            "int4_gemv: w_int4 must be CUDA tinygemm's int32 [N/8, K/(16*IKT), 32, IKT/2] layout "
+            "(torch.ops.aten._convert_weight_to_int4pack)"
+        )
+        ikt = w_int4.shape[3] * 2
+        n_out, n_k = w_int4.shape[0] * 8, w_int4.shape[1] * 16 * ikt
+        assert x.ndim == 2 and x.shape[1] == n_k, f"int4_gemv: x must be [M, {n_k}], got {tuple(x.shape)}"
+        assert x.dtype == torch.bfloat16, "int4_gemv: x must be bf16 (its pairs are the mma's A registers)"
+        assert group_size % 128 == 0, f"int4_gemv: group_size {group_size} must be a multiple of 128"
+        n_groups = n_k // group_size
+        assert scales_and_zeros.shape == (n_groups, n_out, 2), "int4_gemv: scales_and_zeros must be [K/g, N, 2]"
+        assert scales_and_zeros.dtype == torch.bfloat16, "int4_gemv: scales_and_zeros must be bf16"
+        splits = split_k
+        while n_groups % splits:  # a power of two dividing the groups
+            splits //= 2
+        n_blocks, n_m = triton.cdiv(n_out, block_n), x.shape[0]
+        w_int4 = w_int4.contiguous()
+        sz = scales_and_zeros.contiguous().view(torch.int32).view(n_groups, n_out)  # scale: low half, zero: high
+        xpair = x.contiguous().view(torch.int32)  # [M, K / 2]: (x[2i], x[2i + 1]) in the low and high halves
+        out = torch.empty((n_m, n_out), dtype=x.dtype, device=x.device)
+        partial = torch.empty((splits, n_m, n_out), dtype=torch.float32, device=x.device)
+        use_ptx = os.environ.get("TRITON_INTERPRET", "0") != "1"
+        _int4_gemv_mma_kernel[(n_blocks, n_m, splits)](
+            xpair,
+            w_int4,
+            sz,
+            out,
+            partial,
+            _counters(x.device, n_blocks * n_m),
+            n_out,
+            w_int4.shape[1],
+            xpair.stride(0),
+            out.stride(0),
+            n_groups // splits,
+            GROUP=group_size,
+            IKT=ikt,
+            TILES=block_n // 8,
+            SPLIT_K=splits,
+            NUM_STAGES=num_stages,
+            USE_PTX=use_ptx,
+            GPS_PAD=triton.next_power_of_2(n_groups // splits),
+            num_warps=num_warps,
+        )
+        return out
+
+    return kernel

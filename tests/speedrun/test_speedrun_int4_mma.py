@@ -1,0 +1,247 @@
+"""The inline PTX of the `mma` int4 GEMV candidates reads tinygemm's words as mma fragments, on CPU.
+
+Inline PTX cannot run in the Triton interpreter (the CPU check runs the kernel's pure-Triton twin), so this test runs
+the PTX text of one warp in lockstep: 32 lanes, each with its own registers, through a small emulator of the
+instructions it uses (shr, lop3, shl, and, mov, fma.f32 and `mma.sync.m16n8k16` bf16 with fp32 accumulate). The mma
+gathers its A, B and C fragments from the 32 lanes by the fragment layouts of the PTX ISA ("Matrix Fragments for
+mma.m16n8k16", bf16): that layout is written here from the ISA, not from the kernel. The words come from
+`check_variants.pack_tinygemm_reference`, the port that the CUDA check compares with `_convert_weight_to_int4pack`.
+With small integer x every product and sum is exact, so the emulated dots must equal sum (128 + q) x exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import random
+import re
+import struct
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from triton_interpreter import run_interpreted, skip_without_torch_and_triton
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+REPO = Path(__file__).resolve().parents[2]
+MASK32 = 0xFFFFFFFF
+
+
+@functools.cache
+def _load(path: Path, name: str) -> ModuleType:
+    """One file imported by path, once."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def _mma_module() -> ModuleType:
+    return _load(REPO / "speedrun" / "int4_gemv" / "mma.py", "speedrun_int4_mma_under_test")
+
+
+def _check_variants() -> ModuleType:
+    return _load(REPO / "speedrun" / "check_variants.py", "speedrun_check_variants_for_mma")
+
+
+def _f32(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits & MASK32))[0]
+
+
+def _bits(value: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def _bf16(half_bits: int) -> float:
+    return _f32((half_bits & 0xFFFF) << 16)
+
+
+def _bf16_pair(lo: float, hi: float) -> int:
+    """Two bf16-exact floats as one b32 (lo in bits 0-15)."""
+    lo_bits, hi_bits = _bits(lo) >> 16, _bits(hi) >> 16
+    assert _bf16(lo_bits) == lo and _bf16(hi_bits) == hi, "test values must be bf16-exact"
+    return lo_bits | hi_bits << 16
+
+
+def _lop3(a: int, b: int, c: int, lut: int) -> int:
+    out = 0
+    for i in range(8):
+        if lut >> i & 1:
+            out |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+    return out & MASK32
+
+
+def _mma_m16n8k16(lanes: list[dict[str, int]], d: list[str], a: list[str], b: list[str], c: list[str]) -> None:
+    """mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32 across the warp, fragments as in the PTX ISA: lane = 4 g + t;
+    a0: A[g][2t, 2t+1], a1: A[g+8][2t, 2t+1], a2: A[g][2t+8, 2t+9], a3: A[g+8][2t+8, 2t+9];
+    b0: B[2t, 2t+1][g], b1: B[2t+8, 2t+9][g]; c0, c1: C[g][2t, 2t+1], c2, c3: C[g+8][2t, 2t+1]."""
+    mat_a = [[0.0] * 16 for _ in range(16)]
+    mat_b = [[0.0] * 8 for _ in range(16)]
+    mat_c = [[0.0] * 8 for _ in range(16)]
+    for lane, regs in enumerate(lanes):
+        g, t = divmod(lane, 4)
+        for index, (row, col) in enumerate(((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))):
+            word = regs[a[index]]
+            mat_a[row][col], mat_a[row][col + 1] = _bf16(word), _bf16(word >> 16)
+        for index, k in enumerate((2 * t, 2 * t + 8)):
+            word = regs[b[index]]
+            mat_b[k][g], mat_b[k + 1][g] = _bf16(word), _bf16(word >> 16)
+        for index, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
+            mat_c[row][col] = _f32(regs[c[index]])
+    out = [[mat_c[m][n] + sum(mat_a[m][k] * mat_b[k][n] for k in range(16)) for n in range(8)] for m in range(16)]
+    for lane, regs in enumerate(lanes):
+        g, t = divmod(lane, 4)
+        for index, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
+            regs[d[index]] = _bits(out[row][col])
+
+
+def run_warp(ptx: str, lanes: list[dict[str, int]]) -> None:
+    """Execute the inline-PTX text on 32 lanes in lockstep; each lane maps `$n` and its .reg names to b32 bits."""
+
+    def value(regs: dict[str, int], token: str) -> int:
+        token = token.strip()
+        if token.startswith("0f"):
+            return int(token[2:], 16)
+        if token.startswith("0x"):
+            return int(token, 16)
+        if token.isdigit():
+            return int(token)
+        return regs[token]
+
+    for raw in ptx.splitlines():
+        line = raw.strip().rstrip(";")
+        if not line or line in "{}" or line.startswith(".reg"):
+            continue
+        op, _, rest = line.partition(" ")
+        if op.startswith("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"):
+            groups = [[name.strip() for name in group.split(",")] for group in re.findall(r"\{([^}]*)\}", rest)]
+            _mma_m16n8k16(lanes, *groups)
+            continue
+        args = [arg.strip() for arg in rest.split(",")]
+        for regs in lanes:
+            src = [value(regs, arg) for arg in args[1:]]
+            if op == "mov.b32":
+                out = src[0]
+            elif op == "shr.u32":
+                out = src[0] >> src[1]
+            elif op == "shl.b32":
+                out = src[0] << src[1]
+            elif op == "and.b32":
+                out = src[0] & src[1]
+            elif op == "lop3.b32":
+                out = _lop3(*src)
+            elif op == "fma.rn.f32":
+                out = _bits(_f32(src[0]) * _f32(src[1]) + _f32(src[2]))
+            else:
+                raise AssertionError(f"emulator: unknown instruction {line!r}")
+            regs[args[0]] = out & MASK32
+
+
+def _two_tiles(rng: random.Random) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """q [16, 128] in 0..15 (two 8-row n-tiles), its tinygemm words [2, 1, 32, 4] and small integer x [128]."""
+    q = torch.tensor([[rng.randrange(16) for _ in range(128)] for _ in range(16)], dtype=torch.int32)
+    words = _check_variants().pack_tinygemm_reference(q, 8)
+    x = torch.tensor([float(rng.randint(-6, 6)) for _ in range(128)])
+    return q, words, x
+
+
+def _dot_lanes(words: torch.Tensor, x: torch.Tensor, acc: list[float]) -> list[dict[str, int]]:
+    """The 32 lanes' operands of the dot asm, as the kernel lays them out: $4..$7 the even tile's words j of the
+    lane, $8..$11 the odd tile's, $(12 + 4 a + j) the x pair of nibbles a, a + 4 of word j, $0..$3 the accumulators."""
+    lanes = []
+    for lane in range(32):
+        qq = lane % 4
+        regs = {f"${n}": _bits(acc[n]) for n in range(4)}
+        for j in range(4):
+            regs[f"${4 + j}"] = int(words[0, 0, lane, j]) & MASK32
+            regs[f"${8 + j}"] = int(words[1, 0, lane, j]) & MASK32
+            for a in range(4):
+                k = 32 * j + 2 * qq + 8 * a
+                regs[f"${12 + 4 * a + j}"] = _bf16_pair(float(x[k]), float(x[k + 1]))
+        lanes.append(regs)
+    return lanes
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mma_dot_ptx_reads_tinygemm_words_as_fragments(seed: int) -> None:
+    """d0 = d1 of lane l is sum_k (128 + q) x over row l // 4 of the even tile, d2 = d3 over the odd tile's, on top
+    of the accumulators it was given."""
+    q, words, x = _two_tiles(random.Random(seed))
+    start = [1.0, 1.0, -2.0, -2.0]
+    lanes = _dot_lanes(words, x, start)
+    run_warp(_mma_module()._MMA_DOT_PTX.value, lanes)
+    expected = ((q.double() + 128) * x.double()).sum(dim=1)  # [16]: rows 0-7 even tile, 8-15 odd
+    for lane, regs in enumerate(lanes):
+        row = lane // 4
+        got = [_f32(regs[f"${n}"]) for n in range(4)]
+        assert got[0] == got[1] == start[0] + expected[row].item(), (lane, got)
+        assert got[2] == got[3] == start[2] + expected[8 + row].item(), (lane, got)
+
+
+def test_mma_dot_ptx_sees_a_moved_nibble() -> None:
+    """The check can fail: one nibble of one word changed changes exactly that lane-row's dot."""
+    q, words, x = _two_tiles(random.Random(7))
+    x[2 * 1 + 8 * 2] = 5.0  # the k that nibble 2 of word 0 of lane 1 holds (qq = 1, a = 2)
+    changed = words.clone()
+    changed[0, 0, 1, 0] ^= 0x3 << 8  # nibble 2 of word j = 0 of lane 1: row 0 of the even tile
+    lanes_a, lanes_b = _dot_lanes(words, x, [0.0] * 4), _dot_lanes(changed, x, [0.0] * 4)
+    ptx = _mma_module()._MMA_DOT_PTX.value
+    run_warp(ptx, lanes_a)
+    run_warp(ptx, lanes_b)
+    for lane in range(32):
+        diff = [_f32(lanes_b[lane][f"${n}"]) - _f32(lanes_a[lane][f"${n}"]) for n in range(4)]
+        assert diff[2] == diff[3] == 0.0
+        assert (diff[0] != 0.0) == (lane // 4 == 0), (lane, diff)
+
+
+def test_scale_ptx_applies_scale_zero_and_the_128_offset() -> None:
+    """acc + scale * dot + (zero - 136 scale) * xsum in elements 0 and 2 (the even and odd rows); 1 and 3 pass."""
+    scale_e, zero_e, scale_o, zero_o = 0.5, -3.0, 0.25, 1.5
+    dot, x_sum, acc = [200.0, 7.0, -40.0, 9.0], 3.0, [1.0, 2.0, 3.0, 4.0]
+    regs = {f"${n}": _bits(acc[n]) for n in range(4)}
+    regs.update({f"${4 + n}": _bits(dot[n]) for n in range(4)})
+    regs.update({f"${8 + n}": _bf16_pair(scale_e, zero_e) for n in range(4)})
+    regs.update({f"${12 + n}": _bf16_pair(scale_o, zero_o) for n in range(4)})
+    regs.update({f"${16 + n}": _bits(x_sum) for n in range(4)})
+    run_warp(_mma_module()._SCALE_PTX.value, [regs])
+    got = [_f32(regs[f"${n}"]) for n in range(4)]
+    assert got[0] == acc[0] + scale_e * dot[0] + (zero_e - 136 * scale_e) * x_sum
+    assert got[2] == acc[2] + scale_o * dot[2] + (zero_o - 136 * scale_o) * x_sum
+    assert got[1] == acc[1] and got[3] == acc[3]
+
+
+def test_mma_twin_covers_long_splits_odd_tiles_and_big_groups() -> None:
+    """The interpreter twin at shapes the checker's small cases miss: 12 groups split 4 ways (3 per split, GPS_PAD
+    4), N = 40 (an n-tile pair with no odd tile), group 256 (two 128-k chunks) and inner_k_tiles 2 and 4."""
+    skip_without_torch_and_triton()
+    code = """
+import random, sys, torch
+sys.path.insert(0, "speedrun")
+import check_variants as cv
+from kernels.int4_gemv import dequantize_groups, quantize_groups
+worst = 0.0
+for n, k, group, ikt, m in ((40, 1536, 128, 8, 1), (64, 1024, 256, 4, 2), (24, 512, 128, 2, 1)):
+    torch.manual_seed(n + k)
+    w = torch.randn(n, k)
+    x = torch.randn(m, k).to(torch.bfloat16)
+    q, scales, zeros = quantize_groups(w, group)
+    packed = cv.pack_tinygemm_reference(q, ikt)
+    sz = torch.stack([scales.t(), zeros.t()], dim=-1).contiguous()  # [K/g, N, 2] bf16
+    ref = x.float() @ dequantize_groups(q, scales, zeros, group).t()
+    for name in ("mma_bn64_sk8_w2_st4", "mma_bn128_sk8_w4_st4"):
+        out = cv.variant_kernel("int4_gemv", name)(x, packed, sz, group_size=group).float()
+        worst = max(worst, ((out - ref).abs() / (ref.abs() + 1.0)).max().item())
+print(worst)
+"""
+    proc = run_interpreted(code, timeout_s=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    worst = float(proc.stdout.strip().splitlines()[-1])
+    assert worst < 1e-2, worst
