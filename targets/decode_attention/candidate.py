@@ -193,6 +193,7 @@ def make_kernel(
 
 
 kernel = make_kernel(**VARIANTS["pdl_2wave_bn64_st4"])
+WHO = 'Claude (Anthropic), Triton kernel speedrun/decode_attention/pdl_two_pass.py, variant pdl_2wave_bn64_st4'
 
 
 if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract

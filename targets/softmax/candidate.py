@@ -98,6 +98,7 @@ def make_kernel(*, num_warps: int, pair_combine: bool) -> Callable[..., torch.Te
 
 
 kernel = make_kernel(**VARIANTS["groups_pair_w16"])
+WHO = 'Claude (Anthropic), Triton kernel speedrun/softmax/warp_groups.py, variant groups_pair_w16'
 
 
 if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract

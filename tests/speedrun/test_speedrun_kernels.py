@@ -203,3 +203,14 @@ def test_every_kept_candidate_runs_alone(target: str) -> None:
               if isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'"]
     assert guards, f"targets/{target}/candidate.py has no `if __name__ == \"__main__\":` block"
     assert "hk_contract.main(__file__)" in ast.unparse(guards[-1])
+
+
+@pytest.mark.parametrize("target", ["rmsnorm", "softmax", "gemv", "int4_gemv", "decode_attention"])
+def test_every_kept_candidate_names_its_author(target: str) -> None:
+    """`hotkernel sync` records a candidate's own `WHO`; without one it falls back to the machine's git user, which
+    is not who wrote the kernel."""
+    tree = ast.parse((REPO / "targets" / target / "candidate.py").read_text())
+    who = [node.value.value for node in tree.body if isinstance(node, ast.Assign) and len(node.targets) == 1
+           and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "WHO"
+           and isinstance(node.value, ast.Constant)]
+    assert who and who[0].strip(), f"targets/{target}/candidate.py declares no WHO"
