@@ -79,12 +79,21 @@ WORDS = 4  # words per lane per 128-k chunk (32 k each)
 
 
 def _mma_dot_ptx() -> str:
-    """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x; $(12 +
-    4 a + j) is the bf16x2 x pair of nibbles a, a + 4 of word j. Per word: 3 shifts and 4 `lop3` make the 4 bf16x2
-    pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply them by x: A rows 0-7 are the even
-    tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128 + q) x over the lane's row (lane
-    // 4) of the even tile, d2 = d3 of the odd one. The accumulators are tied to the outputs ($28..$31 = $0..$3)."""
-    lines = ["{", ".reg .b32 s, e0, e1, e2, e3, o0, o1, o2, o3;"]
+    """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x. Per word:
+    3 shifts and 4 `lop3` make the 4 bf16x2 pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply
+    them by x: A rows 0-7 are the even tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128
+    + q) x over the lane's row (lane // 4) of the even tile, d2 = d3 of the odd one.
+
+    $16 is the address of the chunk's first x pair: the lane loads its own 16 pairs (pair a, nibbles a and a + 4, of
+    word j is pair 16 j + 4 a + lane % 4), so no x tensor takes part in choosing the asm's layout. $12 is the column
+    (4 lane + j) of the first element: the fragments are only right when the element of lane L is hardware lane L's,
+    which Triton's layout decides, so any other lane makes every output NaN (a loud wrong result, not a quiet one).
+    The accumulators are tied to the outputs ($20..$23 = $0..$3)."""
+    regs = ", ".join(f"x{j}_{a}" for j in range(WORDS) for a in range(4))
+    lines = ["{", ".reg .b32 s, e0, e1, e2, e3, o0, o1, o2, o3, lid, qq;", f".reg .b32 {regs};", ".reg .b64 xa;",
+             ".reg .pred off;", "mov.u32 lid, %laneid;", "and.b32 qq, lid, 3;", "mul.wide.u32 xa, qq, 4;",
+             "add.s64 xa, xa, $16;", "shl.b32 lid, lid, 2;", "setp.ne.u32 off, $12, lid;"]
+    lines += [f"ld.global.nc.b32 x{j}_{a}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
     for j in range(WORDS):
         for tile, word in (("e", f"${4 + j}"), ("o", f"${8 + j}")):
             for a in range(4):
@@ -97,41 +106,44 @@ def _mma_dot_ptx() -> str:
             lo, hi = 2 * k_tile, 2 * k_tile + 1
             lines.append(
                 f"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{$0, $1, $2, $3}}, "
-                f"{{e{lo}, o{lo}, e{hi}, o{hi}}}, {{${12 + 4 * lo + j}, ${12 + 4 * hi + j}}}, "
-                f"{{$0, $1, $2, $3}};"
+                f"{{e{lo}, o{lo}, e{hi}, o{hi}}}, {{x{j}_{lo}, x{j}_{hi}}}, {{$0, $1, $2, $3}};"
             )
+    lines += [f"@off mov.b32 ${n}, 0x7FC00000;" for n in range(4)]
     lines.append("}")
     return "\n".join(lines)
 
 
 _MMA_DOT_PTX = tl.constexpr(_mma_dot_ptx())
-_MMA_DOT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 24) + ",0,1,2,3")
+_MMA_DOT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,0,1,2,3")
 
 # acc += scale * dot + (zero - 136 scale) * xsum for the lane's two rows (element 0: the even tile's, element 2: the
 # odd tile's), where dot = sum (128 + q) x, so that scale * (q - 8) + zero is what multiplies x; elements 1 and 3
-# pass through. Inputs: dot $4..$7, the even and odd rows' scale/zero words $8..$11 and $12..$15 (each the same value
-# 4 times: a bf16 scale in the low half, the zero in the high half), xsum $16..$19, acc $20..$23 (tied to $0..$3).
+# pass through. Inputs: dot $4..$7, the address of the even row's scale/zero word $8 (a bf16 scale in the low half,
+# the zero in the high half; the odd row's is 8 words on; loaded here, so that no sz tensor takes part in choosing
+# the layout), xsum $12, acc $16..$19 (tied to $0..$3).
 _SCALE_PTX = tl.constexpr("""
 {
-.reg .b32 t;
+.reg .b32 t, sz;
 .reg .f32 s, z;
-shl.b32 t, $8, 16;
+ld.global.nc.b32 sz, [$8];
+shl.b32 t, sz, 16;
 mov.b32 s, t;
-and.b32 t, $8, 0xFFFF0000;
+and.b32 t, sz, 0xFFFF0000;
 mov.b32 z, t;
 fma.rn.f32 z, s, 0fC3080000, z;
 fma.rn.f32 $0, s, $4, $0;
-fma.rn.f32 $0, z, $16, $0;
-shl.b32 t, $12, 16;
+fma.rn.f32 $0, z, $12, $0;
+ld.global.nc.b32 sz, [$8+32];
+shl.b32 t, sz, 16;
 mov.b32 s, t;
-and.b32 t, $12, 0xFFFF0000;
+and.b32 t, sz, 0xFFFF0000;
 mov.b32 z, t;
 fma.rn.f32 z, s, 0fC3080000, z;
 fma.rn.f32 $2, s, $6, $2;
-fma.rn.f32 $2, z, $16, $2;
+fma.rn.f32 $2, z, $12, $2;
 }
 """)
-_SCALE_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,r,r,r,r,f,f,f,f,0,1,2,3")
+_SCALE_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,0,1,2,3")
 
 
 _COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
@@ -187,14 +199,21 @@ def _int4_gemv_mma_kernel(
     block = tl.program_id(0)
     row_m = tl.program_id(1)
     split = tl.program_id(2)
-    i = tl.arange(0, HALF)[:, None, None]
-    lane = tl.arange(0, 32)[None, :, None]
-    j = tl.arange(0, 4)[None, None, :]  # the lane's word j of a 128-k chunk: k = 32 j + 2 qq + 8 (p % 4) + p // 4
+    # [HALF, 128] tiles: row i is an n-tile pair, column 4 lane + j the lane's word j of a 128-k chunk (k = 32 j +
+    # 2 qq + 8 (p % 4) + p // 4), so an n-tile's 512 contiguous bytes are one warp's 16-byte loads
+    i = tl.arange(0, HALF)[:, None]
+    col = tl.arange(0, 128)[None, :]
+    lane = col // 4
+    j = col % 4
     qq = lane % 4
     even_tile = block * TILES + 2 * i
     pair_mask = even_tile < n_out // 8
     odd_mask = even_tile + 1 < n_out // 8
-    w_even = w_ptr + tl.cast(even_tile, tl.int64) * n_k_outer * KO_WORDS + (j // WPL) * KO_WORDS + lane * WPL + j % WPL
+    if WPL == 4:  # a chunk is one k-outer tile: the lane's 4 words are contiguous (written so, for 16-byte loads)
+        w_col = col
+    else:
+        w_col = (j // WPL) * KO_WORDS + lane * WPL + j % WPL
+    w_even = w_ptr + tl.cast(even_tile, tl.int64) * n_k_outer * KO_WORDS + w_col
     w_odd = w_even + n_k_outer * KO_WORDS
     x_row = xpair_ptr + row_m * xpair_row_stride
     # pair a (nibbles a, a + 4) of word j of lane qq in chunk c of a group: pair 64 c + 16 j + 4 a + qq
@@ -205,35 +224,37 @@ def _int4_gemv_mma_kernel(
     p = tl.arange(0, PAIRS)
     xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None], other=0)
     x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
-    # element (i, lane, j) holds row lane // 4 of n-tile 2 i + j // 2 (j odd: a copy of j - 1)
+    # element (i, 4 lane + j) holds row lane // 4 of n-tile 2 i + j // 2 (j odd: a copy of j - 1)
     rows = (even_tile + j // 2) * 8 + lane // 4
-    sz_even = sz_ptr + even_tile * 8 + lane // 4  # [HALF, 32, 1]: the lane's even-tile row; the odd one is + 8
-    acc = tl.zeros([HALF, 32, 4], dtype=tl.float32)
+    rows_mask = tl.where(j < 2, pair_mask, odd_mask)
+    sz_even = sz_ptr + even_tile * 8 + lane // 4  # the lane's even-tile row; the odd one is + 8
+    acc = tl.zeros([HALF, 128], dtype=tl.float32)
     for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
         g = g_start + gi
         x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
-        dot = tl.zeros([HALF, 32, 4], dtype=tl.float32)
+        dot = tl.zeros([HALF, 128], dtype=tl.float32)
         for c in tl.static_range(CHUNKS):
             ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
             words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
             words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
-            x_ptrs = x_row + g * PAIRS + 64 * c + x_off
-            x0 = tl.load(x_ptrs)
-            x1 = tl.load(x_ptrs + 4)
-            x2 = tl.load(x_ptrs + 8)
-            x3 = tl.load(x_ptrs + 12)
             if USE_PTX:
+                x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
                 dot = tl.inline_asm_elementwise(
                     _MMA_DOT_PTX,
                     _MMA_DOT_CONSTRAINTS,
-                    [words_even, words_odd, x0, x1, x2, x3, dot],
+                    [words_even, words_odd, col, x_chunk, dot],
                     dtype=tl.float32,
                     is_pure=True,
                     pack=4,
                 )
             else:  # pure-Triton twin (interpreter): each element's row dot from its n-tile's words
-                part_even = tl.zeros([HALF, 32, 4], dtype=tl.float32)  # per word, row lane // 4, fp32
-                part_odd = tl.zeros([HALF, 32, 4], dtype=tl.float32)
+                x_ptrs = x_row + g * PAIRS + 64 * c + x_off
+                x0 = tl.load(x_ptrs)
+                x1 = tl.load(x_ptrs + 4)
+                x2 = tl.load(x_ptrs + 8)
+                x3 = tl.load(x_ptrs + 12)
+                part_even = tl.zeros([HALF, 128], dtype=tl.float32)  # per word, row lane // 4, fp32
+                part_odd = tl.zeros([HALF, 128], dtype=tl.float32)
                 for a in tl.static_range(4):
                     if a == 0:
                         pair = x0
@@ -251,50 +272,51 @@ def _int4_gemv_mma_kernel(
                     part_odd += (((words_odd >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
                         ((words_odd >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
                     ) * x_hi
-                dot_even = tl.sum(tl.reshape(part_even, [HALF, 8, 16]), axis=2)  # [HALF, 8]: lane = 4 row + qq
+                dot_even = tl.sum(tl.reshape(part_even, [HALF, 8, 16]), axis=2)  # [HALF, 8]: col = 16 row + 4 qq + j
                 dot_odd = tl.sum(tl.reshape(part_odd, [HALF, 8, 16]), axis=2)
-                want = (lane // 4)[:, :, :, None] == tl.arange(0, 8)[None, None, None, :]
-                pick_even = tl.sum(tl.where(want, dot_even[:, None, None, :], 0.0), axis=3)  # [HALF, 32, 1]
-                pick_odd = tl.sum(tl.where(want, dot_odd[:, None, None, :], 0.0), axis=3)
+                want = (lane // 4)[:, :, None] == tl.arange(0, 8)[None, None, :]
+                pick_even = tl.sum(tl.where(want, dot_even[:, None, :], 0.0), axis=2)  # [HALF, 128]
+                pick_odd = tl.sum(tl.where(want, dot_odd[:, None, :], 0.0), axis=2)
                 dot += tl.where(j < 2, pick_even, pick_odd)
         if USE_PTX:
-            sz_e = tl.load(sz_even + g * n_out, mask=pair_mask, other=0)
-            sz_o = tl.load(sz_even + g * n_out + 8, mask=odd_mask, other=0)
+            # the odd tile's row past n_out (n_out // 8 odd) reads the next group's first row: its value is unused
+            sz_addr = tl.cast(sz_even + g * n_out, tl.int64)
             acc = tl.inline_asm_elementwise(
                 _SCALE_PTX,
                 _SCALE_CONSTRAINTS,
-                [dot, sz_e, sz_o, tl.broadcast_to(x_sum, [HALF, 32, 4]), acc],
+                [dot, sz_addr, tl.broadcast_to(x_sum, [HALF, 128]), acc],
                 dtype=tl.float32,
                 is_pure=True,
                 pack=4,
             )
         else:
-            sz = tl.load(sz_ptr + g * n_out + rows, mask=tl.where(j < 2, pair_mask, odd_mask), other=0)
+            sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
             acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
-    # the 4 lanes of a row, and elements j and j + 1, hold the same value
-    out_mask = tl.where(j < 2, pair_mask, odd_mask) & (qq == 0) & (j % 2 == 0)
+    # compact the tile to its rows: element (i, 16 g + 4 qq + 2 jj + jlo) holds row (2 i + jj) 8 + g (qq = jlo = 0;
+    # the 4 lanes of a row, and jlo = 1, hold copies). Summing over them before the store keeps the store's layout
+    # from deciding the loop's: the mma asm needs the words' lane-exact layout.
+    picked = tl.where((qq == 0) & (j % 2 == 0), acc, 0.0)
+    per_row = tl.sum(tl.sum(tl.reshape(picked, [HALF, 8, 4, 2, 2]), axis=4), axis=2)  # [HALF, 8 (g), 2 (jj)]
+    result = tl.reshape(tl.permute(per_row, (0, 2, 1)), [BLOCK_N])  # row 16 i + 8 jj + g of the block
+    flat = block * BLOCK_N + tl.arange(0, BLOCK_N)
+    flat_mask = flat < n_out
+    out_ptrs = out_ptr + row_m * out_row_stride + flat
     if SPLIT_K == 1:
-        tl.store(out_ptr + row_m * out_row_stride + rows, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
+        tl.store(out_ptrs, result.to(out_ptr.dtype.element_ty), mask=flat_mask)
     else:
-        tl.store(partial_ptr + (split * tl.num_programs(1) + row_m) * n_out + rows, acc, mask=out_mask)
+        tl.store(partial_ptr + (split * tl.num_programs(1) + row_m) * n_out + flat, result, mask=flat_mask)
         tl.debug_barrier()  # every thread's partial before the one counter release
         ticket = block * tl.num_programs(1) + row_m
         arrived = tl.atomic_add(counter_ptr + ticket, 1, sem="acq_rel")
         if arrived == SPLIT_K - 1:
             s = tl.arange(0, SPLIT_K)
-            flat = block * BLOCK_N + tl.arange(0, BLOCK_N)
-            flat_mask = flat < n_out
             parts = tl.load(
                 partial_ptr + (s[:, None] * tl.num_programs(1) + row_m) * n_out + flat[None, :],
                 mask=flat_mask[None, :],
                 other=0.0,
                 cache_modifier=".cg",
             )
-            tl.store(
-                out_ptr + row_m * out_row_stride + flat,
-                tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty),
-                mask=flat_mask,
-            )
+            tl.store(out_ptrs, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=flat_mask)
             tl.store(counter_ptr + ticket, 0)
 
 

@@ -2,7 +2,8 @@
 
 Inline PTX cannot run in the Triton interpreter (the CPU check runs the kernel's pure-Triton twin), so this test runs
 the PTX text of one warp in lockstep: 32 lanes, each with its own registers, through a small emulator of the
-instructions it uses (shr, lop3, shl, and, mov, fma.f32 and `mma.sync.m16n8k16` bf16 with fp32 accumulate). The mma
+instructions it uses (loads from an emulated memory, %laneid, shr, lop3, shl, and, mov, setp and predication, fma.f32
+and `mma.sync.m16n8k16` bf16 with fp32 accumulate). The mma
 gathers its A, B and C fragments from the 32 lanes by the fragment layouts of the PTX ISA ("Matrix Fragments for
 mma.m16n8k16", bf16): that layout is written here from the ISA, not from the kernel. The words come from
 `check_variants.pack_tinygemm_reference`, the port that the CUDA check compares with `_convert_weight_to_int4pack`.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 import random
 import re
 import struct
@@ -103,8 +105,10 @@ def _mma_m16n8k16(lanes: list[dict[str, int]], d: list[str], a: list[str], b: li
             regs[d[index]] = _bits(out[row][col])
 
 
-def run_warp(ptx: str, lanes: list[dict[str, int]]) -> None:
-    """Execute the inline-PTX text on 32 lanes in lockstep; each lane maps `$n` and its .reg names to b32 bits."""
+def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | None = None) -> None:
+    """Execute the inline-PTX text on 32 lanes in lockstep (lane n of the list is hardware lane n); each lane maps
+    `$n` and its .reg names to bits (b32, or b64 for addresses); `memory` maps byte addresses to b32 words."""
+    memory = memory or {}
 
     def value(regs: dict[str, int], token: str) -> int:
         token = token.strip()
@@ -120,14 +124,35 @@ def run_warp(ptx: str, lanes: list[dict[str, int]]) -> None:
         line = raw.strip().rstrip(";")
         if not line or line in "{}" or line.startswith(".reg"):
             continue
+        guard = None
+        if line.startswith("@"):
+            guard, line = line[1:].split(" ", 1)
         op, _, rest = line.partition(" ")
         if op.startswith("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"):
             groups = [[name.strip() for name in group.split(",")] for group in re.findall(r"\{([^}]*)\}", rest)]
             _mma_m16n8k16(lanes, *groups)
             continue
         args = [arg.strip() for arg in rest.split(",")]
-        for regs in lanes:
+        for lane, regs in enumerate(lanes):
+            if guard is not None and not regs[guard]:
+                continue
+            if op == "ld.global.nc.b32":
+                base, _, offset = args[1].strip("[]").partition("+")
+                regs[args[0]] = memory[regs[base] + int(offset or 0)]
+                continue
+            if op == "mov.u32" and args[1] == "%laneid":
+                regs[args[0]] = lane
+                continue
             src = [value(regs, arg) for arg in args[1:]]
+            if op == "setp.ne.u32":
+                regs[args[0]] = int(src[0] != src[1])
+                continue
+            if op == "mul.wide.u32":
+                regs[args[0]] = src[0] * src[1]
+                continue
+            if op == "add.s64":
+                regs[args[0]] = src[0] + src[1]
+                continue
             if op == "mov.b32":
                 out = src[0]
             elif op == "shr.u32":
@@ -153,21 +178,25 @@ def _two_tiles(rng: random.Random) -> tuple[torch.Tensor, torch.Tensor, torch.Te
     return q, words, x
 
 
-def _dot_lanes(words: torch.Tensor, x: torch.Tensor, acc: list[float]) -> list[dict[str, int]]:
-    """The 32 lanes' operands of the dot asm, as the kernel lays them out: $4..$7 the even tile's words j of the
-    lane, $8..$11 the odd tile's, $(12 + 4 a + j) the x pair of nibbles a, a + 4 of word j, $0..$3 the accumulators."""
+X_BASE = 0x7F0000000000  # the byte address of the chunk's first x pair in the emulated memory
+SZ_BASE = 0x7E0000000000
+
+
+def _dot_lanes(words: torch.Tensor, x: torch.Tensor, acc: list[float]) -> tuple[list[dict[str, int]], dict[int, int]]:
+    """The 32 lanes' operands of the dot asm, as the kernel lays them out ($4..$7 the even tile's words j of the lane,
+    $8..$11 the odd tile's, $12..$15 the columns 4 lane + j, $16..$19 the x address, $0..$3 the accumulators), and the
+    memory that holds the chunk's 64 x pairs."""
+    memory = {X_BASE + 4 * pair: _bf16_pair(float(x[2 * pair]), float(x[2 * pair + 1])) for pair in range(64)}
     lanes = []
     for lane in range(32):
-        qq = lane % 4
         regs = {f"${n}": _bits(acc[n]) for n in range(4)}
         for j in range(4):
             regs[f"${4 + j}"] = int(words[0, 0, lane, j]) & MASK32
             regs[f"${8 + j}"] = int(words[1, 0, lane, j]) & MASK32
-            for a in range(4):
-                k = 32 * j + 2 * qq + 8 * a
-                regs[f"${12 + 4 * a + j}"] = _bf16_pair(float(x[k]), float(x[k + 1]))
+            regs[f"${12 + j}"] = 4 * lane + j
+            regs[f"${16 + j}"] = X_BASE
         lanes.append(regs)
-    return lanes
+    return lanes, memory
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -176,8 +205,8 @@ def test_mma_dot_ptx_reads_tinygemm_words_as_fragments(seed: int) -> None:
     of the accumulators it was given."""
     q, words, x = _two_tiles(random.Random(seed))
     start = [1.0, 1.0, -2.0, -2.0]
-    lanes = _dot_lanes(words, x, start)
-    run_warp(_mma_module()._MMA_DOT_PTX.value, lanes)
+    lanes, memory = _dot_lanes(words, x, start)
+    run_warp(_mma_module()._MMA_DOT_PTX.value, lanes, memory)
     expected = ((q.double() + 128) * x.double()).sum(dim=1)  # [16]: rows 0-7 even tile, 8-15 odd
     for lane, regs in enumerate(lanes):
         row = lane // 4
@@ -192,26 +221,36 @@ def test_mma_dot_ptx_sees_a_moved_nibble() -> None:
     x[2 * 1 + 8 * 2] = 5.0  # the k that nibble 2 of word 0 of lane 1 holds (qq = 1, a = 2)
     changed = words.clone()
     changed[0, 0, 1, 0] ^= 0x3 << 8  # nibble 2 of word j = 0 of lane 1: row 0 of the even tile
-    lanes_a, lanes_b = _dot_lanes(words, x, [0.0] * 4), _dot_lanes(changed, x, [0.0] * 4)
+    (lanes_a, memory), (lanes_b, _) = _dot_lanes(words, x, [0.0] * 4), _dot_lanes(changed, x, [0.0] * 4)
     ptx = _mma_module()._MMA_DOT_PTX.value
-    run_warp(ptx, lanes_a)
-    run_warp(ptx, lanes_b)
+    run_warp(ptx, lanes_a, memory)
+    run_warp(ptx, lanes_b, memory)
     for lane in range(32):
         diff = [_f32(lanes_b[lane][f"${n}"]) - _f32(lanes_a[lane][f"${n}"]) for n in range(4)]
         assert diff[2] == diff[3] == 0.0
         assert (diff[0] != 0.0) == (lane // 4 == 0), (lane, diff)
 
 
+def test_mma_dot_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
+    """When the elements a lane gets are another lane's (Triton chose another layout), every output is NaN."""
+    _, words, x = _two_tiles(random.Random(3))
+    lanes, memory = _dot_lanes(words, x, [0.0] * 4)
+    lanes = lanes[1:] + lanes[:1]  # hardware lane n holds logical lane n + 1
+    run_warp(_mma_module()._MMA_DOT_PTX.value, lanes, memory)
+    assert all(math.isnan(_f32(regs[f"${n}"])) for regs in lanes for n in range(4))
+
+
 def test_scale_ptx_applies_scale_zero_and_the_128_offset() -> None:
-    """acc + scale * dot + (zero - 136 scale) * xsum in elements 0 and 2 (the even and odd rows); 1 and 3 pass."""
+    """acc + scale * dot + (zero - 136 scale) * xsum in elements 0 and 2 (the even and odd rows, whose scale/zero
+    words are 8 rows apart); 1 and 3 pass through."""
     scale_e, zero_e, scale_o, zero_o = 0.5, -3.0, 0.25, 1.5
     dot, x_sum, acc = [200.0, 7.0, -40.0, 9.0], 3.0, [1.0, 2.0, 3.0, 4.0]
+    memory = {SZ_BASE: _bf16_pair(scale_e, zero_e), SZ_BASE + 32: _bf16_pair(scale_o, zero_o)}
     regs = {f"${n}": _bits(acc[n]) for n in range(4)}
     regs.update({f"${4 + n}": _bits(dot[n]) for n in range(4)})
-    regs.update({f"${8 + n}": _bf16_pair(scale_e, zero_e) for n in range(4)})
-    regs.update({f"${12 + n}": _bf16_pair(scale_o, zero_o) for n in range(4)})
-    regs.update({f"${16 + n}": _bits(x_sum) for n in range(4)})
-    run_warp(_mma_module()._SCALE_PTX.value, [regs])
+    regs.update({f"${8 + n}": SZ_BASE for n in range(4)})
+    regs.update({f"${12 + n}": _bits(x_sum) for n in range(4)})
+    run_warp(_mma_module()._SCALE_PTX.value, [regs], memory)
     got = [_f32(regs[f"${n}"]) for n in range(4)]
     assert got[0] == acc[0] + scale_e * dot[0] + (zero_e - 136 * scale_e) * x_sum
     assert got[2] == acc[2] + scale_o * dot[2] + (zero_o - 136 * scale_o) * x_sum
