@@ -1,76 +1,149 @@
-"""int4 GEMV candidate: `rowreg_bn256_sk16` with packed fp16x2 decode through inline PTX (lop3 magic number).
+"""int4 GEMV on the tensor cores: tinygemm's packed words are `mma.m16n8k16` B fragments as they lie in memory.
 
-Hypothesis: the `rowreg_*` kernels are issue-bound on the nibble decode (LOP3, FADD, FFMA per nibble, about
-5.4 SASS instructions per nibble in the loop). Nibbles p and p + 4 of a tinygemm word are adjacent k values
-(k0 + 8 (p % 4) and k0 + 8 (p % 4) + 1), at bits 4a and 16 + 4a. So for a = 0..3 one `lop3` of `w >> 4a` with
-0x000F000F and 0x64006400 makes the fp16x2 pair (1024 + q_a, 1024 + q_(a+4)); one `sub.f16x2` of 1032 makes
-both `q - 8` exactly; one `fma.f16x2` multiplies by the x pair (x[k0 + 8a], x[k0 + 8a + 1]), which is one
-aligned 32-bit load of x (the k of nibble a is even). The four pairs of a word are summed in fp16x2 and the
-word's sum converted to fp32: about 19 instructions per 8 nibbles (3 SHF, 4 LOP3, 4 HADD2, 4 HFMA2, 2 cvt,
-2 FADD), against about 24 plus x handling. Everything beyond one word (the dot over the group, the scale
-and zero, the split-K sum) stays fp32.
+Idea: every `lop3*` kernel spends most of its instructions after the decode: fp16x2 products, their conversion to
+fp32 and the sums across a row's words and threads (`lop3_f16_bn256_sk16`: 876 SASS instructions per thread per
+group, 3.4 per nibble). tinygemm's layout was made for the tensor cores. Its word at [n // 8, ko, lane, j] holds,
+for the row n % 8 = lane // 4 of an 8-row n-tile, the k values 32 j + 2 (lane % 4) + 8 (p % 4) + p // 4 of nibble p:
+nibbles a and a + 4 (a = 0..3) are the bf16x2 register b0 (a even) or b1 (a odd) of the B fragment of k-tile
+j * 2 + a // 2 (16 k each) for that lane, in exactly the lanes and halves `mma.sync.m16n8k16.row.col` expects
+(B[k][n] with n = lane // 4, k = 2 (lane % 4) + {0, 1} in b0 and + 8 in b1). So one warp loads an n-tile's 512 bytes
+of a k-outer tile with one 16-byte load per lane, and each lane decodes its own 4 words into 8 B fragments:
+- decode (per word, 11 instructions): `lop3(w >> 4a, 0x000F000F, 0x43004300)` is the bf16x2 pair (128 + q, 128 + q')
+  and `sub.bf16x2` of 136 gives both q - 8 exactly (bf16 holds 128..143 and -8..7 exactly);
+- A is x: every row of A holds the same x (a0 = a1 = the bf16 pair of x at k = 2 (lane % 4), a2 = a3 at k + 8), so
+  every row of D is the n-tile's dot, and lane gets rows 2 (lane % 4) and + 1 in d0 and d1 (d2, d3 repeat them).
+  x needs no conversion: its bf16 pairs are the A registers;
+- the 8 mmas of a lane's 4 words are chained in fp32; products of bf16 x and q - 8 are exact, so the only rounding
+  is the fp32 accumulation (tinygemm rounds each dequantized weight to bf16);
+- per group the scale and zero of the lane's two rows (one 8-byte load: rows 2 (lane % 4) and + 1 are adjacent) are
+  applied in fp32 inside a second asm block: acc += scale * dot + zero * sum(x over the group).
+15/16 of each mma's rows repeat row 0: the tensor cores have the throughput to spare (8 mmas per 4 words per lane).
 
-Precision: q - 8 is exact in fp16; x is rounded to fp16 after a 2^-4 prescale (so |x| up to ~30000 cannot
-overflow the 4-product fp16 partials; the result is scaled back by 16); products and the 4-term partial are
-rounded to fp16's 11 bits (tinygemm rounds every dequantized weight to bf16's 8 bits).
+Split-K: per-split fp32 partials summed by the last arriving program of a row block (as `lop3.py`), behind a block
+barrier.
 
-In the Triton interpreter (TRITON_INTERPRET=1) inline PTX cannot run, so the kernel takes a pure-Triton twin
-path (`USE_PTX=False`) with the same loads and nibble pairing, in fp32: the interpreter test checks the
-indexing, and the H200 check (`check_variants.py --device cuda`) checks the PTX.
+In the Triton interpreter (TRITON_INTERPRET=1) inline PTX cannot run, so the kernel takes a pure-Triton twin path
+(`USE_PTX=False`) with the same loads and the same fragment tensor layout ([n-tiles, 32 lanes, 4 words]), computing
+each lane's d0..d3 from the words of its n-tile: the interpreter test checks the indexing and the epilogue;
+`tests/speedrun/test_speedrun_int4_mma.py` runs the PTX text of one warp through a CPU emulator of the mma
+fragments; the H200 check (`check_variants.py --device cuda`) runs it.
 
-Layout (CUDA `_convert_weight_to_int4pack`, inner_k_tiles = IKT): int32 [N/8, K/(16 IKT), 32, IKT/2]; the word
-at [n // 8, ko, (n % 8) * 4 + qq, j] holds, in nibble p (bits 4p..4p+3), weight k = 16 IKT ko + 32 j + 2 qq +
-8 (p % 4) + p // 4 of row n.
+Parameters: `block_n` (rows per program, a multiple of 8 * num_warps), `split_k` (the largest split, halved until it
+divides the groups), `num_warps`, `num_stages`. Needs inner_k_tiles 8 (4 words per lane per k-outer tile) and a
+group size that is a multiple of 128.
+
+Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from the sm_90 compile):
+- `mma_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): the kept kernel's grid, 512 programs of 4
+  groups, 8 n-tiles per lane; 136 registers, so 3 programs per SM and the grid needs two rounds.
+- `mma_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages): 512 programs of 8 groups, 4 n-tiles per lane, 84
+  registers: all resident at once (6 per SM fit), with a ring of 3 groups each.
+- `mma_bn128_sk16_w4_st3` (128 rows, split-K 16, 4 warps, 3 stages): 1024 programs of 4 groups, 100 registers (5 per
+  SM): shorter programs whose ramps overlap.
+- `mma_bn256_sk8_w8_st4` (256 rows, split-K 8, 8 warps, 4 stages): 256 programs of 8 warps and 8 groups, 102
+  registers (2 per SM): the x pairs shared by twice the rows.
+- `mma_bn64_sk8_w2_st4` (64 rows, split-K 8, 2 warps, 4 stages): 1024 programs of 2 warps and 8 groups, 76
+  registers: many small independent streams per SM.
+- `mma_bn128_sk4_w4_st4` (128 rows, split-K 4, 4 warps, 4 stages): 256 programs of 16 groups: the longest pipeline
+  per program, and a quarter of the split-K partials.
+- `mma_bn128_sk8_w4_st6` (128 rows, split-K 8, 4 warps, 6 stages): `mma_bn128_sk8_w4_st4` with 5 groups in flight
+  per program instead of 3.
+- `mma_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages): 2048 programs of 2 warps and 4 groups.
+
+Layout (CUDA `_convert_weight_to_int4pack`, inner_k_tiles = IKT): int32 [N/8, K/(16 IKT), 32, IKT/2]; the word at [n
+// 8, ko, (n % 8) * 4 + qq, j] holds, in nibble p (bits 4p..4p+3), weight k = 16 IKT ko + 32 j + 2 qq + 8 (p % 4) +
+p // 4 of row n.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
-WHO = "Claude (Anthropic): Triton kernel with inline PTX, speedrun/int4_gemv/lop3.py variant lop3_f16_bn256_sk16"
+VARIANTS: dict[str, dict[str, Any]] = {
+    "mma_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3},
+    "mma_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4},
+    "mma_bn128_sk16_w4_st3": {"block_n": 128, "split_k": 16, "num_warps": 4, "num_stages": 3},
+    "mma_bn256_sk8_w8_st4": {"block_n": 256, "split_k": 8, "num_warps": 8, "num_stages": 4},
+    "mma_bn64_sk8_w2_st4": {"block_n": 64, "split_k": 8, "num_warps": 2, "num_stages": 4},
+    "mma_bn128_sk4_w4_st4": {"block_n": 128, "split_k": 4, "num_warps": 4, "num_stages": 4},
+    "mma_bn128_sk8_w4_st6": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 6},
+    "mma_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3},
+}
 
-BLOCK_N = 256
-SPLIT_K = 16
-NUM_WARPS = 4
-NUM_STAGES = 3
-X_PRESCALE = 0.0625  # x is rounded to fp16 as x / 16; the fp32 word sums are multiplied back by 16
+WORDS = 4  # words per lane per 128-k chunk (32 k each)
 
-# One word (8 nibbles) times its 4 x pairs (fp16x2), summed: $0 = sum_p (q_p - 8) x_p as fp32.
-# lop3 immLut 0xEA = (a & b) | c.
-_DECODE_DOT_PTX = tl.constexpr("""
+
+def _mma_dot_ptx() -> str:
+    """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x. Per word:
+    3 shifts and 4 `lop3` make the 4 bf16x2 pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply
+    them by x: A rows 0-7 are the even tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128
+    + q) x over the lane's row (lane // 4) of the even tile, d2 = d3 of the odd one.
+
+    $16 is the address of the chunk's first x pair: the lane loads its own 16 pairs (pair a, nibbles a and a + 4, of
+    word j is pair 16 j + 4 a + lane % 4), so no x tensor takes part in choosing the asm's layout. $12 is the column
+    (4 lane + j) of the first element: the fragments are only right when the element of lane L is hardware lane L's,
+    which Triton's layout decides, so any other lane makes every output NaN (a loud wrong result, not a quiet one).
+    The accumulators are tied to the outputs ($20..$23 = $0..$3)."""
+    regs = ", ".join(f"x{j}_{a}" for j in range(WORDS) for a in range(4))
+    lines = ["{", ".reg .b32 s, e0, e1, e2, e3, o0, o1, o2, o3, lid, qq;", f".reg .b32 {regs};", ".reg .b64 xa;",
+             ".reg .pred off;", "mov.u32 lid, %laneid;", "and.b32 qq, lid, 3;", "mul.wide.u32 xa, qq, 4;",
+             "add.s64 xa, xa, $16;", "shl.b32 lid, lid, 2;", "setp.ne.u32 off, $12, lid;"]
+    lines += [f"ld.global.nc.b32 x{j}_{a}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
+    for j in range(WORDS):
+        for tile, word in (("e", f"${4 + j}"), ("o", f"${8 + j}")):
+            for a in range(4):
+                src = word
+                if a:
+                    lines.append(f"shr.u32 s, {word}, {4 * a};")
+                    src = "s"
+                lines.append(f"lop3.b32 {tile}{a}, {src}, 0x000F000F, 0x43004300, 0xEA;")
+        for k_tile in range(2):  # pairs 2 k_tile (k = 2 qq + 16 k_tile) and 2 k_tile + 1 (k + 8)
+            lo, hi = 2 * k_tile, 2 * k_tile + 1
+            lines.append(
+                f"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{$0, $1, $2, $3}}, "
+                f"{{e{lo}, o{lo}, e{hi}, o{hi}}}, {{x{j}_{lo}, x{j}_{hi}}}, {{$0, $1, $2, $3}};"
+            )
+    lines += [f"@off mov.b32 ${n}, 0x7FC00000;" for n in range(4)]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+_MMA_DOT_PTX = tl.constexpr(_mma_dot_ptx())
+_MMA_DOT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,0,1,2,3")
+
+# acc += scale * dot + (zero - 136 scale) * xsum for the lane's two rows (element 0: the even tile's, element 2: the
+# odd tile's), where dot = sum (128 + q) x, so that scale * (q - 8) + zero is what multiplies x; elements 1 and 3
+# pass through. Inputs: dot $4..$7, the address of the even row's scale/zero word $8 (a bf16 scale in the low half,
+# the zero in the high half; the odd row's is 8 words on; loaded here, so that no sz tensor takes part in choosing
+# the layout), xsum $12, acc $16..$19 (tied to $0..$3).
+_SCALE_PTX = tl.constexpr("""
 {
-.reg .b32 t, v, acc, s, bias;
-.reg .b16 lo, hi;
-.reg .f32 flo, fhi;
-mov.b32 bias, 0x64086408;
-lop3.b32 t, $1, 0x000F000F, 0x64006400, 0xEA;
-sub.rn.f16x2 v, t, bias;
-mul.rn.f16x2 acc, v, $2;
-shr.u32 s, $1, 4;
-lop3.b32 t, s, 0x000F000F, 0x64006400, 0xEA;
-sub.rn.f16x2 v, t, bias;
-fma.rn.f16x2 acc, v, $3, acc;
-shr.u32 s, $1, 8;
-lop3.b32 t, s, 0x000F000F, 0x64006400, 0xEA;
-sub.rn.f16x2 v, t, bias;
-fma.rn.f16x2 acc, v, $4, acc;
-shr.u32 s, $1, 12;
-lop3.b32 t, s, 0x000F000F, 0x64006400, 0xEA;
-sub.rn.f16x2 v, t, bias;
-fma.rn.f16x2 acc, v, $5, acc;
-mov.b32 {lo, hi}, acc;
-cvt.f32.f16 flo, lo;
-cvt.f32.f16 fhi, hi;
-add.f32 $0, flo, fhi;
+.reg .b32 t, sz;
+.reg .f32 s, z;
+ld.global.nc.b32 sz, [$8];
+shl.b32 t, sz, 16;
+mov.b32 s, t;
+and.b32 t, sz, 0xFFFF0000;
+mov.b32 z, t;
+fma.rn.f32 z, s, 0fC3080000, z;
+fma.rn.f32 $0, s, $4, $0;
+fma.rn.f32 $0, z, $12, $0;
+ld.global.nc.b32 sz, [$8+32];
+shl.b32 t, sz, 16;
+mov.b32 s, t;
+and.b32 t, sz, 0xFFFF0000;
+mov.b32 z, t;
+fma.rn.f32 z, s, 0fC3080000, z;
+fma.rn.f32 $2, s, $6, $2;
+fma.rn.f32 $2, z, $12, $2;
 }
 """)
-
-# Two fp32 -> one fp16x2 word (low half from $1, high half from $2).
-_PACK_F16X2_PTX = tl.constexpr("cvt.rn.f16x2.f32 $0, $2, $1;")
+_SCALE_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,0,1,2,3")
 
 
 _COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
@@ -87,118 +160,223 @@ def _counters(device: torch.device, n: int) -> torch.Tensor:
 
 
 @triton.jit
-def _x_pair_f16x2(pair_ptrs, X_PRESCALE: tl.constexpr):
-    """Load bf16 pairs (as int32) -> (the pair as prescaled fp16x2 in an int32, the pair's fp32 sum)."""
-    pair = tl.load(pair_ptrs)
-    x_lo = (pair << 16).to(tl.float32, bitcast=True)
-    x_hi = (pair & -65536).to(tl.float32, bitcast=True)
-    packed = tl.inline_asm_elementwise(_PACK_F16X2_PTX, "=r,f,f", [x_lo * X_PRESCALE, x_hi * X_PRESCALE],
-                                       dtype=tl.int32, is_pure=True, pack=1)
-    return packed, x_lo + x_hi
+def _bf16_lo(v):
+    return (v << 16).to(tl.float32, bitcast=True)
 
 
 @triton.jit
-def _int4_gemv_lop3_kernel(xpair_ptr, w_ptr, sz_ptr, out_ptr, partial_ptr, counter_ptr, n_out, n_k_outer,
-                           xpair_row_stride, out_row_stride, groups_per_split, GROUP: tl.constexpr,
-                           IKT: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT_K: tl.constexpr,
-                           NUM_STAGES: tl.constexpr, USE_PTX: tl.constexpr, X_PRESCALE: tl.constexpr):
-    WORDS_PER_KO: tl.constexpr = 2 * IKT  # words of one row in one k-outer tile (16 * IKT k values)
-    KO_PER_GROUP: tl.constexpr = GROUP // (16 * IKT)
-    WORDS_PER_GROUP: tl.constexpr = KO_PER_GROUP * WORDS_PER_KO
-    KO_WORDS: tl.constexpr = 32 * IKT // 2  # words of one 8-row n-tile in one k-outer tile
+def _bf16_hi(v):
+    return (v & -65536).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _int4_gemv_mma_kernel(
+    xpair_ptr,
+    w_ptr,
+    sz_ptr,
+    out_ptr,
+    partial_ptr,
+    counter_ptr,
+    n_out,
+    n_k_outer,
+    xpair_row_stride,
+    out_row_stride,
+    groups_per_split,
+    GROUP: tl.constexpr,
+    IKT: tl.constexpr,
+    TILES: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    USE_PTX: tl.constexpr,
+    GPS_PAD: tl.constexpr,
+):
+    CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
+    WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
+    KO_WORDS: tl.constexpr = 32 * WPL  # words of one 8-row n-tile in one k-outer tile
+    PAIRS: tl.constexpr = GROUP // 2  # x pairs of one group
+    BLOCK_N: tl.constexpr = 8 * TILES
+    HALF: tl.constexpr = TILES // 2  # pairs of n-tiles (one mma's 16 rows)
     block = tl.program_id(0)
     row_m = tl.program_id(1)
     split = tl.program_id(2)
-    rows = block * BLOCK_N + tl.arange(0, BLOCK_N)
-    row_mask = rows < n_out
-    c = tl.arange(0, WORDS_PER_GROUP)
-    row_off = tl.cast(rows // 8, tl.int64) * n_k_outer * KO_WORDS + (rows % 8) * WORDS_PER_KO
-    ko_in_group = c // WORDS_PER_KO
-    word_in_ko = c % WORDS_PER_KO
-    col_off = ko_in_group * KO_WORDS + word_in_ko
-    # k (within the group) of nibble p of in-group word c is k_in_group + 8 (p % 4) + p // 4; it is even, so
-    # nibbles a and a + 4 read the x pair at (k_in_group + 8 a) / 2 of x viewed as int32
-    k_in_group = ko_in_group * (16 * IKT) + 32 * (word_in_ko % (IKT // 2)) + 2 * (word_in_ko // (IKT // 2))
-    w_ptrs = w_ptr + row_off[:, None] + col_off[None, :]
+    # [HALF, 128] tiles: row i is an n-tile pair, column 4 lane + j the lane's word j of a 128-k chunk (k = 32 j +
+    # 2 qq + 8 (p % 4) + p // 4), so an n-tile's 512 contiguous bytes are one warp's 16-byte loads
+    i = tl.arange(0, HALF)[:, None]
+    col = tl.arange(0, 128)[None, :]
+    lane = col // 4
+    j = col % 4
+    qq = lane % 4
+    even_tile = block * TILES + 2 * i
+    pair_mask = even_tile < n_out // 8
+    odd_mask = even_tile + 1 < n_out // 8
+    if WPL == 4:  # a chunk is one k-outer tile: the lane's 4 words are contiguous (written so, for 16-byte loads)
+        w_col = col
+    else:
+        w_col = (j // WPL) * KO_WORDS + lane * WPL + j % WPL
+    w_even = w_ptr + tl.cast(even_tile, tl.int64) * n_k_outer * KO_WORDS + w_col
+    w_odd = w_even + n_k_outer * KO_WORDS
     x_row = xpair_ptr + row_m * xpair_row_stride
-    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    # pair a (nibbles a, a + 4) of word j of lane qq in chunk c of a group: pair 64 c + 16 j + 4 a + qq
+    x_off = 16 * j + qq
     g_start = split * groups_per_split
+    # the sum of x over each group of this split (for the zero-point terms), once before the loop
+    gs = tl.arange(0, GPS_PAD)
+    p = tl.arange(0, PAIRS)
+    xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None], other=0)
+    x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
+    # element (i, 4 lane + j) holds row lane // 4 of n-tile 2 i + j // 2 (j odd: a copy of j - 1)
+    rows = (even_tile + j // 2) * 8 + lane // 4
+    rows_mask = tl.where(j < 2, pair_mask, odd_mask)
+    sz_even = sz_ptr + even_tile * 8 + lane // 4  # the lane's even-tile row; the odd one is + 8
+    acc = tl.zeros([HALF, 128], dtype=tl.float32)
     for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
         g = g_start + gi
-        words = tl.load(w_ptrs + g * (KO_PER_GROUP * KO_WORDS), mask=row_mask[:, None], other=0,
-                        eviction_policy="evict_first")
-        pair_base = x_row + (g * GROUP + k_in_group) // 2
-        x_sum = tl.zeros([WORDS_PER_GROUP], dtype=tl.float32)
+        x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+        dot = tl.zeros([HALF, 128], dtype=tl.float32)
+        for c in tl.static_range(CHUNKS):
+            ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
+            words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
+            words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+            if USE_PTX:
+                x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
+                dot = tl.inline_asm_elementwise(
+                    _MMA_DOT_PTX,
+                    _MMA_DOT_CONSTRAINTS,
+                    [words_even, words_odd, col, x_chunk, dot],
+                    dtype=tl.float32,
+                    is_pure=True,
+                    pack=4,
+                )
+            else:  # pure-Triton twin (interpreter): each element's row dot from its n-tile's words
+                x_ptrs = x_row + g * PAIRS + 64 * c + x_off
+                x0 = tl.load(x_ptrs)
+                x1 = tl.load(x_ptrs + 4)
+                x2 = tl.load(x_ptrs + 8)
+                x3 = tl.load(x_ptrs + 12)
+                part_even = tl.zeros([HALF, 128], dtype=tl.float32)  # per word, row lane // 4, fp32
+                part_odd = tl.zeros([HALF, 128], dtype=tl.float32)
+                for a in tl.static_range(4):
+                    if a == 0:
+                        pair = x0
+                    elif a == 1:
+                        pair = x1
+                    elif a == 2:
+                        pair = x2
+                    else:
+                        pair = x3
+                    x_lo = _bf16_lo(pair)
+                    x_hi = _bf16_hi(pair)
+                    part_even += (((words_even >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
+                        ((words_even >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
+                    ) * x_hi
+                    part_odd += (((words_odd >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
+                        ((words_odd >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
+                    ) * x_hi
+                dot_even = tl.sum(tl.reshape(part_even, [HALF, 8, 16]), axis=2)  # [HALF, 8]: col = 16 row + 4 qq + j
+                dot_odd = tl.sum(tl.reshape(part_odd, [HALF, 8, 16]), axis=2)
+                want = (lane // 4)[:, :, None] == tl.arange(0, 8)[None, None, :]
+                pick_even = tl.sum(tl.where(want, dot_even[:, None, :], 0.0), axis=2)  # [HALF, 128]
+                pick_odd = tl.sum(tl.where(want, dot_odd[:, None, :], 0.0), axis=2)
+                dot += tl.where(j < 2, pick_even, pick_odd)
         if USE_PTX:
-            x0, s0 = _x_pair_f16x2(pair_base, X_PRESCALE)
-            x1, s1 = _x_pair_f16x2(pair_base + 4, X_PRESCALE)
-            x2, s2 = _x_pair_f16x2(pair_base + 8, X_PRESCALE)
-            x3, s3 = _x_pair_f16x2(pair_base + 12, X_PRESCALE)
-            x_sum = (s0 + s1) + (s2 + s3)
-            word_dot = tl.inline_asm_elementwise(
-                _DECODE_DOT_PTX, "=f,r,r,r,r,r", [words, x0[None, :], x1[None, :], x2[None, :], x3[None, :]],
-                dtype=tl.float32, is_pure=True, pack=1)
-            dot = tl.sum(word_dot, axis=1) * (1.0 / X_PRESCALE)
-        else:  # pure-Triton twin (interpreter): the same loads and pairing, in fp32
-            word_dot = tl.zeros([BLOCK_N, WORDS_PER_GROUP], dtype=tl.float32)
-            for a in tl.static_range(4):
-                pair = tl.load(pair_base + 4 * a)
-                x_lo = (pair << 16).to(tl.float32, bitcast=True)
-                x_hi = (pair & -65536).to(tl.float32, bitcast=True)
-                x_sum += x_lo + x_hi
-                q_lo = ((words >> (4 * a)) & 0xF).to(tl.float32) - 8.0
-                q_hi = ((words >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
-                word_dot += q_lo * x_lo[None, :] + q_hi * x_hi[None, :]
-            dot = tl.sum(word_dot, axis=1)
-        sz = tl.load(sz_ptr + g * n_out + rows, mask=row_mask, other=0)
-        scale = (sz << 16).to(tl.float32, bitcast=True)
-        zero = (sz & -65536).to(tl.float32, bitcast=True)
-        acc += scale * dot + zero * tl.sum(x_sum, axis=0)
+            # the odd tile's row past n_out (n_out // 8 odd) reads the next group's first row: its value is unused
+            sz_addr = tl.cast(sz_even + g * n_out, tl.int64)
+            acc = tl.inline_asm_elementwise(
+                _SCALE_PTX,
+                _SCALE_CONSTRAINTS,
+                [dot, sz_addr, tl.broadcast_to(x_sum, [HALF, 128]), acc],
+                dtype=tl.float32,
+                is_pure=True,
+                pack=4,
+            )
+        else:
+            sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
+            acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
+    # compact the tile to its rows: element (i, 16 g + 4 qq + 2 jj + jlo) holds row (2 i + jj) 8 + g (qq = jlo = 0;
+    # the 4 lanes of a row, and jlo = 1, hold copies). Summing over them before the store keeps the store's layout
+    # from deciding the loop's: the mma asm needs the words' lane-exact layout.
+    picked = tl.where((qq == 0) & (j % 2 == 0), acc, 0.0)
+    per_row = tl.sum(tl.sum(tl.reshape(picked, [HALF, 8, 4, 2, 2]), axis=4), axis=2)  # [HALF, 8 (g), 2 (jj)]
+    result = tl.reshape(tl.permute(per_row, (0, 2, 1)), [BLOCK_N])  # row 16 i + 8 jj + g of the block
+    flat = block * BLOCK_N + tl.arange(0, BLOCK_N)
+    flat_mask = flat < n_out
+    out_ptrs = out_ptr + row_m * out_row_stride + flat
     if SPLIT_K == 1:
-        tl.store(out_ptr + row_m * out_row_stride + rows, acc.to(out_ptr.dtype.element_ty), mask=row_mask)
+        tl.store(out_ptrs, result.to(out_ptr.dtype.element_ty), mask=flat_mask)
     else:
-        tl.store(partial_ptr + (split * tl.num_programs(1) + row_m) * n_out + rows, acc, mask=row_mask)
+        tl.store(partial_ptr + (split * tl.num_programs(1) + row_m) * n_out + flat, result, mask=flat_mask)
+        tl.debug_barrier()  # every thread's partial before the one counter release
         ticket = block * tl.num_programs(1) + row_m
         arrived = tl.atomic_add(counter_ptr + ticket, 1, sem="acq_rel")
         if arrived == SPLIT_K - 1:
             s = tl.arange(0, SPLIT_K)
-            parts = tl.load(partial_ptr + (s[:, None] * tl.num_programs(1) + row_m) * n_out + rows[None, :],
-                            mask=row_mask[None, :], other=0.0, cache_modifier=".cg")
-            tl.store(out_ptr + row_m * out_row_stride + rows,
-                     tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=row_mask)
+            parts = tl.load(
+                partial_ptr + (s[:, None] * tl.num_programs(1) + row_m) * n_out + flat[None, :],
+                mask=flat_mask[None, :],
+                other=0.0,
+                cache_modifier=".cg",
+            )
+            tl.store(out_ptrs, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=flat_mask)
             tl.store(counter_ptr + ticket, 0)
 
 
-def kernel(x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *,
-           group_size: int = 128) -> torch.Tensor:
-    """x [M, K] times the packed int4 weight [N, K] transposed: [M, N] bf16, as _weight_int4pack_mm."""
-    assert w_int4.dtype == torch.int32 and w_int4.ndim == 4 and w_int4.shape[2] == 32, (
-        "int4_gemv: w_int4 must be CUDA tinygemm's int32 [N/8, K/(16*IKT), 32, IKT/2] layout "
-        "(torch.ops.aten._convert_weight_to_int4pack)")
-    ikt = w_int4.shape[3] * 2
-    n_out, n_k = w_int4.shape[0] * 8, w_int4.shape[1] * 16 * ikt
-    assert x.ndim == 2 and x.shape[1] == n_k, f"int4_gemv: x must be [M, {n_k}], got {tuple(x.shape)}"
-    assert x.dtype == torch.bfloat16, "int4_gemv: x must be bf16 (read as bf16 pairs)"
-    assert group_size % (16 * ikt) == 0, (
-        f"int4_gemv: group_size {group_size} must be a multiple of 16 * inner_k_tiles = {16 * ikt}")
-    n_groups = n_k // group_size
-    assert scales_and_zeros.shape == (n_groups, n_out, 2), "int4_gemv: scales_and_zeros must be [K/g, N, 2]"
-    assert scales_and_zeros.dtype == torch.bfloat16, "int4_gemv: scales_and_zeros must be bf16"
-    split_k = SPLIT_K
-    while n_groups % split_k:  # a power of two dividing the groups
-        split_k //= 2
-    n_blocks, n_m = triton.cdiv(n_out, BLOCK_N), x.shape[0]
-    w_int4 = w_int4.contiguous()
-    sz = scales_and_zeros.contiguous().view(torch.int32).view(n_groups, n_out)  # scale: low half, zero: high
-    xpair = x.contiguous().view(torch.int32)  # [M, K / 2]: (x[2i], x[2i + 1]) in the low and high halves
-    out = torch.empty((n_m, n_out), dtype=x.dtype, device=x.device)
-    partial = torch.empty((split_k, n_m, n_out), dtype=torch.float32, device=x.device)
-    use_ptx = os.environ.get("TRITON_INTERPRET", "0") != "1"
-    _int4_gemv_lop3_kernel[(n_blocks, n_m, split_k)](
-        xpair, w_int4, sz, out, partial, _counters(x.device, n_blocks * n_m), n_out, w_int4.shape[1],
-        xpair.stride(0), out.stride(0), n_groups // split_k, GROUP=group_size, IKT=ikt, BLOCK_N=BLOCK_N,
-        SPLIT_K=split_k, NUM_STAGES=NUM_STAGES, USE_PTX=use_ptx, X_PRESCALE=X_PRESCALE, num_warps=NUM_WARPS)
-    return out
+def make_kernel(*, block_n: int, split_k: int, num_warps: int, num_stages: int) -> Callable[..., torch.Tensor]:
+    """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set."""
+
+    def kernel(
+        x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
+    ) -> torch.Tensor:
+        """x [M, K] times the packed int4 weight [N, K] transposed: [M, N] bf16, as _weight_int4pack_mm."""
+        assert w_int4.dtype == torch.int32 and w_int4.ndim == 4 and w_int4.shape[2] == 32, (
+            "int4_gemv: w_int4 must be CUDA tinygemm's int32 [N/8, K/(16*IKT), 32, IKT/2] layout "
+            "(torch.ops.aten._convert_weight_to_int4pack)"
+        )
+        ikt = w_int4.shape[3] * 2
+        n_out, n_k = w_int4.shape[0] * 8, w_int4.shape[1] * 16 * ikt
+        assert x.ndim == 2 and x.shape[1] == n_k, f"int4_gemv: x must be [M, {n_k}], got {tuple(x.shape)}"
+        assert x.dtype == torch.bfloat16, "int4_gemv: x must be bf16 (its pairs are the mma's A registers)"
+        assert group_size % 128 == 0, f"int4_gemv: group_size {group_size} must be a multiple of 128"
+        n_groups = n_k // group_size
+        assert scales_and_zeros.shape == (n_groups, n_out, 2), "int4_gemv: scales_and_zeros must be [K/g, N, 2]"
+        assert scales_and_zeros.dtype == torch.bfloat16, "int4_gemv: scales_and_zeros must be bf16"
+        splits = split_k
+        while n_groups % splits:  # a power of two dividing the groups
+            splits //= 2
+        n_blocks, n_m = triton.cdiv(n_out, block_n), x.shape[0]
+        w_int4 = w_int4.contiguous()
+        sz = scales_and_zeros.contiguous().view(torch.int32).view(n_groups, n_out)  # scale: low half, zero: high
+        xpair = x.contiguous().view(torch.int32)  # [M, K / 2]: (x[2i], x[2i + 1]) in the low and high halves
+        out = torch.empty((n_m, n_out), dtype=x.dtype, device=x.device)
+        partial = torch.empty((splits, n_m, n_out), dtype=torch.float32, device=x.device)
+        use_ptx = os.environ.get("TRITON_INTERPRET", "0") != "1"
+        _int4_gemv_mma_kernel[(n_blocks, n_m, splits)](
+            xpair,
+            w_int4,
+            sz,
+            out,
+            partial,
+            _counters(x.device, n_blocks * n_m),
+            n_out,
+            w_int4.shape[1],
+            xpair.stride(0),
+            out.stride(0),
+            n_groups // splits,
+            GROUP=group_size,
+            IKT=ikt,
+            TILES=block_n // 8,
+            SPLIT_K=splits,
+            NUM_STAGES=num_stages,
+            USE_PTX=use_ptx,
+            GPS_PAD=triton.next_power_of_2(n_groups // splits),
+            num_warps=num_warps,
+        )
+        return out
+
+    return kernel
+
+
+kernel = make_kernel(**VARIANTS["mma_bn256_sk16_w4_st3"])
+WHO = 'Claude (Anthropic), Triton kernel speedrun/int4_gemv/mma.py, variant mma_bn256_sk16_w4_st3'
 
 
 if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
