@@ -86,7 +86,9 @@ def main() -> None:
             (log / f"verify_{tag}.json").write_text(out)
             if tries == 0:  # read the machine code after the first compile
                 jitted = re.findall(r"@triton\.jit[^\n]*\n(?:@[^\n]*\n)*def (\w+)", source)
-                for kernel_name in jitted[:2]:
+                # launched kernels, not the @triton.jit helpers they call (the cache holds kernels only)
+                launched = [name for name in jitted if name.endswith("kernel")] or jitted
+                for kernel_name in launched[:2]:
                     hk(log, f"disasm_{tag}_{kernel_name}", "disasm", "triton-cache", "--kernel", kernel_name,
                        "--max-lines", "60", "--json")
             note = f"{variant} (triage {triage_ms * 1e3:.1f} us): {cv.variant_hypothesis(target, variant)[:200]}"

@@ -1,57 +1,74 @@
-"""int4 GEMV on the tensor cores: tinygemm's packed words are `mma.m16n8k16` B fragments as they lie in memory.
+"""int4 GEMV on the tensor cores: tinygemm's packed words are `mma.m16n8k16` A fragments as they lie in memory.
 
 Idea: every `lop3*` kernel spends most of its instructions after the decode: fp16x2 products, their conversion to
 fp32 and the sums across a row's words and threads (`lop3_f16_bn256_sk16`: 876 SASS instructions per thread per
-group, 3.4 per nibble). tinygemm's layout was made for the tensor cores. Its word at [n // 8, ko, lane, j] holds,
-for the row n % 8 = lane // 4 of an 8-row n-tile, the k values 32 j + 2 (lane % 4) + 8 (p % 4) + p // 4 of nibble p:
-nibbles a and a + 4 (a = 0..3) are the bf16x2 register b0 (a even) or b1 (a odd) of the B fragment of k-tile
-j * 2 + a // 2 (16 k each) for that lane, in exactly the lanes and halves `mma.sync.m16n8k16.row.col` expects
-(B[k][n] with n = lane // 4, k = 2 (lane % 4) + {0, 1} in b0 and + 8 in b1). So one warp loads an n-tile's 512 bytes
-of a k-outer tile with one 16-byte load per lane, and each lane decodes its own 4 words into 8 B fragments:
-- decode (per word, 11 instructions): `lop3(w >> 4a, 0x000F000F, 0x43004300)` is the bf16x2 pair (128 + q, 128 + q')
-  and `sub.bf16x2` of 136 gives both q - 8 exactly (bf16 holds 128..143 and -8..7 exactly);
-- A is x: every row of A holds the same x (a0 = a1 = the bf16 pair of x at k = 2 (lane % 4), a2 = a3 at k + 8), so
-  every row of D is the n-tile's dot, and lane gets rows 2 (lane % 4) and + 1 in d0 and d1 (d2, d3 repeat them).
-  x needs no conversion: its bf16 pairs are the A registers;
-- the 8 mmas of a lane's 4 words are chained in fp32; products of bf16 x and q - 8 are exact, so the only rounding
-  is the fp32 accumulation (tinygemm rounds each dequantized weight to bf16);
-- per group the scale and zero of the lane's two rows (one 8-byte load: rows 2 (lane % 4) and + 1 are adjacent) are
-  applied in fp32 inside a second asm block: acc += scale * dot + zero * sum(x over the group).
-15/16 of each mma's rows repeat row 0: the tensor cores have the throughput to spare (8 mmas per 4 words per lane).
+group, 3.4 per nibble). tinygemm's layout was made for the tensor cores. Its word at [n // 8, ko, lane, j] holds, for
+row lane // 4 of an 8-row n-tile, the k values 32 j + 2 (lane % 4) + 8 (p % 4) + p // 4 of nibble p: nibbles a and
+a + 4 are adjacent k, at k = 2 (lane % 4) (a even) or + 8 (a odd) of k-tile 2 j + a // 2 (16 k each). That is the
+A fragment of `mma.sync.m16n8k16.row.col` (a0: row lane // 4, k = 2 (lane % 4) + {0, 1}; a2: k + 8; a1 and a3: row
++ 8), with two n-tiles as A's 16 rows. So one warp loads an n-tile's 512 bytes of a k-outer tile with one 16-byte
+load per lane, and each lane decodes its own words:
+- decode (per word: 3 shifts, 4 `lop3`): `lop3(w >> 4a, 0x000F000F, 0x43004300)` is the bf16x2 pair (128 + q,
+  128 + q'), exact; no subtraction: the 128 + 8 offset is taken out once per row and group (below);
+- B is x: every column of B is x, so every column of D is the rows' dot and a lane gets its row of each n-tile in
+  d0 (= d1) and d2 (= d3). x needs no conversion: its bf16 pairs are the B registers. The lane loads its 16 pairs
+  of a 128-k chunk itself, inside the asm (pair 16 j + 4 a + lane % 4);
+- the 8 mmas of a lane's 4 words are chained in fp32; products of bf16 x and 128 + q are exact, so the only
+  rounding is the fp32 accumulation (tinygemm rounds each dequantized weight to bf16);
+- per group, a second asm block loads the two rows' scale/zero words and applies acc += scale * dot + (zero - 136
+  scale) * sum(x over the group) in fp32.
+Half the lanes' results repeat the other half, and 7/8 of D's columns repeat column 0: the tensor cores have the
+throughput to spare (8 mmas per 8 words per lane).
+
+Layout: the fragments are only right when the tensor element of lane L sits in hardware lane L. Triton chooses the
+layout: the words load as [n-tile pairs, 128] (column 4 lane + j), x and the scale/zero words are loaded inside the
+asm blocks, and the tile is reduced to its rows before the store, so the words' coalesced layout (sizePerThread
+[1, 4], threadsPerWarp [1, 32]) is the only one on offer; the sm_90 compile shows it for Triton 3.6 (the H200's)
+and 3.9. Should a Triton choose another, the dot asm sees a column that is not 4 %laneid and makes its outputs NaN.
 
 Split-K: per-split fp32 partials summed by the last arriving program of a row block (as `lop3.py`), behind a block
-barrier.
+barrier. The x sum of each group: computed for all groups of a split before the loop (up to 16 groups per split),
+or per group inside it.
 
 In the Triton interpreter (TRITON_INTERPRET=1) inline PTX cannot run, so the kernel takes a pure-Triton twin path
-(`USE_PTX=False`) with the same loads and the same fragment tensor layout ([n-tiles, 32 lanes, 4 words]), computing
-each lane's d0..d3 from the words of its n-tile: the interpreter test checks the indexing and the epilogue;
-`tests/speedrun/test_speedrun_int4_mma.py` runs the PTX text of one warp through a CPU emulator of the mma
-fragments; the H200 check (`check_variants.py --device cuda`) runs it.
+(`USE_PTX=False`) with the same word tiles, computing each element's row dot from its n-tile's words: the
+interpreter test checks the indexing and the epilogue; `tests/speedrun/test_speedrun_int4_mma.py` runs the PTX text
+of one warp in lockstep through a CPU emulator whose mma gathers fragments by the PTX ISA's layout; the H200 check
+(`check_variants.py --device cuda`) runs it.
 
-Parameters: `block_n` (rows per program, a multiple of 8 * num_warps), `split_k` (the largest split, halved until it
-divides the groups), `num_warps`, `num_stages`. Needs inner_k_tiles 8 (4 words per lane per k-outer tile) and a
-group size that is a multiple of 128.
+Parameters: `block_n` (rows per program, a multiple of 16 * num_warps), `split_k` (the largest split, halved until
+it divides the groups), `num_warps`, `num_stages`. Needs a group size that is a multiple of 128.
 
-Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from the sm_90 compile):
-- `mma_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): the kept kernel's grid, 512 programs of 4
-  groups, 8 n-tiles per lane; 136 registers, so 3 programs per SM and the grid needs two rounds.
-- `mma_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages): 512 programs of 8 groups, 4 n-tiles per lane, 84
-  registers: all resident at once (6 per SM fit), with a ring of 3 groups each.
-- `mma_bn128_sk16_w4_st3` (128 rows, split-K 16, 4 warps, 3 stages): 1024 programs of 4 groups, 100 registers (5 per
-  SM): shorter programs whose ramps overlap.
-- `mma_bn256_sk8_w8_st4` (256 rows, split-K 8, 8 warps, 4 stages): 256 programs of 8 warps and 8 groups, 102
-  registers (2 per SM): the x pairs shared by twice the rows.
-- `mma_bn64_sk8_w2_st4` (64 rows, split-K 8, 2 warps, 4 stages): 1024 programs of 2 warps and 8 groups, 76
-  registers: many small independent streams per SM.
+Layout of the weight (CUDA `_convert_weight_to_int4pack`, inner_k_tiles = IKT): int32 [N/8, K/(16 IKT), 32, IKT/2];
+the word at [n // 8, ko, (n % 8) * 4 + qq, j] holds, in nibble p (bits 4p..4p+3), weight k = 16 IKT ko + 32 j + 2 qq
++ 8 (p % 4) + p // 4 of row n.
+
+Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from the sm_90 compile with Triton 3.6):
+- `mma_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): the grid of `lop3_f16_bn256_sk16`, 512
+  programs of 4 groups, 4 n-tile pairs per warp; 110 registers (4 programs per SM), 441 loop instructions per group
+  for 256 nibbles (1.7 per nibble).
+- `mma_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages): 512 programs of 8 groups, 2 n-tile pairs per
+  warp, 72 registers: all resident at once, with a ring of 3 groups each.
+- `mma_bn128_sk16_w4_st3` (128 rows, split-K 16, 4 warps, 3 stages): 1024 programs of 4 groups: shorter programs
+  whose ramps overlap.
+- `mma_bn256_sk8_w8_st4` (256 rows, split-K 8, 8 warps, 4 stages): 256 programs of 8 warps and 8 groups.
+- `mma_bn64_sk8_w2_st4` (64 rows, split-K 8, 2 warps, 4 stages): 1024 programs of 2 warps and 8 groups: many
+  small independent streams per SM.
 - `mma_bn128_sk4_w4_st4` (128 rows, split-K 4, 4 warps, 4 stages): 256 programs of 16 groups: the longest pipeline
   per program, and a quarter of the split-K partials.
 - `mma_bn128_sk8_w4_st6` (128 rows, split-K 8, 4 warps, 6 stages): `mma_bn128_sk8_w4_st4` with 5 groups in flight
   per program instead of 3.
 - `mma_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages): 2048 programs of 2 warps and 4 groups.
-
-Layout (CUDA `_convert_weight_to_int4pack`, inner_k_tiles = IKT): int32 [N/8, K/(16 IKT), 32, IKT/2]; the word at [n
-// 8, ko, (n % 8) * 4 + qq, j] holds, in nibble p (bits 4p..4p+3), weight k = 16 IKT ko + 32 j + 2 qq + 8 (p % 4) +
-p // 4 of row n.
+- `mma_bn16_sk1_w1_st8` (16 rows, no split, 1 warp, 8 stages): 512 one-warp programs, each one n-tile pair over all
+  of K: no partials, no second phase, 7 groups in flight per warp.
+- `mma_bn32_sk1_w2_st6` (32 rows, no split, 2 warps, 6 stages): 256 programs over all of K.
+- `mma_bn64_sk1_w4_st8` (64 rows, no split, 4 warps, 8 stages): 128 programs, one per SM, 7 groups in flight.
+- `mma_bn128_sk2_w4_st6` (128 rows, split-K 2, 4 warps, 6 stages): 128 programs of 32 groups.
+- `mma_bn256_sk16_w8_st3` (256 rows, split-K 16, 8 warps, 3 stages): `mma_bn256_sk16_w4_st3` with 2 n-tile pairs
+  per warp: twice the warps per SM at the same grid.
+- `mma_bn256_sk32_w4_st2` (256 rows, split-K 32, 4 warps, 2 stages): 1024 programs of 2 groups.
+- `mma_bn512_sk32_w8_st2` (512 rows, split-K 32, 8 warps, 2 stages): 512 programs of 2 groups, 4 n-tile pairs per
+  warp: each program's whole share requested at once.
 """
 
 from __future__ import annotations
@@ -73,6 +90,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_bn128_sk4_w4_st4": {"block_n": 128, "split_k": 4, "num_warps": 4, "num_stages": 4},
     "mma_bn128_sk8_w4_st6": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 6},
     "mma_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3},
+    "mma_bn16_sk1_w1_st8": {"block_n": 16, "split_k": 1, "num_warps": 1, "num_stages": 8},
+    "mma_bn32_sk1_w2_st6": {"block_n": 32, "split_k": 1, "num_warps": 2, "num_stages": 6},
+    "mma_bn64_sk1_w4_st8": {"block_n": 64, "split_k": 1, "num_warps": 4, "num_stages": 8},
+    "mma_bn128_sk2_w4_st6": {"block_n": 128, "split_k": 2, "num_warps": 4, "num_stages": 6},
+    "mma_bn256_sk16_w8_st3": {"block_n": 256, "split_k": 16, "num_warps": 8, "num_stages": 3},
+    "mma_bn256_sk32_w4_st2": {"block_n": 256, "split_k": 32, "num_warps": 4, "num_stages": 2},
+    "mma_bn512_sk32_w8_st2": {"block_n": 512, "split_k": 32, "num_warps": 8, "num_stages": 2},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -219,11 +243,15 @@ def _int4_gemv_mma_kernel(
     # pair a (nibbles a, a + 4) of word j of lane qq in chunk c of a group: pair 64 c + 16 j + 4 a + qq
     x_off = 16 * j + qq
     g_start = split * groups_per_split
-    # the sum of x over each group of this split (for the zero-point terms), once before the loop
-    gs = tl.arange(0, GPS_PAD)
+    # the sum of x over each group of this split (for the zero-point terms): once before the loop for up to 16 groups
+    # a split, else per group inside it
+    XSUM_FIRST: tl.constexpr = GPS_PAD <= 16
+    gs = tl.arange(0, GPS_PAD if XSUM_FIRST else 1)
     p = tl.arange(0, PAIRS)
-    xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None], other=0)
-    x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
+    if XSUM_FIRST:
+        xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None],
+                     other=0)
+        x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
     # element (i, 4 lane + j) holds row lane // 4 of n-tile 2 i + j // 2 (j odd: a copy of j - 1)
     rows = (even_tile + j // 2) * 8 + lane // 4
     rows_mask = tl.where(j < 2, pair_mask, odd_mask)
@@ -231,7 +259,11 @@ def _int4_gemv_mma_kernel(
     acc = tl.zeros([HALF, 128], dtype=tl.float32)
     for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
         g = g_start + gi
-        x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+        if XSUM_FIRST:
+            x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+        else:
+            xg = tl.load(x_row + g * PAIRS + p)
+            x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
         dot = tl.zeros([HALF, 128], dtype=tl.float32)
         for c in tl.static_range(CHUNKS):
             ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
