@@ -61,13 +61,15 @@ Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from t
 - `mma_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages): 2048 programs of 2 warps and 4 groups.
 - `mma_bn16_sk1_w1_st8` (16 rows, no split, 1 warp, 8 stages): 512 one-warp programs, each one n-tile pair over all
   of K: no partials, no second phase, 7 groups in flight per warp.
-- `mma_bn32_sk1_w2_st6` (32 rows, no split, 2 warps, 6 stages): 256 programs over all of K.
+- `mma_bn32_sk1_w2_st6` (32 rows, no split, 2 warps, 6 stages): 256 programs over all of K, 5 groups in flight
+  per program.
 - `mma_bn64_sk1_w4_st8` (64 rows, no split, 4 warps, 8 stages): 128 programs, one per SM, 7 groups in flight.
 - `mma_bn128_sk2_w4_st6` (128 rows, split-K 2, 4 warps, 6 stages): 128 programs of 32 groups, one per SM, with
   only 2 partials per row to sum.
 - `mma_bn256_sk16_w8_st3` (256 rows, split-K 16, 8 warps, 3 stages): `mma_bn256_sk16_w4_st3` with 2 n-tile pairs
   per warp: twice the warps per SM at the same grid.
-- `mma_bn256_sk32_w4_st2` (256 rows, split-K 32, 4 warps, 2 stages): 1024 programs of 2 groups.
+- `mma_bn256_sk32_w4_st2` (256 rows, split-K 32, 4 warps, 2 stages): 1024 programs of 2 groups: a program asks
+  for half its share at once, and programs of a second round overlap the first's tails.
 - `mma_bn512_sk32_w8_st2` (512 rows, split-K 32, 8 warps, 2 stages): 512 programs of 2 groups, 4 n-tile pairs per
   warp: each program's whole share requested at once.
 """
