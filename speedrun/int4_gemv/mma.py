@@ -51,14 +51,16 @@ Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from t
   warp, 72 registers: all resident at once, with a ring of 3 groups each.
 - `mma_bn128_sk16_w4_st3` (128 rows, split-K 16, 4 warps, 3 stages): 1024 programs of 4 groups: shorter programs
   whose ramps overlap.
-- `mma_bn256_sk8_w8_st4` (256 rows, split-K 8, 8 warps, 4 stages): 256 programs of 8 warps and 8 groups.
+- `mma_bn256_sk8_w8_st4` (256 rows, split-K 8, 8 warps, 4 stages): 256 programs of 8 warps and 8 groups: half the
+  split-K partials of the kept grid.
 - `mma_bn64_sk8_w2_st4` (64 rows, split-K 8, 2 warps, 4 stages): 1024 programs of 2 warps and 8 groups: many
   small independent streams per SM.
 - `mma_bn128_sk4_w4_st4` (128 rows, split-K 4, 4 warps, 4 stages): 256 programs of 16 groups: the longest pipeline
   per program, and a quarter of the split-K partials.
 - `mma_bn128_sk8_w4_st6` (128 rows, split-K 8, 4 warps, 6 stages): `mma_bn128_sk8_w4_st4` with 5 groups in flight
   per program instead of 3.
-- `mma_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages): 2048 programs of 2 warps and 4 groups.
+- `mma_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages): 2048 programs of 2 warps and 4 groups, about
+  15 resident per SM.
 - `mma_bn16_sk1_w1_st8` (16 rows, no split, 1 warp, 8 stages): 512 one-warp programs, each one n-tile pair over all
   of K: no partials, no second phase, 7 groups in flight per warp.
 - `mma_bn32_sk1_w2_st6` (32 rows, no split, 2 warps, 6 stages): 256 programs over all of K, 5 groups in flight
