@@ -200,7 +200,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                          ("lop3xs_bn64_sk16_w4_st3", 16))],
     # TILES: 8-row n-tiles per program (block_n / 8)
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k})
+       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False})
       for v, block_n, split_k in (("mma_bn256_sk16_w4_st3", 256, 16), ("mma_bn128_sk8_w4_st4", 128, 8),
                                   ("mma_bn128_sk16_w4_st3", 128, 16), ("mma_bn256_sk8_w8_st4", 256, 8),
                                   ("mma_bn64_sk8_w2_st4", 64, 8), ("mma_bn128_sk4_w4_st4", 128, 4),
@@ -209,6 +209,12 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                   ("mma_bn64_sk1_w4_st8", 64, 1), ("mma_bn128_sk2_w4_st6", 128, 2),
                                   ("mma_bn256_sk16_w8_st3", 256, 16), ("mma_bn256_sk32_w4_st2", 256, 32),
                                   ("mma_bn512_sk32_w8_st2", 512, 32))],
+    *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
+       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k})
+      for v, block_n, split_k in (("mma_pf_bn256_sk16_w4_st3", 256, 16), ("mma_pf_bn128_sk8_w4_st4", 128, 8),
+                                  ("mma_pf_bn64_sk16_w2_st3", 64, 16), ("mma_pf_bn16_sk1_w1_st8", 16, 1),
+                                  ("mma_pf_bn32_sk1_w2_st6", 32, 1), ("mma_pf_bn64_sk2_w2_st6", 64, 2),
+                                  ("mma_pf_bn64_sk4_w2_st4", 64, 4))],
 ]
 
 # (target, variant) -> why it has no job; every other variant of check_variants.variant_index has one

@@ -72,6 +72,21 @@ Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from t
   per warp: twice the warps per SM at the same grid.
 - `mma_bn256_sk32_w4_st2` (256 rows, split-K 32, 4 warps, 2 stages): 1024 programs of 2 groups: a program asks
   for half its share at once, and programs of a second round overlap the first's tails.
+- `mma_pf_bn256_sk16_w4_st3` (as `mma_bn256_sk16_w4_st3`, prefetch): round 6 measured the in-asm x and scale loads
+  as exposed latency (the no-split variants, 64 groups a warp, ran at 43-65 us); here `_PREFETCH_PTX` loads group
+  g + 1's x pairs and scale/zero words while group g is decoded.
+- `mma_pf_bn128_sk8_w4_st4` (as `mma_bn128_sk8_w4_st4`, prefetch): 8 groups a program, so 7 of its 8 load
+  latencies hidden.
+- `mma_pf_bn64_sk16_w2_st3` (as `mma_bn64_sk16_w2_st3`, prefetch): the small-program grid, 2048 programs of 4
+  groups.
+- `mma_pf_bn16_sk1_w1_st8` (as `mma_bn16_sk1_w1_st8`, prefetch): 512 one-warp programs over all of K, no split-K
+  sum at all, if the latency was what made it slow.
+- `mma_pf_bn32_sk1_w2_st6` (as `mma_bn32_sk1_w2_st6`, prefetch): 256 programs over all of K, two warps each, no
+  split-K sum.
+- `mma_pf_bn64_sk2_w2_st6` (64 rows, split-K 2, 2 warps, 6 stages, prefetch): 256 programs of 32 groups, 2 partials
+  per row.
+- `mma_pf_bn64_sk4_w2_st4` (64 rows, split-K 4, 2 warps, 4 stages, prefetch): 512 programs of 16 groups, 4
+  partials per row.
 - `mma_bn512_sk32_w8_st2` (512 rows, split-K 32, 8 warps, 2 stages): 512 programs of 2 groups, 4 n-tile pairs per
   warp: each program's whole share requested at once.
 """
@@ -102,12 +117,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_bn256_sk16_w8_st3": {"block_n": 256, "split_k": 16, "num_warps": 8, "num_stages": 3},
     "mma_bn256_sk32_w4_st2": {"block_n": 256, "split_k": 32, "num_warps": 4, "num_stages": 2},
     "mma_bn512_sk32_w8_st2": {"block_n": 512, "split_k": 32, "num_warps": 8, "num_stages": 2},
+    "mma_pf_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "prefetch": True},
+    "mma_pf_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4, "prefetch": True},
+    "mma_pf_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3, "prefetch": True},
+    "mma_pf_bn16_sk1_w1_st8": {"block_n": 16, "split_k": 1, "num_warps": 1, "num_stages": 8, "prefetch": True},
+    "mma_pf_bn32_sk1_w2_st6": {"block_n": 32, "split_k": 1, "num_warps": 2, "num_stages": 6, "prefetch": True},
+    "mma_pf_bn64_sk2_w2_st6": {"block_n": 64, "split_k": 2, "num_warps": 2, "num_stages": 6, "prefetch": True},
+    "mma_pf_bn64_sk4_w2_st4": {"block_n": 64, "split_k": 4, "num_warps": 2, "num_stages": 4, "prefetch": True},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
 
 
-def _mma_dot_ptx() -> str:
+def _mma_dot_ptx(x_in_regs: bool = False) -> str:
     """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x. Per word:
     3 shifts and 4 `lop3` make the 4 bf16x2 pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply
     them by x: A rows 0-7 are the even tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128
@@ -117,12 +139,18 @@ def _mma_dot_ptx() -> str:
     word j is pair 16 j + 4 a + lane % 4), so no x tensor takes part in choosing the asm's layout. $12 is the column
     (4 lane + j) of the first element: the fragments are only right when the element of lane L is hardware lane L's,
     which Triton's layout decides, so any other lane makes every output NaN (a loud wrong result, not a quiet one).
-    The accumulators are tied to the outputs ($20..$23 = $0..$3)."""
+    The accumulators are tied to the outputs ($20..$23 = $0..$3).
+
+    With `x_in_regs` the pairs come in as operands instead, loaded a group ahead by `_PREFETCH_PTX`: pair a of word j
+    is $(16 + 4 a + j), and the accumulators are $32..$35."""
     regs = ", ".join(f"x{j}_{a}" for j in range(WORDS) for a in range(4))
     lines = ["{", ".reg .b32 s, e0, e1, e2, e3, o0, o1, o2, o3, lid, qq;", f".reg .b32 {regs};", ".reg .b64 xa;",
-             ".reg .pred off;", "mov.u32 lid, %laneid;", "and.b32 qq, lid, 3;", "mul.wide.u32 xa, qq, 4;",
-             "add.s64 xa, xa, $16;", "shl.b32 lid, lid, 2;", "setp.ne.u32 off, $12, lid;"]
-    lines += [f"ld.global.nc.b32 x{j}_{a}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
+             ".reg .pred off;", "mov.u32 lid, %laneid;", "shl.b32 lid, lid, 2;", "setp.ne.u32 off, $12, lid;"]
+    if x_in_regs:
+        lines += [f"mov.b32 x{j}_{a}, ${16 + 4 * a + j};" for j in range(WORDS) for a in range(4)]
+    else:
+        lines += ["mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;", "mul.wide.u32 xa, qq, 4;", "add.s64 xa, xa, $16;"]
+        lines += [f"ld.global.nc.b32 x{j}_{a}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
     for j in range(WORDS):
         for tile, word in (("e", f"${4 + j}"), ("o", f"${8 + j}")):
             for a in range(4):
@@ -144,6 +172,25 @@ def _mma_dot_ptx() -> str:
 
 _MMA_DOT_PTX = tl.constexpr(_mma_dot_ptx())
 _MMA_DOT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,0,1,2,3")
+_MMA_DOT_X_PTX = tl.constexpr(_mma_dot_ptx(x_in_regs=True))
+_MMA_DOT_X_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28) + ",0,1,2,3")
+
+
+def _prefetch_ptx() -> str:
+    """PTX: one group's operands, loaded a group before they are used: x pair a of the lane's word j into $(4 a + j)
+    (pair 16 j + 4 a + lane % 4 from the address $20), and the scale/zero words of the lane's even and odd rows into
+    $16 and $17 (from the address $24 and 8 words on; $18, $19 are 0). Only addresses come in, so the outputs take the
+    layout of the asm that uses them."""
+    lines = ["{", ".reg .b32 qq;", ".reg .b64 xa;", "mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;",
+             "mul.wide.u32 xa, qq, 4;", "add.s64 xa, xa, $20;"]
+    lines += [f"ld.global.nc.b32 ${4 * a + j}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
+    lines += ["ld.global.nc.b32 $16, [$24];", "ld.global.nc.b32 $17, [$24+32];", "mov.b32 $18, 0;", "mov.b32 $19, 0;",
+              "}"]
+    return "\n".join(lines)
+
+
+_PREFETCH_PTX = tl.constexpr(_prefetch_ptx())
+_PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 20) + ",l,l,l,l,l,l,l,l")
 
 # acc += scale * dot + (zero - 136 scale) * xsum for the lane's two rows (element 0: the even tile's, element 2: the
 # odd tile's), where dot = sum (128 + q) x, so that scale * (q - 8) + zero is what multiplies x; elements 1 and 3
@@ -174,6 +221,11 @@ fma.rn.f32 $2, z, $12, $2;
 """)
 _SCALE_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,0,1,2,3")
 
+# As _SCALE_PTX, with the two scale/zero words as operands ($8 even row, $9 odd row; from `_PREFETCH_PTX`).
+_SCALE_REGS_PTX = tl.constexpr(_SCALE_PTX.value.replace("ld.global.nc.b32 sz, [$8];", "mov.b32 sz, $8;").replace(
+    "ld.global.nc.b32 sz, [$8+32];", "mov.b32 sz, $9;"))
+_SCALE_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,f,f,f,f,0,1,2,3")
+
 
 _COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
 
@@ -199,6 +251,60 @@ def _bf16_hi(v):
 
 
 @triton.jit
+def _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF: tl.constexpr):
+    """The pure-Triton twin of the dot asm (interpreter): each element's row dot, sum (q - 8) x, from its n-tile's
+    words, in fp32 (the PTX gives sum (128 + q) x and the scale step takes the offset out; the twin's scale step
+    does not)."""
+    part_even = tl.zeros([HALF, 128], dtype=tl.float32)  # per word, row lane // 4
+    part_odd = tl.zeros([HALF, 128], dtype=tl.float32)
+    for a in tl.static_range(4):
+        if a == 0:
+            pair = x0
+        elif a == 1:
+            pair = x1
+        elif a == 2:
+            pair = x2
+        else:
+            pair = x3
+        x_lo = _bf16_lo(pair)
+        x_hi = _bf16_hi(pair)
+        part_even += (((words_even >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
+            ((words_even >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
+        ) * x_hi
+        part_odd += (((words_odd >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
+            ((words_odd >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
+        ) * x_hi
+    dot_even = tl.sum(tl.reshape(part_even, [HALF, 8, 16]), axis=2)  # [HALF, 8]: col = 16 row + 4 qq + j
+    dot_odd = tl.sum(tl.reshape(part_odd, [HALF, 8, 16]), axis=2)
+    want = (lane // 4)[:, :, None] == tl.arange(0, 8)[None, None, :]
+    pick_even = tl.sum(tl.where(want, dot_even[:, None, :], 0.0), axis=2)  # [HALF, 128]
+    pick_odd = tl.sum(tl.where(want, dot_odd[:, None, :], 0.0), axis=2)
+    return tl.where(j < 2, pick_even, pick_odd)
+
+
+@triton.jit
+def _group_operands(x_row, g, sz_even, sz_ptr, rows, rows_mask, x_off, n_out, HALF: tl.constexpr,
+                    PAIRS: tl.constexpr, USE_PTX: tl.constexpr):
+    """Group g's x pairs (4 tiles: pair a of each element's word) and scale/zero words, as [HALF, 128] tensors.
+    PTX: `_PREFETCH_PTX` (the sz tile holds the even and odd rows' words in elements 0 and 1 of each lane); twin: the
+    same x pairs and each element's own row's word, by tl.load."""
+    if USE_PTX:
+        x_addr = tl.broadcast_to(tl.cast(x_row + g * PAIRS, tl.int64), [HALF, 128])
+        # the odd tile's row past n_out (n_out // 8 odd) reads the next group's first row: its value is unused
+        sz_addr = tl.cast(sz_even + g * n_out, tl.int64)
+        x0, x1, x2, x3, szv = tl.inline_asm_elementwise(
+            _PREFETCH_PTX, _PREFETCH_CONSTRAINTS, [x_addr, sz_addr], dtype=(tl.int32,) * 5, is_pure=True, pack=4)
+    else:
+        x_ptrs = x_row + g * PAIRS + x_off
+        x0 = tl.broadcast_to(tl.load(x_ptrs), [HALF, 128])
+        x1 = tl.broadcast_to(tl.load(x_ptrs + 4), [HALF, 128])
+        x2 = tl.broadcast_to(tl.load(x_ptrs + 8), [HALF, 128])
+        x3 = tl.broadcast_to(tl.load(x_ptrs + 12), [HALF, 128])
+        szv = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
+    return x0, x1, x2, x3, szv
+
+
+@triton.jit
 def _int4_gemv_mma_kernel(
     xpair_ptr,
     w_ptr,
@@ -218,6 +324,7 @@ def _int4_gemv_mma_kernel(
     NUM_STAGES: tl.constexpr,
     USE_PTX: tl.constexpr,
     GPS_PAD: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -262,73 +369,85 @@ def _int4_gemv_mma_kernel(
     rows_mask = tl.where(j < 2, pair_mask, odd_mask)
     sz_even = sz_ptr + even_tile * 8 + lane // 4  # the lane's even-tile row; the odd one is + 8
     acc = tl.zeros([HALF, 128], dtype=tl.float32)
-    for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
-        g = g_start + gi
-        if XSUM_FIRST:
-            x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
-        else:
-            xg = tl.load(x_row + g * PAIRS + p)
-            x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
-        dot = tl.zeros([HALF, 128], dtype=tl.float32)
-        for c in tl.static_range(CHUNKS):
-            ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
+    if PREFETCH:  # each group's x pairs and scale/zero words loaded one group ahead, by the prefetch asm
+        tl.static_assert(CHUNKS == 1, "int4_gemv mma prefetch: one 128-k chunk per group (group_size 128)")
+        x0, x1, x2, x3, szv = _group_operands(x_row, g_start, sz_even, sz_ptr, rows, rows_mask, x_off, n_out, HALF,
+                                              PAIRS, USE_PTX)
+        for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
+            g = g_start + gi
+            if XSUM_FIRST:
+                x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+            else:
+                xg = tl.load(x_row + g * PAIRS + p)
+                x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
+            g_next = g_start + tl.minimum(gi + 1, groups_per_split - 1)  # the last group loads itself again
+            nx0, nx1, nx2, nx3, nszv = _group_operands(x_row, g_next, sz_even, sz_ptr, rows, rows_mask, x_off, n_out,
+                                                       HALF, PAIRS, USE_PTX)
+            ko = (g * GROUP) // (16 * IKT)
             words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
             words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
             if USE_PTX:
-                x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
                 dot = tl.inline_asm_elementwise(
-                    _MMA_DOT_PTX,
-                    _MMA_DOT_CONSTRAINTS,
-                    [words_even, words_odd, col, x_chunk, dot],
+                    _MMA_DOT_X_PTX,
+                    _MMA_DOT_X_CONSTRAINTS,
+                    [words_even, words_odd, col, x0, x1, x2, x3, tl.zeros([HALF, 128], dtype=tl.float32)],
                     dtype=tl.float32,
                     is_pure=True,
                     pack=4,
                 )
-            else:  # pure-Triton twin (interpreter): each element's row dot from its n-tile's words
-                x_ptrs = x_row + g * PAIRS + 64 * c + x_off
-                x0 = tl.load(x_ptrs)
-                x1 = tl.load(x_ptrs + 4)
-                x2 = tl.load(x_ptrs + 8)
-                x3 = tl.load(x_ptrs + 12)
-                part_even = tl.zeros([HALF, 128], dtype=tl.float32)  # per word, row lane // 4, fp32
-                part_odd = tl.zeros([HALF, 128], dtype=tl.float32)
-                for a in tl.static_range(4):
-                    if a == 0:
-                        pair = x0
-                    elif a == 1:
-                        pair = x1
-                    elif a == 2:
-                        pair = x2
-                    else:
-                        pair = x3
-                    x_lo = _bf16_lo(pair)
-                    x_hi = _bf16_hi(pair)
-                    part_even += (((words_even >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
-                        ((words_even >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
-                    ) * x_hi
-                    part_odd += (((words_odd >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
-                        ((words_odd >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
-                    ) * x_hi
-                dot_even = tl.sum(tl.reshape(part_even, [HALF, 8, 16]), axis=2)  # [HALF, 8]: col = 16 row + 4 qq + j
-                dot_odd = tl.sum(tl.reshape(part_odd, [HALF, 8, 16]), axis=2)
-                want = (lane // 4)[:, :, None] == tl.arange(0, 8)[None, None, :]
-                pick_even = tl.sum(tl.where(want, dot_even[:, None, :], 0.0), axis=2)  # [HALF, 128]
-                pick_odd = tl.sum(tl.where(want, dot_odd[:, None, :], 0.0), axis=2)
-                dot += tl.where(j < 2, pick_even, pick_odd)
-        if USE_PTX:
-            # the odd tile's row past n_out (n_out // 8 odd) reads the next group's first row: its value is unused
-            sz_addr = tl.cast(sz_even + g * n_out, tl.int64)
-            acc = tl.inline_asm_elementwise(
-                _SCALE_PTX,
-                _SCALE_CONSTRAINTS,
-                [dot, sz_addr, tl.broadcast_to(x_sum, [HALF, 128]), acc],
-                dtype=tl.float32,
-                is_pure=True,
-                pack=4,
-            )
-        else:
-            sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
-            acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
+                acc = tl.inline_asm_elementwise(
+                    _SCALE_REGS_PTX,
+                    _SCALE_REGS_CONSTRAINTS,
+                    [dot, szv, tl.broadcast_to(x_sum, [HALF, 128]), acc],
+                    dtype=tl.float32,
+                    is_pure=True,
+                    pack=4,
+                )
+            else:
+                dot = _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF)
+                acc += tl.where(j % 2 == 0, _bf16_lo(szv) * dot + _bf16_hi(szv) * x_sum, 0.0)
+            x0, x1, x2, x3, szv = nx0, nx1, nx2, nx3, nszv
+    else:
+        for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
+            g = g_start + gi
+            if XSUM_FIRST:
+                x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+            else:
+                xg = tl.load(x_row + g * PAIRS + p)
+                x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
+            dot = tl.zeros([HALF, 128], dtype=tl.float32)
+            for c in tl.static_range(CHUNKS):
+                ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
+                words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
+                words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+                if USE_PTX:
+                    x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
+                    dot = tl.inline_asm_elementwise(
+                        _MMA_DOT_PTX,
+                        _MMA_DOT_CONSTRAINTS,
+                        [words_even, words_odd, col, x_chunk, dot],
+                        dtype=tl.float32,
+                        is_pure=True,
+                        pack=4,
+                    )
+                else:  # pure-Triton twin (interpreter): each element's row dot from its n-tile's words
+                    x_ptrs = x_row + g * PAIRS + 64 * c + x_off
+                    dot += _twin_dot(words_even, words_odd, tl.load(x_ptrs), tl.load(x_ptrs + 4),
+                                     tl.load(x_ptrs + 8), tl.load(x_ptrs + 12), lane, j, HALF)
+            if USE_PTX:
+                # the odd tile's row past n_out (n_out // 8 odd) reads the next group's first row: its value is unused
+                sz_addr = tl.cast(sz_even + g * n_out, tl.int64)
+                acc = tl.inline_asm_elementwise(
+                    _SCALE_PTX,
+                    _SCALE_CONSTRAINTS,
+                    [dot, sz_addr, tl.broadcast_to(x_sum, [HALF, 128]), acc],
+                    dtype=tl.float32,
+                    is_pure=True,
+                    pack=4,
+                )
+            else:
+                sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
+                acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
     # compact the tile to its rows: element (i, 16 g + 4 qq + 2 jj + jlo) holds row (2 i + jj) 8 + g (qq = jlo = 0;
     # the 4 lanes of a row, and jlo = 1, hold copies). Summing over them before the store keeps the store's layout
     # from deciding the loop's: the mma asm needs the words' lane-exact layout.
@@ -357,7 +476,9 @@ def _int4_gemv_mma_kernel(
             tl.store(counter_ptr + ticket, 0)
 
 
-def make_kernel(*, block_n: int, split_k: int, num_warps: int, num_stages: int) -> Callable[..., torch.Tensor]:
+def make_kernel(
+    *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False
+) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set."""
 
     def kernel(
@@ -373,6 +494,7 @@ def make_kernel(*, block_n: int, split_k: int, num_warps: int, num_stages: int) 
         assert x.ndim == 2 and x.shape[1] == n_k, f"int4_gemv: x must be [M, {n_k}], got {tuple(x.shape)}"
         assert x.dtype == torch.bfloat16, "int4_gemv: x must be bf16 (its pairs are the mma's A registers)"
         assert group_size % 128 == 0, f"int4_gemv: group_size {group_size} must be a multiple of 128"
+        assert group_size == 128 or not prefetch, f"int4_gemv: this variant prefetches 128-k groups, not {group_size}"
         n_groups = n_k // group_size
         assert scales_and_zeros.shape == (n_groups, n_out, 2), "int4_gemv: scales_and_zeros must be [K/g, N, 2]"
         assert scales_and_zeros.dtype == torch.bfloat16, "int4_gemv: scales_and_zeros must be bf16"
@@ -405,6 +527,7 @@ def make_kernel(*, block_n: int, split_k: int, num_warps: int, num_stages: int) 
             NUM_STAGES=num_stages,
             USE_PTX=use_ptx,
             GPS_PAD=triton.next_power_of_2(n_groups // splits),
+            PREFETCH=prefetch,
             num_warps=num_warps,
         )
         return out

@@ -284,3 +284,36 @@ print(worst)
     assert proc.returncode == 0, proc.stderr[-3000:]
     worst = float(proc.stdout.strip().splitlines()[-1])
     assert worst < 1e-2, worst
+
+
+def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
+    """`_PREFETCH_PTX` loads what the loading asm blocks load (x pairs $4 a + j, the even and odd rows' scale/zero
+    words $16 and $17); fed to `_MMA_DOT_X_PTX` and `_SCALE_REGS_PTX` they give bit-identical accumulators."""
+    module = _mma_module()
+    _, words, x = _two_tiles(random.Random(11))
+    lanes, memory = _dot_lanes(words, x, [0.5, 0.5, -1.0, -1.0])
+    memory[SZ_BASE] = _bf16_pair(0.25, -2.0)
+    memory[SZ_BASE + 32] = _bf16_pair(0.75, 1.0)
+    fetched = [{"$20": X_BASE, "$24": SZ_BASE} for _ in range(32)]
+    run_warp(module._PREFETCH_PTX.value, fetched, memory)
+    assert all(regs["$16"] == memory[SZ_BASE] and regs["$17"] == memory[SZ_BASE + 32] for regs in fetched)
+    with_regs = []
+    for lane, regs in enumerate(lanes):
+        moved = {f"${n}": regs[f"${n}"] for n in range(16)}  # accumulators, words and columns as before
+        moved.update({f"${16 + n}": fetched[lane][f"${n}"] for n in range(16)})
+        with_regs.append(moved)
+    run_warp(module._MMA_DOT_PTX.value, lanes, memory)
+    run_warp(module._MMA_DOT_X_PTX.value, with_regs, memory)
+    for lane in range(32):
+        assert [lanes[lane][f"${n}"] for n in range(4)] == [with_regs[lane][f"${n}"] for n in range(4)], lane
+    x_sum = _bits(float(x.sum()))
+    scaled = []
+    for use_regs, source in ((False, lanes), (True, with_regs)):
+        regs = {f"${n}": _bits(1.0) for n in range(4)}
+        regs.update({f"${4 + n}": source[0][f"${n}"] for n in range(4)})
+        regs.update({f"${8 + n}": (fetched[0]["$16"], fetched[0]["$17"], 0, 0)[n] if use_regs else SZ_BASE
+                     for n in range(4)})
+        regs.update({f"${12 + n}": x_sum for n in range(4)})
+        run_warp((module._SCALE_REGS_PTX if use_regs else module._SCALE_PTX).value, [regs], memory)
+        scaled.append([regs[f"${n}"] for n in range(4)])
+    assert scaled[0] == scaled[1]
