@@ -140,6 +140,10 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     *[("rmsnorm", v, "_rmsnorm_row_kernel", RMSNORM, ROW)
       for v in ("row_per_program", "row_w4", "row_w16", "row_cache_hints")],
     *[("rmsnorm", v, "_rmsnorm_rows_kernel", RMSNORM, ROW) for v in ("multi_row", "rows2_w8")],
+    # BLOCK: the variant's chunk (its `block` parameter)
+    *[("rmsnorm", v, "_rmsnorm_two_pass_kernel", RMSNORM, {})
+      for v in ("two_pass_r1024_w4", "two_pass_r2048_w8", "two_pass_r2048_w4", "two_pass_r4096_w8",
+                "two_pass_r1024_w2")],
     ("rmsnorm", "persistent_prefetch", "_rmsnorm_persistent_kernel", RMSNORM, ROW),
     ("rmsnorm", "persistent_pipelined", "_rmsnorm_pipelined_kernel", RMSNORM, ROW),
     *[("rmsnorm", v, "_rmsnorm_tma_kernel", RMSNORM_TMA, ROW)
