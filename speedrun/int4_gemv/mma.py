@@ -179,12 +179,12 @@ _MMA_DOT_X_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28) + ",
 def _prefetch_ptx() -> str:
     """PTX: one group's operands, loaded a group before they are used: x pair a of the lane's word j into $(4 a + j)
     (pair 16 j + 4 a + lane % 4 from the address $20), and the scale/zero words of the lane's even and odd rows into
-    $16 and $17 (from the address $24 and 8 words on; $18, $19 are 0). Only addresses come in, so the outputs take the
-    layout of the asm that uses them."""
+    $16 and $17 (from the addresses $24 and $26, elements 0 and 2 of the address tile; $18, $19 are 0). Only
+    addresses come in, so the outputs take the layout of the asm that uses them."""
     lines = ["{", ".reg .b32 qq;", ".reg .b64 xa;", "mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;",
              "mul.wide.u32 xa, qq, 4;", "add.s64 xa, xa, $20;"]
     lines += [f"ld.global.nc.b32 ${4 * a + j}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
-    lines += ["ld.global.nc.b32 $16, [$24];", "ld.global.nc.b32 $17, [$24+32];", "mov.b32 $18, 0;", "mov.b32 $19, 0;",
+    lines += ["ld.global.nc.b32 $16, [$24];", "ld.global.nc.b32 $17, [$26];", "mov.b32 $18, 0;", "mov.b32 $19, 0;",
               "}"]
     return "\n".join(lines)
 
@@ -194,9 +194,10 @@ _PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 20) + ",l,l,l,l,l,l,l,l")
 
 # acc += scale * dot + (zero - 136 scale) * xsum for the lane's two rows (element 0: the even tile's, element 2: the
 # odd tile's), where dot = sum (128 + q) x, so that scale * (q - 8) + zero is what multiplies x; elements 1 and 3
-# pass through. Inputs: dot $4..$7, the address of the even row's scale/zero word $8 (a bf16 scale in the low half,
-# the zero in the high half; the odd row's is 8 words on; loaded here, so that no sz tensor takes part in choosing
-# the layout), xsum $12, acc $16..$19 (tied to $0..$3).
+# pass through. Inputs: dot $4..$7, the addresses of the rows' scale/zero words $8..$11 (the even row's in $8, the
+# odd row's in $10: each element's own row, clamped into the tensor; a bf16 scale in the low half, the zero in the
+# high half; loaded here, so that no sz tensor takes part in choosing the layout), xsum $12, acc $16..$19 (tied to
+# $0..$3).
 _SCALE_PTX = tl.constexpr("""
 {
 .reg .b32 t, sz;
@@ -209,7 +210,7 @@ mov.b32 z, t;
 fma.rn.f32 z, s, 0fC3080000, z;
 fma.rn.f32 $0, s, $4, $0;
 fma.rn.f32 $0, z, $12, $0;
-ld.global.nc.b32 sz, [$8+32];
+ld.global.nc.b32 sz, [$10];
 shl.b32 t, sz, 16;
 mov.b32 s, t;
 and.b32 t, sz, 0xFFFF0000;
@@ -223,7 +224,7 @@ _SCALE_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,0,1,2,3")
 
 # As _SCALE_PTX, with the two scale/zero words as operands ($8 even row, $9 odd row; from `_PREFETCH_PTX`).
 _SCALE_REGS_PTX = tl.constexpr(_SCALE_PTX.value.replace("ld.global.nc.b32 sz, [$8];", "mov.b32 sz, $8;").replace(
-    "ld.global.nc.b32 sz, [$8+32];", "mov.b32 sz, $9;"))
+    "ld.global.nc.b32 sz, [$10];", "mov.b32 sz, $9;"))
 _SCALE_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,f,f,f,f,0,1,2,3")
 
 
@@ -283,15 +284,15 @@ def _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF: tl.constexpr
 
 
 @triton.jit
-def _group_operands(x_row, g, sz_even, sz_ptr, rows, rows_mask, x_off, n_out, HALF: tl.constexpr,
+def _group_operands(x_row, g, sz_ptr, rows, rows_mask, x_off, n_out, HALF: tl.constexpr,
                     PAIRS: tl.constexpr, USE_PTX: tl.constexpr):
     """Group g's x pairs (4 tiles: pair a of each element's word) and scale/zero words, as [HALF, 128] tensors.
     PTX: `_PREFETCH_PTX` (the sz tile holds the even and odd rows' words in elements 0 and 1 of each lane); twin: the
     same x pairs and each element's own row's word, by tl.load."""
     if USE_PTX:
         x_addr = tl.broadcast_to(tl.cast(x_row + g * PAIRS, tl.int64), [HALF, 128])
-        # the odd tile's row past n_out (n_out // 8 odd) reads the next group's first row: its value is unused
-        sz_addr = tl.cast(sz_even + g * n_out, tl.int64)
+        # each element's own row, clamped: rows past n_out read row n_out - 1, whose value is not stored
+        sz_addr = tl.cast(sz_ptr + g * n_out + tl.minimum(rows, n_out - 1), tl.int64)
         x0, x1, x2, x3, szv = tl.inline_asm_elementwise(
             _PREFETCH_PTX, _PREFETCH_CONSTRAINTS, [x_addr, sz_addr], dtype=(tl.int32,) * 5, is_pure=True, pack=4)
     else:
@@ -367,11 +368,10 @@ def _int4_gemv_mma_kernel(
     # element (i, 4 lane + j) holds row lane // 4 of n-tile 2 i + j // 2 (j odd: a copy of j - 1)
     rows = (even_tile + j // 2) * 8 + lane // 4
     rows_mask = tl.where(j < 2, pair_mask, odd_mask)
-    sz_even = sz_ptr + even_tile * 8 + lane // 4  # the lane's even-tile row; the odd one is + 8
     acc = tl.zeros([HALF, 128], dtype=tl.float32)
     if PREFETCH:  # each group's x pairs and scale/zero words loaded one group ahead, by the prefetch asm
         tl.static_assert(CHUNKS == 1, "int4_gemv mma prefetch: one 128-k chunk per group (group_size 128)")
-        x0, x1, x2, x3, szv = _group_operands(x_row, g_start, sz_even, sz_ptr, rows, rows_mask, x_off, n_out, HALF,
+        x0, x1, x2, x3, szv = _group_operands(x_row, g_start, sz_ptr, rows, rows_mask, x_off, n_out, HALF,
                                               PAIRS, USE_PTX)
         for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
             g = g_start + gi
@@ -381,7 +381,7 @@ def _int4_gemv_mma_kernel(
                 xg = tl.load(x_row + g * PAIRS + p)
                 x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
             g_next = g_start + tl.minimum(gi + 1, groups_per_split - 1)  # the last group loads itself again
-            nx0, nx1, nx2, nx3, nszv = _group_operands(x_row, g_next, sz_even, sz_ptr, rows, rows_mask, x_off, n_out,
+            nx0, nx1, nx2, nx3, nszv = _group_operands(x_row, g_next, sz_ptr, rows, rows_mask, x_off, n_out,
                                                        HALF, PAIRS, USE_PTX)
             ko = (g * GROUP) // (16 * IKT)
             words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
@@ -435,8 +435,8 @@ def _int4_gemv_mma_kernel(
                     dot += _twin_dot(words_even, words_odd, tl.load(x_ptrs), tl.load(x_ptrs + 4),
                                      tl.load(x_ptrs + 8), tl.load(x_ptrs + 12), lane, j, HALF)
             if USE_PTX:
-                # the odd tile's row past n_out (n_out // 8 odd) reads the next group's first row: its value is unused
-                sz_addr = tl.cast(sz_even + g * n_out, tl.int64)
+                # each element's own row, clamped: rows past n_out read row n_out - 1, whose value is not stored
+                sz_addr = tl.cast(sz_ptr + g * n_out + tl.minimum(rows, n_out - 1), tl.int64)
                 acc = tl.inline_asm_elementwise(
                     _SCALE_PTX,
                     _SCALE_CONSTRAINTS,

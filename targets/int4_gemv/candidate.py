@@ -1,57 +1,94 @@
-"""int4 GEMV on the tensor cores: tinygemm's packed words are `mma.m16n8k16` B fragments as they lie in memory.
+"""int4 GEMV on the tensor cores: tinygemm's packed words are `mma.m16n8k16` A fragments as they lie in memory.
 
 Idea: every `lop3*` kernel spends most of its instructions after the decode: fp16x2 products, their conversion to
 fp32 and the sums across a row's words and threads (`lop3_f16_bn256_sk16`: 876 SASS instructions per thread per
-group, 3.4 per nibble). tinygemm's layout was made for the tensor cores. Its word at [n // 8, ko, lane, j] holds,
-for the row n % 8 = lane // 4 of an 8-row n-tile, the k values 32 j + 2 (lane % 4) + 8 (p % 4) + p // 4 of nibble p:
-nibbles a and a + 4 (a = 0..3) are the bf16x2 register b0 (a even) or b1 (a odd) of the B fragment of k-tile
-j * 2 + a // 2 (16 k each) for that lane, in exactly the lanes and halves `mma.sync.m16n8k16.row.col` expects
-(B[k][n] with n = lane // 4, k = 2 (lane % 4) + {0, 1} in b0 and + 8 in b1). So one warp loads an n-tile's 512 bytes
-of a k-outer tile with one 16-byte load per lane, and each lane decodes its own 4 words into 8 B fragments:
-- decode (per word, 11 instructions): `lop3(w >> 4a, 0x000F000F, 0x43004300)` is the bf16x2 pair (128 + q, 128 + q')
-  and `sub.bf16x2` of 136 gives both q - 8 exactly (bf16 holds 128..143 and -8..7 exactly);
-- A is x: every row of A holds the same x (a0 = a1 = the bf16 pair of x at k = 2 (lane % 4), a2 = a3 at k + 8), so
-  every row of D is the n-tile's dot, and lane gets rows 2 (lane % 4) and + 1 in d0 and d1 (d2, d3 repeat them).
-  x needs no conversion: its bf16 pairs are the A registers;
-- the 8 mmas of a lane's 4 words are chained in fp32; products of bf16 x and q - 8 are exact, so the only rounding
-  is the fp32 accumulation (tinygemm rounds each dequantized weight to bf16);
-- per group the scale and zero of the lane's two rows (one 8-byte load: rows 2 (lane % 4) and + 1 are adjacent) are
-  applied in fp32 inside a second asm block: acc += scale * dot + zero * sum(x over the group).
-15/16 of each mma's rows repeat row 0: the tensor cores have the throughput to spare (8 mmas per 4 words per lane).
+group, 3.4 per nibble). tinygemm's layout was made for the tensor cores. Its word at [n // 8, ko, lane, j] holds, for
+row lane // 4 of an 8-row n-tile, the k values 32 j + 2 (lane % 4) + 8 (p % 4) + p // 4 of nibble p: nibbles a and
+a + 4 are adjacent k, at k = 2 (lane % 4) (a even) or + 8 (a odd) of k-tile 2 j + a // 2 (16 k each). That is the
+A fragment of `mma.sync.m16n8k16.row.col` (a0: row lane // 4, k = 2 (lane % 4) + {0, 1}; a2: k + 8; a1 and a3: row
++ 8), with two n-tiles as A's 16 rows. So one warp loads an n-tile's 512 bytes of a k-outer tile with one 16-byte
+load per lane, and each lane decodes its own words:
+- decode (per word: 3 shifts, 4 `lop3`): `lop3(w >> 4a, 0x000F000F, 0x43004300)` is the bf16x2 pair (128 + q,
+  128 + q'), exact; no subtraction: the 128 + 8 offset is taken out once per row and group (below);
+- B is x: every column of B is x, so every column of D is the rows' dot and a lane gets its row of each n-tile in
+  d0 (= d1) and d2 (= d3). x needs no conversion: its bf16 pairs are the B registers. The lane loads its 16 pairs
+  of a 128-k chunk itself, inside the asm (pair 16 j + 4 a + lane % 4);
+- the 8 mmas of a lane's 4 words are chained in fp32; products of bf16 x and 128 + q are exact, so the only
+  rounding is the fp32 accumulation (tinygemm rounds each dequantized weight to bf16);
+- per group, a second asm block loads the two rows' scale/zero words and applies acc += scale * dot + (zero - 136
+  scale) * sum(x over the group) in fp32.
+Half the lanes' results repeat the other half, and 7/8 of D's columns repeat column 0: the tensor cores have the
+throughput to spare (8 mmas per 8 words per lane).
+
+Layout: the fragments are only right when the tensor element of lane L sits in hardware lane L. Triton chooses the
+layout: the words load as [n-tile pairs, 128] (column 4 lane + j), x and the scale/zero words are loaded inside the
+asm blocks, and the tile is reduced to its rows before the store, so the words' coalesced layout (sizePerThread
+[1, 4], threadsPerWarp [1, 32]) is the only one on offer; the sm_90 compile shows it for Triton 3.6 (the H200's)
+and 3.9. Should a Triton choose another, the dot asm sees a column that is not 4 %laneid and makes its outputs NaN.
 
 Split-K: per-split fp32 partials summed by the last arriving program of a row block (as `lop3.py`), behind a block
-barrier.
+barrier. The x sum of each group: computed for all groups of a split before the loop (up to 16 groups per split),
+or per group inside it.
 
 In the Triton interpreter (TRITON_INTERPRET=1) inline PTX cannot run, so the kernel takes a pure-Triton twin path
-(`USE_PTX=False`) with the same loads and the same fragment tensor layout ([n-tiles, 32 lanes, 4 words]), computing
-each lane's d0..d3 from the words of its n-tile: the interpreter test checks the indexing and the epilogue;
-`tests/speedrun/test_speedrun_int4_mma.py` runs the PTX text of one warp through a CPU emulator of the mma
-fragments; the H200 check (`check_variants.py --device cuda`) runs it.
+(`USE_PTX=False`) with the same word tiles, computing each element's row dot from its n-tile's words: the
+interpreter test checks the indexing and the epilogue; `tests/speedrun/test_speedrun_int4_mma.py` runs the PTX text
+of one warp in lockstep through a CPU emulator whose mma gathers fragments by the PTX ISA's layout; the H200 check
+(`check_variants.py --device cuda`) runs it.
 
-Parameters: `block_n` (rows per program, a multiple of 8 * num_warps), `split_k` (the largest split, halved until it
-divides the groups), `num_warps`, `num_stages`. Needs inner_k_tiles 8 (4 words per lane per k-outer tile) and a
-group size that is a multiple of 128.
+Parameters: `block_n` (rows per program, a multiple of 16 * num_warps), `split_k` (the largest split, halved until
+it divides the groups), `num_warps`, `num_stages`. Needs a group size that is a multiple of 128.
 
-Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from the sm_90 compile):
-- `mma_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): the kept kernel's grid, 512 programs of 4
-  groups, 8 n-tiles per lane; 136 registers, so 3 programs per SM and the grid needs two rounds.
-- `mma_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages): 512 programs of 8 groups, 4 n-tiles per lane, 84
-  registers: all resident at once (6 per SM fit), with a ring of 3 groups each.
-- `mma_bn128_sk16_w4_st3` (128 rows, split-K 16, 4 warps, 3 stages): 1024 programs of 4 groups, 100 registers (5 per
-  SM): shorter programs whose ramps overlap.
-- `mma_bn256_sk8_w8_st4` (256 rows, split-K 8, 8 warps, 4 stages): 256 programs of 8 warps and 8 groups, 102
-  registers (2 per SM): the x pairs shared by twice the rows.
-- `mma_bn64_sk8_w2_st4` (64 rows, split-K 8, 2 warps, 4 stages): 1024 programs of 2 warps and 8 groups, 76
-  registers: many small independent streams per SM.
+Layout of the weight (CUDA `_convert_weight_to_int4pack`, inner_k_tiles = IKT): int32 [N/8, K/(16 IKT), 32, IKT/2];
+the word at [n // 8, ko, (n % 8) * 4 + qq, j] holds, in nibble p (bits 4p..4p+3), weight k = 16 IKT ko + 32 j + 2 qq
++ 8 (p % 4) + p // 4 of row n.
+
+Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from the sm_90 compile with Triton 3.6):
+- `mma_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): the grid of `lop3_f16_bn256_sk16`, 512
+  programs of 4 groups, 4 n-tile pairs per warp; 110 registers (4 programs per SM), 441 loop instructions per group
+  for 256 nibbles (1.7 per nibble).
+- `mma_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages): 512 programs of 8 groups, 2 n-tile pairs per
+  warp, 72 registers: all resident at once, with a ring of 3 groups each.
+- `mma_bn128_sk16_w4_st3` (128 rows, split-K 16, 4 warps, 3 stages): 1024 programs of 4 groups: shorter programs
+  whose ramps overlap.
+- `mma_bn256_sk8_w8_st4` (256 rows, split-K 8, 8 warps, 4 stages): 256 programs of 8 warps and 8 groups: half the
+  split-K partials of the kept grid.
+- `mma_bn64_sk8_w2_st4` (64 rows, split-K 8, 2 warps, 4 stages): 1024 programs of 2 warps and 8 groups: many
+  small independent streams per SM.
 - `mma_bn128_sk4_w4_st4` (128 rows, split-K 4, 4 warps, 4 stages): 256 programs of 16 groups: the longest pipeline
   per program, and a quarter of the split-K partials.
 - `mma_bn128_sk8_w4_st6` (128 rows, split-K 8, 4 warps, 6 stages): `mma_bn128_sk8_w4_st4` with 5 groups in flight
   per program instead of 3.
-- `mma_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages): 2048 programs of 2 warps and 4 groups.
-
-Layout (CUDA `_convert_weight_to_int4pack`, inner_k_tiles = IKT): int32 [N/8, K/(16 IKT), 32, IKT/2]; the word at [n
-// 8, ko, (n % 8) * 4 + qq, j] holds, in nibble p (bits 4p..4p+3), weight k = 16 IKT ko + 32 j + 2 qq + 8 (p % 4) +
-p // 4 of row n.
+- `mma_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages): 2048 programs of 2 warps and 4 groups, about
+  15 resident per SM.
+- `mma_bn16_sk1_w1_st8` (16 rows, no split, 1 warp, 8 stages): 512 one-warp programs, each one n-tile pair over all
+  of K: no partials, no second phase, 7 groups in flight per warp.
+- `mma_bn32_sk1_w2_st6` (32 rows, no split, 2 warps, 6 stages): 256 programs over all of K, 5 groups in flight
+  per program.
+- `mma_bn64_sk1_w4_st8` (64 rows, no split, 4 warps, 8 stages): 128 programs, one per SM, 7 groups in flight.
+- `mma_bn128_sk2_w4_st6` (128 rows, split-K 2, 4 warps, 6 stages): 128 programs of 32 groups, one per SM, with
+  only 2 partials per row to sum.
+- `mma_bn256_sk16_w8_st3` (256 rows, split-K 16, 8 warps, 3 stages): `mma_bn256_sk16_w4_st3` with 2 n-tile pairs
+  per warp: twice the warps per SM at the same grid.
+- `mma_bn256_sk32_w4_st2` (256 rows, split-K 32, 4 warps, 2 stages): 1024 programs of 2 groups: a program asks
+  for half its share at once, and programs of a second round overlap the first's tails.
+- `mma_pf_bn256_sk16_w4_st3` (as `mma_bn256_sk16_w4_st3`, prefetch): round 6 measured the in-asm x and scale loads
+  as exposed latency (the no-split variants, 64 groups a warp, ran at 43-65 us); here `_PREFETCH_PTX` loads group
+  g + 1's x pairs and scale/zero words while group g is decoded.
+- `mma_pf_bn128_sk8_w4_st4` (as `mma_bn128_sk8_w4_st4`, prefetch): 8 groups a program, so 7 of its 8 load
+  latencies hidden.
+- `mma_pf_bn64_sk16_w2_st3` (as `mma_bn64_sk16_w2_st3`, prefetch): the small-program grid, 2048 programs of 4
+  groups.
+- `mma_pf_bn16_sk1_w1_st8` (as `mma_bn16_sk1_w1_st8`, prefetch): 512 one-warp programs over all of K, no split-K
+  sum at all, if the latency was what made it slow.
+- `mma_pf_bn32_sk1_w2_st6` (as `mma_bn32_sk1_w2_st6`, prefetch): 256 programs over all of K, two warps each, no
+  split-K sum.
+- `mma_pf_bn64_sk2_w2_st6` (64 rows, split-K 2, 2 warps, 6 stages, prefetch): 256 programs of 32 groups, 2 partials
+  per row.
+- `mma_pf_bn64_sk4_w2_st4` (64 rows, split-K 4, 2 warps, 4 stages, prefetch): 512 programs of 16 groups, 4
+  partials per row.
+- `mma_bn512_sk32_w8_st2` (512 rows, split-K 32, 8 warps, 2 stages): 512 programs of 2 groups, 4 n-tile pairs per
+  warp: each program's whole share requested at once.
 """
 
 from __future__ import annotations
@@ -73,12 +110,26 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_bn128_sk4_w4_st4": {"block_n": 128, "split_k": 4, "num_warps": 4, "num_stages": 4},
     "mma_bn128_sk8_w4_st6": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 6},
     "mma_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3},
+    "mma_bn16_sk1_w1_st8": {"block_n": 16, "split_k": 1, "num_warps": 1, "num_stages": 8},
+    "mma_bn32_sk1_w2_st6": {"block_n": 32, "split_k": 1, "num_warps": 2, "num_stages": 6},
+    "mma_bn64_sk1_w4_st8": {"block_n": 64, "split_k": 1, "num_warps": 4, "num_stages": 8},
+    "mma_bn128_sk2_w4_st6": {"block_n": 128, "split_k": 2, "num_warps": 4, "num_stages": 6},
+    "mma_bn256_sk16_w8_st3": {"block_n": 256, "split_k": 16, "num_warps": 8, "num_stages": 3},
+    "mma_bn256_sk32_w4_st2": {"block_n": 256, "split_k": 32, "num_warps": 4, "num_stages": 2},
+    "mma_bn512_sk32_w8_st2": {"block_n": 512, "split_k": 32, "num_warps": 8, "num_stages": 2},
+    "mma_pf_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "prefetch": True},
+    "mma_pf_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4, "prefetch": True},
+    "mma_pf_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3, "prefetch": True},
+    "mma_pf_bn16_sk1_w1_st8": {"block_n": 16, "split_k": 1, "num_warps": 1, "num_stages": 8, "prefetch": True},
+    "mma_pf_bn32_sk1_w2_st6": {"block_n": 32, "split_k": 1, "num_warps": 2, "num_stages": 6, "prefetch": True},
+    "mma_pf_bn64_sk2_w2_st6": {"block_n": 64, "split_k": 2, "num_warps": 2, "num_stages": 6, "prefetch": True},
+    "mma_pf_bn64_sk4_w2_st4": {"block_n": 64, "split_k": 4, "num_warps": 2, "num_stages": 4, "prefetch": True},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
 
 
-def _mma_dot_ptx() -> str:
+def _mma_dot_ptx(x_in_regs: bool = False) -> str:
     """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x. Per word:
     3 shifts and 4 `lop3` make the 4 bf16x2 pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply
     them by x: A rows 0-7 are the even tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128
@@ -88,12 +139,18 @@ def _mma_dot_ptx() -> str:
     word j is pair 16 j + 4 a + lane % 4), so no x tensor takes part in choosing the asm's layout. $12 is the column
     (4 lane + j) of the first element: the fragments are only right when the element of lane L is hardware lane L's,
     which Triton's layout decides, so any other lane makes every output NaN (a loud wrong result, not a quiet one).
-    The accumulators are tied to the outputs ($20..$23 = $0..$3)."""
+    The accumulators are tied to the outputs ($20..$23 = $0..$3).
+
+    With `x_in_regs` the pairs come in as operands instead, loaded a group ahead by `_PREFETCH_PTX`: pair a of word j
+    is $(16 + 4 a + j), and the accumulators are $32..$35."""
     regs = ", ".join(f"x{j}_{a}" for j in range(WORDS) for a in range(4))
     lines = ["{", ".reg .b32 s, e0, e1, e2, e3, o0, o1, o2, o3, lid, qq;", f".reg .b32 {regs};", ".reg .b64 xa;",
-             ".reg .pred off;", "mov.u32 lid, %laneid;", "and.b32 qq, lid, 3;", "mul.wide.u32 xa, qq, 4;",
-             "add.s64 xa, xa, $16;", "shl.b32 lid, lid, 2;", "setp.ne.u32 off, $12, lid;"]
-    lines += [f"ld.global.nc.b32 x{j}_{a}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
+             ".reg .pred off;", "mov.u32 lid, %laneid;", "shl.b32 lid, lid, 2;", "setp.ne.u32 off, $12, lid;"]
+    if x_in_regs:
+        lines += [f"mov.b32 x{j}_{a}, ${16 + 4 * a + j};" for j in range(WORDS) for a in range(4)]
+    else:
+        lines += ["mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;", "mul.wide.u32 xa, qq, 4;", "add.s64 xa, xa, $16;"]
+        lines += [f"ld.global.nc.b32 x{j}_{a}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
     for j in range(WORDS):
         for tile, word in (("e", f"${4 + j}"), ("o", f"${8 + j}")):
             for a in range(4):
@@ -115,12 +172,32 @@ def _mma_dot_ptx() -> str:
 
 _MMA_DOT_PTX = tl.constexpr(_mma_dot_ptx())
 _MMA_DOT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,0,1,2,3")
+_MMA_DOT_X_PTX = tl.constexpr(_mma_dot_ptx(x_in_regs=True))
+_MMA_DOT_X_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28) + ",0,1,2,3")
+
+
+def _prefetch_ptx() -> str:
+    """PTX: one group's operands, loaded a group before they are used: x pair a of the lane's word j into $(4 a + j)
+    (pair 16 j + 4 a + lane % 4 from the address $20), and the scale/zero words of the lane's even and odd rows into
+    $16 and $17 (from the addresses $24 and $26, elements 0 and 2 of the address tile; $18, $19 are 0). Only
+    addresses come in, so the outputs take the layout of the asm that uses them."""
+    lines = ["{", ".reg .b32 qq;", ".reg .b64 xa;", "mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;",
+             "mul.wide.u32 xa, qq, 4;", "add.s64 xa, xa, $20;"]
+    lines += [f"ld.global.nc.b32 ${4 * a + j}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
+    lines += ["ld.global.nc.b32 $16, [$24];", "ld.global.nc.b32 $17, [$26];", "mov.b32 $18, 0;", "mov.b32 $19, 0;",
+              "}"]
+    return "\n".join(lines)
+
+
+_PREFETCH_PTX = tl.constexpr(_prefetch_ptx())
+_PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 20) + ",l,l,l,l,l,l,l,l")
 
 # acc += scale * dot + (zero - 136 scale) * xsum for the lane's two rows (element 0: the even tile's, element 2: the
 # odd tile's), where dot = sum (128 + q) x, so that scale * (q - 8) + zero is what multiplies x; elements 1 and 3
-# pass through. Inputs: dot $4..$7, the address of the even row's scale/zero word $8 (a bf16 scale in the low half,
-# the zero in the high half; the odd row's is 8 words on; loaded here, so that no sz tensor takes part in choosing
-# the layout), xsum $12, acc $16..$19 (tied to $0..$3).
+# pass through. Inputs: dot $4..$7, the addresses of the rows' scale/zero words $8..$11 (the even row's in $8, the
+# odd row's in $10: each element's own row, clamped into the tensor; a bf16 scale in the low half, the zero in the
+# high half; loaded here, so that no sz tensor takes part in choosing the layout), xsum $12, acc $16..$19 (tied to
+# $0..$3).
 _SCALE_PTX = tl.constexpr("""
 {
 .reg .b32 t, sz;
@@ -133,7 +210,7 @@ mov.b32 z, t;
 fma.rn.f32 z, s, 0fC3080000, z;
 fma.rn.f32 $0, s, $4, $0;
 fma.rn.f32 $0, z, $12, $0;
-ld.global.nc.b32 sz, [$8+32];
+ld.global.nc.b32 sz, [$10];
 shl.b32 t, sz, 16;
 mov.b32 s, t;
 and.b32 t, sz, 0xFFFF0000;
@@ -144,6 +221,11 @@ fma.rn.f32 $2, z, $12, $2;
 }
 """)
 _SCALE_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,0,1,2,3")
+
+# As _SCALE_PTX, with the two scale/zero words as operands ($8 even row, $9 odd row; from `_PREFETCH_PTX`).
+_SCALE_REGS_PTX = tl.constexpr(_SCALE_PTX.value.replace("ld.global.nc.b32 sz, [$8];", "mov.b32 sz, $8;").replace(
+    "ld.global.nc.b32 sz, [$10];", "mov.b32 sz, $9;"))
+_SCALE_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,f,f,f,f,0,1,2,3")
 
 
 _COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
@@ -170,6 +252,60 @@ def _bf16_hi(v):
 
 
 @triton.jit
+def _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF: tl.constexpr):
+    """The pure-Triton twin of the dot asm (interpreter): each element's row dot, sum (q - 8) x, from its n-tile's
+    words, in fp32 (the PTX gives sum (128 + q) x and the scale step takes the offset out; the twin's scale step
+    does not)."""
+    part_even = tl.zeros([HALF, 128], dtype=tl.float32)  # per word, row lane // 4
+    part_odd = tl.zeros([HALF, 128], dtype=tl.float32)
+    for a in tl.static_range(4):
+        if a == 0:
+            pair = x0
+        elif a == 1:
+            pair = x1
+        elif a == 2:
+            pair = x2
+        else:
+            pair = x3
+        x_lo = _bf16_lo(pair)
+        x_hi = _bf16_hi(pair)
+        part_even += (((words_even >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
+            ((words_even >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
+        ) * x_hi
+        part_odd += (((words_odd >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
+            ((words_odd >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
+        ) * x_hi
+    dot_even = tl.sum(tl.reshape(part_even, [HALF, 8, 16]), axis=2)  # [HALF, 8]: col = 16 row + 4 qq + j
+    dot_odd = tl.sum(tl.reshape(part_odd, [HALF, 8, 16]), axis=2)
+    want = (lane // 4)[:, :, None] == tl.arange(0, 8)[None, None, :]
+    pick_even = tl.sum(tl.where(want, dot_even[:, None, :], 0.0), axis=2)  # [HALF, 128]
+    pick_odd = tl.sum(tl.where(want, dot_odd[:, None, :], 0.0), axis=2)
+    return tl.where(j < 2, pick_even, pick_odd)
+
+
+@triton.jit
+def _group_operands(x_row, g, sz_ptr, rows, rows_mask, x_off, n_out, HALF: tl.constexpr,
+                    PAIRS: tl.constexpr, USE_PTX: tl.constexpr):
+    """Group g's x pairs (4 tiles: pair a of each element's word) and scale/zero words, as [HALF, 128] tensors.
+    PTX: `_PREFETCH_PTX` (the sz tile holds the even and odd rows' words in elements 0 and 1 of each lane); twin: the
+    same x pairs and each element's own row's word, by tl.load."""
+    if USE_PTX:
+        x_addr = tl.broadcast_to(tl.cast(x_row + g * PAIRS, tl.int64), [HALF, 128])
+        # each element's own row, clamped: rows past n_out read row n_out - 1, whose value is not stored
+        sz_addr = tl.cast(sz_ptr + g * n_out + tl.minimum(rows, n_out - 1), tl.int64)
+        x0, x1, x2, x3, szv = tl.inline_asm_elementwise(
+            _PREFETCH_PTX, _PREFETCH_CONSTRAINTS, [x_addr, sz_addr], dtype=(tl.int32,) * 5, is_pure=True, pack=4)
+    else:
+        x_ptrs = x_row + g * PAIRS + x_off
+        x0 = tl.broadcast_to(tl.load(x_ptrs), [HALF, 128])
+        x1 = tl.broadcast_to(tl.load(x_ptrs + 4), [HALF, 128])
+        x2 = tl.broadcast_to(tl.load(x_ptrs + 8), [HALF, 128])
+        x3 = tl.broadcast_to(tl.load(x_ptrs + 12), [HALF, 128])
+        szv = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
+    return x0, x1, x2, x3, szv
+
+
+@triton.jit
 def _int4_gemv_mma_kernel(
     xpair_ptr,
     w_ptr,
@@ -189,6 +325,7 @@ def _int4_gemv_mma_kernel(
     NUM_STAGES: tl.constexpr,
     USE_PTX: tl.constexpr,
     GPS_PAD: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -219,79 +356,98 @@ def _int4_gemv_mma_kernel(
     # pair a (nibbles a, a + 4) of word j of lane qq in chunk c of a group: pair 64 c + 16 j + 4 a + qq
     x_off = 16 * j + qq
     g_start = split * groups_per_split
-    # the sum of x over each group of this split (for the zero-point terms), once before the loop
-    gs = tl.arange(0, GPS_PAD)
+    # the sum of x over each group of this split (for the zero-point terms): once before the loop for up to 16 groups
+    # a split, else per group inside it
+    XSUM_FIRST: tl.constexpr = GPS_PAD <= 16
+    gs = tl.arange(0, GPS_PAD if XSUM_FIRST else 1)
     p = tl.arange(0, PAIRS)
-    xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None], other=0)
-    x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
+    if XSUM_FIRST:
+        xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None],
+                     other=0)
+        x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
     # element (i, 4 lane + j) holds row lane // 4 of n-tile 2 i + j // 2 (j odd: a copy of j - 1)
     rows = (even_tile + j // 2) * 8 + lane // 4
     rows_mask = tl.where(j < 2, pair_mask, odd_mask)
-    sz_even = sz_ptr + even_tile * 8 + lane // 4  # the lane's even-tile row; the odd one is + 8
     acc = tl.zeros([HALF, 128], dtype=tl.float32)
-    for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
-        g = g_start + gi
-        x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
-        dot = tl.zeros([HALF, 128], dtype=tl.float32)
-        for c in tl.static_range(CHUNKS):
-            ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
+    if PREFETCH:  # each group's x pairs and scale/zero words loaded one group ahead, by the prefetch asm
+        tl.static_assert(CHUNKS == 1, "int4_gemv mma prefetch: one 128-k chunk per group (group_size 128)")
+        x0, x1, x2, x3, szv = _group_operands(x_row, g_start, sz_ptr, rows, rows_mask, x_off, n_out, HALF,
+                                              PAIRS, USE_PTX)
+        for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
+            g = g_start + gi
+            if XSUM_FIRST:
+                x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+            else:
+                xg = tl.load(x_row + g * PAIRS + p)
+                x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
+            g_next = g_start + tl.minimum(gi + 1, groups_per_split - 1)  # the last group loads itself again
+            nx0, nx1, nx2, nx3, nszv = _group_operands(x_row, g_next, sz_ptr, rows, rows_mask, x_off, n_out,
+                                                       HALF, PAIRS, USE_PTX)
+            ko = (g * GROUP) // (16 * IKT)
             words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
             words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
             if USE_PTX:
-                x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
                 dot = tl.inline_asm_elementwise(
-                    _MMA_DOT_PTX,
-                    _MMA_DOT_CONSTRAINTS,
-                    [words_even, words_odd, col, x_chunk, dot],
+                    _MMA_DOT_X_PTX,
+                    _MMA_DOT_X_CONSTRAINTS,
+                    [words_even, words_odd, col, x0, x1, x2, x3, tl.zeros([HALF, 128], dtype=tl.float32)],
                     dtype=tl.float32,
                     is_pure=True,
                     pack=4,
                 )
-            else:  # pure-Triton twin (interpreter): each element's row dot from its n-tile's words
-                x_ptrs = x_row + g * PAIRS + 64 * c + x_off
-                x0 = tl.load(x_ptrs)
-                x1 = tl.load(x_ptrs + 4)
-                x2 = tl.load(x_ptrs + 8)
-                x3 = tl.load(x_ptrs + 12)
-                part_even = tl.zeros([HALF, 128], dtype=tl.float32)  # per word, row lane // 4, fp32
-                part_odd = tl.zeros([HALF, 128], dtype=tl.float32)
-                for a in tl.static_range(4):
-                    if a == 0:
-                        pair = x0
-                    elif a == 1:
-                        pair = x1
-                    elif a == 2:
-                        pair = x2
-                    else:
-                        pair = x3
-                    x_lo = _bf16_lo(pair)
-                    x_hi = _bf16_hi(pair)
-                    part_even += (((words_even >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
-                        ((words_even >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
-                    ) * x_hi
-                    part_odd += (((words_odd >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
-                        ((words_odd >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
-                    ) * x_hi
-                dot_even = tl.sum(tl.reshape(part_even, [HALF, 8, 16]), axis=2)  # [HALF, 8]: col = 16 row + 4 qq + j
-                dot_odd = tl.sum(tl.reshape(part_odd, [HALF, 8, 16]), axis=2)
-                want = (lane // 4)[:, :, None] == tl.arange(0, 8)[None, None, :]
-                pick_even = tl.sum(tl.where(want, dot_even[:, None, :], 0.0), axis=2)  # [HALF, 128]
-                pick_odd = tl.sum(tl.where(want, dot_odd[:, None, :], 0.0), axis=2)
-                dot += tl.where(j < 2, pick_even, pick_odd)
-        if USE_PTX:
-            # the odd tile's row past n_out (n_out // 8 odd) reads the next group's first row: its value is unused
-            sz_addr = tl.cast(sz_even + g * n_out, tl.int64)
-            acc = tl.inline_asm_elementwise(
-                _SCALE_PTX,
-                _SCALE_CONSTRAINTS,
-                [dot, sz_addr, tl.broadcast_to(x_sum, [HALF, 128]), acc],
-                dtype=tl.float32,
-                is_pure=True,
-                pack=4,
-            )
-        else:
-            sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
-            acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
+                acc = tl.inline_asm_elementwise(
+                    _SCALE_REGS_PTX,
+                    _SCALE_REGS_CONSTRAINTS,
+                    [dot, szv, tl.broadcast_to(x_sum, [HALF, 128]), acc],
+                    dtype=tl.float32,
+                    is_pure=True,
+                    pack=4,
+                )
+            else:
+                dot = _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF)
+                acc += tl.where(j % 2 == 0, _bf16_lo(szv) * dot + _bf16_hi(szv) * x_sum, 0.0)
+            x0, x1, x2, x3, szv = nx0, nx1, nx2, nx3, nszv
+    else:
+        for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
+            g = g_start + gi
+            if XSUM_FIRST:
+                x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+            else:
+                xg = tl.load(x_row + g * PAIRS + p)
+                x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
+            dot = tl.zeros([HALF, 128], dtype=tl.float32)
+            for c in tl.static_range(CHUNKS):
+                ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
+                words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
+                words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+                if USE_PTX:
+                    x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
+                    dot = tl.inline_asm_elementwise(
+                        _MMA_DOT_PTX,
+                        _MMA_DOT_CONSTRAINTS,
+                        [words_even, words_odd, col, x_chunk, dot],
+                        dtype=tl.float32,
+                        is_pure=True,
+                        pack=4,
+                    )
+                else:  # pure-Triton twin (interpreter): each element's row dot from its n-tile's words
+                    x_ptrs = x_row + g * PAIRS + 64 * c + x_off
+                    dot += _twin_dot(words_even, words_odd, tl.load(x_ptrs), tl.load(x_ptrs + 4),
+                                     tl.load(x_ptrs + 8), tl.load(x_ptrs + 12), lane, j, HALF)
+            if USE_PTX:
+                # each element's own row, clamped: rows past n_out read row n_out - 1, whose value is not stored
+                sz_addr = tl.cast(sz_ptr + g * n_out + tl.minimum(rows, n_out - 1), tl.int64)
+                acc = tl.inline_asm_elementwise(
+                    _SCALE_PTX,
+                    _SCALE_CONSTRAINTS,
+                    [dot, sz_addr, tl.broadcast_to(x_sum, [HALF, 128]), acc],
+                    dtype=tl.float32,
+                    is_pure=True,
+                    pack=4,
+                )
+            else:
+                sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
+                acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
     # compact the tile to its rows: element (i, 16 g + 4 qq + 2 jj + jlo) holds row (2 i + jj) 8 + g (qq = jlo = 0;
     # the 4 lanes of a row, and jlo = 1, hold copies). Summing over them before the store keeps the store's layout
     # from deciding the loop's: the mma asm needs the words' lane-exact layout.
@@ -320,7 +476,9 @@ def _int4_gemv_mma_kernel(
             tl.store(counter_ptr + ticket, 0)
 
 
-def make_kernel(*, block_n: int, split_k: int, num_warps: int, num_stages: int) -> Callable[..., torch.Tensor]:
+def make_kernel(
+    *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False
+) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set."""
 
     def kernel(
@@ -336,6 +494,7 @@ def make_kernel(*, block_n: int, split_k: int, num_warps: int, num_stages: int) 
         assert x.ndim == 2 and x.shape[1] == n_k, f"int4_gemv: x must be [M, {n_k}], got {tuple(x.shape)}"
         assert x.dtype == torch.bfloat16, "int4_gemv: x must be bf16 (its pairs are the mma's A registers)"
         assert group_size % 128 == 0, f"int4_gemv: group_size {group_size} must be a multiple of 128"
+        assert group_size == 128 or not prefetch, f"int4_gemv: this variant prefetches 128-k groups, not {group_size}"
         n_groups = n_k // group_size
         assert scales_and_zeros.shape == (n_groups, n_out, 2), "int4_gemv: scales_and_zeros must be [K/g, N, 2]"
         assert scales_and_zeros.dtype == torch.bfloat16, "int4_gemv: scales_and_zeros must be bf16"
@@ -368,6 +527,7 @@ def make_kernel(*, block_n: int, split_k: int, num_warps: int, num_stages: int) 
             NUM_STAGES=num_stages,
             USE_PTX=use_ptx,
             GPS_PAD=triton.next_power_of_2(n_groups // splits),
+            PREFETCH=prefetch,
             num_warps=num_warps,
         )
         return out

@@ -242,13 +242,13 @@ def test_mma_dot_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
 
 def test_scale_ptx_applies_scale_zero_and_the_128_offset() -> None:
     """acc + scale * dot + (zero - 136 scale) * xsum in elements 0 and 2 (the even and odd rows, whose scale/zero
-    words are 8 rows apart); 1 and 3 pass through."""
+    words' addresses are elements 0 and 2 of the address tile); 1 and 3 pass through."""
     scale_e, zero_e, scale_o, zero_o = 0.5, -3.0, 0.25, 1.5
     dot, x_sum, acc = [200.0, 7.0, -40.0, 9.0], 3.0, [1.0, 2.0, 3.0, 4.0]
     memory = {SZ_BASE: _bf16_pair(scale_e, zero_e), SZ_BASE + 32: _bf16_pair(scale_o, zero_o)}
     regs = {f"${n}": _bits(acc[n]) for n in range(4)}
     regs.update({f"${4 + n}": _bits(dot[n]) for n in range(4)})
-    regs.update({f"${8 + n}": SZ_BASE for n in range(4)})
+    regs.update({f"${8 + n}": SZ_BASE + 32 * (n // 2) for n in range(4)})
     regs.update({f"${12 + n}": _bits(x_sum) for n in range(4)})
     run_warp(_mma_module()._SCALE_PTX.value, [regs], memory)
     got = [_f32(regs[f"${n}"]) for n in range(4)]
@@ -294,7 +294,7 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
     lanes, memory = _dot_lanes(words, x, [0.5, 0.5, -1.0, -1.0])
     memory[SZ_BASE] = _bf16_pair(0.25, -2.0)
     memory[SZ_BASE + 32] = _bf16_pair(0.75, 1.0)
-    fetched = [{"$20": X_BASE, "$24": SZ_BASE} for _ in range(32)]
+    fetched = [{"$20": X_BASE, "$24": SZ_BASE, "$26": SZ_BASE + 32} for _ in range(32)]
     run_warp(module._PREFETCH_PTX.value, fetched, memory)
     assert all(regs["$16"] == memory[SZ_BASE] and regs["$17"] == memory[SZ_BASE + 32] for regs in fetched)
     with_regs = []
@@ -311,9 +311,39 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
     for use_regs, source in ((False, lanes), (True, with_regs)):
         regs = {f"${n}": _bits(1.0) for n in range(4)}
         regs.update({f"${4 + n}": source[0][f"${n}"] for n in range(4)})
-        regs.update({f"${8 + n}": (fetched[0]["$16"], fetched[0]["$17"], 0, 0)[n] if use_regs else SZ_BASE
-                     for n in range(4)})
+        regs.update({f"${8 + n}": (fetched[0]["$16"], fetched[0]["$17"], 0, 0)[n] if use_regs
+                     else SZ_BASE + 32 * (n // 2) for n in range(4)})
         regs.update({f"${12 + n}": x_sum for n in range(4)})
         run_warp((module._SCALE_REGS_PTX if use_regs else module._SCALE_PTX).value, [regs], memory)
         scaled.append([regs[f"${n}"] for n in range(4)])
     assert scaled[0] == scaled[1]
+
+
+@pytest.mark.parametrize("variant", ["mma_bn256_sk16_w4_st3", "mma_pf_bn16_sk1_w1_st8"])
+def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
+    """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
+    columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
+    H200's Triton 3.6 once chose the x loads' layout instead; the kernel's NaN guard catches that on the card, this
+    catches it before.)"""
+    compile_sm90 = _load(REPO / "speedrun" / "compile_sm90.py", "speedrun_compile_sm90_for_mma")
+    captured: dict[str, str] = {}
+    original = compile_sm90.triton.compile
+
+    def capture(*args: object, **kwargs: object) -> object:
+        compiled = original(*args, **kwargs)
+        captured["ttgir"] = compiled.asm["ttgir"]
+        return compiled
+
+    job = next(job for job in compile_sm90.JOBS if job[1] == variant)
+    compile_sm90.triton.compile = capture
+    try:
+        line = compile_sm90.compile_kernel(*job)
+    finally:
+        compile_sm90.triton.compile = original
+    assert not line.startswith("ERROR"), line
+    ttgir = captured["ttgir"]
+    layouts = dict(re.findall(r"^(#blocked\d*) = (#ttg\.blocked<.*>)$", ttgir, re.MULTILINE))
+    asm_layouts = {match for match in re.findall(r"elementwise_inline_asm.*-> .*?tensor<[^>]*, (#blocked\d*)>", ttgir)}
+    assert asm_layouts, "no inline asm in the compiled kernel"
+    for name in asm_layouts:
+        assert "sizePerThread = [1, 4], threadsPerWarp = [1, 32]" in layouts[name], (name, layouts[name])
