@@ -8,6 +8,7 @@ Triton's JIT marks them at the headline, an integer whose headline value the job
 tensor-descriptor arguments typed as the JIT types them, by dtype and block shape; the variant's `num_warps` and, where
 it has one, `maxnreg`, or the launch options kernel() fixes for one kernel, such as a combine's `num_warps` and
 `launch_pdl`): registers, stack (spills), shared memory, the box each descriptor's TMA copies move (`tma box`), the
+SASS instructions in all and in the longest loop body (`loop`: from a backward branch's target to the branch), the
 global load/store opcodes (`LDG.E.128` = 16-byte vectors; `LDGSTS` = cp.async; `UTMALDG` / `UTMASTG` = TMA copies;
 `HMMA` = tensor cores), the block barriers (`BAR`), and whether the software pipeliner engaged (`ASYNC`: cp.async in the
 SASS). Uses the `cuobjdump` shipped in Triton's wheel. No timing: this is compile-time evidence only; it found, for
@@ -41,6 +42,20 @@ OPCODES = re.compile(r"\b(LDG\S*|STG\S*|LDGSTS\S*|HMMA\S*|LDL\S*|STL\S*|UTMALDG\
 def tensordesc(dtype: str, block: tuple[int, ...]) -> str:
     """The signature type of a host `TensorDescriptor` argument, spelled as the JIT's specialization spells it."""
     return f"tensordesc<{dtype}[{', '.join(map(str, block))}]>"
+
+
+def loop_instructions(sass: str) -> int | None:
+    """SASS instructions in the longest loop body (from a backward branch's target to the branch), or None."""
+    addressed = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"^\s+/\*([0-9a-f]{4,5})\*/\s+(.*?);", sass,
+                                                                          re.MULTILINE)]
+    longest = None
+    for address, text in addressed:
+        target = re.search(r"\bBRA (0x[0-9a-f]+)", text)
+        if target and int(target.group(1), 16) < address:
+            start = int(target.group(1), 16)
+            body = sum(1 for other, _ in addressed if start <= other <= address)
+            longest = body if longest is None else max(longest, body)
+    return longest
 
 
 def compile_kernel(target: str, variant: str, kernel_name: str, types: dict[str, str | int],
@@ -97,6 +112,7 @@ def compile_kernel(target: str, variant: str, kernel_name: str, types: dict[str,
     return (
         f"{name:70s} warps {num_warps} stages {num_stages} {limits}regs {regs.group(1) if regs else '?'} "
         f"stack {regs.group(2) if regs else '?'} smem {compiled.metadata.shared} sass {n_instructions} "
+        f"loop {loop_instructions(sass)} "
         f"{boxes}{counts} {pipelined}"
     )
 
