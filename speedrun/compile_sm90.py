@@ -235,6 +235,12 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                   ("mma_pf_bn64_sk16_w2_st3", 64, 16), ("mma_pf_bn16_sk1_w1_st8", 16, 1),
                                   ("mma_pf_bn32_sk1_w2_st6", 32, 1), ("mma_pf_bn64_sk2_w2_st6", 64, 2),
                                   ("mma_pf_bn64_sk4_w2_st4", 64, 4))],
+    # groups as rows: PAIRS_PER_PROGRAM n-tile pairs (block_n / 16); the headline's groups per split divide GROUP_ROWS
+    *[("int4_gemv", v, "_int4_gemv_mma_groups_kernel", INT4_PAIRS,
+       {**INT4_C, "USE_PTX": True, "PAIRS_PER_PROGRAM": block_n // 16, "EVEN_GROUPS": True})
+      for v, block_n in (("mmag_p1_g16_sk1_w4_st3", 16), ("mmag_p1_g16_sk1_w4_st4", 16), ("mmag_p1_g8_sk1_w2_st4", 16),
+                         ("mmag_p1_g8_sk1_w4_st4", 16), ("mmag_p1_g32_sk1_w8_st3", 16), ("mmag_p1_g16_sk2_w4_st3", 16),
+                         ("mmag_p2_g8_sk1_w4_st4", 32), ("mmag_p1_g32_sk2_w8_st2", 16))],
 ]
 
 # (target, variant) -> why it has no job; every other variant of check_variants.variant_index has one

@@ -2,9 +2,9 @@
 
 Inline PTX cannot run in the Triton interpreter (the CPU check runs the kernel's pure-Triton twin), so this test runs
 the PTX text of one warp in lockstep: 32 lanes, each with its own registers, through a small emulator of the
-instructions it uses (loads from an emulated memory, %laneid, shr, lop3, shl, and, mov, setp and predication, fma.f32
-and `mma.sync.m16n8k16` bf16 with fp32 accumulate). The mma
-gathers its A, B and C fragments from the 32 lanes by the fragment layouts of the PTX ISA ("Matrix Fragments for
+instructions it uses (loads from an emulated memory, %laneid, shr, lop3, shl, and, add, mov, setp and predication,
+fma.f32, add.f32, the butterfly `shfl.sync` and `mma.sync.m16n8k16` bf16 with fp32 accumulate). The mma gathers its
+A, B and C fragments from the 32 lanes by the fragment layouts of the PTX ISA ("Matrix Fragments for
 mma.m16n8k16", bf16): that layout is written here from the ISA, not from the kernel. The words come from
 `check_variants.pack_tinygemm_reference`, the port that the CUDA check compares with `_convert_weight_to_int4pack`.
 With small integer x every product and sum is exact, so the emulated dots must equal sum (128 + q) x exactly.
@@ -133,6 +133,12 @@ def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | Non
             _mma_m16n8k16(lanes, *groups)
             continue
         args = [arg.strip() for arg in rest.split(",")]
+        if op == "shfl.sync.bfly.b32":  # d, a, lane mask, clamp, member mask: every lane reads lane ^ mask's a
+            assert args[3:] == ["0x1f", "0xffffffff"], line
+            sent = [regs[args[1]] for regs in lanes]
+            for lane, regs in enumerate(lanes):
+                regs[args[0]] = sent[lane ^ int(args[2])]
+            continue
         for lane, regs in enumerate(lanes):
             if guard is not None and not regs[guard]:
                 continue
@@ -153,7 +159,11 @@ def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | Non
             if op == "add.s64":
                 regs[args[0]] = src[0] + src[1]
                 continue
-            if op == "mov.b32":
+            if op == "add.u32":
+                out = src[0] + src[1]
+            elif op == "add.f32":
+                out = _bits(_f32(src[0]) + _f32(src[1]))
+            elif op == "mov.b32":
                 out = src[0]
             elif op == "shr.u32":
                 out = src[0] >> src[1]
@@ -240,6 +250,47 @@ def test_mma_dot_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
     assert all(math.isnan(_f32(regs[f"${n}"])) for regs in lanes for n in range(4))
 
 
+def _xsum_lanes(words: torch.Tensor, x: torch.Tensor, acc: list[float],
+                x_acc: float) -> tuple[list[dict[str, int]], dict[int, int]]:
+    """The dot asm's operands in the x-sum asm's numbering: every input 4 up, the x-sum accumulators $4..$7."""
+    lanes, memory = _dot_lanes(words, x, acc)
+    moved = []
+    for regs in lanes:
+        shifted = {f"${n}": regs[f"${n}"] for n in range(4)}
+        shifted.update({f"${n + 4}": regs[f"${n}"] for n in range(4, 20)})
+        shifted.update({f"${4 + n}": _bits(x_acc) for n in range(4)})
+        moved.append(shifted)
+    return moved, memory
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mma_dot_xsum_ptx_adds_the_chunks_x_sum_to_its_second_accumulator(seed: int) -> None:
+    """The x-sum asm gives the dot asm's dots bit for bit, and in $4..$7 of every lane the accumulator it was given
+    plus the sum of the chunk's 128 x (a ones-matrix mma whose B columns are the chunk's 8 k-tiles, then two
+    butterfly shuffles)."""
+    q, words, x = _two_tiles(random.Random(20 + seed))
+    plain, memory = _dot_lanes(words, x, [1.0, 1.0, -2.0, -2.0])
+    run_warp(_mma_module()._MMA_DOT_PTX.value, plain, memory)
+    lanes, memory = _xsum_lanes(words, x, [1.0, 1.0, -2.0, -2.0], 0.5)
+    run_warp(_mma_module()._MMA_DOT_XSUM_PTX.value, lanes, memory)
+    for lane, regs in enumerate(lanes):
+        assert [regs[f"${n}"] for n in range(4)] == [plain[lane][f"${n}"] for n in range(4)], lane
+        assert [_f32(regs[f"${n}"]) for n in range(4, 8)] == [0.5 + float(x.sum())] * 4, lane
+
+
+def test_mma_dot_xsum_ptx_sums_every_k_of_the_chunk() -> None:
+    """The check can fail: x nonzero at one k only (each k in turn, every k-tile and lane of a row) gives that x as
+    the sum, so a pair loaded twice or missed shows."""
+    _, words, _ = _two_tiles(random.Random(5))
+    ptx = _mma_module()._MMA_DOT_XSUM_PTX.value
+    for k in range(0, 128, 7):
+        x = torch.zeros(128)
+        x[k] = 3.0
+        lanes, memory = _xsum_lanes(words, x, [0.0] * 4, 0.0)
+        run_warp(ptx, lanes, memory)
+        assert {_f32(regs["$4"]) for regs in lanes} == {3.0}, k
+
+
 def test_scale_ptx_applies_scale_zero_and_the_128_offset() -> None:
     """acc + scale * dot + (zero - 136 scale) * xsum in elements 0 and 2 (the even and odd rows, whose scale/zero
     words' addresses are elements 0 and 2 of the address tile); 1 and 3 pass through."""
@@ -319,7 +370,8 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
     assert scaled[0] == scaled[1]
 
 
-@pytest.mark.parametrize("variant", ["mma_bn256_sk16_w4_st3", "mma_pf_bn16_sk1_w1_st8"])
+@pytest.mark.parametrize("variant", ["mma_bn256_sk16_w4_st3", "mma_pf_bn16_sk1_w1_st8", "mmag_p1_g16_sk1_w4_st3",
+                                     "mmag_p2_g8_sk1_w4_st4"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
