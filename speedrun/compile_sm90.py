@@ -7,12 +7,13 @@ constexpr of the kernel, plus the shape-derived constexprs below; pointers and i
 Triton's JIT marks them at the headline, an integer whose headline value the job gives only when it is a multiple of 16;
 tensor-descriptor arguments typed as the JIT types them, by dtype and block shape; the variant's `num_warps` and, where
 it has one, `maxnreg`, or the launch options kernel() fixes for one kernel, such as a combine's `num_warps` and
-`launch_pdl`): registers, stack (spills), shared memory, the box each descriptor's TMA copies move (`tma box`), the
-SASS instructions in all and in the longest loop body (`loop`: from a backward branch's target to the branch), the
-global load/store opcodes (`LDG.E.128` = 16-byte vectors; `LDGSTS` = cp.async; `UTMALDG` / `UTMASTG` = TMA copies;
-`HMMA` = tensor cores), the block barriers (`BAR`), and whether the software pipeliner engaged (`ASYNC`: cp.async in the
-SASS). Uses the `cuobjdump` shipped in Triton's wheel. No timing: this is compile-time evidence only; it found, for
-example, that a plain Python global inside a kernel runs in the interpreter but does not compile for the GPU.
+`launch_pdl`): registers, stack (spills), shared memory, the box each descriptor's TMA copies move (`tma box`), the SASS
+instructions in all and in the longest loop body (`loop`: from a backward branch's target to the branch), the global
+load/store opcodes (`LDG.E.128` = 16-byte vectors; `LDGSTS` = cp.async; `UTMALDG` / `UTMASTG` = TMA copies; `HMMA` =
+tensor cores; `CCTL.E.PF2` = L2 prefetches), the block barriers (`BAR`), and whether the software pipeliner engaged
+(`ASYNC`: cp.async in the SASS). Uses the `cuobjdump` shipped in Triton's wheel. No timing: this is compile-time
+evidence only; it found, for example, that a plain Python global inside a kernel runs in the interpreter but does not
+compile for the GPU.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuob
 LAUNCH_NUM_STAGES = 3  # Triton's default: no kernel() passes num_stages at launch
 LAUNCH_OPTIONS = ("maxnreg",)  # variant parameters that kernel() passes at launch as compile options
 FIXED_LAUNCH = ("num_warps", "launch_pdl")  # launch options a job's headline may fix (kernel() fixes them)
-OPCODES = re.compile(r"\b(LDG\S*|STG\S*|LDGSTS\S*|HMMA\S*|LDL\S*|STL\S*|UTMALDG\S*|UTMASTG\S*|I2F\S*|BAR\S*)")
+OPCODES = re.compile(r"\b(LDG\S*|STG\S*|LDGSTS\S*|HMMA\S*|LDL\S*|STL\S*|UTMALDG\S*|UTMASTG\S*|I2F\S*|BAR\S*|CCTL\S*)")
 
 
 def tensordesc(dtype: str, block: tuple[int, ...]) -> str:
@@ -220,7 +221,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                          ("lop3xs_bn64_sk16_w4_st3", 16))],
     # TILES: 8-row n-tiles per program (block_n / 8)
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False})
+       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False, "L2_AHEAD": 0})
       for v, block_n, split_k in (("mma_bn256_sk16_w4_st3", 256, 16), ("mma_bn128_sk8_w4_st4", 128, 8),
                                   ("mma_bn128_sk16_w4_st3", 128, 16), ("mma_bn256_sk8_w8_st4", 256, 8),
                                   ("mma_bn64_sk8_w2_st4", 64, 8), ("mma_bn128_sk4_w4_st4", 128, 4),
@@ -230,11 +231,16 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                   ("mma_bn256_sk16_w8_st3", 256, 16), ("mma_bn256_sk32_w4_st2", 256, 32),
                                   ("mma_bn512_sk32_w8_st2", 512, 32))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k})
+       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "L2_AHEAD": 0})
       for v, block_n, split_k in (("mma_pf_bn256_sk16_w4_st3", 256, 16), ("mma_pf_bn128_sk8_w4_st4", 128, 8),
                                   ("mma_pf_bn64_sk16_w2_st3", 64, 16), ("mma_pf_bn16_sk1_w1_st8", 16, 1),
                                   ("mma_pf_bn32_sk1_w2_st6", 32, 1), ("mma_pf_bn64_sk2_w2_st6", 64, 2),
                                   ("mma_pf_bn64_sk4_w2_st4", 64, 4))],
+    *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
+       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False})
+      for v, block_n, split_k in (("mma_l2pf1_bn256_sk16_w4_st3", 256, 16), ("mma_l2pf2_bn256_sk16_w4_st3", 256, 16),
+                                  ("mma_l2pf2_bn256_sk16_w4_st4", 256, 16), ("mma_l2pf1_bn64_sk16_w2_st3", 64, 16),
+                                  ("mma_l2pf2_bn128_sk8_w4_st4", 128, 8))],
     # groups as rows: PAIRS_PER_PROGRAM n-tile pairs (block_n / 16); the headline's groups per split divide GROUP_ROWS
     *[("int4_gemv", v, "_int4_gemv_mma_groups_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "PAIRS_PER_PROGRAM": block_n // 16, "EVEN_GROUPS": True})

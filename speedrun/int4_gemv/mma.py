@@ -90,6 +90,24 @@ Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from t
 - `mma_bn512_sk32_w8_st2` (512 rows, split-K 32, 8 warps, 2 stages): 512 programs of 2 groups, 4 n-tile pairs per
   warp: each program's whole share requested at once.
 
+Scales asked of L2 ahead (`l2_ahead`): ncu `--set full` of `mma_bn256_sk16_w4_st3` on the H200 (13.5-14.3 us with
+the weights left in L2 by its replays, against 15.8 us from DRAM in triage) shows 3.45 warps per scheduler, 0.81 of
+them eligible, long-scoreboard stalls first. The words come through the pipeliner's cp.async, NUM_STAGES - 1 groups
+ahead, but the scale asm loads each group's scale/zero words only when it runs: one DRAM round trip a group. (A
+plain `tl.load` of them, which the pipeliner would issue early, makes Triton 3.6 move the dot asm into that load's
+layout: the sm_90 layout test fails, so that route is closed.) Here the scale asm first issues `prefetch.global.L2`
+for the same rows 1 (or 1 and 2) groups on, which nothing waits for.
+- `mma_l2pf1_bn256_sk16_w4_st3` (as `mma_bn256_sk16_w4_st3`, 1 group ahead): of a program's 4 scale loads, 3 find
+  their words in L2.
+- `mma_l2pf2_bn256_sk16_w4_st3` (as `mma_bn256_sk16_w4_st3`, 1 and 2 groups ahead): twice the lead time, for the
+  case that one group's work is shorter than a DRAM round trip.
+- `mma_l2pf2_bn256_sk16_w4_st4` (as `mma_l2pf2_bn256_sk16_w4_st3`, 4 stages): the words of all 4 groups in flight
+  as well.
+- `mma_l2pf1_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages, 1 group ahead): round 6's second-best grid
+  (16.3 us), 2048 programs of 2 warps.
+- `mma_l2pf2_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages, 2 groups ahead): 8 groups a program, where
+  a lead of 2 groups covers 6 of the 8 scale loads.
+
 Groups as rows (`_int4_gemv_mma_groups_kernel`, `group_rows` set): a program owns `block_n` / 16 n-tile pairs over
 its split's groups, `group_rows` groups per iteration as the tile's rows. Round 6 found the row-pair grids above
 latency-bound (DRAM 47.5%, 21.8% occupancy, halving the instructions moved nothing) and the no-split ones slowest of
@@ -149,6 +167,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_pf_bn32_sk1_w2_st6": {"block_n": 32, "split_k": 1, "num_warps": 2, "num_stages": 6, "prefetch": True},
     "mma_pf_bn64_sk2_w2_st6": {"block_n": 64, "split_k": 2, "num_warps": 2, "num_stages": 6, "prefetch": True},
     "mma_pf_bn64_sk4_w2_st4": {"block_n": 64, "split_k": 4, "num_warps": 2, "num_stages": 4, "prefetch": True},
+    "mma_l2pf1_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "l2_ahead": 1},
+    "mma_l2pf2_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "l2_ahead": 2},
+    "mma_l2pf2_bn256_sk16_w4_st4": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 4, "l2_ahead": 2},
+    "mma_l2pf1_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3, "l2_ahead": 1},
+    "mma_l2pf2_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4, "l2_ahead": 2},
     "mmag_p1_g16_sk1_w4_st3": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 3},
     "mmag_p1_g16_sk1_w4_st4": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 4},
     "mmag_p1_g8_sk1_w2_st4": {"block_n": 16, "group_rows": 8, "split_k": 1, "num_warps": 2, "num_stages": 4},
@@ -278,6 +301,25 @@ fma.rn.f32 $2, z, $12, $2;
 }
 """)
 _SCALE_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,0,1,2,3")
+
+
+
+def _scale_prefetch_ptx(ahead: int) -> str:
+    """PTX: `_SCALE_PTX`, after asking L2 for the same two rows' scale/zero words `ahead` groups on: operand $(16 + 4 a)
+    is the byte offset of group a + 1 from this one (0 past the split's last group, a harmless repeat); the
+    accumulators move to $(16 + 4 ahead).. (tied). A prefetch has no result, so nothing waits for it; when the loop
+    reaches that group its scale load finds the line in L2 instead of DRAM."""
+    lines = ["{", ".reg .b64 pa;"]
+    for a in range(ahead):
+        lines += [f"add.s64 pa, $8, ${16 + 4 * a};", "prefetch.global.L2 [pa];",
+                  f"add.s64 pa, $10, ${16 + 4 * a};", "prefetch.global.L2 [pa];"]
+    return "\n".join(lines) + _SCALE_PTX.value + "}"
+
+
+_SCALE_PF1_PTX = tl.constexpr(_scale_prefetch_ptx(1))
+_SCALE_PF2_PTX = tl.constexpr(_scale_prefetch_ptx(2))
+_SCALE_PF1_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,0,1,2,3")
+_SCALE_PF2_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,l,l,l,l,0,1,2,3")
 
 # As _SCALE_PTX, with the two scale/zero words as operands ($8 even row, $9 odd row; from `_PREFETCH_PTX`).
 _SCALE_REGS_PTX = tl.constexpr(_SCALE_PTX.value.replace("ld.global.nc.b32 sz, [$8];", "mov.b32 sz, $8;").replace(
@@ -420,6 +462,7 @@ def _int4_gemv_mma_kernel(
     USE_PTX: tl.constexpr,
     GPS_PAD: tl.constexpr,
     PREFETCH: tl.constexpr,
+    L2_AHEAD: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -530,7 +573,7 @@ def _int4_gemv_mma_kernel(
                     x_ptrs = x_row + g * PAIRS + 64 * c + x_off
                     dot += _twin_dot(words_even, words_odd, tl.load(x_ptrs), tl.load(x_ptrs + 4),
                                      tl.load(x_ptrs + 8), tl.load(x_ptrs + 12), lane, j, HALF)
-            if USE_PTX:
+            if USE_PTX and L2_AHEAD == 0:
                 sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
                 acc = tl.inline_asm_elementwise(
                     _SCALE_PTX,
@@ -540,10 +583,25 @@ def _int4_gemv_mma_kernel(
                     is_pure=True,
                     pack=4,
                 )
+            elif USE_PTX:  # the same step, asking L2 for the next groups' scale/zero words first
+                sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
+                group_bytes = tl.cast(n_out, tl.int64) * 4
+                next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
+                x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
+                if L2_AHEAD == 1:
+                    acc = tl.inline_asm_elementwise(_SCALE_PF1_PTX, _SCALE_PF1_CONSTRAINTS,
+                                                    [dot, sz_addr, x_sum_tile, next_1, acc], dtype=tl.float32,
+                                                    is_pure=True, pack=4)
+                else:
+                    next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
+                    acc = tl.inline_asm_elementwise(_SCALE_PF2_PTX, _SCALE_PF2_CONSTRAINTS,
+                                                    [dot, sz_addr, x_sum_tile, next_1, next_2, acc],
+                                                    dtype=tl.float32, is_pure=True, pack=4)
             else:
                 sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
                 acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
     _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K)
+
 
 @triton.jit
 def _int4_gemv_mma_groups_kernel(
@@ -656,11 +714,12 @@ def _int4_gemv_mma_groups_kernel(
 
 def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
-    group_rows: int | None = None
+    group_rows: int | None = None, l2_ahead: int = 0
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
+    assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
 
     def kernel(
         x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
@@ -716,6 +775,7 @@ def make_kernel(
             USE_PTX=use_ptx,
             GPS_PAD=triton.next_power_of_2(n_groups // splits),
             PREFETCH=prefetch,
+            L2_AHEAD=l2_ahead,
             num_warps=num_warps,
         )
         return out

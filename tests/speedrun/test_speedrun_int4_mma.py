@@ -105,10 +105,13 @@ def _mma_m16n8k16(lanes: list[dict[str, int]], d: list[str], a: list[str], b: li
             regs[d[index]] = _bits(out[row][col])
 
 
-def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | None = None) -> None:
+def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | None = None,
+             prefetched: list[int] | None = None) -> None:
     """Execute the inline-PTX text on 32 lanes in lockstep (lane n of the list is hardware lane n); each lane maps
-    `$n` and its .reg names to bits (b32, or b64 for addresses); `memory` maps byte addresses to b32 words."""
+    `$n` and its .reg names to bits (b32, or b64 for addresses); `memory` maps byte addresses to b32 words; the
+    addresses of L2 prefetches are appended to `prefetched`."""
     memory = memory or {}
+    prefetched = [] if prefetched is None else prefetched
 
     def value(regs: dict[str, int], token: str) -> int:
         token = token.strip()
@@ -141,6 +144,9 @@ def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | Non
             continue
         for lane, regs in enumerate(lanes):
             if guard is not None and not regs[guard]:
+                continue
+            if op == "prefetch.global.L2":
+                prefetched.append(regs[rest.strip("[]")])
                 continue
             if op == "ld.global.nc.b32":
                 base, _, offset = args[1].strip("[]").partition("+")
@@ -308,6 +314,30 @@ def test_scale_ptx_applies_scale_zero_and_the_128_offset() -> None:
     assert got[1] == acc[1] and got[3] == acc[3]
 
 
+@pytest.mark.parametrize("ahead", [1, 2])
+def test_scale_prefetch_ptx_is_the_scale_step_after_prefetching_later_groups(ahead: int) -> None:
+    """The L2-ahead scale asm gives `_SCALE_PTX`'s accumulators bit for bit and prefetches the even and the odd
+    row's scale/zero words at each given offset (the next groups'), nothing else."""
+    module = _mma_module()
+    memory = {SZ_BASE: _bf16_pair(0.5, -3.0), SZ_BASE + 32: _bf16_pair(0.25, 1.5)}
+    dot, x_sum, acc = [200.0, 7.0, -40.0, 9.0], 3.0, [1.0, 2.0, 3.0, 4.0]
+    offsets = [32768 * (a + 1) for a in range(ahead)]
+    results = []
+    for ptx in (module._SCALE_PTX.value, module._scale_prefetch_ptx(ahead)):
+        regs = {f"${n}": _bits(acc[n]) for n in range(4)}
+        regs.update({f"${4 + n}": _bits(dot[n]) for n in range(4)})
+        regs.update({f"${8 + n}": SZ_BASE + 32 * (n // 2) for n in range(4)})
+        regs.update({f"${12 + n}": _bits(x_sum) for n in range(4)})
+        regs.update({f"${16 + 4 * a + n}": offsets[a] for a in range(ahead) for n in range(4)})
+        prefetched: list[int] = []
+        run_warp(ptx, [regs], memory, prefetched)
+        results.append(([regs[f"${n}"] for n in range(4)], prefetched))
+    assert results[0] == (results[1][0], [])
+    assert sorted(results[1][1]) == sorted(base + off for off in offsets for base in (SZ_BASE, SZ_BASE + 32))
+    constraints = getattr(module, f"_SCALE_PF{ahead}_CONSTRAINTS").value.split(",")
+    assert constraints[-4:] == ["0", "1", "2", "3"] and len(constraints) == 20 + 4 * ahead
+
+
 def test_mma_twin_covers_long_splits_odd_tiles_and_big_groups() -> None:
     """The interpreter twin at shapes the checker's small cases miss: 12 groups split 4 ways (3 per split, GPS_PAD
     4), N = 40 (an n-tile pair with no odd tile), group 256 (two 128-k chunks) and inner_k_tiles 2 and 4."""
@@ -370,8 +400,8 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
     assert scaled[0] == scaled[1]
 
 
-@pytest.mark.parametrize("variant", ["mma_bn256_sk16_w4_st3", "mma_pf_bn16_sk1_w1_st8", "mmag_p1_g16_sk1_w4_st3",
-                                     "mmag_p2_g8_sk1_w4_st4"])
+@pytest.mark.parametrize("variant", ["mma_bn256_sk16_w4_st3", "mma_pf_bn16_sk1_w1_st8", "mma_l2pf2_bn256_sk16_w4_st3",
+                                     "mmag_p1_g16_sk1_w4_st3", "mmag_p2_g8_sk1_w4_st4"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
