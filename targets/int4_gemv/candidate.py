@@ -89,6 +89,49 @@ Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from t
   partials per row.
 - `mma_bn512_sk32_w8_st2` (512 rows, split-K 32, 8 warps, 2 stages): 512 programs of 2 groups, 4 n-tile pairs per
   warp: each program's whole share requested at once.
+
+Scales asked of L2 ahead (`l2_ahead`): ncu `--set full` of `mma_bn256_sk16_w4_st3` on the H200 (13.5-14.3 us with
+the weights left in L2 by its replays, against 15.8 us from DRAM in triage) shows 3.45 warps per scheduler, 0.81 of
+them eligible, long-scoreboard stalls first. The words come through the pipeliner's cp.async, NUM_STAGES - 1 groups
+ahead, but the scale asm loads each group's scale/zero words only when it runs: one DRAM round trip a group. (A
+plain `tl.load` of them, which the pipeliner would issue early, makes Triton 3.6 move the dot asm into that load's
+layout: the sm_90 layout test fails, so that route is closed.) Here the scale asm first issues `prefetch.global.L2`
+for the same rows 1 (or 1 and 2) groups on, which nothing waits for.
+- `mma_l2pf1_bn256_sk16_w4_st3` (as `mma_bn256_sk16_w4_st3`, 1 group ahead): of a program's 4 scale loads, 3 find
+  their words in L2.
+- `mma_l2pf2_bn256_sk16_w4_st3` (as `mma_bn256_sk16_w4_st3`, 1 and 2 groups ahead): twice the lead time, for the
+  case that one group's work is shorter than a DRAM round trip.
+- `mma_l2pf2_bn256_sk16_w4_st4` (as `mma_l2pf2_bn256_sk16_w4_st3`, 4 stages): the words of all 4 groups in flight
+  as well.
+- `mma_l2pf1_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages, 1 group ahead): round 6's second-best grid
+  (16.3 us), 2048 programs of 2 warps.
+- `mma_l2pf2_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages, 2 groups ahead): 8 groups a program, where
+  a lead of 2 groups covers 6 of the 8 scale loads.
+
+Groups as rows (`_int4_gemv_mma_groups_kernel`, `group_rows` set): a program owns `block_n` / 16 n-tile pairs over
+its split's groups, `group_rows` groups per iteration as the tile's rows. Round 6 found the row-pair grids above
+latency-bound (DRAM 47.5%, 21.8% occupancy, halving the instructions moved nothing) and the no-split ones slowest of
+all (one mma chain, one x load and one scale load per group and warp, in a row); here one iteration reads each
+n-tile's `group_rows` consecutive 512-byte k-outer tiles (contiguous, as the gemv target's kernel reads its rows),
+a thread's rows are independent groups (independent mma chains, scale loads issued together),
+and with no split there are no partials at all. The price: each row loads its own x pairs (16 KB of x per pair of
+n-tiles, from L1/L2) and its x sum (one more mma and two shuffles in the dot asm, `x_sum`).
+- `mmag_p1_g16_sk1_w4_st3` (1 pair, 16 groups a step, no split, 4 warps, 3 stages): 512 programs of 4 iterations
+  of 16 KB, like the dense GEMV's 4 rows of 16 KB: the whole K of 16 rows per program, no partials.
+- `mmag_p1_g16_sk1_w4_st4` (as `mmag_p1_g16_sk1_w4_st3`, 4 stages): all 4 iterations' loads can be in flight,
+  3 of them before the first is used.
+- `mmag_p1_g8_sk1_w2_st4` (1 pair, 8 groups a step, no split, 2 warps, 4 stages): 512 programs of 2 warps and 8
+  iterations of 8 KB: smaller programs, more of them resident per SM.
+- `mmag_p1_g8_sk1_w4_st4` (1 pair, 8 groups a step, no split, 4 warps, 4 stages): 2 rows per thread instead of 4,
+  half the registers, 8 iterations of 8 KB.
+- `mmag_p1_g32_sk1_w8_st3` (1 pair, 32 groups a step, no split, 8 warps, 3 stages): 512 programs of 8 warps and 2
+  iterations of 32 KB: twice the bytes requested per program at once.
+- `mmag_p1_g16_sk2_w4_st3` (1 pair, 16 groups a step, split-K 2, 4 warps, 3 stages): 1024 programs of 2
+  iterations: two programs per pair, halving the serial part of each, at the cost of 2 partials per row.
+- `mmag_p2_g8_sk1_w4_st4` (2 pairs, 8 groups a step, no split, 4 warps, 4 stages): 256 programs of 8 iterations
+  of 16 KB; the two pairs' rows of one group share their x loads.
+- `mmag_p1_g32_sk2_w8_st2` (1 pair, 32 groups a step, split-K 2, 8 warps, 2 stages): 1024 programs of one
+  iteration each: every program asks for its whole 32 KB at once, no loop to pipeline.
 """
 
 from __future__ import annotations
@@ -124,12 +167,25 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_pf_bn32_sk1_w2_st6": {"block_n": 32, "split_k": 1, "num_warps": 2, "num_stages": 6, "prefetch": True},
     "mma_pf_bn64_sk2_w2_st6": {"block_n": 64, "split_k": 2, "num_warps": 2, "num_stages": 6, "prefetch": True},
     "mma_pf_bn64_sk4_w2_st4": {"block_n": 64, "split_k": 4, "num_warps": 2, "num_stages": 4, "prefetch": True},
+    "mma_l2pf1_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "l2_ahead": 1},
+    "mma_l2pf2_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "l2_ahead": 2},
+    "mma_l2pf2_bn256_sk16_w4_st4": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 4, "l2_ahead": 2},
+    "mma_l2pf1_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3, "l2_ahead": 1},
+    "mma_l2pf2_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4, "l2_ahead": 2},
+    "mmag_p1_g16_sk1_w4_st3": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 3},
+    "mmag_p1_g16_sk1_w4_st4": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 4},
+    "mmag_p1_g8_sk1_w2_st4": {"block_n": 16, "group_rows": 8, "split_k": 1, "num_warps": 2, "num_stages": 4},
+    "mmag_p1_g8_sk1_w4_st4": {"block_n": 16, "group_rows": 8, "split_k": 1, "num_warps": 4, "num_stages": 4},
+    "mmag_p1_g32_sk1_w8_st3": {"block_n": 16, "group_rows": 32, "split_k": 1, "num_warps": 8, "num_stages": 3},
+    "mmag_p1_g16_sk2_w4_st3": {"block_n": 16, "group_rows": 16, "split_k": 2, "num_warps": 4, "num_stages": 3},
+    "mmag_p2_g8_sk1_w4_st4": {"block_n": 32, "group_rows": 8, "split_k": 1, "num_warps": 4, "num_stages": 4},
+    "mmag_p1_g32_sk2_w8_st2": {"block_n": 16, "group_rows": 32, "split_k": 2, "num_warps": 8, "num_stages": 2},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
 
 
-def _mma_dot_ptx(x_in_regs: bool = False) -> str:
+def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False) -> str:
     """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x. Per word:
     3 shifts and 4 `lop3` make the 4 bf16x2 pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply
     them by x: A rows 0-7 are the even tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128
@@ -142,17 +198,28 @@ def _mma_dot_ptx(x_in_regs: bool = False) -> str:
     The accumulators are tied to the outputs ($20..$23 = $0..$3).
 
     With `x_in_regs` the pairs come in as operands instead, loaded a group ahead by `_PREFETCH_PTX`: pair a of word j
-    is $(16 + 4 a + j), and the accumulators are $32..$35."""
+    is $(16 + 4 a + j), and the accumulators are $32..$35.
+
+    With `x_sum` the asm also adds the chunk's sum of x to a second accumulator, $4..$7 (all four the same), and every
+    other operand moves up by 4 (words $8..$15, column $16, x address $20, accumulators $24..$31). One more mma makes
+    it: A all ones, and column n of B the chunk's k-tile n (lane 4 n + t loads pairs 8 n + t and 8 n + t + 4), so
+    lane 4 n + t gets the sums of k-tiles 2 t and 2 t + 1; two butterfly shuffles add the 4 lanes of a row."""
+    first = 8 if x_sum else 4  # the first input operand: the even tile's word 0
+    even, odd, column, x_addr = first, first + 4, first + 8, first + 12
     regs = ", ".join(f"x{j}_{a}" for j in range(WORDS) for a in range(4))
     lines = ["{", ".reg .b32 s, e0, e1, e2, e3, o0, o1, o2, o3, lid, qq;", f".reg .b32 {regs};", ".reg .b64 xa;",
-             ".reg .pred off;", "mov.u32 lid, %laneid;", "shl.b32 lid, lid, 2;", "setp.ne.u32 off, $12, lid;"]
+             ".reg .pred off;", "mov.u32 lid, %laneid;", "shl.b32 lid, lid, 2;", f"setp.ne.u32 off, ${column}, lid;"]
+    assert not (x_in_regs and x_sum), "int4_gemv mma: the x sum needs the loading asm"
+    if x_sum:
+        lines.insert(4, ".reg .b32 one, zero, b0, b1, c0, c1, c2, c3, t;\n.reg .b64 xb;")
     if x_in_regs:
-        lines += [f"mov.b32 x{j}_{a}, ${16 + 4 * a + j};" for j in range(WORDS) for a in range(4)]
+        lines += [f"mov.b32 x{j}_{a}, ${x_addr + 4 * a + j};" for j in range(WORDS) for a in range(4)]
     else:
-        lines += ["mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;", "mul.wide.u32 xa, qq, 4;", "add.s64 xa, xa, $16;"]
+        lines += ["mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;", "mul.wide.u32 xa, qq, 4;",
+                  f"add.s64 xa, xa, ${x_addr};"]
         lines += [f"ld.global.nc.b32 x{j}_{a}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
     for j in range(WORDS):
-        for tile, word in (("e", f"${4 + j}"), ("o", f"${8 + j}")):
+        for tile, word in (("e", f"${even + j}"), ("o", f"${odd + j}")):
             for a in range(4):
                 src = word
                 if a:
@@ -165,6 +232,16 @@ def _mma_dot_ptx(x_in_regs: bool = False) -> str:
                 f"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{$0, $1, $2, $3}}, "
                 f"{{e{lo}, o{lo}, e{hi}, o{hi}}}, {{x{j}_{lo}, x{j}_{hi}}}, {{$0, $1, $2, $3}};"
             )
+    if x_sum:  # lane 4 n + t: B column n is k-tile n, so b0 = pair 8 n + t, b1 = pair 8 n + t + 4
+        lines += ["mov.b32 one, 0x3F803F80;",
+                  "mov.b32 zero, 0;", "mov.u32 t, %laneid;", "shr.u32 t, t, 2;", "shl.b32 t, t, 3;",
+                  "add.u32 t, t, qq;", "mul.wide.u32 xb, t, 4;", f"add.s64 xb, xb, ${x_addr};",
+                  "ld.global.nc.b32 b0, [xb];", "ld.global.nc.b32 b1, [xb+16];",
+                  "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {c0, c1, c2, c3}, {one, one, one, one}, "
+                  "{b0, b1}, {zero, zero, zero, zero};",
+                  "add.f32 c0, c0, c1;", "shfl.sync.bfly.b32 t, c0, 1, 0x1f, 0xffffffff;", "add.f32 c0, c0, t;",
+                  "shfl.sync.bfly.b32 t, c0, 2, 0x1f, 0xffffffff;", "add.f32 c0, c0, t;"]
+        lines += [f"add.f32 ${4 + n}, ${4 + n}, c0;" for n in range(4)]
     lines += [f"@off mov.b32 ${n}, 0x7FC00000;" for n in range(4)]
     lines.append("}")
     return "\n".join(lines)
@@ -174,6 +251,9 @@ _MMA_DOT_PTX = tl.constexpr(_mma_dot_ptx())
 _MMA_DOT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,0,1,2,3")
 _MMA_DOT_X_PTX = tl.constexpr(_mma_dot_ptx(x_in_regs=True))
 _MMA_DOT_X_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28) + ",0,1,2,3")
+_MMA_DOT_XSUM_PTX = tl.constexpr(_mma_dot_ptx(x_sum=True))
+_MMA_DOT_XSUM_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 8) + "," + ",".join(["r"] * 12) + ",l,l,l,l,"
+                                         + ",".join(str(n) for n in range(8)))
 
 
 def _prefetch_ptx() -> str:
@@ -221,6 +301,25 @@ fma.rn.f32 $2, z, $12, $2;
 }
 """)
 _SCALE_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,0,1,2,3")
+
+
+
+def _scale_prefetch_ptx(ahead: int) -> str:
+    """PTX: `_SCALE_PTX`, after asking L2 for the same two rows' scale/zero words `ahead` groups on: operand $(16 + 4 a)
+    is the byte offset of group a + 1 from this one (0 past the split's last group, a harmless repeat); the
+    accumulators move to $(16 + 4 ahead).. (tied). A prefetch has no result, so nothing waits for it; when the loop
+    reaches that group its scale load finds the line in L2 instead of DRAM."""
+    lines = ["{", ".reg .b64 pa;"]
+    for a in range(ahead):
+        lines += [f"add.s64 pa, $8, ${16 + 4 * a};", "prefetch.global.L2 [pa];",
+                  f"add.s64 pa, $10, ${16 + 4 * a};", "prefetch.global.L2 [pa];"]
+    return "\n".join(lines) + _SCALE_PTX.value + "}"
+
+
+_SCALE_PF1_PTX = tl.constexpr(_scale_prefetch_ptx(1))
+_SCALE_PF2_PTX = tl.constexpr(_scale_prefetch_ptx(2))
+_SCALE_PF1_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,0,1,2,3")
+_SCALE_PF2_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,l,l,l,l,0,1,2,3")
 
 # As _SCALE_PTX, with the two scale/zero words as operands ($8 even row, $9 odd row; from `_PREFETCH_PTX`).
 _SCALE_REGS_PTX = tl.constexpr(_SCALE_PTX.value.replace("ld.global.nc.b32 sz, [$8];", "mov.b32 sz, $8;").replace(
@@ -306,6 +405,43 @@ def _group_operands(x_row, g, sz_ptr, rows, rows_mask, x_off, n_out, HALF: tl.co
 
 
 @triton.jit
+def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split,
+                HALF: tl.constexpr, SPLIT_K: tl.constexpr):
+    """Store the block's 16 HALF rows from the [HALF, 128] accumulators (split-K: this split's fp32 partials, and the
+    last arriving split of the block sums them all into out)."""
+    BLOCK_N: tl.constexpr = 16 * HALF
+    col = tl.arange(0, 128)[None, :]
+    qq = (col // 4) % 4
+    j = col % 4
+    # compact the tile to its rows: element (i, 16 g + 4 qq + 2 jj + jlo) holds row (2 i + jj) 8 + g (qq = jlo = 0;
+    # the 4 lanes of a row, and jlo = 1, hold copies). Summing over them before the store keeps the store's layout
+    # from deciding the loop's: the mma asm needs the words' lane-exact layout.
+    picked = tl.where((qq == 0) & (j % 2 == 0), acc, 0.0)
+    per_row = tl.sum(tl.sum(tl.reshape(picked, [HALF, 8, 4, 2, 2]), axis=4), axis=2)  # [HALF, 8 (g), 2 (jj)]
+    result = tl.reshape(tl.permute(per_row, (0, 2, 1)), [BLOCK_N])  # row 16 i + 8 jj + g of the block
+    flat = block * BLOCK_N + tl.arange(0, BLOCK_N)
+    flat_mask = flat < n_out
+    out_ptrs = out_ptr + row_m * out_row_stride + flat
+    if SPLIT_K == 1:
+        tl.store(out_ptrs, result.to(out_ptr.dtype.element_ty), mask=flat_mask)
+    else:
+        tl.store(partial_ptr + (split * tl.num_programs(1) + row_m) * n_out + flat, result, mask=flat_mask)
+        tl.debug_barrier()  # every thread's partial before the one counter release
+        ticket = block * tl.num_programs(1) + row_m
+        arrived = tl.atomic_add(counter_ptr + ticket, 1, sem="acq_rel")
+        if arrived == SPLIT_K - 1:
+            s = tl.arange(0, SPLIT_K)
+            parts = tl.load(
+                partial_ptr + (s[:, None] * tl.num_programs(1) + row_m) * n_out + flat[None, :],
+                mask=flat_mask[None, :],
+                other=0.0,
+                cache_modifier=".cg",
+            )
+            tl.store(out_ptrs, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=flat_mask)
+            tl.store(counter_ptr + ticket, 0)
+
+
+@triton.jit
 def _int4_gemv_mma_kernel(
     xpair_ptr,
     w_ptr,
@@ -326,12 +462,12 @@ def _int4_gemv_mma_kernel(
     USE_PTX: tl.constexpr,
     GPS_PAD: tl.constexpr,
     PREFETCH: tl.constexpr,
+    L2_AHEAD: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
     KO_WORDS: tl.constexpr = 32 * WPL  # words of one 8-row n-tile in one k-outer tile
     PAIRS: tl.constexpr = GROUP // 2  # x pairs of one group
-    BLOCK_N: tl.constexpr = 8 * TILES
     HALF: tl.constexpr = TILES // 2  # pairs of n-tiles (one mma's 16 rows)
     block = tl.program_id(0)
     row_m = tl.program_id(1)
@@ -368,6 +504,9 @@ def _int4_gemv_mma_kernel(
     # element (i, 4 lane + j) holds row lane // 4 of n-tile 2 i + j // 2 (j odd: a copy of j - 1)
     rows = (even_tile + j // 2) * 8 + lane // 4
     rows_mask = tl.where(j < 2, pair_mask, odd_mask)
+    # each element's own row's scale/zero word of group 0, clamped: rows past n_out read row n_out - 1, whose value is
+    # not stored; the loop only adds g * n_out
+    sz_rows = sz_ptr + tl.minimum(rows, n_out - 1)
     acc = tl.zeros([HALF, 128], dtype=tl.float32)
     if PREFETCH:  # each group's x pairs and scale/zero words loaded one group ahead, by the prefetch asm
         tl.static_assert(CHUNKS == 1, "int4_gemv mma prefetch: one 128-k chunk per group (group_size 128)")
@@ -434,9 +573,8 @@ def _int4_gemv_mma_kernel(
                     x_ptrs = x_row + g * PAIRS + 64 * c + x_off
                     dot += _twin_dot(words_even, words_odd, tl.load(x_ptrs), tl.load(x_ptrs + 4),
                                      tl.load(x_ptrs + 8), tl.load(x_ptrs + 12), lane, j, HALF)
-            if USE_PTX:
-                # each element's own row, clamped: rows past n_out read row n_out - 1, whose value is not stored
-                sz_addr = tl.cast(sz_ptr + g * n_out + tl.minimum(rows, n_out - 1), tl.int64)
+            if USE_PTX and L2_AHEAD == 0:
+                sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
                 acc = tl.inline_asm_elementwise(
                     _SCALE_PTX,
                     _SCALE_CONSTRAINTS,
@@ -445,41 +583,143 @@ def _int4_gemv_mma_kernel(
                     is_pure=True,
                     pack=4,
                 )
+            elif USE_PTX:  # the same step, asking L2 for the next groups' scale/zero words first
+                sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
+                group_bytes = tl.cast(n_out, tl.int64) * 4
+                next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
+                x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
+                if L2_AHEAD == 1:
+                    acc = tl.inline_asm_elementwise(_SCALE_PF1_PTX, _SCALE_PF1_CONSTRAINTS,
+                                                    [dot, sz_addr, x_sum_tile, next_1, acc], dtype=tl.float32,
+                                                    is_pure=True, pack=4)
+                else:
+                    next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
+                    acc = tl.inline_asm_elementwise(_SCALE_PF2_PTX, _SCALE_PF2_CONSTRAINTS,
+                                                    [dot, sz_addr, x_sum_tile, next_1, next_2, acc],
+                                                    dtype=tl.float32, is_pure=True, pack=4)
             else:
                 sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
                 acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
-    # compact the tile to its rows: element (i, 16 g + 4 qq + 2 jj + jlo) holds row (2 i + jj) 8 + g (qq = jlo = 0;
-    # the 4 lanes of a row, and jlo = 1, hold copies). Summing over them before the store keeps the store's layout
-    # from deciding the loop's: the mma asm needs the words' lane-exact layout.
-    picked = tl.where((qq == 0) & (j % 2 == 0), acc, 0.0)
-    per_row = tl.sum(tl.sum(tl.reshape(picked, [HALF, 8, 4, 2, 2]), axis=4), axis=2)  # [HALF, 8 (g), 2 (jj)]
-    result = tl.reshape(tl.permute(per_row, (0, 2, 1)), [BLOCK_N])  # row 16 i + 8 jj + g of the block
-    flat = block * BLOCK_N + tl.arange(0, BLOCK_N)
-    flat_mask = flat < n_out
-    out_ptrs = out_ptr + row_m * out_row_stride + flat
-    if SPLIT_K == 1:
-        tl.store(out_ptrs, result.to(out_ptr.dtype.element_ty), mask=flat_mask)
+    _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K)
+
+
+@triton.jit
+def _int4_gemv_mma_groups_kernel(
+    xpair_ptr,
+    w_ptr,
+    sz_ptr,
+    out_ptr,
+    partial_ptr,
+    counter_ptr,
+    n_out,
+    n_k_outer,
+    xpair_row_stride,
+    out_row_stride,
+    groups_per_split,
+    GROUP: tl.constexpr,
+    IKT: tl.constexpr,
+    PAIRS_PER_PROGRAM: tl.constexpr,
+    GROUP_ROWS: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    USE_PTX: tl.constexpr,
+    EVEN_GROUPS: tl.constexpr,
+):
+    """The same asm with groups as the tile's rows: row r of the [PAIRS_PER_PROGRAM * GROUP_ROWS, 128] tile is group
+    r % GROUP_ROWS of an iteration for n-tile pair r // GROUP_ROWS, so one iteration reads GROUP_ROWS consecutive
+    512-byte k-outer tiles of each n-tile (contiguous), its rows' mma chains are independent, and each row's x sum
+    comes from the dot asm itself (`x_sum`)."""
+    CHUNKS: tl.constexpr = GROUP // 128
+    WPL: tl.constexpr = IKT // 2
+    KO_WORDS: tl.constexpr = 32 * WPL
+    KO_PER_GROUP: tl.constexpr = GROUP // (16 * IKT)  # k-outer tiles per group (128 k: 8 // IKT per chunk)
+    PAIRS: tl.constexpr = GROUP // 2
+    ROWS: tl.constexpr = PAIRS_PER_PROGRAM * GROUP_ROWS
+    block = tl.program_id(0)
+    row_m = tl.program_id(1)
+    split = tl.program_id(2)
+    r = tl.arange(0, ROWS)[:, None]
+    col = tl.arange(0, 128)[None, :]
+    lane = col // 4
+    j = col % 4
+    qq = lane % 4
+    n_tiles = n_out // 8
+    even_tile = (block * PAIRS_PER_PROGRAM + r // GROUP_ROWS) * 2  # [ROWS, 1]
+    pair_mask = even_tile < n_tiles
+    odd_mask = even_tile + 1 < n_tiles
+    gg = r % GROUP_ROWS
+    g_start = split * groups_per_split
+    g_last = g_start + groups_per_split - 1
+    if WPL == 4:
+        w_col = col
     else:
-        tl.store(partial_ptr + (split * tl.num_programs(1) + row_m) * n_out + flat, result, mask=flat_mask)
-        tl.debug_barrier()  # every thread's partial before the one counter release
-        ticket = block * tl.num_programs(1) + row_m
-        arrived = tl.atomic_add(counter_ptr + ticket, 1, sem="acq_rel")
-        if arrived == SPLIT_K - 1:
-            s = tl.arange(0, SPLIT_K)
-            parts = tl.load(
-                partial_ptr + (s[:, None] * tl.num_programs(1) + row_m) * n_out + flat[None, :],
-                mask=flat_mask[None, :],
-                other=0.0,
-                cache_modifier=".cg",
+        w_col = (j // WPL) * KO_WORDS + lane * WPL + j % WPL
+    # the addresses of iteration 0 (groups g_start + gg); iteration it adds it * GROUP_ROWS groups
+    w_even = w_ptr + (tl.cast(even_tile, tl.int64) * n_k_outer + (g_start + gg) * KO_PER_GROUP) * KO_WORDS + w_col
+    w_odd = w_even + n_k_outer * KO_WORDS
+    x_row = xpair_ptr + row_m * xpair_row_stride
+    # each element's own row, its tile clamped into the tensor: a missing tile reads the last one, not stored
+    tile = tl.minimum(tl.where(j < 2, even_tile, even_tile + 1), n_tiles - 1)
+    sz_rows = sz_ptr + tile * 8 + lane // 4
+    rows_mask = tl.where(j < 2, pair_mask, odd_mask)
+    acc = tl.zeros([ROWS, 128], dtype=tl.float32)
+    for it in tl.range(0, tl.cdiv(groups_per_split, GROUP_ROWS), num_stages=NUM_STAGES):
+        g = g_start + it * GROUP_ROWS + gg  # [ROWS, 1]
+        if EVEN_GROUPS:
+            g_read = g
+            load_even, load_odd = pair_mask, odd_mask
+        else:  # rows past the split read its last group (in bounds) and are not added
+            g_read = tl.minimum(g, g_last)
+            load_even, load_odd = pair_mask & (g <= g_last), odd_mask & (g <= g_last)
+        dot = tl.zeros([ROWS, 128], dtype=tl.float32)
+        x_sum = tl.zeros([ROWS, 128], dtype=tl.float32)
+        for c in tl.static_range(CHUNKS):
+            ko_step = (it * GROUP_ROWS * KO_PER_GROUP + c * (8 // IKT)) * KO_WORDS
+            words_even = tl.load(w_even + ko_step, mask=load_even, other=0, eviction_policy="evict_first")
+            words_odd = tl.load(w_odd + ko_step, mask=load_odd, other=0, eviction_policy="evict_first")
+            if USE_PTX:
+                x_chunk = tl.broadcast_to(tl.cast(x_row + g_read * PAIRS + 64 * c, tl.int64), [ROWS, 128])
+                dot, x_sum = tl.inline_asm_elementwise(
+                    _MMA_DOT_XSUM_PTX,
+                    _MMA_DOT_XSUM_CONSTRAINTS,
+                    [words_even, words_odd, col, x_chunk, dot, x_sum],
+                    dtype=(tl.float32, tl.float32),
+                    is_pure=True,
+                    pack=4,
+                )
+            else:  # pure-Triton twin (interpreter)
+                x_ptrs = x_row + g_read * PAIRS + 64 * c + 16 * j + qq
+                dot += _twin_dot(words_even, words_odd, tl.load(x_ptrs), tl.load(x_ptrs + 4), tl.load(x_ptrs + 8),
+                                 tl.load(x_ptrs + 12), lane, j, ROWS)
+                xs = tl.load(x_row + g_read * PAIRS + 64 * c + tl.arange(0, 64)[None, :])  # [ROWS, 64]
+                x_sum += tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)[:, None]
+        if USE_PTX:
+            step = tl.inline_asm_elementwise(
+                _SCALE_PTX,
+                _SCALE_CONSTRAINTS,
+                [dot, tl.cast(sz_rows + g_read * n_out, tl.int64), x_sum, acc],
+                dtype=tl.float32,
+                is_pure=True,
+                pack=4,
             )
-            tl.store(out_ptrs, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=flat_mask)
-            tl.store(counter_ptr + ticket, 0)
+        else:
+            sz = tl.load(sz_rows + g_read * n_out, mask=rows_mask, other=0)
+            step = acc + tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
+        acc = step if EVEN_GROUPS else tl.where(g <= g_last, step, acc)
+    # the pair's rows: sum its GROUP_ROWS rows of groups
+    per_pair = tl.sum(tl.reshape(acc, [PAIRS_PER_PROGRAM, GROUP_ROWS, 128]), axis=1)
+    _store_rows(per_pair, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split,
+                PAIRS_PER_PROGRAM, SPLIT_K)
 
 
 def make_kernel(
-    *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False
+    *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
+    group_rows: int | None = None, l2_ahead: int = 0
 ) -> Callable[..., torch.Tensor]:
-    """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set."""
+    """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
+    groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
+    assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
+    assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
 
     def kernel(
         x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
@@ -508,6 +748,13 @@ def make_kernel(
         out = torch.empty((n_m, n_out), dtype=x.dtype, device=x.device)
         partial = torch.empty((splits, n_m, n_out), dtype=torch.float32, device=x.device)
         use_ptx = os.environ.get("TRITON_INTERPRET", "0") != "1"
+        if group_rows is not None:
+            _int4_gemv_mma_groups_kernel[(n_blocks, n_m, splits)](
+                xpair, w_int4, sz, out, partial, _counters(x.device, n_blocks * n_m), n_out, w_int4.shape[1],
+                xpair.stride(0), out.stride(0), n_groups // splits, GROUP=group_size, IKT=ikt,
+                PAIRS_PER_PROGRAM=block_n // 16, GROUP_ROWS=group_rows, SPLIT_K=splits, NUM_STAGES=num_stages,
+                USE_PTX=use_ptx, EVEN_GROUPS=(n_groups // splits) % group_rows == 0, num_warps=num_warps)
+            return out
         _int4_gemv_mma_kernel[(n_blocks, n_m, splits)](
             xpair,
             w_int4,
@@ -528,6 +775,7 @@ def make_kernel(
             USE_PTX=use_ptx,
             GPS_PAD=triton.next_power_of_2(n_groups // splits),
             PREFETCH=prefetch,
+            L2_AHEAD=l2_ahead,
             num_warps=num_warps,
         )
         return out
@@ -535,8 +783,8 @@ def make_kernel(
     return kernel
 
 
-kernel = make_kernel(**VARIANTS["mma_bn256_sk16_w4_st3"])
-WHO = 'Claude (Anthropic), Triton kernel speedrun/int4_gemv/mma.py, variant mma_bn256_sk16_w4_st3'
+kernel = make_kernel(**VARIANTS["mma_l2pf1_bn256_sk16_w4_st3"])
+WHO = 'Claude (Anthropic), Triton kernel speedrun/int4_gemv/mma.py, variant mma_l2pf1_bn256_sk16_w4_st3'
 
 
 if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
