@@ -36,7 +36,7 @@ def _recording_run(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN2
     config = self.launchers[0].config
     LAUNCHED.append({"kernel": self.fn.__name__, "kwargs": dict(config.kwargs), "num_warps": config.num_warps,
                      "num_stages": config.num_stages, "launchers": len(self.launchers),
-                     "configs_tried": len(self.configs)})
+                     "configs_tried": len(self.configs or [])})
     return result
 
 

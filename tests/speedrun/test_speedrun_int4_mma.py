@@ -148,6 +148,9 @@ def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | Non
             if op == "prefetch.global.L2":
                 prefetched.append(regs[rest.strip("[]")])
                 continue
+            if op == "cp.async.bulk.prefetch.L2.global":  # [address], bytes: recorded as (address, bytes)
+                prefetched.append((regs[args[0].strip("[]")], value(regs, args[1])))
+                continue
             if op == "ld.global.nc.b32":
                 base, _, offset = args[1].strip("[]").partition("+")
                 regs[args[0]] = memory[regs[base] + int(offset or 0)]
@@ -338,6 +341,16 @@ def test_scale_prefetch_ptx_is_the_scale_step_after_prefetching_later_groups(ahe
     assert constraints[-4:] == ["0", "1", "2", "3"] and len(constraints) == 20 + 4 * ahead
 
 
+def test_bulk_prefetch_ptx_asks_l2_for_one_range_only_when_told() -> None:
+    """The prologue asm of `l2_bulk`: a lane whose flag is set prefetches its range ($1, $2 bytes) into L2, a lane
+    whose flag is 0 (a tile past N, a group past the split) asks for nothing, and every lane's dummy output is 0."""
+    lanes = [{"$0": 7, "$1": 0x7D0000000000 + 2048 * lane, "$2": 2048, "$3": lane % 3} for lane in range(32)]
+    prefetched: list[tuple[int, int]] = []
+    run_warp(_mma_module()._BULK_PREFETCH_PTX.value, lanes, {}, prefetched)
+    assert prefetched == [(0x7D0000000000 + 2048 * lane, 2048) for lane in range(32) if lane % 3]
+    assert all(regs["$0"] == 0 for regs in lanes)
+
+
 def test_mma_twin_covers_long_splits_odd_tiles_and_big_groups() -> None:
     """The interpreter twin at shapes the checker's small cases miss: 12 groups split 4 ways (3 per split, GPS_PAD
     4), N = 40 (an n-tile pair with no odd tile), group 256 (two 128-k chunks) and inner_k_tiles 2 and 4."""
@@ -400,7 +413,7 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
     assert scaled[0] == scaled[1]
 
 
-@pytest.mark.parametrize("variant", ["mma_bn256_sk16_w4_st3", "mma_pf_bn16_sk1_w1_st8", "mma_l2pf2_bn256_sk16_w4_st3",
+@pytest.mark.parametrize("variant", ["mma_bn256_sk16_w4_st3", "mma_pf_bn16_sk1_w1_st8", "mma_l2b1_bn256_sk16_w4_st3",
                                      "mmag_p1_g16_sk1_w4_st3", "mmag_p2_g8_sk1_w4_st4"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
@@ -425,7 +438,8 @@ def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     assert not line.startswith("ERROR"), line
     ttgir = captured["ttgir"]
     layouts = dict(re.findall(r"^(#blocked\d*) = (#ttg\.blocked<.*>)$", ttgir, re.MULTILINE))
-    asm_layouts = {match for match in re.findall(r"elementwise_inline_asm.*-> .*?tensor<[^>]*, (#blocked\d*)>", ttgir)}
+    # the tile's asm ops ([rows, 128]); the 1-D prologue prefetches of `l2_bulk` have no layout to keep
+    asm_layouts = set(re.findall(r"elementwise_inline_asm.*-> .*?tensor<\d+x128x[^>]*, (#blocked\d*)>", ttgir))
     assert asm_layouts, "no inline asm in the compiled kernel"
     for name in asm_layouts:
         assert "sizePerThread = [1, 4], threadsPerWarp = [1, 32]" in layouts[name], (name, layouts[name])
