@@ -125,6 +125,19 @@ weight is requested within the first microseconds and the loop's cp.async and sc
   8 groups; half the split-K partials of the kept grid.
 - `mma_l2b_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages, bulk prefetch): 2048 small programs.
 
+It lost (h200_c11: 21.7-39.3 us against 15.1 us for `mma_l2pf1_bn256_sk16_w4_st3` in the same triage): the whole
+weight asked of L2 at once does not arrive sooner, and the loop's reads wait behind it.
+
+The first group too (`l2_first`): the L2-ahead scale asm asks for the next group's words, so each program's first
+scale load still goes to DRAM after its first words have arrived. `l2_first` prefetches those rows before the loop,
+where their trip overlaps the wait for the first words.
+- `mma_l2pf1f_bn256_sk16_w4_st3` (as `mma_l2pf1_bn256_sk16_w4_st3`, the first group prefetched too): with 4 groups
+  a program, the one scale round trip left in the critical path.
+- `mma_l2pf1f_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages, 1 ahead, first too): 8 groups a
+  program with no scale load left waiting; 72 registers.
+- `mma_l2pf1f_bn256_sk32_w4_st2` (256 rows, split-K 32, 4 warps, 2 stages, 1 ahead, first too): 1024 programs of
+  2 groups, now that short programs no longer start with a scale round trip.
+
 Groups as rows (`_int4_gemv_mma_groups_kernel`, `group_rows` set): a program owns `block_n` / 16 n-tile pairs over
 its split's groups, `group_rows` groups per iteration as the tile's rows. Round 6 found the row-pair grids above
 latency-bound (DRAM 47.5%, 21.8% occupancy, halving the instructions moved nothing) and the no-split ones slowest of
@@ -196,6 +209,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_l2b_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4, "l2_bulk": True},
     "mma_l2b_bn256_sk8_w8_st4": {"block_n": 256, "split_k": 8, "num_warps": 8, "num_stages": 4, "l2_bulk": True},
     "mma_l2b_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3, "l2_bulk": True},
+    "mma_l2pf1f_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "l2_ahead": 1,
+                                     "l2_first": True},
+    "mma_l2pf1f_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "l2_ahead": 1,
+                                    "l2_first": True},
+    "mma_l2pf1f_bn256_sk32_w4_st2": {"block_n": 256, "split_k": 32, "num_warps": 4, "num_stages": 2, "l2_ahead": 1,
+                                     "l2_first": True},
     "mmag_p1_g16_sk1_w4_st3": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 3},
     "mmag_p1_g16_sk1_w4_st4": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 4},
     "mmag_p1_g8_sk1_w2_st4": {"block_n": 16, "group_rows": 8, "split_k": 1, "num_warps": 2, "num_stages": 4},
@@ -352,6 +371,21 @@ mov.b32 $0, 0;
 """)
 _BULK_PREFETCH_CONSTRAINTS = tl.constexpr("=r,l,r,r")
 
+# Before the loop (`l2_first`): the prefetch of the first group's scale/zero words that the L2-ahead scale asm never
+# makes (it asks for the next group's): the even and odd rows' addresses are elements 0 and 2 of the pack ($4, $6);
+# the outputs are dummies (the asm is not pure, so it stays without a user).
+_FIRST_SZ_PREFETCH_PTX = tl.constexpr("""
+{
+prefetch.global.L2 [$4];
+prefetch.global.L2 [$6];
+mov.b32 $0, 0;
+mov.b32 $1, 0;
+mov.b32 $2, 0;
+mov.b32 $3, 0;
+}
+""")
+_FIRST_SZ_PREFETCH_CONSTRAINTS = tl.constexpr("=r,=r,=r,=r,l,l,l,l")
+
 _SCALE_PF1_PTX = tl.constexpr(_scale_prefetch_ptx(1))
 _SCALE_PF2_PTX = tl.constexpr(_scale_prefetch_ptx(2))
 _SCALE_PF1_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,0,1,2,3")
@@ -500,6 +534,7 @@ def _int4_gemv_mma_kernel(
     PREFETCH: tl.constexpr,
     L2_AHEAD: tl.constexpr,
     L2_BULK: tl.constexpr,
+    L2_FIRST: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -546,6 +581,10 @@ def _int4_gemv_mma_kernel(
     # not stored; the loop only adds g * n_out
     sz_rows = sz_ptr + tl.minimum(rows, n_out - 1)
     acc = tl.zeros([HALF, 128], dtype=tl.float32)
+    if USE_PTX and L2_FIRST:  # the first group's scale rows: their DRAM trip overlaps the words' first wait
+        tl.inline_asm_elementwise(_FIRST_SZ_PREFETCH_PTX, _FIRST_SZ_PREFETCH_CONSTRAINTS,
+                                  [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.int32, is_pure=False,
+                                  pack=4)
     if USE_PTX and L2_BULK:  # ask L2 for the split's words of every n-tile and its scale rows, all at once
         tiles = block * TILES + tl.arange(0, TILES)
         tile_first = w_ptr + (tl.cast(tiles, tl.int64) * n_k_outer + g_start * GROUP // (16 * IKT)) * KO_WORDS
@@ -768,7 +807,7 @@ def _int4_gemv_mma_groups_kernel(
 
 def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
-    group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False
+    group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
@@ -831,6 +870,7 @@ def make_kernel(
             PREFETCH=prefetch,
             L2_AHEAD=l2_ahead,
             L2_BULK=l2_bulk,
+            L2_FIRST=l2_first,
             num_warps=num_warps,
         )
         return out

@@ -17,6 +17,18 @@ Variants:
 - `two_pass_r2048_w4` (chunks of 2048, 4 warps): 16 values (two 16-byte loads) per thread per chunk.
 - `two_pass_r4096_w8` (chunks of 4096, 8 warps): 2 chunks a row, 16 values per thread: the fewest loop trips.
 - `two_pass_r1024_w2` (chunks of 1024, 2 warps): 16 values per thread, the most programs per SM.
+
+Inductor's own choice, read on the card (`benchmarks/device/inductor_configs.py`,
+benchmarks/evidence/speedrun/inductor_configs_20261201/): XBLOCK 1, R0_BLOCK 8192, 16 warps, 1 stage. So each loop
+runs once over the whole row; the second read of x comes from L1/L2, and with one stage the pipeliner stages
+nothing through shared memory (a 16 KiB row per stage would cap the programs per SM). Parameter `num_stages`
+(launch option, default Triton's).
+- `two_pass_r8192_w16_s1` (the whole row, 16 warps, 1 stage): Inductor's config exactly: 16 values per thread,
+  and between the two reads only the fp32 sum of squares is live.
+- `two_pass_r8192_w8_s1` (the whole row, 8 warps, 1 stage): the warps of `row_per_program` with Inductor's two
+  reads, 32 values per thread.
+- `two_pass_r4096_w16_s1` (chunks of 4096, 16 warps, 1 stage): two trips per loop, 8 values per thread per trip.
+- `two_pass_r8192_w32_s1` (the whole row, 32 warps, 1 stage): 1024 threads, 8 values each, 2 programs per SM.
 """
 
 from __future__ import annotations
@@ -34,6 +46,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "two_pass_r2048_w4": {"block": 2048, "num_warps": 4},
     "two_pass_r4096_w8": {"block": 4096, "num_warps": 8},
     "two_pass_r1024_w2": {"block": 1024, "num_warps": 2},
+    "two_pass_r8192_w16_s1": {"block": 8192, "num_warps": 16, "num_stages": 1},
+    "two_pass_r8192_w8_s1": {"block": 8192, "num_warps": 8, "num_stages": 1},
+    "two_pass_r4096_w16_s1": {"block": 4096, "num_warps": 16, "num_stages": 1},
+    "two_pass_r8192_w32_s1": {"block": 8192, "num_warps": 32, "num_stages": 1},
 }
 
 
@@ -57,7 +73,7 @@ def _rmsnorm_two_pass_kernel(x_ptr, w_ptr, out_ptr, n_cols, x_row_stride, out_ro
         tl.store(out_row + start + cols, (x * rstd * w).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def make_kernel(*, block: int, num_warps: int) -> Callable[..., torch.Tensor]:
+def make_kernel(*, block: int, num_warps: int, num_stages: int | None = None) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w, *, eps)` at one parameter set."""
 
     def kernel(x: torch.Tensor, w: torch.Tensor, *, eps: float) -> torch.Tensor:
@@ -69,8 +85,9 @@ def make_kernel(*, block: int, num_warps: int) -> Callable[..., torch.Tensor]:
             x2 = x2.contiguous()
         w = w.contiguous()
         out = torch.empty((x2.shape[0], n_cols), dtype=x.dtype, device=x.device)
+        stages = {} if num_stages is None else {"num_stages": num_stages}
         _rmsnorm_two_pass_kernel[(x2.shape[0],)](x2, w, out, n_cols, x2.stride(0), out.stride(0), eps, BLOCK=block,
-                                                 num_warps=num_warps)
+                                                 num_warps=num_warps, **stages)
         return out.view(x.shape)
 
     return kernel

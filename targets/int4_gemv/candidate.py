@@ -108,6 +108,23 @@ for the same rows 1 (or 1 and 2) groups on, which nothing waits for.
 - `mma_l2pf2_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages, 2 groups ahead): 8 groups a program, where
   a lead of 2 groups covers 6 of the 8 scale loads.
 
+All at once (`l2_bulk`): `mma_l2pf1_bn256_sk16_w4_st3` took the kept grid from 15.78 to 14.74 us (h200_c10), so the
+DRAM round trips inside a program's 4 groups are what its warps wait for. Here each program first issues
+`cp.async.bulk.prefetch.L2` (one instruction a contiguous range, sm_90) for everything it will read: each n-tile's
+words of its split (2 KB at the headline) and each group's scale/zero words of its rows (1 KB), so the whole
+weight is requested within the first microseconds and the loop's cp.async and scale loads find it in L2.
+- `mma_l2b_bn256_sk16_w4_st3` (as `mma_bn256_sk16_w4_st3`, bulk prefetch): the kept grid with everything asked
+  for up front, no per-group prefetch.
+- `mma_l2b1_bn256_sk16_w4_st3` (as `mma_l2pf1_bn256_sk16_w4_st3`, bulk prefetch too): the kept variant plus the
+  bulk requests, in case L2 drops lines before the loop reaches them.
+- `mma_l2b_bn128_sk16_w4_st3` (128 rows, split-K 16, 4 warps, 3 stages, bulk prefetch): 1024 programs of 72
+  registers, all resident: with the data in L2, twice the warps to hide its latency.
+- `mma_l2b_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages, bulk prefetch): 8 groups a program, 4 KB of
+  each n-tile asked for at once.
+- `mma_l2b_bn256_sk8_w8_st4` (256 rows, split-K 8, 8 warps, 4 stages, bulk prefetch): 256 programs of 8 warps and
+  8 groups; half the split-K partials of the kept grid.
+- `mma_l2b_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages, bulk prefetch): 2048 small programs.
+
 Groups as rows (`_int4_gemv_mma_groups_kernel`, `group_rows` set): a program owns `block_n` / 16 n-tile pairs over
 its split's groups, `group_rows` groups per iteration as the tile's rows. Round 6 found the row-pair grids above
 latency-bound (DRAM 47.5%, 21.8% occupancy, halving the instructions moved nothing) and the no-split ones slowest of
@@ -172,6 +189,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_l2pf2_bn256_sk16_w4_st4": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 4, "l2_ahead": 2},
     "mma_l2pf1_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3, "l2_ahead": 1},
     "mma_l2pf2_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4, "l2_ahead": 2},
+    "mma_l2b_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "l2_bulk": True},
+    "mma_l2b1_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "l2_bulk": True,
+                                   "l2_ahead": 1},
+    "mma_l2b_bn128_sk16_w4_st3": {"block_n": 128, "split_k": 16, "num_warps": 4, "num_stages": 3, "l2_bulk": True},
+    "mma_l2b_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4, "l2_bulk": True},
+    "mma_l2b_bn256_sk8_w8_st4": {"block_n": 256, "split_k": 8, "num_warps": 8, "num_stages": 4, "l2_bulk": True},
+    "mma_l2b_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3, "l2_bulk": True},
     "mmag_p1_g16_sk1_w4_st3": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 3},
     "mmag_p1_g16_sk1_w4_st4": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 4},
     "mmag_p1_g8_sk1_w2_st4": {"block_n": 16, "group_rows": 8, "split_k": 1, "num_warps": 2, "num_stages": 4},
@@ -315,6 +339,18 @@ def _scale_prefetch_ptx(ahead: int) -> str:
                   f"add.s64 pa, $10, ${16 + 4 * a};", "prefetch.global.L2 [pa];"]
     return "\n".join(lines) + _SCALE_PTX.value + "}"
 
+
+# Before the loop (`l2_bulk`): one L2 bulk prefetch of $2 bytes from the address $1 when $3 is not 0; $0 is a dummy
+# (the asm is not pure, so it stays without a user).
+_BULK_PREFETCH_PTX = tl.constexpr("""
+{
+.reg .pred go;
+setp.ne.u32 go, $3, 0;
+@go cp.async.bulk.prefetch.L2.global [$1], $2;
+mov.b32 $0, 0;
+}
+""")
+_BULK_PREFETCH_CONSTRAINTS = tl.constexpr("=r,l,r,r")
 
 _SCALE_PF1_PTX = tl.constexpr(_scale_prefetch_ptx(1))
 _SCALE_PF2_PTX = tl.constexpr(_scale_prefetch_ptx(2))
@@ -463,11 +499,13 @@ def _int4_gemv_mma_kernel(
     GPS_PAD: tl.constexpr,
     PREFETCH: tl.constexpr,
     L2_AHEAD: tl.constexpr,
+    L2_BULK: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
     KO_WORDS: tl.constexpr = 32 * WPL  # words of one 8-row n-tile in one k-outer tile
     PAIRS: tl.constexpr = GROUP // 2  # x pairs of one group
+    BLOCK_N: tl.constexpr = 8 * TILES
     HALF: tl.constexpr = TILES // 2  # pairs of n-tiles (one mma's 16 rows)
     block = tl.program_id(0)
     row_m = tl.program_id(1)
@@ -508,6 +546,22 @@ def _int4_gemv_mma_kernel(
     # not stored; the loop only adds g * n_out
     sz_rows = sz_ptr + tl.minimum(rows, n_out - 1)
     acc = tl.zeros([HALF, 128], dtype=tl.float32)
+    if USE_PTX and L2_BULK:  # ask L2 for the split's words of every n-tile and its scale rows, all at once
+        tiles = block * TILES + tl.arange(0, TILES)
+        tile_first = w_ptr + (tl.cast(tiles, tl.int64) * n_k_outer + g_start * GROUP // (16 * IKT)) * KO_WORDS
+        tl.inline_asm_elementwise(
+            _BULK_PREFETCH_PTX, _BULK_PREFETCH_CONSTRAINTS,
+            [tl.cast(tile_first, tl.int64), tl.full([TILES], groups_per_split * GROUP * 4, tl.int32),
+             tl.where(tiles < n_out // 8, 1, 0)],
+            dtype=tl.int32, is_pure=False, pack=1)
+        groups = tl.arange(0, GPS_PAD)
+        sz_first = sz_ptr + (g_start + groups) * n_out + block * BLOCK_N
+        tl.inline_asm_elementwise(
+            _BULK_PREFETCH_PTX, _BULK_PREFETCH_CONSTRAINTS,
+            [tl.cast(sz_first, tl.int64),
+             tl.full([GPS_PAD], 4, tl.int32) * tl.minimum(BLOCK_N, n_out - block * BLOCK_N),
+             tl.where(groups < groups_per_split, 1, 0)],
+            dtype=tl.int32, is_pure=False, pack=1)
     if PREFETCH:  # each group's x pairs and scale/zero words loaded one group ahead, by the prefetch asm
         tl.static_assert(CHUNKS == 1, "int4_gemv mma prefetch: one 128-k chunk per group (group_size 128)")
         x0, x1, x2, x3, szv = _group_operands(x_row, g_start, sz_ptr, rows, rows_mask, x_off, n_out, HALF,
@@ -714,7 +768,7 @@ def _int4_gemv_mma_groups_kernel(
 
 def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
-    group_rows: int | None = None, l2_ahead: int = 0
+    group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
@@ -776,6 +830,7 @@ def make_kernel(
             GPS_PAD=triton.next_power_of_2(n_groups // splits),
             PREFETCH=prefetch,
             L2_AHEAD=l2_ahead,
+            L2_BULK=l2_bulk,
             num_warps=num_warps,
         )
         return out

@@ -351,6 +351,17 @@ def test_bulk_prefetch_ptx_asks_l2_for_one_range_only_when_told() -> None:
     assert all(regs["$0"] == 0 for regs in lanes)
 
 
+def test_first_sz_prefetch_ptx_prefetches_the_even_and_odd_rows_only() -> None:
+    """The `l2_first` prologue asm asks L2 for pack elements 0 and 2 (the even and odd rows' scale/zero words of the
+    first group), not 1 and 3 (copies), and writes 0 to its dummy outputs."""
+    regs = {f"${n}": 9 for n in range(4)}
+    regs.update({f"${4 + n}": SZ_BASE + 32 * n for n in range(4)})
+    prefetched: list[int] = []
+    run_warp(_mma_module()._FIRST_SZ_PREFETCH_PTX.value, [regs], {}, prefetched)
+    assert prefetched == [SZ_BASE, SZ_BASE + 64]
+    assert [regs[f"${n}"] for n in range(4)] == [0, 0, 0, 0]
+
+
 def test_mma_twin_covers_long_splits_odd_tiles_and_big_groups() -> None:
     """The interpreter twin at shapes the checker's small cases miss: 12 groups split 4 ways (3 per split, GPS_PAD
     4), N = 40 (an n-tile pair with no odd tile), group 256 (two 128-k chunks) and inner_k_tiles 2 and 4."""
