@@ -1,49 +1,100 @@
-"""rmsnorm candidate: one program per row, the whole row in registers (the naive Triton kernel).
+"""rmsnorm as torch.compile writes it: two passes over the row in chunks, the second read served by L2.
 
-Hypothesis: rmsnorm 4096x8192 bf16 must move 2 x 64 MiB (read x, write y) + 16 KiB (w). One program per row
-loads its 8192 elements once (8 warps x 32 lanes x 4 x 16-byte vectors), reduces sum(x^2) in fp32 across the
-block, and writes y once: exactly the compulsory bytes, with 4096 programs over 132 SMs (about 31 programs per
-SM, several resident at a time). This is the reference point of the other variants (h200.md measured the same
-design at 91% of the copy ceiling with the eager timer).
+torch.compile's rmsnorm beats every register-resident row kernel of this folder (1.564x against 1.506x for
+`row_per_program` in the same syncs). Its Inductor kernel (benchmarks/evidence/speedrun/inductor_rmsnorm_20261201/)
+is a looped reduction: a first loop reads the row in chunks with `evict_last` and sums x^2 into an elementwise
+fp32 accumulator, reduced once; a second loop reads the row again with `evict_first`, w with `evict_last`, and
+writes y. A 16 KiB row read once from DRAM and kept in the 60 MiB L2 costs the second read little, while a
+program holds only one chunk in registers: more programs per SM, and a program's loads of the next chunk are in
+flight while it adds up the last. The same kernel here, at chunk sizes and warps Inductor's autotuner may pick
+(it did not print its choice). Parameters: `block` (chunk, elements), `num_warps`.
+
+Variants:
+- `two_pass_r1024_w4` (chunks of 1024, 4 warps): 8 values per thread per chunk, 8 chunks a row; many programs
+  per SM.
+- `two_pass_r2048_w8` (chunks of 2048, 8 warps): 8 values per thread, 4 chunks a row, as many threads as
+  `row_per_program`.
+- `two_pass_r2048_w4` (chunks of 2048, 4 warps): 16 values (two 16-byte loads) per thread per chunk.
+- `two_pass_r4096_w8` (chunks of 4096, 8 warps): 2 chunks a row, 16 values per thread: the fewest loop trips.
+- `two_pass_r1024_w2` (chunks of 1024, 2 warps): 16 values per thread, the most programs per SM.
+
+Inductor's own choice, read on the card (`benchmarks/device/inductor_configs.py`,
+benchmarks/evidence/speedrun/inductor_configs_20261201/): XBLOCK 1, R0_BLOCK 8192, 16 warps, 1 stage. So each loop
+runs once over the whole row; the second read of x comes from L1/L2, and with one stage the pipeliner stages
+nothing through shared memory (a 16 KiB row per stage would cap the programs per SM). Parameter `num_stages`
+(launch option, default Triton's).
+- `two_pass_r8192_w16_s1` (the whole row, 16 warps, 1 stage): Inductor's config exactly: 16 values per thread,
+  and between the two reads only the fp32 sum of squares is live.
+- `two_pass_r8192_w8_s1` (the whole row, 8 warps, 1 stage): the warps of `row_per_program` with Inductor's two
+  reads, 32 values per thread.
+- `two_pass_r4096_w16_s1` (chunks of 4096, 16 warps, 1 stage): two trips per loop, 8 values per thread per trip.
+- `two_pass_r8192_w32_s1` (the whole row, 32 warps, 1 stage): 1024 threads, 8 values each, 2 programs per SM.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
-WHO = "Claude (Anthropic): Triton kernel, speedrun/rmsnorm/row.py variant row_per_program"
-
-NUM_WARPS = 8
+VARIANTS: dict[str, dict[str, Any]] = {
+    "two_pass_r1024_w4": {"block": 1024, "num_warps": 4},
+    "two_pass_r2048_w8": {"block": 2048, "num_warps": 8},
+    "two_pass_r2048_w4": {"block": 2048, "num_warps": 4},
+    "two_pass_r4096_w8": {"block": 4096, "num_warps": 8},
+    "two_pass_r1024_w2": {"block": 1024, "num_warps": 2},
+    "two_pass_r8192_w16_s1": {"block": 8192, "num_warps": 16, "num_stages": 1},
+    "two_pass_r8192_w8_s1": {"block": 8192, "num_warps": 8, "num_stages": 1},
+    "two_pass_r4096_w16_s1": {"block": 4096, "num_warps": 16, "num_stages": 1},
+    "two_pass_r8192_w32_s1": {"block": 8192, "num_warps": 32, "num_stages": 1},
+}
 
 
 @triton.jit
-def _rmsnorm_row_kernel(x_ptr, w_ptr, out_ptr, n_cols, x_row_stride, out_row_stride, eps,
-                        BLOCK: tl.constexpr):
+def _rmsnorm_two_pass_kernel(x_ptr, w_ptr, out_ptr, n_cols, x_row_stride, out_row_stride, eps,
+                             BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
-    tl.store(out_ptr + row * out_row_stride + cols, (x * rstd * w).to(out_ptr.dtype.element_ty), mask=mask)
+    x_row = x_ptr + row * x_row_stride
+    sum_sq = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in tl.range(0, n_cols, BLOCK):
+        mask = start + cols < n_cols
+        x = tl.load(x_row + start + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        sum_sq += x * x
+    rstd = tl.rsqrt(tl.sum(sum_sq, axis=0) / n_cols + eps)
+    out_row = out_ptr + row * out_row_stride
+    for start in tl.range(0, n_cols, BLOCK):
+        mask = start + cols < n_cols
+        x = tl.load(x_row + start + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(w_ptr + start + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(out_row + start + cols, (x * rstd * w).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def kernel(x: torch.Tensor, w: torch.Tensor, *, eps: float) -> torch.Tensor:
-    """RMS-normalise x over its last dimension and scale by w (same result as F.rms_norm)."""
-    n_cols = x.shape[-1]
-    assert w.shape == (n_cols,), f"rmsnorm: w must have shape ({n_cols},), got {tuple(w.shape)}"
-    block = triton.next_power_of_2(n_cols)
-    assert block <= 65536, f"rmsnorm: rows of {n_cols} elements do not fit one program; use a looped variant"
-    x2 = x.reshape(-1, n_cols)
-    if x2.stride(-1) != 1:
-        x2 = x2.contiguous()
-    w = w.contiguous()
-    out = torch.empty((x2.shape[0], n_cols), dtype=x.dtype, device=x.device)
-    _rmsnorm_row_kernel[(x2.shape[0],)](x2, w, out, n_cols, x2.stride(0), out.stride(0), eps,
-                                        BLOCK=block, num_warps=NUM_WARPS)
-    return out.view(x.shape)
+def make_kernel(*, block: int, num_warps: int, num_stages: int | None = None) -> Callable[..., torch.Tensor]:
+    """The candidate `kernel(x, w, *, eps)` at one parameter set."""
+
+    def kernel(x: torch.Tensor, w: torch.Tensor, *, eps: float) -> torch.Tensor:
+        """RMS-normalise x over its last dimension and scale by w (same result as F.rms_norm)."""
+        n_cols = x.shape[-1]
+        assert w.shape == (n_cols,), f"rmsnorm: w must have shape ({n_cols},), got {tuple(w.shape)}"
+        x2 = x.reshape(-1, n_cols)
+        if x2.stride(-1) != 1:
+            x2 = x2.contiguous()
+        w = w.contiguous()
+        out = torch.empty((x2.shape[0], n_cols), dtype=x.dtype, device=x.device)
+        stages = {} if num_stages is None else {"num_stages": num_stages}
+        _rmsnorm_two_pass_kernel[(x2.shape[0],)](x2, w, out, n_cols, x2.stride(0), out.stride(0), eps, BLOCK=block,
+                                                 num_warps=num_warps, **stages)
+        return out.view(x.shape)
+
+    return kernel
+
+
+kernel = make_kernel(**VARIANTS["two_pass_r4096_w16_s1"])
+WHO = 'Claude (Anthropic), Triton kernel speedrun/rmsnorm/two_pass_l2.py, variant two_pass_r4096_w16_s1'
 
 
 if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
