@@ -145,8 +145,9 @@ def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | Non
         for lane, regs in enumerate(lanes):
             if guard is not None and not regs[guard]:
                 continue
-            if op == "prefetch.global.L2":
-                prefetched.append(regs[rest.strip("[]")])
+            if op in ("prefetch.global.L2", "prefetch.global.L1"):
+                base, _, offset = rest.strip("[]").partition("+")
+                prefetched.append(regs[base] + int(offset or 0))
                 continue
             if op == "cp.async.bulk.prefetch.L2.global":  # [address], bytes: recorded as (address, bytes)
                 prefetched.append((regs[args[0].strip("[]")], value(regs, args[1])))
@@ -248,6 +249,25 @@ def test_mma_dot_ptx_sees_a_moved_nibble() -> None:
         diff = [_f32(lanes_b[lane][f"${n}"]) - _f32(lanes_a[lane][f"${n}"]) for n in range(4)]
         assert diff[2] == diff[3] == 0.0
         assert (diff[0] != 0.0) == (lane // 4 == 0), (lane, diff)
+
+
+def test_mma_dot_xnext_ptx_gives_the_same_dots_and_asks_l1_for_the_next_x() -> None:
+    """The `x_next` dot asm: the plain asm's accumulators bit for bit, and every lane's L1 prefetches are the two
+    128-byte lines at the chunk's x address plus the offset in $20 (the next group's 64 pairs)."""
+    module = _mma_module()
+    _, words, x = _two_tiles(random.Random(13))
+    plain, memory = _dot_lanes(words, x, [0.5, 0.5, 2.0, 2.0])
+    run_warp(module._MMA_DOT_PTX.value, plain, memory)
+    lanes, _ = _dot_lanes(words, x, [0.5, 0.5, 2.0, 2.0])
+    for regs in lanes:
+        regs.update({f"${20 + n}": 256 for n in range(4)})
+    prefetched: list[int] = []
+    run_warp(module._MMA_DOT_XNEXT_PTX.value, lanes, memory, prefetched)
+    for got, want in zip(lanes, plain, strict=True):
+        assert [got[f"${n}"] for n in range(4)] == [want[f"${n}"] for n in range(4)]
+    assert prefetched == [X_BASE + 256 + line for line in (0, 128) for _ in range(32)]  # the next 64 pairs
+    constraints = module._MMA_DOT_XNEXT_CONSTRAINTS.value.split(",")
+    assert constraints[16:24] == ["l"] * 8 and constraints[24:] == ["0", "1", "2", "3"]
 
 
 def test_mma_dot_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
