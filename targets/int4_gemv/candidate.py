@@ -125,6 +125,32 @@ weight is requested within the first microseconds and the loop's cp.async and sc
   8 groups; half the split-K partials of the kept grid.
 - `mma_l2b_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages, bulk prefetch): 2048 small programs.
 
+It lost (h200_c11: 21.7-39.3 us against 15.1 us for `mma_l2pf1_bn256_sk16_w4_st3` in the same triage): the whole
+weight asked of L2 at once does not arrive sooner, and the loop's reads wait behind it.
+
+The first group too (`l2_first`): the L2-ahead scale asm asks for the next group's words, so each program's first
+scale load still goes to DRAM after its first words have arrived. `l2_first` prefetches those rows before the loop,
+where their trip overlaps the wait for the first words.
+- `mma_l2pf1f_bn256_sk16_w4_st3` (as `mma_l2pf1_bn256_sk16_w4_st3`, the first group prefetched too): with 4 groups
+  a program, the one scale round trip left in the critical path.
+- `mma_l2pf1f_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages, 1 ahead, first too): 8 groups a
+  program with no scale load left waiting; 72 registers.
+- `mma_l2pf1f_bn256_sk32_w4_st2` (256 rows, split-K 32, 4 warps, 2 stages, 1 ahead, first too): 1024 programs of
+  2 groups, now that short programs no longer start with a scale round trip.
+
+It did not help (h200_c12: 15.02-19.21 us against 14.80 us).
+
+x a group ahead in L1 (`x_next`): with the scale words in L2, each group still starts with the dot asm's 16 x
+loads, which every program of a split reads and so find in L2, not L1 (the 4 programs of an SM are of different
+splits): one L2 round trip a group before the first mma. With `x_next` the dot asm asks L1 for the next group's x
+lines once it has its own.
+- `mma_l2pf1x_bn256_sk16_w4_st3` (as `mma_l2pf1_bn256_sk16_w4_st3`, x a group ahead in L1): the kept variant with
+  3 of a program's 4 x loads served by L1.
+- `mma_l2pf1x_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages, scales in L2 and x in L1 a group ahead):
+  8 groups a program, 7 of them with both operands near.
+- `mma_l2pf1x_bn256_sk8_w4_st3` (256 rows, split-K 8, 4 warps, 3 stages, scales in L2 and x in L1 a group ahead):
+  the kept grid's rows with 8 groups a program, half the partials.
+
 Groups as rows (`_int4_gemv_mma_groups_kernel`, `group_rows` set): a program owns `block_n` / 16 n-tile pairs over
 its split's groups, `group_rows` groups per iteration as the tile's rows. Round 6 found the row-pair grids above
 latency-bound (DRAM 47.5%, 21.8% occupancy, halving the instructions moved nothing) and the no-split ones slowest of
@@ -196,6 +222,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_l2b_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4, "l2_bulk": True},
     "mma_l2b_bn256_sk8_w8_st4": {"block_n": 256, "split_k": 8, "num_warps": 8, "num_stages": 4, "l2_bulk": True},
     "mma_l2b_bn64_sk16_w2_st3": {"block_n": 64, "split_k": 16, "num_warps": 2, "num_stages": 3, "l2_bulk": True},
+    "mma_l2pf1f_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "l2_ahead": 1,
+                                     "l2_first": True},
+    "mma_l2pf1f_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "l2_ahead": 1,
+                                    "l2_first": True},
+    "mma_l2pf1f_bn256_sk32_w4_st2": {"block_n": 256, "split_k": 32, "num_warps": 4, "num_stages": 2, "l2_ahead": 1,
+                                     "l2_first": True},
+    "mma_l2pf1x_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "l2_ahead": 1,
+                                     "x_next": True},
+    "mma_l2pf1x_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "l2_ahead": 1,
+                                    "x_next": True},
+    "mma_l2pf1x_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "l2_ahead": 1,
+                                    "x_next": True},
     "mmag_p1_g16_sk1_w4_st3": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 3},
     "mmag_p1_g16_sk1_w4_st4": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 4},
     "mmag_p1_g8_sk1_w2_st4": {"block_n": 16, "group_rows": 8, "split_k": 1, "num_warps": 2, "num_stages": 4},
@@ -209,7 +247,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
 
 
-def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False) -> str:
+def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = False) -> str:
     """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x. Per word:
     3 shifts and 4 `lop3` make the 4 bf16x2 pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply
     them by x: A rows 0-7 are the even tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128
@@ -227,7 +265,11 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False) -> str:
     With `x_sum` the asm also adds the chunk's sum of x to a second accumulator, $4..$7 (all four the same), and every
     other operand moves up by 4 (words $8..$15, column $16, x address $20, accumulators $24..$31). One more mma makes
     it: A all ones, and column n of B the chunk's k-tile n (lane 4 n + t loads pairs 8 n + t and 8 n + t + 4), so
-    lane 4 n + t gets the sums of k-tiles 2 t and 2 t + 1; two butterfly shuffles add the 4 lanes of a row."""
+    lane 4 n + t gets the sums of k-tiles 2 t and 2 t + 1; two butterfly shuffles add the 4 lanes of a row.
+
+    With `x_next`, $20 is a byte offset (0 for a split's last group) and, after loading its pairs, every lane asks
+    L1 for the two 128-byte lines of x at that offset: the next group's pairs, which the next iteration's loads then
+    find in L1 instead of L2; the accumulators move to $24..$27."""
     first = 8 if x_sum else 4  # the first input operand: the even tile's word 0
     even, odd, column, x_addr = first, first + 4, first + 8, first + 12
     regs = ", ".join(f"x{j}_{a}" for j in range(WORDS) for a in range(4))
@@ -242,6 +284,10 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False) -> str:
         lines += ["mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;", "mul.wide.u32 xa, qq, 4;",
                   f"add.s64 xa, xa, ${x_addr};"]
         lines += [f"ld.global.nc.b32 x{j}_{a}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
+    if x_next:
+        assert not (x_in_regs or x_sum), "int4_gemv mma: x_next goes with the plain loading asm"
+        lines[4:4] = [".reg .b64 xn;"]
+        lines += [f"add.s64 xn, ${x_addr}, ${x_addr + 4};", "prefetch.global.L1 [xn];", "prefetch.global.L1 [xn+128];"]
     for j in range(WORDS):
         for tile, word in (("e", f"${even + j}"), ("o", f"${odd + j}")):
             for a in range(4):
@@ -275,6 +321,8 @@ _MMA_DOT_PTX = tl.constexpr(_mma_dot_ptx())
 _MMA_DOT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,0,1,2,3")
 _MMA_DOT_X_PTX = tl.constexpr(_mma_dot_ptx(x_in_regs=True))
 _MMA_DOT_X_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28) + ",0,1,2,3")
+_MMA_DOT_XNEXT_PTX = tl.constexpr(_mma_dot_ptx(x_next=True))
+_MMA_DOT_XNEXT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,l,l,l,l,0,1,2,3")
 _MMA_DOT_XSUM_PTX = tl.constexpr(_mma_dot_ptx(x_sum=True))
 _MMA_DOT_XSUM_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 8) + "," + ",".join(["r"] * 12) + ",l,l,l,l,"
                                          + ",".join(str(n) for n in range(8)))
@@ -351,6 +399,21 @@ mov.b32 $0, 0;
 }
 """)
 _BULK_PREFETCH_CONSTRAINTS = tl.constexpr("=r,l,r,r")
+
+# Before the loop (`l2_first`): the prefetch of the first group's scale/zero words that the L2-ahead scale asm never
+# makes (it asks for the next group's): the even and odd rows' addresses are elements 0 and 2 of the pack ($4, $6);
+# the outputs are dummies (the asm is not pure, so it stays without a user).
+_FIRST_SZ_PREFETCH_PTX = tl.constexpr("""
+{
+prefetch.global.L2 [$4];
+prefetch.global.L2 [$6];
+mov.b32 $0, 0;
+mov.b32 $1, 0;
+mov.b32 $2, 0;
+mov.b32 $3, 0;
+}
+""")
+_FIRST_SZ_PREFETCH_CONSTRAINTS = tl.constexpr("=r,=r,=r,=r,l,l,l,l")
 
 _SCALE_PF1_PTX = tl.constexpr(_scale_prefetch_ptx(1))
 _SCALE_PF2_PTX = tl.constexpr(_scale_prefetch_ptx(2))
@@ -500,6 +563,8 @@ def _int4_gemv_mma_kernel(
     PREFETCH: tl.constexpr,
     L2_AHEAD: tl.constexpr,
     L2_BULK: tl.constexpr,
+    L2_FIRST: tl.constexpr,
+    X_NEXT: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -546,6 +611,10 @@ def _int4_gemv_mma_kernel(
     # not stored; the loop only adds g * n_out
     sz_rows = sz_ptr + tl.minimum(rows, n_out - 1)
     acc = tl.zeros([HALF, 128], dtype=tl.float32)
+    if USE_PTX and L2_FIRST:  # the first group's scale rows: their DRAM trip overlaps the words' first wait
+        tl.inline_asm_elementwise(_FIRST_SZ_PREFETCH_PTX, _FIRST_SZ_PREFETCH_CONSTRAINTS,
+                                  [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.int32, is_pure=False,
+                                  pack=4)
     if USE_PTX and L2_BULK:  # ask L2 for the split's words of every n-tile and its scale rows, all at once
         tiles = block * TILES + tl.arange(0, TILES)
         tile_first = w_ptr + (tl.cast(tiles, tl.int64) * n_k_outer + g_start * GROUP // (16 * IKT)) * KO_WORDS
@@ -613,7 +682,18 @@ def _int4_gemv_mma_kernel(
                 ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
                 words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
                 words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
-                if USE_PTX:
+                if USE_PTX and X_NEXT:  # and ask L1 for the next group's x (the same chunk of it)
+                    x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
+                    x_ahead = tl.where(gi + 1 < groups_per_split, PAIRS * 4, 0).to(tl.int64)
+                    dot = tl.inline_asm_elementwise(
+                        _MMA_DOT_XNEXT_PTX,
+                        _MMA_DOT_XNEXT_CONSTRAINTS,
+                        [words_even, words_odd, col, x_chunk, tl.broadcast_to(x_ahead, [HALF, 128]), dot],
+                        dtype=tl.float32,
+                        is_pure=True,
+                        pack=4,
+                    )
+                elif USE_PTX:
                     x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
                     dot = tl.inline_asm_elementwise(
                         _MMA_DOT_PTX,
@@ -768,7 +848,8 @@ def _int4_gemv_mma_groups_kernel(
 
 def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
-    group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False
+    group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
+    x_next: bool = False
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
@@ -831,6 +912,8 @@ def make_kernel(
             PREFETCH=prefetch,
             L2_AHEAD=l2_ahead,
             L2_BULK=l2_bulk,
+            L2_FIRST=l2_first,
+            X_NEXT=x_next,
             num_warps=num_warps,
         )
         return out

@@ -29,6 +29,15 @@ nothing through shared memory (a 16 KiB row per stage would cap the programs per
   reads, 32 values per thread.
 - `two_pass_r4096_w16_s1` (chunks of 4096, 16 warps, 1 stage): two trips per loop, 8 values per thread per trip.
 - `two_pass_r8192_w32_s1` (the whole row, 32 warps, 1 stage): 1024 threads, 8 values each, 2 programs per SM.
+
+`two_pass_r4096_w16_s1` won (h200_c12: 35.02 us in triage against 35.32 us for `row_per_program`, verified at
+1.527x against 1.505x in the same call); Inductor's whole-row setting ran 40.27 us. Around the winner:
+- `two_pass_r2048_w16_s1` (chunks of 2048, 16 warps, 1 stage): four trips per loop, 4 values per thread per trip.
+- `two_pass_r4096_w8_s1` (chunks of 4096, 8 warps, 1 stage): the winner's chunks with half the threads, 16 values
+  each.
+- `two_pass_r4096_w32_s1` (chunks of 4096, 32 warps, 1 stage): 1024 threads, 4 values each per trip, one
+  program per SM at a time.
+- `two_pass_r2048_w8_s1` (chunks of 2048, 8 warps, 1 stage): 8 values per thread, four trips per loop.
 """
 
 from __future__ import annotations
@@ -50,6 +59,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "two_pass_r8192_w8_s1": {"block": 8192, "num_warps": 8, "num_stages": 1},
     "two_pass_r4096_w16_s1": {"block": 4096, "num_warps": 16, "num_stages": 1},
     "two_pass_r8192_w32_s1": {"block": 8192, "num_warps": 32, "num_stages": 1},
+    "two_pass_r2048_w16_s1": {"block": 2048, "num_warps": 16, "num_stages": 1},
+    "two_pass_r4096_w8_s1": {"block": 4096, "num_warps": 8, "num_stages": 1},
+    "two_pass_r4096_w32_s1": {"block": 4096, "num_warps": 32, "num_stages": 1},
+    "two_pass_r2048_w8_s1": {"block": 2048, "num_warps": 8, "num_stages": 1},
 }
 
 
