@@ -225,7 +225,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     # TILES: 8-row n-tiles per program (block_n / 8)
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False, "L2_AHEAD": 0,
-        "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False})
+        "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False})
       for v, block_n, split_k in (("mma_bn256_sk16_w4_st3", 256, 16), ("mma_bn128_sk8_w4_st4", 128, 8),
                                   ("mma_bn128_sk16_w4_st3", 128, 16), ("mma_bn256_sk8_w8_st4", 256, 8),
                                   ("mma_bn64_sk8_w2_st4", 64, 8), ("mma_bn128_sk4_w4_st4", 128, 4),
@@ -236,20 +236,20 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                   ("mma_bn512_sk32_w8_st2", 512, 32))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "L2_AHEAD": 0, "L2_BULK": False,
-        "L2_FIRST": False, "X_NEXT": False})
+        "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False})
       for v, block_n, split_k in (("mma_pf_bn256_sk16_w4_st3", 256, 16), ("mma_pf_bn128_sk8_w4_st4", 128, 8),
                                   ("mma_pf_bn64_sk16_w2_st3", 64, 16), ("mma_pf_bn16_sk1_w1_st8", 16, 1),
                                   ("mma_pf_bn32_sk1_w2_st6", 32, 1), ("mma_pf_bn64_sk2_w2_st6", 64, 2),
                                   ("mma_pf_bn64_sk4_w2_st4", 64, 4))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
-        "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False})
+        "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False})
       for v, block_n, split_k in (("mma_l2pf1_bn256_sk16_w4_st3", 256, 16), ("mma_l2pf2_bn256_sk16_w4_st3", 256, 16),
                                   ("mma_l2pf2_bn256_sk16_w4_st4", 256, 16), ("mma_l2pf1_bn64_sk16_w2_st3", 64, 16),
                                   ("mma_l2pf2_bn128_sk8_w4_st4", 128, 8))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
-        "L2_FIRST": False, "X_NEXT": False, **({} if ahead else {"L2_AHEAD": 0})})
+        "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, **({} if ahead else {"L2_AHEAD": 0})})
       for v, block_n, split_k, ahead in (("mma_l2b_bn256_sk16_w4_st3", 256, 16, 0),
                                          ("mma_l2b1_bn256_sk16_w4_st3", 256, 16, 1),
                                          ("mma_l2b_bn128_sk16_w4_st3", 128, 16, 0),
@@ -258,14 +258,19 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                          ("mma_l2b_bn64_sk16_w2_st3", 64, 16, 0))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
-        "L2_BULK": False, "X_NEXT": False})
+        "L2_BULK": False, "X_NEXT": False, "SZ_EARLY": False})
       for v, block_n, split_k in (("mma_l2pf1f_bn256_sk16_w4_st3", 256, 16), ("mma_l2pf1f_bn128_sk8_w4_st3", 128, 8),
                                   ("mma_l2pf1f_bn256_sk32_w4_st2", 256, 32))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
-        "L2_BULK": False, "L2_FIRST": False})
+        "L2_BULK": False, "L2_FIRST": False, "SZ_EARLY": False})
       for v, block_n, split_k in (("mma_l2pf1x_bn256_sk16_w4_st3", 256, 16), ("mma_l2pf1x_bn128_sk8_w4_st3", 128, 8),
                                   ("mma_l2pf1x_bn256_sk8_w4_st3", 256, 8))],
+    *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
+       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
+        "L2_AHEAD": 0, "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False})
+      for v, block_n, split_k in (("mma_l2pe_bn256_sk16_w4_st3", 256, 16), ("mma_l2pe_bn256_sk8_w4_st3", 256, 8),
+                                  ("mma_l2pe_bn128_sk8_w4_st3", 128, 8))],
     # groups as rows: PAIRS_PER_PROGRAM n-tile pairs (block_n / 16); the headline's groups per split divide GROUP_ROWS
     *[("int4_gemv", v, "_int4_gemv_mma_groups_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "PAIRS_PER_PROGRAM": block_n // 16, "EVEN_GROUPS": True})

@@ -151,6 +151,18 @@ lines once it has its own.
 - `mma_l2pf1x_bn256_sk8_w4_st3` (256 rows, split-K 8, 4 warps, 3 stages, scales in L2 and x in L1 a group ahead):
   the kept grid's rows with 8 groups a program, half the partials.
 
+It lost (h200_c13: 15.39-15.98 us against 14.87 us).
+
+The next scales asked for earlier (`sz_early`): the L2-ahead scale asm issues its prefetch after the group's dot,
+so the next group's scale rows have one scale step and the next group's dot to arrive. Here the dot asm issues it
+first (`sz_next`), a whole dot earlier, and the scale step is the plain one.
+- `mma_l2pe_bn256_sk16_w4_st3` (as `mma_l2pf1_bn256_sk16_w4_st3`, the prefetch before the dot): the kept grid with
+  a longer lead for each scale load.
+- `mma_l2pe_bn256_sk8_w4_st3` (256 rows, split-K 8, 4 warps, 3 stages, early scale prefetch): 8 groups a program,
+  7 of them with the scale rows asked for a group ahead.
+- `mma_l2pe_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages, early scale prefetch): 1024 programs of 72
+  registers and 8 groups.
+
 Groups as rows (`_int4_gemv_mma_groups_kernel`, `group_rows` set): a program owns `block_n` / 16 n-tile pairs over
 its split's groups, `group_rows` groups per iteration as the tile's rows. Round 6 found the row-pair grids above
 latency-bound (DRAM 47.5%, 21.8% occupancy, halving the instructions moved nothing) and the no-split ones slowest of
@@ -234,6 +246,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                     "x_next": True},
     "mma_l2pf1x_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "l2_ahead": 1,
                                     "x_next": True},
+    "mma_l2pe_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_early": True},
+    "mma_l2pe_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_early": True},
+    "mma_l2pe_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_early": True},
     "mmag_p1_g16_sk1_w4_st3": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 3},
     "mmag_p1_g16_sk1_w4_st4": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 4},
     "mmag_p1_g8_sk1_w2_st4": {"block_n": 16, "group_rows": 8, "split_k": 1, "num_warps": 2, "num_stages": 4},
@@ -247,7 +262,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
 
 
-def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = False) -> str:
+def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = False, sz_next: bool = False) -> str:
     """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x. Per word:
     3 shifts and 4 `lop3` make the 4 bf16x2 pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply
     them by x: A rows 0-7 are the even tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128
@@ -269,7 +284,12 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
 
     With `x_next`, $20 is a byte offset (0 for a split's last group) and, after loading its pairs, every lane asks
     L1 for the two 128-byte lines of x at that offset: the next group's pairs, which the next iteration's loads then
-    find in L1 instead of L2; the accumulators move to $24..$27."""
+    find in L1 instead of L2; the accumulators move to $24..$27.
+
+    With `sz_next`, $20..$23 are the addresses of this group's scale/zero words (the even row's in $20, the odd
+    row's in $22, as the scale asm takes them) and $24 a byte offset (0 for a split's last group): before anything
+    else the asm asks L2 for both rows at that offset, the next group's, a whole dot earlier than the L2-ahead scale
+    asm does; the accumulators move to $28..$31."""
     first = 8 if x_sum else 4  # the first input operand: the even tile's word 0
     even, odd, column, x_addr = first, first + 4, first + 8, first + 12
     regs = ", ".join(f"x{j}_{a}" for j in range(WORDS) for a in range(4))
@@ -284,6 +304,10 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
         lines += ["mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;", "mul.wide.u32 xa, qq, 4;",
                   f"add.s64 xa, xa, ${x_addr};"]
         lines += [f"ld.global.nc.b32 x{j}_{a}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
+    if sz_next:
+        assert not (x_in_regs or x_sum or x_next), "int4_gemv mma: sz_next goes with the plain loading asm"
+        lines[4:4] = [".reg .b64 sn;", f"add.s64 sn, ${x_addr + 4}, ${x_addr + 8};", "prefetch.global.L2 [sn];",
+                      f"add.s64 sn, ${x_addr + 6}, ${x_addr + 8};", "prefetch.global.L2 [sn];"]
     if x_next:
         assert not (x_in_regs or x_sum), "int4_gemv mma: x_next goes with the plain loading asm"
         lines[4:4] = [".reg .b64 xn;"]
@@ -323,6 +347,9 @@ _MMA_DOT_X_PTX = tl.constexpr(_mma_dot_ptx(x_in_regs=True))
 _MMA_DOT_X_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28) + ",0,1,2,3")
 _MMA_DOT_XNEXT_PTX = tl.constexpr(_mma_dot_ptx(x_next=True))
 _MMA_DOT_XNEXT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,l,l,l,l,0,1,2,3")
+_MMA_DOT_SZNEXT_PTX = tl.constexpr(_mma_dot_ptx(sz_next=True))
+_MMA_DOT_SZNEXT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + "," + ",".join(["l"] * 12)
+                                           + ",0,1,2,3")
 _MMA_DOT_XSUM_PTX = tl.constexpr(_mma_dot_ptx(x_sum=True))
 _MMA_DOT_XSUM_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 8) + "," + ",".join(["r"] * 12) + ",l,l,l,l,"
                                          + ",".join(str(n) for n in range(8)))
@@ -565,6 +592,7 @@ def _int4_gemv_mma_kernel(
     L2_BULK: tl.constexpr,
     L2_FIRST: tl.constexpr,
     X_NEXT: tl.constexpr,
+    SZ_EARLY: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -682,7 +710,19 @@ def _int4_gemv_mma_kernel(
                 ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
                 words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
                 words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
-                if USE_PTX and X_NEXT:  # and ask L1 for the next group's x (the same chunk of it)
+                if USE_PTX and SZ_EARLY and c == 0:  # and ask L2 for the next group's scale rows, first thing
+                    x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS, tl.int64), [HALF, 128])
+                    sz_ahead = tl.where(gi + 1 < groups_per_split, tl.cast(n_out, tl.int64) * 4, 0)
+                    dot = tl.inline_asm_elementwise(
+                        _MMA_DOT_SZNEXT_PTX,
+                        _MMA_DOT_SZNEXT_CONSTRAINTS,
+                        [words_even, words_odd, col, x_chunk, tl.cast(sz_rows + g * n_out, tl.int64),
+                         tl.broadcast_to(sz_ahead, [HALF, 128]), dot],
+                        dtype=tl.float32,
+                        is_pure=True,
+                        pack=4,
+                    )
+                elif USE_PTX and X_NEXT:  # and ask L1 for the next group's x (the same chunk of it)
                     x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
                     x_ahead = tl.where(gi + 1 < groups_per_split, PAIRS * 4, 0).to(tl.int64)
                     dot = tl.inline_asm_elementwise(
@@ -849,7 +889,7 @@ def _int4_gemv_mma_groups_kernel(
 def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
-    x_next: bool = False
+    x_next: bool = False, sz_early: bool = False
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
@@ -914,6 +954,7 @@ def make_kernel(
             L2_BULK=l2_bulk,
             L2_FIRST=l2_first,
             X_NEXT=x_next,
+            SZ_EARLY=sz_early,
             num_warps=num_warps,
         )
         return out

@@ -270,6 +270,27 @@ def test_mma_dot_xnext_ptx_gives_the_same_dots_and_asks_l1_for_the_next_x() -> N
     assert constraints[16:24] == ["l"] * 8 and constraints[24:] == ["0", "1", "2", "3"]
 
 
+def test_mma_dot_sznext_ptx_gives_the_same_dots_and_asks_l2_for_the_next_scales() -> None:
+    """The `sz_next` dot asm: the plain asm's accumulators bit for bit, and each lane asks L2 for the even and the
+    odd row's scale/zero words ($20, $22) at the offset in $24 (the next group's), before its first load."""
+    module = _mma_module()
+    _, words, x = _two_tiles(random.Random(17))
+    plain, memory = _dot_lanes(words, x, [1.5, 1.5, -0.5, -0.5])
+    run_warp(module._MMA_DOT_PTX.value, plain, memory)
+    lanes, _ = _dot_lanes(words, x, [1.5, 1.5, -0.5, -0.5])
+    for regs in lanes:
+        regs.update({f"${20 + n}": SZ_BASE + 32 * (n // 2) for n in range(4)})
+        regs.update({f"${24 + n}": 32768 for n in range(4)})
+    prefetched: list[int] = []
+    run_warp(module._MMA_DOT_SZNEXT_PTX.value, lanes, memory, prefetched)
+    for got, want in zip(lanes, plain, strict=True):
+        assert [got[f"${n}"] for n in range(4)] == [want[f"${n}"] for n in range(4)]
+    assert prefetched == [SZ_BASE + 32768] * 32 + [SZ_BASE + 32 + 32768] * 32
+    assert module._MMA_DOT_SZNEXT_PTX.value.index("prefetch") < module._MMA_DOT_SZNEXT_PTX.value.index("ld.global")
+    constraints = module._MMA_DOT_SZNEXT_CONSTRAINTS.value.split(",")
+    assert constraints[16:28] == ["l"] * 12 and constraints[28:] == ["0", "1", "2", "3"]
+
+
 def test_mma_dot_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
     """When the elements a lane gets are another lane's (Triton chose another layout), every output is NaN."""
     _, words, x = _two_tiles(random.Random(3))
