@@ -163,6 +163,9 @@ first (`sz_next`), a whole dot earlier, and the scale step is the plain one.
 - `mma_l2pe_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages, early scale prefetch): 1024 programs of 72
   registers and 8 groups.
 
+A tie (h200_c14: 15.08 us against 15.22 us for `mma_l2pf1_bn256_sk16_w4_st3` on that card, verified 1.352x, within
+the kept variant's 1.349x-1.363x); the 8-group grids ran 15.16-18.52 us.
+
 Groups as rows (`_int4_gemv_mma_groups_kernel`, `group_rows` set): a program owns `block_n` / 16 n-tile pairs over
 its split's groups, `group_rows` groups per iteration as the tile's rows. Round 6 found the row-pair grids above
 latency-bound (DRAM 47.5%, 21.8% occupancy, halving the instructions moved nothing) and the no-split ones slowest of
