@@ -273,10 +273,16 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                   ("mma_l2pe_bn128_sk8_w4_st3", 128, 8))],
     # groups as rows: PAIRS_PER_PROGRAM n-tile pairs (block_n / 16); the headline's groups per split divide GROUP_ROWS
     *[("int4_gemv", v, "_int4_gemv_mma_groups_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "PAIRS_PER_PROGRAM": block_n // 16, "EVEN_GROUPS": True})
+       {**INT4_C, "USE_PTX": True, "PAIRS_PER_PROGRAM": block_n // 16, "EVEN_GROUPS": True, "L2_AHEAD": 0})
       for v, block_n in (("mmag_p1_g16_sk1_w4_st3", 16), ("mmag_p1_g16_sk1_w4_st4", 16), ("mmag_p1_g8_sk1_w2_st4", 16),
                          ("mmag_p1_g8_sk1_w4_st4", 16), ("mmag_p1_g32_sk1_w8_st3", 16), ("mmag_p1_g16_sk2_w4_st3", 16),
-                         ("mmag_p2_g8_sk1_w4_st4", 32), ("mmag_p1_g32_sk2_w8_st2", 16))],
+                         ("mmag_p2_g8_sk1_w4_st4", 32), ("mmag_p1_g32_sk2_w8_st2", 16),
+                         ("mmag_p4_g16_sk1_w16_st2", 64), ("mmag_p4_g16_sk1_w16_st3", 64),
+                         ("mmag_p4_g8_sk1_w8_st3", 64), ("mmag_p4_g8_sk1_w16_st3", 64), ("mmag_p2_g16_sk1_w16_st3", 32),
+                         ("mmag_p2_g8_sk1_w16_st3", 32))],
+    *[("int4_gemv", v, "_int4_gemv_mma_groups_kernel", INT4_PAIRS,
+       {**INT4_C, "USE_PTX": True, "PAIRS_PER_PROGRAM": block_n // 16, "EVEN_GROUPS": True})
+      for v, block_n in (("mmag_l2pf1_p4_g16_sk1_w16_st3", 64), ("mmag_l2pf1_p2_g8_sk1_w16_st3", 32))],
 ]
 
 # (target, variant) -> why it has no job; every other variant of check_variants.variant_index has one

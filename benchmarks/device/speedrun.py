@@ -27,6 +27,9 @@ sys.path.insert(0, str(ROOT / "speedrun"))
 
 import check_variants as cv  # noqa: E402
 
+import hotkernel.manifest as hm  # noqa: E402
+from hotkernel.insight.disasm import triton_cache_dirs  # noqa: E402
+
 MAX_TRIES = int(os.environ.get("HK_MAX_TRIES", "2"))
 BUDGET_S = float(os.environ.get("HK_BUDGET_S", "500"))
 N_ROUNDS = 7
@@ -57,8 +60,6 @@ def main() -> None:
         if row.get("ok") and row.get("ms") and row.get("variant") != "baseline":
             triage.setdefault(row["target"], []).append((row["ms"], row["variant"]))
     manifest = {}
-    import hotkernel.manifest as hm
-
     loaded = hm.load_manifest(ROOT / "hotkernel.yaml")
     for target in targets:
         manifest[target] = hm.resolved_target(loaded, target)
@@ -86,8 +87,10 @@ def main() -> None:
             (log / f"verify_{tag}.json").write_text(out)
             if tries == 0:  # read the machine code after the first compile
                 jitted = re.findall(r"@triton\.jit[^\n]*\n(?:@[^\n]*\n)*def (\w+)", source)
-                # launched kernels, not the @triton.jit helpers they call (the cache holds kernels only)
-                launched = [name for name in jitted if name.endswith("kernel")] or jitted
+                # the kernels of this source that the Triton cache holds: not the @triton.jit helpers they call,
+                # nor a kernel of the module that this variant never launches
+                cached = {p.stem for d in triton_cache_dirs() if d.is_dir() for p in d.glob("*/*.cubin")}
+                launched = [name for name in jitted if name in cached]
                 for kernel_name in launched[:2]:
                     hk(log, f"disasm_{tag}_{kernel_name}", "disasm", "triton-cache", "--kernel", kernel_name,
                        "--max-lines", "60", "--json")

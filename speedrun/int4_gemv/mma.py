@@ -190,6 +190,35 @@ n-tiles, from L1/L2) and its x sum (one more mma and two shuffles in the dot asm
   of 16 KB; the two pairs' rows of one group share their x loads.
 - `mmag_p1_g32_sk2_w8_st2` (1 pair, 32 groups a step, split-K 2, 8 warps, 2 stages): 1024 programs of one
   iteration each: every program asks for its whole 32 KB at once, no loop to pipeline.
+
+They lost (h200_c9: 21.0-34.1 us): each row loading its own x doubled the long-scoreboard share.
+
+The split-K sum inside the block (groups kernel, `num_warps` a multiple of `group_rows`): ncu's source page of
+`mma_l2pf1_bn256_sk16_w4_st3` with the caches flushed (`benchmarks/evidence/speedrun/ncu_source_20261202/`) puts
+12% of the warps' samples in the split-K epilogue: 3 warps of each block wait at the barrier while the fourth's
+fence and arrival atomic make their round trips to L2, and the last program of a row block then reads the 16
+partials back. Triton gives row r of a [rows, 128] tile to warp r % num_warps, so when `group_rows` divides
+`num_warps` every row of a warp is the same group (`gg` = warp % `group_rows`): the warp's rows share their x
+loads and x-sum mma as in the row-pair kernel (ptxas merges them: 16 + 2 x loads and one x-sum mma a group, 446
+loop instructions for 4 pairs), while the block's warps cover `group_rows` consecutive groups. With no split, the
+groups' partials are summed through shared memory at the end of the block: no partials in global memory, no
+fence, no atomic, one store.
+- `mmag_p4_g16_sk1_w16_st3` (4 pairs, 16 groups a step, no split, 16 warps, 3 stages): 128 blocks of 512 threads,
+  one an SM, each warp 4 pairs of one group an iteration (the kept kernel's work per warp), 4 iterations.
+- `mmag_p4_g16_sk1_w16_st2` (as `mmag_p4_g16_sk1_w16_st3`, 2 stages): half the shared memory (64 KB), one
+  iteration in flight instead of two.
+- `mmag_p4_g8_sk1_w8_st3` (4 pairs, 8 groups a step, no split, 8 warps, 3 stages): 128 blocks of 8 warps and 8
+  iterations: half the warps an SM, twice the iterations to pipeline.
+- `mmag_p4_g8_sk1_w16_st3` (4 pairs, 8 groups a step, no split, 16 warps, 3 stages): 2 pairs per warp, 64
+  registers, 8 iterations: shorter mma chains per warp, the same 16 warps an SM.
+- `mmag_p2_g16_sk1_w16_st3` (2 pairs, 16 groups a step, no split, 16 warps, 3 stages): 256 blocks of 16 warps,
+  one pair per warp and 4 iterations; 78 registers, so one block an SM and two rounds.
+- `mmag_p2_g8_sk1_w16_st3` (2 pairs, 8 groups a step, no split, 16 warps, 3 stages): 256 blocks of 16 warps, one
+  pair per warp, 52 registers and 32 KB: two blocks an SM, 32 warps, 8 iterations.
+- `mmag_l2pf1_p4_g16_sk1_w16_st3` (as `mmag_p4_g16_sk1_w16_st3`, L2 ahead): each row's scale/zero word of the
+  next iteration asked of L2 by the scale asm, as `l2_ahead` did for the kept kernel.
+- `mmag_l2pf1_p2_g8_sk1_w16_st3` (as `mmag_p2_g8_sk1_w16_st3`, L2 ahead): 32 warps an SM with the next
+  iteration's scale rows asked for.
 """
 
 from __future__ import annotations
@@ -260,6 +289,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mmag_p1_g16_sk2_w4_st3": {"block_n": 16, "group_rows": 16, "split_k": 2, "num_warps": 4, "num_stages": 3},
     "mmag_p2_g8_sk1_w4_st4": {"block_n": 32, "group_rows": 8, "split_k": 1, "num_warps": 4, "num_stages": 4},
     "mmag_p1_g32_sk2_w8_st2": {"block_n": 16, "group_rows": 32, "split_k": 2, "num_warps": 8, "num_stages": 2},
+    "mmag_p4_g16_sk1_w16_st2": {"block_n": 64, "group_rows": 16, "split_k": 1, "num_warps": 16, "num_stages": 2},
+    "mmag_p4_g16_sk1_w16_st3": {"block_n": 64, "group_rows": 16, "split_k": 1, "num_warps": 16, "num_stages": 3},
+    "mmag_p4_g8_sk1_w8_st3": {"block_n": 64, "group_rows": 8, "split_k": 1, "num_warps": 8, "num_stages": 3},
+    "mmag_p4_g8_sk1_w16_st3": {"block_n": 64, "group_rows": 8, "split_k": 1, "num_warps": 16, "num_stages": 3},
+    "mmag_p2_g16_sk1_w16_st3": {"block_n": 32, "group_rows": 16, "split_k": 1, "num_warps": 16, "num_stages": 3},
+    "mmag_p2_g8_sk1_w16_st3": {"block_n": 32, "group_rows": 8, "split_k": 1, "num_warps": 16, "num_stages": 3},
+    "mmag_l2pf1_p4_g16_sk1_w16_st3": {"block_n": 64, "group_rows": 16, "split_k": 1, "num_warps": 16, "num_stages": 3,
+                                      "l2_ahead": 1},
+    "mmag_l2pf1_p2_g8_sk1_w16_st3": {"block_n": 32, "group_rows": 8, "split_k": 1, "num_warps": 16, "num_stages": 3,
+                                     "l2_ahead": 1},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -801,6 +840,7 @@ def _int4_gemv_mma_groups_kernel(
     NUM_STAGES: tl.constexpr,
     USE_PTX: tl.constexpr,
     EVEN_GROUPS: tl.constexpr,
+    L2_AHEAD: tl.constexpr,
 ):
     """The same asm with groups as the tile's rows: row r of the [PAIRS_PER_PROGRAM * GROUP_ROWS, 128] tile is group
     r % GROUP_ROWS of an iteration for n-tile pair r // GROUP_ROWS, so one iteration reads GROUP_ROWS consecutive
@@ -870,7 +910,18 @@ def _int4_gemv_mma_groups_kernel(
                                  tl.load(x_ptrs + 12), lane, j, ROWS)
                 xs = tl.load(x_row + g_read * PAIRS + 64 * c + tl.arange(0, 64)[None, :])  # [ROWS, 64]
                 x_sum += tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)[:, None]
-        if USE_PTX:
+        if USE_PTX and L2_AHEAD == 1:  # the same step, asking L2 for the row's scale/zero word one iteration on
+            iteration_bytes = GROUP_ROWS * tl.cast(n_out, tl.int64) * 4
+            ahead = tl.where(it + 1 < tl.cdiv(groups_per_split, GROUP_ROWS), iteration_bytes, 0)
+            step = tl.inline_asm_elementwise(
+                _SCALE_PF1_PTX,
+                _SCALE_PF1_CONSTRAINTS,
+                [dot, tl.cast(sz_rows + g_read * n_out, tl.int64), x_sum, tl.broadcast_to(ahead, [ROWS, 128]), acc],
+                dtype=tl.float32,
+                is_pure=True,
+                pack=4,
+            )
+        elif USE_PTX:
             step = tl.inline_asm_elementwise(
                 _SCALE_PTX,
                 _SCALE_CONSTRAINTS,
@@ -931,7 +982,8 @@ def make_kernel(
                 xpair, w_int4, sz, out, partial, _counters(x.device, n_blocks * n_m), n_out, w_int4.shape[1],
                 xpair.stride(0), out.stride(0), n_groups // splits, GROUP=group_size, IKT=ikt,
                 PAIRS_PER_PROGRAM=block_n // 16, GROUP_ROWS=group_rows, SPLIT_K=splits, NUM_STAGES=num_stages,
-                USE_PTX=use_ptx, EVEN_GROUPS=(n_groups // splits) % group_rows == 0, num_warps=num_warps)
+                USE_PTX=use_ptx, EVEN_GROUPS=(n_groups // splits) % group_rows == 0, L2_AHEAD=l2_ahead,
+                num_warps=num_warps)
             return out
         _int4_gemv_mma_kernel[(n_blocks, n_m, splits)](
             xpair,
