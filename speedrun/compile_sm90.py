@@ -145,6 +145,7 @@ DECODE_TMA = {n: {**DECODE, "k_desc": tensordesc("bf16", (n, 128)), "v_desc": te
 COMBINE = {"HEAD_DIM": 128, "num_warps": 2}
 INT4 = {"x_ptr": BF16, "w_ptr": I32, "sz_ptr": I32, "out_ptr": BF16, "partial_ptr": FP32, "counter_ptr": I32}
 INT4_C = {"GROUP": 128, "IKT": 8}
+INT4_MMA_C = {**INT4_C, "USE_PTX": True, "SZ_CARRY": False}  # the row-pair kernel without `sz_carry`
 # the lop3 kernels read x as int32 bf16 pairs; USE_PTX=True is the GPU path (inline PTX, not interpretable)
 INT4_PAIRS = {**{k: v for k, v in INT4.items() if k != "x_ptr"}, "xpair_ptr": I32}
 ROW = {"BLOCK": 8192}
@@ -224,7 +225,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                          ("lop3xs_bn64_sk16_w4_st3", 16))],
     # TILES: 8-row n-tiles per program (block_n / 8)
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False, "L2_AHEAD": 0,
+       {**INT4_MMA_C, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False, "L2_AHEAD": 0,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False})
       for v, block_n, split_k in (("mma_bn256_sk16_w4_st3", 256, 16), ("mma_bn128_sk8_w4_st4", 128, 8),
                                   ("mma_bn128_sk16_w4_st3", 128, 16), ("mma_bn256_sk8_w8_st4", 256, 8),
@@ -235,20 +236,20 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                   ("mma_bn256_sk16_w8_st3", 256, 16), ("mma_bn256_sk32_w4_st2", 256, 32),
                                   ("mma_bn512_sk32_w8_st2", 512, 32))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "L2_AHEAD": 0, "L2_BULK": False,
+       {**INT4_MMA_C, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "L2_AHEAD": 0, "L2_BULK": False,
         "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False})
       for v, block_n, split_k in (("mma_pf_bn256_sk16_w4_st3", 256, 16), ("mma_pf_bn128_sk8_w4_st4", 128, 8),
                                   ("mma_pf_bn64_sk16_w2_st3", 64, 16), ("mma_pf_bn16_sk1_w1_st8", 16, 1),
                                   ("mma_pf_bn32_sk1_w2_st6", 32, 1), ("mma_pf_bn64_sk2_w2_st6", 64, 2),
                                   ("mma_pf_bn64_sk4_w2_st4", 64, 4))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
+       {**INT4_MMA_C, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False})
       for v, block_n, split_k in (("mma_l2pf1_bn256_sk16_w4_st3", 256, 16), ("mma_l2pf2_bn256_sk16_w4_st3", 256, 16),
                                   ("mma_l2pf2_bn256_sk16_w4_st4", 256, 16), ("mma_l2pf1_bn64_sk16_w2_st3", 64, 16),
                                   ("mma_l2pf2_bn128_sk8_w4_st4", 128, 8))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
+       {**INT4_MMA_C, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, **({} if ahead else {"L2_AHEAD": 0})})
       for v, block_n, split_k, ahead in (("mma_l2b_bn256_sk16_w4_st3", 256, 16, 0),
                                          ("mma_l2b1_bn256_sk16_w4_st3", 256, 16, 1),
@@ -257,20 +258,27 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                          ("mma_l2b_bn256_sk8_w8_st4", 256, 8, 0),
                                          ("mma_l2b_bn64_sk16_w2_st3", 64, 16, 0))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
+       {**INT4_MMA_C, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "X_NEXT": False, "SZ_EARLY": False})
       for v, block_n, split_k in (("mma_l2pf1f_bn256_sk16_w4_st3", 256, 16), ("mma_l2pf1f_bn128_sk8_w4_st3", 128, 8),
                                   ("mma_l2pf1f_bn256_sk32_w4_st2", 256, 32))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
+       {**INT4_MMA_C, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "SZ_EARLY": False})
       for v, block_n, split_k in (("mma_l2pf1x_bn256_sk16_w4_st3", 256, 16), ("mma_l2pf1x_bn128_sk8_w4_st3", 128, 8),
                                   ("mma_l2pf1x_bn256_sk8_w4_st3", 256, 8))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
-       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
+       {**INT4_MMA_C, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_AHEAD": 0, "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False})
       for v, block_n, split_k in (("mma_l2pe_bn256_sk16_w4_st3", 256, 16), ("mma_l2pe_bn256_sk8_w4_st3", 256, 8),
                                   ("mma_l2pe_bn128_sk8_w4_st3", 128, 8))],
+    *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
+       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
+        "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False})
+      for v, block_n, split_k in (("mma_szc_bn256_sk16_w4_st3", 256, 16), ("mma_szc2_bn256_sk16_w4_st3", 256, 16),
+                                  ("mma_szc2_bn256_sk16_w4_st3_r128", 256, 16),
+                                  ("mma_szc_bn256_sk16_w4_st3_r128", 256, 16),
+                                  ("mma_szc2_bn256_sk8_w4_st3", 256, 8), ("mma_szc2_bn128_sk8_w4_st3", 128, 8))],
     # groups as rows: PAIRS_PER_PROGRAM n-tile pairs (block_n / 16); the headline's groups per split divide GROUP_ROWS
     *[("int4_gemv", v, "_int4_gemv_mma_groups_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "PAIRS_PER_PROGRAM": block_n // 16, "EVEN_GROUPS": True, "L2_AHEAD": 0})

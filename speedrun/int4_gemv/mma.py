@@ -219,6 +219,28 @@ fence, no atomic, one store.
   next iteration asked of L2 by the scale asm, as `l2_ahead` did for the kept kernel.
 - `mmag_l2pf1_p2_g8_sk1_w16_st3` (as `mmag_p2_g8_sk1_w16_st3`, L2 ahead): 32 warps an SM with the next
   iteration's scale rows asked for.
+
+They lost (h200_c15: 19.8-29.4 us against 15.1 us for `mma_l2pf1_bn256_sk16_w4_st3`): one 16-warp block an SM
+with one pipeline and its barriers is slower than four 4-warp blocks, whatever the epilogue saves.
+
+Scale words carried in the accumulator (`sz_carry`): the same source page puts the largest single wait of the loop
+(13% of the samples) on the scale word, loaded by the scale asm of its own group (ptxas moves the load into the
+dot, but not a whole dot ahead). Elements 1 and 3 of the acc tile are copies that nothing reads, so
+`_scale_carry_ptx` keeps the next group's two scale/zero words there: each scale step uses the words loaded by the
+previous one and then loads the next group's, a whole dot ahead, in registers the kernel holds anyway
+(ptxas still gives the kernel more: 140 registers with Triton 3.6 at the kept grid, against 110).
+- `mma_szc_bn256_sk16_w4_st3` (as `mma_bn256_sk16_w4_st3`, scale words carried): no L2 prefetch, the carried
+  load alone a group ahead; 140 registers, 3 blocks an SM.
+- `mma_szc2_bn256_sk16_w4_st3` (as `mma_szc_bn256_sk16_w4_st3`, and L2 asked for the group after): the carried
+  load finds its words in L2, asked two groups ahead.
+- `mma_szc2_bn256_sk16_w4_st3_r128` (as `mma_szc2_bn256_sk16_w4_st3`, maxnreg 128): 4 blocks an SM again, at 56
+  bytes of spills a thread.
+- `mma_szc_bn256_sk16_w4_st3_r128` (as `mma_szc_bn256_sk16_w4_st3`, maxnreg 128): 4 blocks an SM, 40 bytes of
+  spills a thread.
+- `mma_szc2_bn256_sk8_w4_st3` (256 rows, split-K 8, 4 warps, 3 stages, carried and L2 ahead): 256 programs of 8
+  groups, 7 of whose scale loads are a group ahead; 148 registers.
+- `mma_szc2_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages, carried and L2 ahead): 512 programs of 8
+  groups at 76 registers, 4 blocks an SM.
 """
 
 from __future__ import annotations
@@ -299,6 +321,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                       "l2_ahead": 1},
     "mmag_l2pf1_p2_g8_sk1_w16_st3": {"block_n": 32, "group_rows": 8, "split_k": 1, "num_warps": 16, "num_stages": 3,
                                      "l2_ahead": 1},
+    "mma_szc_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 0},
+    "mma_szc2_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                   "sz_carry": True, "l2_ahead": 1},
+    "mma_szc2_bn256_sk16_w4_st3_r128": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                        "sz_carry": True, "l2_ahead": 1, "maxnreg": 128},
+    "mma_szc_bn256_sk16_w4_st3_r128": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                       "sz_carry": True, "l2_ahead": 0, "maxnreg": 128},
+    "mma_szc2_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -495,6 +529,45 @@ _SCALE_REGS_PTX = tl.constexpr(_SCALE_PTX.value.replace("ld.global.nc.b32 sz, [$
 _SCALE_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,f,f,f,f,0,1,2,3")
 
 
+
+def _scale_carry_ptx(after: bool) -> str:
+    """PTX: the scale step with the scale/zero words carried in the accumulator's spare slots. Elements 1 and 3 of
+    the acc tile are copies nothing reads (only elements 0 and 2, the even and odd rows, are stored), so here they
+    hold this group's two scale/zero words, loaded one group earlier: the step reads them from $1 and $3, applies
+    them to $0 and $2 as `_SCALE_PTX` does, then loads the next group's words into $1 and $3 (the rows' addresses
+    $8 and $10 plus the byte offset $16, 0 at a split's last group). With `after`, the rows at the offset $20 (the
+    group after that, or 0) are first asked of L2. Inputs: dot $4..$7, xsum $12; acc tied ($0..$3 = the last four
+    operands). No register beyond the accumulators carries a scale word."""
+    lines = ["{", ".reg .b32 t, sz;", ".reg .f32 s, z;", ".reg .b64 pa;"]
+    if after:
+        lines += ["add.s64 pa, $8, $20;", "prefetch.global.L2 [pa];", "add.s64 pa, $10, $20;",
+                  "prefetch.global.L2 [pa];"]
+    for out, word, dot in (("$0", "$1", "$4"), ("$2", "$3", "$6")):
+        lines += [f"mov.b32 sz, {word};", "shl.b32 t, sz, 16;", "mov.b32 s, t;", "and.b32 t, sz, 0xFFFF0000;",
+                  "mov.b32 z, t;", "fma.rn.f32 z, s, 0fC3080000, z;", f"fma.rn.f32 {out}, s, {dot}, {out};",
+                  f"fma.rn.f32 {out}, z, $12, {out};"]
+    lines += ["add.s64 pa, $8, $16;", "ld.global.nc.b32 $1, [pa];", "add.s64 pa, $10, $16;",
+              "ld.global.nc.b32 $3, [pa];", "}"]
+    return "\n".join(lines)
+
+
+_SCALE_CARRY_PTX = tl.constexpr(_scale_carry_ptx(False))
+_SCALE_CARRY_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,0,1,2,3")
+_SCALE_CARRY_AFTER_PTX = tl.constexpr(_scale_carry_ptx(True))
+_SCALE_CARRY_AFTER_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,l,l,l,l,0,1,2,3")
+# before the loop: the acc tile's first value, 0 in elements 0 and 2 and the first group's scale/zero words (the
+# addresses $4 and $6) in elements 1 and 3
+_CARRY_FIRST_PTX = tl.constexpr("""
+{
+mov.b32 $0, 0;
+ld.global.nc.b32 $1, [$4];
+mov.b32 $2, 0;
+ld.global.nc.b32 $3, [$6];
+}
+""")
+_CARRY_FIRST_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,l,l,l,l")
+
+
 _COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
 
 
@@ -635,6 +708,7 @@ def _int4_gemv_mma_kernel(
     L2_FIRST: tl.constexpr,
     X_NEXT: tl.constexpr,
     SZ_EARLY: tl.constexpr,
+    SZ_CARRY: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -739,6 +813,39 @@ def _int4_gemv_mma_kernel(
                 dot = _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF)
                 acc += tl.where(j % 2 == 0, _bf16_lo(szv) * dot + _bf16_hi(szv) * x_sum, 0.0)
             x0, x1, x2, x3, szv = nx0, nx1, nx2, nx3, nszv
+    elif USE_PTX and SZ_CARRY:  # the scale/zero words a group ahead in the acc tile's spare slots (1 and 3)
+        group_bytes = tl.cast(n_out, tl.int64) * 4
+        acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
+                                        [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
+                                        is_pure=True, pack=4)
+        for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
+            g = g_start + gi
+            if XSUM_FIRST:
+                x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+            else:
+                xg = tl.load(x_row + g * PAIRS + p)
+                x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
+            dot = tl.zeros([HALF, 128], dtype=tl.float32)
+            for c in tl.static_range(CHUNKS):
+                ko = (g * GROUP + 128 * c) // (16 * IKT)
+                words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
+                words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+                x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
+                dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
+                                                [words_even, words_odd, col, x_chunk, dot], dtype=tl.float32,
+                                                is_pure=True, pack=4)
+            sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
+            next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
+            x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
+            if L2_AHEAD == 0:
+                acc = tl.inline_asm_elementwise(_SCALE_CARRY_PTX, _SCALE_CARRY_CONSTRAINTS,
+                                                [dot, sz_addr, x_sum_tile, next_1, acc], dtype=tl.float32,
+                                                is_pure=True, pack=4)
+            else:
+                next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
+                acc = tl.inline_asm_elementwise(_SCALE_CARRY_AFTER_PTX, _SCALE_CARRY_AFTER_CONSTRAINTS,
+                                                [dot, sz_addr, x_sum_tile, next_1, next_2, acc], dtype=tl.float32,
+                                                is_pure=True, pack=4)
     else:
         for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
             g = g_start + gi
@@ -943,7 +1050,8 @@ def _int4_gemv_mma_groups_kernel(
 def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
-    x_next: bool = False, sz_early: bool = False
+    x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
+    maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
@@ -1010,7 +1118,9 @@ def make_kernel(
             L2_FIRST=l2_first,
             X_NEXT=x_next,
             SZ_EARLY=sz_early,
+            SZ_CARRY=sz_carry,
             num_warps=num_warps,
+            **({"maxnreg": maxnreg} if maxnreg else {}),
         )
         return out
 

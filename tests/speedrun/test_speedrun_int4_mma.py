@@ -382,6 +382,38 @@ def test_scale_prefetch_ptx_is_the_scale_step_after_prefetching_later_groups(ahe
     assert constraints[-4:] == ["0", "1", "2", "3"] and len(constraints) == 20 + 4 * ahead
 
 
+@pytest.mark.parametrize("after", [False, True])
+def test_scale_carry_ptx_applies_the_carried_words_and_loads_the_next_ones(after: bool) -> None:
+    """The `sz_carry` scale step takes this group's scale/zero words from the acc tile's spare slots 1 and 3 and
+    gives `_SCALE_PTX`'s elements 0 and 2 bit for bit; it then loads the next group's words (the rows' addresses
+    plus the offset $16) into slots 1 and 3, and with `after` asks L2 for the rows at the offset $20 first."""
+    module = _mma_module()
+    next_off, after_off = 32768, 65536
+    memory = {SZ_BASE: _bf16_pair(0.5, -3.0), SZ_BASE + 32: _bf16_pair(0.25, 1.5),
+              SZ_BASE + next_off: _bf16_pair(2.0, 0.75), SZ_BASE + 32 + next_off: _bf16_pair(-1.0, 4.0)}
+    dot, x_sum, acc = [200.0, 7.0, -40.0, 9.0], 3.0, [1.0, 2.0, 3.0, 4.0]
+    plain = {f"${n}": _bits(acc[n]) for n in range(4)}
+    plain.update({f"${4 + n}": _bits(dot[n]) for n in range(4)})
+    plain.update({f"${8 + n}": SZ_BASE + 32 * (n // 2) for n in range(4)})
+    plain.update({f"${12 + n}": _bits(x_sum) for n in range(4)})
+    carry = dict(plain, **{"$1": memory[SZ_BASE], "$3": memory[SZ_BASE + 32]})
+    carry.update({f"${16 + n}": next_off for n in range(4)})
+    if after:
+        carry.update({f"${20 + n}": after_off for n in range(4)})
+    run_warp(module._SCALE_PTX.value, [plain], memory)
+    prefetched: list[int] = []
+    run_warp(module._scale_carry_ptx(after), [carry], memory, prefetched)
+    assert (carry["$0"], carry["$2"]) == (plain["$0"], plain["$2"])
+    assert (carry["$1"], carry["$3"]) == (memory[SZ_BASE + next_off], memory[SZ_BASE + 32 + next_off])
+    assert prefetched == ([SZ_BASE + after_off, SZ_BASE + 32 + after_off] if after else [])
+    constraints = (module._SCALE_CARRY_AFTER_CONSTRAINTS if after else module._SCALE_CARRY_CONSTRAINTS).value
+    assert constraints.split(",")[-4:] == ["0", "1", "2", "3"] and len(constraints.split(",")) == (28 if after else 24)
+    first = {f"${n}": 7 for n in range(4)}
+    first.update({f"${4 + n}": SZ_BASE + 32 * (n // 2) for n in range(4)})
+    run_warp(module._CARRY_FIRST_PTX.value, [first], memory)
+    assert [first[f"${n}"] for n in range(4)] == [0, memory[SZ_BASE], 0, memory[SZ_BASE + 32]]
+
+
 def test_bulk_prefetch_ptx_asks_l2_for_one_range_only_when_told() -> None:
     """The prologue asm of `l2_bulk`: a lane whose flag is set prefetches its range ($1, $2 bytes) into L2, a lane
     whose flag is 0 (a tile past N, a group past the split) asks for nothing, and every lane's dummy output is 0."""
@@ -467,7 +499,8 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
 
 @pytest.mark.parametrize("variant", ["mma_bn256_sk16_w4_st3", "mma_pf_bn16_sk1_w1_st8", "mma_l2b1_bn256_sk16_w4_st3",
                                      "mmag_p1_g16_sk1_w4_st3", "mmag_p2_g8_sk1_w4_st4", "mmag_p4_g16_sk1_w16_st3",
-                                     "mmag_p2_g8_sk1_w16_st3"])
+                                     "mmag_p2_g8_sk1_w16_st3", "mma_szc2_bn256_sk16_w4_st3",
+                                     "mma_szc2_bn128_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
