@@ -151,6 +151,21 @@ lines once it has its own.
 - `mma_l2pf1x_bn256_sk8_w4_st3` (256 rows, split-K 8, 4 warps, 3 stages, scales in L2 and x in L1 a group ahead):
   the kept grid's rows with 8 groups a program, half the partials.
 
+It lost (h200_c13: 15.39-15.98 us against 14.87 us).
+
+The next scales asked for earlier (`sz_early`): the L2-ahead scale asm issues its prefetch after the group's dot,
+so the next group's scale rows have one scale step and the next group's dot to arrive. Here the dot asm issues it
+first (`sz_next`), a whole dot earlier, and the scale step is the plain one.
+- `mma_l2pe_bn256_sk16_w4_st3` (as `mma_l2pf1_bn256_sk16_w4_st3`, the prefetch before the dot): the kept grid with
+  a longer lead for each scale load.
+- `mma_l2pe_bn256_sk8_w4_st3` (256 rows, split-K 8, 4 warps, 3 stages, early scale prefetch): 8 groups a program,
+  7 of them with the scale rows asked for a group ahead.
+- `mma_l2pe_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages, early scale prefetch): 1024 programs of 72
+  registers and 8 groups.
+
+A tie (h200_c14: 15.08 us against 15.22 us for `mma_l2pf1_bn256_sk16_w4_st3` on that card, verified 1.352x, within
+the kept variant's 1.349x-1.363x); the 8-group grids ran 15.16-18.52 us.
+
 Groups as rows (`_int4_gemv_mma_groups_kernel`, `group_rows` set): a program owns `block_n` / 16 n-tile pairs over
 its split's groups, `group_rows` groups per iteration as the tile's rows. Round 6 found the row-pair grids above
 latency-bound (DRAM 47.5%, 21.8% occupancy, halving the instructions moved nothing) and the no-split ones slowest of
@@ -175,6 +190,57 @@ n-tiles, from L1/L2) and its x sum (one more mma and two shuffles in the dot asm
   of 16 KB; the two pairs' rows of one group share their x loads.
 - `mmag_p1_g32_sk2_w8_st2` (1 pair, 32 groups a step, split-K 2, 8 warps, 2 stages): 1024 programs of one
   iteration each: every program asks for its whole 32 KB at once, no loop to pipeline.
+
+They lost (h200_c9: 21.0-34.1 us): each row loading its own x doubled the long-scoreboard share.
+
+The split-K sum inside the block (groups kernel, `num_warps` a multiple of `group_rows`): ncu's source page of
+`mma_l2pf1_bn256_sk16_w4_st3` with the caches flushed (`benchmarks/evidence/speedrun/ncu_source_20261202/`) puts
+12% of the warps' samples in the split-K epilogue: 3 warps of each block wait at the barrier while the fourth's
+fence and arrival atomic make their round trips to L2, and the last program of a row block then reads the 16
+partials back. Triton gives row r of a [rows, 128] tile to warp r % num_warps, so when `group_rows` divides
+`num_warps` every row of a warp is the same group (`gg` = warp % `group_rows`): the warp's rows share their x
+loads and x-sum mma as in the row-pair kernel (ptxas merges them: 16 + 2 x loads and one x-sum mma a group, 446
+loop instructions for 4 pairs), while the block's warps cover `group_rows` consecutive groups. With no split, the
+groups' partials are summed through shared memory at the end of the block: no partials in global memory, no
+fence, no atomic, one store.
+- `mmag_p4_g16_sk1_w16_st3` (4 pairs, 16 groups a step, no split, 16 warps, 3 stages): 128 blocks of 512 threads,
+  one an SM, each warp 4 pairs of one group an iteration (the kept kernel's work per warp), 4 iterations.
+- `mmag_p4_g16_sk1_w16_st2` (as `mmag_p4_g16_sk1_w16_st3`, 2 stages): half the shared memory (64 KB), one
+  iteration in flight instead of two.
+- `mmag_p4_g8_sk1_w8_st3` (4 pairs, 8 groups a step, no split, 8 warps, 3 stages): 128 blocks of 8 warps and 8
+  iterations: half the warps an SM, twice the iterations to pipeline.
+- `mmag_p4_g8_sk1_w16_st3` (4 pairs, 8 groups a step, no split, 16 warps, 3 stages): 2 pairs per warp, 64
+  registers, 8 iterations: shorter mma chains per warp, the same 16 warps an SM.
+- `mmag_p2_g16_sk1_w16_st3` (2 pairs, 16 groups a step, no split, 16 warps, 3 stages): 256 blocks of 16 warps,
+  one pair per warp and 4 iterations; 78 registers, so one block an SM and two rounds.
+- `mmag_p2_g8_sk1_w16_st3` (2 pairs, 8 groups a step, no split, 16 warps, 3 stages): 256 blocks of 16 warps, one
+  pair per warp, 52 registers and 32 KB: two blocks an SM, 32 warps, 8 iterations.
+- `mmag_l2pf1_p4_g16_sk1_w16_st3` (as `mmag_p4_g16_sk1_w16_st3`, L2 ahead): each row's scale/zero word of the
+  next iteration asked of L2 by the scale asm, as `l2_ahead` did for the kept kernel.
+- `mmag_l2pf1_p2_g8_sk1_w16_st3` (as `mmag_p2_g8_sk1_w16_st3`, L2 ahead): 32 warps an SM with the next
+  iteration's scale rows asked for.
+
+They lost (h200_c15: 19.8-29.4 us against 15.1 us for `mma_l2pf1_bn256_sk16_w4_st3`): one 16-warp block an SM
+with one pipeline and its barriers is slower than four 4-warp blocks, whatever the epilogue saves.
+
+Scale words carried in the accumulator (`sz_carry`): the same source page puts the largest single wait of the loop
+(13% of the samples) on the scale word, loaded by the scale asm of its own group (ptxas moves the load into the
+dot, but not a whole dot ahead). Elements 1 and 3 of the acc tile are copies that nothing reads, so
+`_scale_carry_ptx` keeps the next group's two scale/zero words there: each scale step uses the words loaded by the
+previous one and then loads the next group's, a whole dot ahead, in registers the kernel holds anyway
+(ptxas still gives the kernel more: 140 registers with Triton 3.6 at the kept grid, against 110).
+- `mma_szc_bn256_sk16_w4_st3` (as `mma_bn256_sk16_w4_st3`, scale words carried): no L2 prefetch, the carried
+  load alone a group ahead; 140 registers, 3 blocks an SM.
+- `mma_szc2_bn256_sk16_w4_st3` (as `mma_szc_bn256_sk16_w4_st3`, and L2 asked for the group after): the carried
+  load finds its words in L2, asked two groups ahead.
+- `mma_szc2_bn256_sk16_w4_st3_r128` (as `mma_szc2_bn256_sk16_w4_st3`, maxnreg 128): 4 blocks an SM again, at 56
+  bytes of spills a thread.
+- `mma_szc_bn256_sk16_w4_st3_r128` (as `mma_szc_bn256_sk16_w4_st3`, maxnreg 128): 4 blocks an SM, 40 bytes of
+  spills a thread.
+- `mma_szc2_bn256_sk8_w4_st3` (256 rows, split-K 8, 4 warps, 3 stages, carried and L2 ahead): 256 programs of 8
+  groups, 7 of whose scale loads are a group ahead; 148 registers.
+- `mma_szc2_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages, carried and L2 ahead): 512 programs of 8
+  groups at 76 registers, 4 blocks an SM.
 """
 
 from __future__ import annotations
@@ -234,6 +300,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                     "x_next": True},
     "mma_l2pf1x_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "l2_ahead": 1,
                                     "x_next": True},
+    "mma_l2pe_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_early": True},
+    "mma_l2pe_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_early": True},
+    "mma_l2pe_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_early": True},
     "mmag_p1_g16_sk1_w4_st3": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 3},
     "mmag_p1_g16_sk1_w4_st4": {"block_n": 16, "group_rows": 16, "split_k": 1, "num_warps": 4, "num_stages": 4},
     "mmag_p1_g8_sk1_w2_st4": {"block_n": 16, "group_rows": 8, "split_k": 1, "num_warps": 2, "num_stages": 4},
@@ -242,12 +311,34 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mmag_p1_g16_sk2_w4_st3": {"block_n": 16, "group_rows": 16, "split_k": 2, "num_warps": 4, "num_stages": 3},
     "mmag_p2_g8_sk1_w4_st4": {"block_n": 32, "group_rows": 8, "split_k": 1, "num_warps": 4, "num_stages": 4},
     "mmag_p1_g32_sk2_w8_st2": {"block_n": 16, "group_rows": 32, "split_k": 2, "num_warps": 8, "num_stages": 2},
+    "mmag_p4_g16_sk1_w16_st2": {"block_n": 64, "group_rows": 16, "split_k": 1, "num_warps": 16, "num_stages": 2},
+    "mmag_p4_g16_sk1_w16_st3": {"block_n": 64, "group_rows": 16, "split_k": 1, "num_warps": 16, "num_stages": 3},
+    "mmag_p4_g8_sk1_w8_st3": {"block_n": 64, "group_rows": 8, "split_k": 1, "num_warps": 8, "num_stages": 3},
+    "mmag_p4_g8_sk1_w16_st3": {"block_n": 64, "group_rows": 8, "split_k": 1, "num_warps": 16, "num_stages": 3},
+    "mmag_p2_g16_sk1_w16_st3": {"block_n": 32, "group_rows": 16, "split_k": 1, "num_warps": 16, "num_stages": 3},
+    "mmag_p2_g8_sk1_w16_st3": {"block_n": 32, "group_rows": 8, "split_k": 1, "num_warps": 16, "num_stages": 3},
+    "mmag_l2pf1_p4_g16_sk1_w16_st3": {"block_n": 64, "group_rows": 16, "split_k": 1, "num_warps": 16, "num_stages": 3,
+                                      "l2_ahead": 1},
+    "mmag_l2pf1_p2_g8_sk1_w16_st3": {"block_n": 32, "group_rows": 8, "split_k": 1, "num_warps": 16, "num_stages": 3,
+                                     "l2_ahead": 1},
+    "mma_szc_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 0},
+    "mma_szc2_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                   "sz_carry": True, "l2_ahead": 1},
+    "mma_szc2_bn256_sk16_w4_st3_r128": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                        "sz_carry": True, "l2_ahead": 1, "maxnreg": 128},
+    "mma_szc_bn256_sk16_w4_st3_r128": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                       "sz_carry": True, "l2_ahead": 0, "maxnreg": 128},
+    "mma_szc2_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
 
 
-def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = False) -> str:
+def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = False, sz_next: bool = False) -> str:
     """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x. Per word:
     3 shifts and 4 `lop3` make the 4 bf16x2 pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply
     them by x: A rows 0-7 are the even tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128
@@ -269,7 +360,12 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
 
     With `x_next`, $20 is a byte offset (0 for a split's last group) and, after loading its pairs, every lane asks
     L1 for the two 128-byte lines of x at that offset: the next group's pairs, which the next iteration's loads then
-    find in L1 instead of L2; the accumulators move to $24..$27."""
+    find in L1 instead of L2; the accumulators move to $24..$27.
+
+    With `sz_next`, $20..$23 are the addresses of this group's scale/zero words (the even row's in $20, the odd
+    row's in $22, as the scale asm takes them) and $24 a byte offset (0 for a split's last group): before anything
+    else the asm asks L2 for both rows at that offset, the next group's, a whole dot earlier than the L2-ahead scale
+    asm does; the accumulators move to $28..$31."""
     first = 8 if x_sum else 4  # the first input operand: the even tile's word 0
     even, odd, column, x_addr = first, first + 4, first + 8, first + 12
     regs = ", ".join(f"x{j}_{a}" for j in range(WORDS) for a in range(4))
@@ -284,6 +380,10 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
         lines += ["mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;", "mul.wide.u32 xa, qq, 4;",
                   f"add.s64 xa, xa, ${x_addr};"]
         lines += [f"ld.global.nc.b32 x{j}_{a}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
+    if sz_next:
+        assert not (x_in_regs or x_sum or x_next), "int4_gemv mma: sz_next goes with the plain loading asm"
+        lines[4:4] = [".reg .b64 sn;", f"add.s64 sn, ${x_addr + 4}, ${x_addr + 8};", "prefetch.global.L2 [sn];",
+                      f"add.s64 sn, ${x_addr + 6}, ${x_addr + 8};", "prefetch.global.L2 [sn];"]
     if x_next:
         assert not (x_in_regs or x_sum), "int4_gemv mma: x_next goes with the plain loading asm"
         lines[4:4] = [".reg .b64 xn;"]
@@ -323,6 +423,9 @@ _MMA_DOT_X_PTX = tl.constexpr(_mma_dot_ptx(x_in_regs=True))
 _MMA_DOT_X_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28) + ",0,1,2,3")
 _MMA_DOT_XNEXT_PTX = tl.constexpr(_mma_dot_ptx(x_next=True))
 _MMA_DOT_XNEXT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,l,l,l,l,0,1,2,3")
+_MMA_DOT_SZNEXT_PTX = tl.constexpr(_mma_dot_ptx(sz_next=True))
+_MMA_DOT_SZNEXT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + "," + ",".join(["l"] * 12)
+                                           + ",0,1,2,3")
 _MMA_DOT_XSUM_PTX = tl.constexpr(_mma_dot_ptx(x_sum=True))
 _MMA_DOT_XSUM_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 8) + "," + ",".join(["r"] * 12) + ",l,l,l,l,"
                                          + ",".join(str(n) for n in range(8)))
@@ -424,6 +527,45 @@ _SCALE_PF2_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l
 _SCALE_REGS_PTX = tl.constexpr(_SCALE_PTX.value.replace("ld.global.nc.b32 sz, [$8];", "mov.b32 sz, $8;").replace(
     "ld.global.nc.b32 sz, [$10];", "mov.b32 sz, $9;"))
 _SCALE_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,f,f,f,f,0,1,2,3")
+
+
+
+def _scale_carry_ptx(after: bool) -> str:
+    """PTX: the scale step with the scale/zero words carried in the accumulator's spare slots. Elements 1 and 3 of
+    the acc tile are copies nothing reads (only elements 0 and 2, the even and odd rows, are stored), so here they
+    hold this group's two scale/zero words, loaded one group earlier: the step reads them from $1 and $3, applies
+    them to $0 and $2 as `_SCALE_PTX` does, then loads the next group's words into $1 and $3 (the rows' addresses
+    $8 and $10 plus the byte offset $16, 0 at a split's last group). With `after`, the rows at the offset $20 (the
+    group after that, or 0) are first asked of L2. Inputs: dot $4..$7, xsum $12; acc tied ($0..$3 = the last four
+    operands). No register beyond the accumulators carries a scale word."""
+    lines = ["{", ".reg .b32 t, sz;", ".reg .f32 s, z;", ".reg .b64 pa;"]
+    if after:
+        lines += ["add.s64 pa, $8, $20;", "prefetch.global.L2 [pa];", "add.s64 pa, $10, $20;",
+                  "prefetch.global.L2 [pa];"]
+    for out, word, dot in (("$0", "$1", "$4"), ("$2", "$3", "$6")):
+        lines += [f"mov.b32 sz, {word};", "shl.b32 t, sz, 16;", "mov.b32 s, t;", "and.b32 t, sz, 0xFFFF0000;",
+                  "mov.b32 z, t;", "fma.rn.f32 z, s, 0fC3080000, z;", f"fma.rn.f32 {out}, s, {dot}, {out};",
+                  f"fma.rn.f32 {out}, z, $12, {out};"]
+    lines += ["add.s64 pa, $8, $16;", "ld.global.nc.b32 $1, [pa];", "add.s64 pa, $10, $16;",
+              "ld.global.nc.b32 $3, [pa];", "}"]
+    return "\n".join(lines)
+
+
+_SCALE_CARRY_PTX = tl.constexpr(_scale_carry_ptx(False))
+_SCALE_CARRY_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,0,1,2,3")
+_SCALE_CARRY_AFTER_PTX = tl.constexpr(_scale_carry_ptx(True))
+_SCALE_CARRY_AFTER_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,l,l,l,l,0,1,2,3")
+# before the loop: the acc tile's first value, 0 in elements 0 and 2 and the first group's scale/zero words (the
+# addresses $4 and $6) in elements 1 and 3
+_CARRY_FIRST_PTX = tl.constexpr("""
+{
+mov.b32 $0, 0;
+ld.global.nc.b32 $1, [$4];
+mov.b32 $2, 0;
+ld.global.nc.b32 $3, [$6];
+}
+""")
+_CARRY_FIRST_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,l,l,l,l")
 
 
 _COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
@@ -565,6 +707,8 @@ def _int4_gemv_mma_kernel(
     L2_BULK: tl.constexpr,
     L2_FIRST: tl.constexpr,
     X_NEXT: tl.constexpr,
+    SZ_EARLY: tl.constexpr,
+    SZ_CARRY: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -669,6 +813,39 @@ def _int4_gemv_mma_kernel(
                 dot = _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF)
                 acc += tl.where(j % 2 == 0, _bf16_lo(szv) * dot + _bf16_hi(szv) * x_sum, 0.0)
             x0, x1, x2, x3, szv = nx0, nx1, nx2, nx3, nszv
+    elif USE_PTX and SZ_CARRY:  # the scale/zero words a group ahead in the acc tile's spare slots (1 and 3)
+        group_bytes = tl.cast(n_out, tl.int64) * 4
+        acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
+                                        [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
+                                        is_pure=True, pack=4)
+        for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
+            g = g_start + gi
+            if XSUM_FIRST:
+                x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+            else:
+                xg = tl.load(x_row + g * PAIRS + p)
+                x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
+            dot = tl.zeros([HALF, 128], dtype=tl.float32)
+            for c in tl.static_range(CHUNKS):
+                ko = (g * GROUP + 128 * c) // (16 * IKT)
+                words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
+                words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+                x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
+                dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
+                                                [words_even, words_odd, col, x_chunk, dot], dtype=tl.float32,
+                                                is_pure=True, pack=4)
+            sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
+            next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
+            x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
+            if L2_AHEAD == 0:
+                acc = tl.inline_asm_elementwise(_SCALE_CARRY_PTX, _SCALE_CARRY_CONSTRAINTS,
+                                                [dot, sz_addr, x_sum_tile, next_1, acc], dtype=tl.float32,
+                                                is_pure=True, pack=4)
+            else:
+                next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
+                acc = tl.inline_asm_elementwise(_SCALE_CARRY_AFTER_PTX, _SCALE_CARRY_AFTER_CONSTRAINTS,
+                                                [dot, sz_addr, x_sum_tile, next_1, next_2, acc], dtype=tl.float32,
+                                                is_pure=True, pack=4)
     else:
         for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
             g = g_start + gi
@@ -682,7 +859,19 @@ def _int4_gemv_mma_kernel(
                 ko = (g * GROUP + 128 * c) // (16 * IKT)  # the chunk's first k-outer tile
                 words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
                 words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
-                if USE_PTX and X_NEXT:  # and ask L1 for the next group's x (the same chunk of it)
+                if USE_PTX and SZ_EARLY and c == 0:  # and ask L2 for the next group's scale rows, first thing
+                    x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS, tl.int64), [HALF, 128])
+                    sz_ahead = tl.where(gi + 1 < groups_per_split, tl.cast(n_out, tl.int64) * 4, 0)
+                    dot = tl.inline_asm_elementwise(
+                        _MMA_DOT_SZNEXT_PTX,
+                        _MMA_DOT_SZNEXT_CONSTRAINTS,
+                        [words_even, words_odd, col, x_chunk, tl.cast(sz_rows + g * n_out, tl.int64),
+                         tl.broadcast_to(sz_ahead, [HALF, 128]), dot],
+                        dtype=tl.float32,
+                        is_pure=True,
+                        pack=4,
+                    )
+                elif USE_PTX and X_NEXT:  # and ask L1 for the next group's x (the same chunk of it)
                     x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
                     x_ahead = tl.where(gi + 1 < groups_per_split, PAIRS * 4, 0).to(tl.int64)
                     dot = tl.inline_asm_elementwise(
@@ -758,6 +947,7 @@ def _int4_gemv_mma_groups_kernel(
     NUM_STAGES: tl.constexpr,
     USE_PTX: tl.constexpr,
     EVEN_GROUPS: tl.constexpr,
+    L2_AHEAD: tl.constexpr,
 ):
     """The same asm with groups as the tile's rows: row r of the [PAIRS_PER_PROGRAM * GROUP_ROWS, 128] tile is group
     r % GROUP_ROWS of an iteration for n-tile pair r // GROUP_ROWS, so one iteration reads GROUP_ROWS consecutive
@@ -827,7 +1017,18 @@ def _int4_gemv_mma_groups_kernel(
                                  tl.load(x_ptrs + 12), lane, j, ROWS)
                 xs = tl.load(x_row + g_read * PAIRS + 64 * c + tl.arange(0, 64)[None, :])  # [ROWS, 64]
                 x_sum += tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)[:, None]
-        if USE_PTX:
+        if USE_PTX and L2_AHEAD == 1:  # the same step, asking L2 for the row's scale/zero word one iteration on
+            iteration_bytes = GROUP_ROWS * tl.cast(n_out, tl.int64) * 4
+            ahead = tl.where(it + 1 < tl.cdiv(groups_per_split, GROUP_ROWS), iteration_bytes, 0)
+            step = tl.inline_asm_elementwise(
+                _SCALE_PF1_PTX,
+                _SCALE_PF1_CONSTRAINTS,
+                [dot, tl.cast(sz_rows + g_read * n_out, tl.int64), x_sum, tl.broadcast_to(ahead, [ROWS, 128]), acc],
+                dtype=tl.float32,
+                is_pure=True,
+                pack=4,
+            )
+        elif USE_PTX:
             step = tl.inline_asm_elementwise(
                 _SCALE_PTX,
                 _SCALE_CONSTRAINTS,
@@ -849,7 +1050,8 @@ def _int4_gemv_mma_groups_kernel(
 def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
-    x_next: bool = False
+    x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
+    maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
@@ -888,7 +1090,8 @@ def make_kernel(
                 xpair, w_int4, sz, out, partial, _counters(x.device, n_blocks * n_m), n_out, w_int4.shape[1],
                 xpair.stride(0), out.stride(0), n_groups // splits, GROUP=group_size, IKT=ikt,
                 PAIRS_PER_PROGRAM=block_n // 16, GROUP_ROWS=group_rows, SPLIT_K=splits, NUM_STAGES=num_stages,
-                USE_PTX=use_ptx, EVEN_GROUPS=(n_groups // splits) % group_rows == 0, num_warps=num_warps)
+                USE_PTX=use_ptx, EVEN_GROUPS=(n_groups // splits) % group_rows == 0, L2_AHEAD=l2_ahead,
+                num_warps=num_warps)
             return out
         _int4_gemv_mma_kernel[(n_blocks, n_m, splits)](
             xpair,
@@ -914,15 +1117,18 @@ def make_kernel(
             L2_BULK=l2_bulk,
             L2_FIRST=l2_first,
             X_NEXT=x_next,
+            SZ_EARLY=sz_early,
+            SZ_CARRY=sz_carry,
             num_warps=num_warps,
+            **({"maxnreg": maxnreg} if maxnreg else {}),
         )
         return out
 
     return kernel
 
 
-kernel = make_kernel(**VARIANTS["mma_l2pf1_bn256_sk16_w4_st3"])
-WHO = 'Claude (Anthropic), Triton kernel speedrun/int4_gemv/mma.py, variant mma_l2pf1_bn256_sk16_w4_st3'
+kernel = make_kernel(**VARIANTS["mma_szc2_bn256_sk8_w4_st3"])
+WHO = 'Claude (Anthropic), Triton kernel speedrun/int4_gemv/mma.py, variant mma_szc2_bn256_sk8_w4_st3'
 
 
 if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
