@@ -278,7 +278,11 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
       for v, block_n, split_k in (("mma_szc_bn256_sk16_w4_st3", 256, 16), ("mma_szc2_bn256_sk16_w4_st3", 256, 16),
                                   ("mma_szc2_bn256_sk16_w4_st3_r128", 256, 16),
                                   ("mma_szc_bn256_sk16_w4_st3_r128", 256, 16),
-                                  ("mma_szc2_bn256_sk8_w4_st3", 256, 8), ("mma_szc2_bn128_sk8_w4_st3", 128, 8))],
+                                  ("mma_szc2_bn256_sk8_w4_st3", 256, 8), ("mma_szc2_bn128_sk8_w4_st3", 128, 8),
+                                  ("mma_szc2_bn256_sk8_w4_st4", 256, 8), ("mma_szc2_bn256_sk8_w8_st3", 256, 8),
+                                  ("mma_szc2_bn256_sk4_w4_st3", 256, 4), ("mma_szc2_bn128_sk4_w4_st3", 128, 4),
+                                  ("mma_szc2_bn64_sk8_w2_st3", 64, 8), ("mma_szc2_bn128_sk8_w8_st3", 128, 8),
+                                  ("mma_szc2_bn128_sk8_w4_st4", 128, 8), ("mma_szc2_bn512_sk8_w8_st3", 512, 8))],
     # groups as rows: PAIRS_PER_PROGRAM n-tile pairs (block_n / 16); the headline's groups per split divide GROUP_ROWS
     *[("int4_gemv", v, "_int4_gemv_mma_groups_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "PAIRS_PER_PROGRAM": block_n // 16, "EVEN_GROUPS": True, "L2_AHEAD": 0})

@@ -241,6 +241,23 @@ previous one and then loads the next group's, a whole dot ahead, in registers th
   groups, 7 of whose scale loads are a group ahead; 148 registers.
 - `mma_szc2_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages, carried and L2 ahead): 512 programs of 8
   groups at 76 registers, 4 blocks an SM.
+
+`mma_szc2_bn256_sk8_w4_st3` verified 1.419x [1.413, 1.424] against 1.355x for `mma_l2pf1_bn256_sk16_w4_st3` in the
+same call (h200_c16; triage had them at 15.00 and 14.84 us), and was kept. Its neighbours:
+- `mma_szc2_bn256_sk8_w4_st4` (as the kept, 4 stages): three groups' words in flight instead of two, 48 KB
+  of shared memory a block.
+- `mma_szc2_bn256_sk8_w8_st3` (as the kept, 8 warps): 2 pairs a warp, 76 registers, 16 warps an SM instead of 8.
+- `mma_szc2_bn256_sk4_w4_st3` (256 rows, split-K 4, 4 warps, 3 stages): 128 programs of 16 groups, one an SM, half
+  the kept grid's partials per row.
+- `mma_szc2_bn128_sk4_w4_st3` (128 rows, split-K 4, 4 warps, 3 stages): 256 programs of 16 groups at 78 registers.
+- `mma_szc2_bn64_sk8_w2_st3` (64 rows, split-K 8, 2 warps, 3 stages): 1024 programs of 2 warps and 8 groups, about 8
+  an SM: 16 warps from many small independent pipelines.
+- `mma_szc2_bn128_sk8_w8_st3` (128 rows, split-K 8, 8 warps, 3 stages): one pair a warp, 48 registers, 512 programs:
+  32 warps an SM.
+- `mma_szc2_bn128_sk8_w4_st4` (as `mma_szc2_bn128_sk8_w4_st3`, 4 stages): three groups of words in flight at
+  76-78 registers.
+- `mma_szc2_bn512_sk8_w8_st3` (512 rows, split-K 8, 8 warps, 3 stages): 128 programs of 8 warps, one an SM, each
+  warp as the kept kernel's.
 """
 
 from __future__ import annotations
@@ -332,6 +349,22 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_szc2_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1},
     "mma_szc2_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn256_sk8_w8_st3": {"block_n": 256, "split_k": 8, "num_warps": 8, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn256_sk4_w4_st3": {"block_n": 256, "split_k": 4, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn128_sk4_w4_st3": {"block_n": 128, "split_k": 4, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn64_sk8_w2_st3": {"block_n": 64, "split_k": 8, "num_warps": 2, "num_stages": 3, "sz_carry": True,
+                                 "l2_ahead": 1},
+    "mma_szc2_bn128_sk8_w8_st3": {"block_n": 128, "split_k": 8, "num_warps": 8, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn512_sk8_w8_st3": {"block_n": 512, "split_k": 8, "num_warps": 8, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1},
 }
 
