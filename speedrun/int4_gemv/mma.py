@@ -258,6 +258,20 @@ same call (h200_c16; triage had them at 15.00 and 14.84 us), and was kept. Its n
   76-78 registers.
 - `mma_szc2_bn512_sk8_w8_st3` (512 rows, split-K 8, 8 warps, 3 stages): 128 programs of 8 warps, one an SM, each
   warp as the kept kernel's.
+
+They lost (h200_c17: 15.3-18.6 us in triage against 14.69 us; verified 1.349x and 1.308x for the 64-row and 8-warp
+grids against 1.416x for the kept variant again).
+
+x in registers a group ahead too (`x_regs`, with `sz_carry`): the kept grid holds 2 blocks an SM (256 programs), so
+registers are no limit there (148 used, up to 255 allowed). Each group's dot asm still starts by loading its 16 x
+pairs from L2; here `_X_PREFETCH_PTX` loads the next group's pairs during this group (16 registers, the same for
+every row of a lane, so one asm call serves them all), and the dot asm takes them as operands (`_MMA_DOT_X_PTX`).
+- `mma_szcx_bn256_sk8_w4_st3` (as the kept `mma_szc2_bn256_sk8_w4_st3`, x in registers): no load left between a
+  group's words arriving and its first mma.
+- `mma_szcx_bn128_sk8_w4_st3` (as `mma_szc2_bn128_sk8_w4_st3`, x in registers): 512 programs, 4 an SM, whose
+  registers then decide whether 4 still fit.
+- `mma_szcx_bn256_sk4_w4_st3` (as `mma_szc2_bn256_sk4_w4_st3`, x in registers): 128 programs of 16 groups, one an
+  SM, where one warp's latency chain has the most groups to hide.
 """
 
 from __future__ import annotations
@@ -366,6 +380,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                   "l2_ahead": 1},
     "mma_szc2_bn512_sk8_w8_st3": {"block_n": 512, "split_k": 8, "num_warps": 8, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1},
+    "mma_szcx_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "x_regs": True},
+    "mma_szcx_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "x_regs": True},
+    "mma_szcx_bn256_sk4_w4_st3": {"block_n": 256, "split_k": 4, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "x_regs": True},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -464,21 +484,26 @@ _MMA_DOT_XSUM_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 8) + "," + ",".join([
                                          + ",".join(str(n) for n in range(8)))
 
 
-def _prefetch_ptx() -> str:
+def _prefetch_ptx(scales: bool = True) -> str:
     """PTX: one group's operands, loaded a group before they are used: x pair a of the lane's word j into $(4 a + j)
     (pair 16 j + 4 a + lane % 4 from the address $20), and the scale/zero words of the lane's even and odd rows into
     $16 and $17 (from the addresses $24 and $26, elements 0 and 2 of the address tile; $18, $19 are 0). Only
-    addresses come in, so the outputs take the layout of the asm that uses them."""
+    addresses come in, so the outputs take the layout of the asm that uses them. Without `scales`, only the x pairs:
+    outputs $0..$15, the x address $16."""
+    x_addr = 20 if scales else 16
     lines = ["{", ".reg .b32 qq;", ".reg .b64 xa;", "mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;",
-             "mul.wide.u32 xa, qq, 4;", "add.s64 xa, xa, $20;"]
+             "mul.wide.u32 xa, qq, 4;", f"add.s64 xa, xa, ${x_addr};"]
     lines += [f"ld.global.nc.b32 ${4 * a + j}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
-    lines += ["ld.global.nc.b32 $16, [$24];", "ld.global.nc.b32 $17, [$26];", "mov.b32 $18, 0;", "mov.b32 $19, 0;",
-              "}"]
-    return "\n".join(lines)
+    if scales:
+        lines += ["ld.global.nc.b32 $16, [$24];", "ld.global.nc.b32 $17, [$26];", "mov.b32 $18, 0;",
+                  "mov.b32 $19, 0;"]
+    return "\n".join(lines + ["}"])
 
 
 _PREFETCH_PTX = tl.constexpr(_prefetch_ptx())
 _PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 20) + ",l,l,l,l,l,l,l,l")
+_X_PREFETCH_PTX = tl.constexpr(_prefetch_ptx(scales=False))
+_X_PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 16) + ",l,l,l,l")
 
 # acc += scale * dot + (zero - 136 scale) * xsum for the lane's two rows (element 0: the even tile's, element 2: the
 # odd tile's), where dot = sum (128 + q) x, so that scale * (q - 8) + zero is what multiplies x; elements 1 and 3
@@ -742,6 +767,7 @@ def _int4_gemv_mma_kernel(
     X_NEXT: tl.constexpr,
     SZ_EARLY: tl.constexpr,
     SZ_CARRY: tl.constexpr,
+    X_REGS: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -851,6 +877,12 @@ def _int4_gemv_mma_kernel(
         acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
                                         [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
                                         is_pure=True, pack=4)
+        if X_REGS:  # and the x pairs a group ahead in registers (`_X_PREFETCH_PTX`)
+            tl.static_assert(CHUNKS == 1, "int4_gemv mma x_regs: one 128-k chunk per group (group_size 128)")
+            x0, x1, x2, x3 = tl.inline_asm_elementwise(
+                _X_PREFETCH_PTX, _X_PREFETCH_CONSTRAINTS,
+                [tl.broadcast_to(tl.cast(x_row + g_start * PAIRS, tl.int64), [HALF, 128])], dtype=(tl.int32,) * 4,
+                is_pure=True, pack=4)
         for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
             g = g_start + gi
             if XSUM_FIRST:
@@ -859,14 +891,28 @@ def _int4_gemv_mma_kernel(
                 xg = tl.load(x_row + g * PAIRS + p)
                 x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
             dot = tl.zeros([HALF, 128], dtype=tl.float32)
-            for c in tl.static_range(CHUNKS):
-                ko = (g * GROUP + 128 * c) // (16 * IKT)
+            if X_REGS:  # the next group's x pairs (the last group loads its own again), then this group's dot
+                x_next = tl.cast(x_row + (g_start + tl.minimum(gi + 1, groups_per_split - 1)) * PAIRS, tl.int64)
+                nx0, nx1, nx2, nx3 = tl.inline_asm_elementwise(
+                    _X_PREFETCH_PTX, _X_PREFETCH_CONSTRAINTS, [tl.broadcast_to(x_next, [HALF, 128])],
+                    dtype=(tl.int32,) * 4, is_pure=True, pack=4)
+                ko = (g * GROUP) // (16 * IKT)
                 words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
                 words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
-                x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
-                dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
-                                                [words_even, words_odd, col, x_chunk, dot], dtype=tl.float32,
-                                                is_pure=True, pack=4)
+                dot = tl.inline_asm_elementwise(_MMA_DOT_X_PTX, _MMA_DOT_X_CONSTRAINTS,
+                                                [words_even, words_odd, col, x0, x1, x2, x3, dot],
+                                                dtype=tl.float32, is_pure=True, pack=4)
+                x0, x1, x2, x3 = nx0, nx1, nx2, nx3
+            else:
+                for c in tl.static_range(CHUNKS):
+                    ko = (g * GROUP + 128 * c) // (16 * IKT)
+                    words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0,
+                                         eviction_policy="evict_first")
+                    words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+                    x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
+                    dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
+                                                    [words_even, words_odd, col, x_chunk, dot], dtype=tl.float32,
+                                                    is_pure=True, pack=4)
             sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
             next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
             x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
@@ -1084,7 +1130,7 @@ def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
-    maxnreg: int | None = None
+    x_regs: bool = False, maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
@@ -1152,6 +1198,7 @@ def make_kernel(
             X_NEXT=x_next,
             SZ_EARLY=sz_early,
             SZ_CARRY=sz_carry,
+            X_REGS=x_regs,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
         )

@@ -475,6 +475,11 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
     fetched = [{"$20": X_BASE, "$24": SZ_BASE, "$26": SZ_BASE + 32} for _ in range(32)]
     run_warp(module._PREFETCH_PTX.value, fetched, memory)
     assert all(regs["$16"] == memory[SZ_BASE] and regs["$17"] == memory[SZ_BASE + 32] for regs in fetched)
+    x_only = [{"$16": X_BASE} for _ in range(32)]  # `x_regs`: the same x pairs, the address in $16
+    run_warp(module._X_PREFETCH_PTX.value, x_only, memory)
+    for lane in range(32):
+        assert [x_only[lane][f"${n}"] for n in range(16)] == [fetched[lane][f"${n}"] for n in range(16)], lane
+    assert len(module._X_PREFETCH_CONSTRAINTS.value.split(",")) == 20
     with_regs = []
     for lane, regs in enumerate(lanes):
         moved = {f"${n}": regs[f"${n}"] for n in range(16)}  # accumulators, words and columns as before
@@ -500,7 +505,7 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
 @pytest.mark.parametrize("variant", ["mma_bn256_sk16_w4_st3", "mma_pf_bn16_sk1_w1_st8", "mma_l2b1_bn256_sk16_w4_st3",
                                      "mmag_p1_g16_sk1_w4_st3", "mmag_p2_g8_sk1_w4_st4", "mmag_p4_g16_sk1_w16_st3",
                                      "mmag_p2_g8_sk1_w16_st3", "mma_szc2_bn256_sk16_w4_st3",
-                                     "mma_szc2_bn128_sk8_w4_st3"])
+                                     "mma_szc2_bn128_sk8_w4_st3", "mma_szcx_bn256_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
