@@ -265,11 +265,15 @@ grids against 1.416x for the kept variant again).
 x in registers a group ahead too (`x_regs`, with `sz_carry`): the kept grid holds 2 blocks an SM (256 programs), so
 registers are no limit there (148 used, up to 255 allowed). Each group's dot asm still starts by loading its 16 x
 pairs from L2; here `_X_PREFETCH_PTX` loads the next group's pairs during this group (16 registers, the same for
-every row of a lane, so one asm call serves them all), and the dot asm takes them as operands (`_MMA_DOT_X_PTX`).
+every row of a lane, so one asm call serves them all), and the dot asm takes them as operands (`_MMA_DOT_X_PTX`);
+140 registers at the kept grid with Triton 3.6. (The first build passed the prefetch asm only the x address, a
+splat: Triton then ran it once on the scalar and splatted the results, so every column got element 0's pair, max
+error 1.2e4 on the card (h200_c18). The asm now also takes the column tile, and the sm_90 layout test rejects an
+asm on scalars.)
 - `mma_szcx_bn256_sk8_w4_st3` (as the kept `mma_szc2_bn256_sk8_w4_st3`, x in registers): no load left between a
   group's words arriving and its first mma.
-- `mma_szcx_bn128_sk8_w4_st3` (as `mma_szc2_bn128_sk8_w4_st3`, x in registers): 512 programs, 4 an SM, whose
-  registers then decide whether 4 still fit.
+- `mma_szcx_bn128_sk8_w4_st3` (as `mma_szc2_bn128_sk8_w4_st3`, x in registers): 512 programs at 80 registers, 4
+  an SM, 7 of whose 8 x loads are a group ahead.
 - `mma_szcx_bn256_sk4_w4_st3` (as `mma_szc2_bn256_sk4_w4_st3`, x in registers): 128 programs of 16 groups, one an
   SM, where one warp's latency chain has the most groups to hide.
 """
@@ -489,10 +493,15 @@ def _prefetch_ptx(scales: bool = True) -> str:
     (pair 16 j + 4 a + lane % 4 from the address $20), and the scale/zero words of the lane's even and odd rows into
     $16 and $17 (from the addresses $24 and $26, elements 0 and 2 of the address tile; $18, $19 are 0). Only
     addresses come in, so the outputs take the layout of the asm that uses them. Without `scales`, only the x pairs:
-    outputs $0..$15, the x address $16."""
-    x_addr = 20 if scales else 16
-    lines = ["{", ".reg .b32 qq;", ".reg .b64 xa;", "mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;",
-             "mul.wide.u32 xa, qq, 4;", f"add.s64 xa, xa, ${x_addr};"]
+    outputs $0..$15, the lane's column tile in $16..$19 (4 lane + j: qq from element 0) and the x address $20. The
+    x address alone would be a splat, and Triton then runs the asm once on the scalar and splats its results: every
+    element would get element 0's pair."""
+    lines = ["{", ".reg .b32 qq;", ".reg .b64 xa;"]
+    if scales:
+        lines += ["mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;"]
+    else:
+        lines += ["shr.u32 qq, $16, 2;", "and.b32 qq, qq, 3;"]
+    lines += ["mul.wide.u32 xa, qq, 4;", "add.s64 xa, xa, $20;"]
     lines += [f"ld.global.nc.b32 ${4 * a + j}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
     if scales:
         lines += ["ld.global.nc.b32 $16, [$24];", "ld.global.nc.b32 $17, [$26];", "mov.b32 $18, 0;",
@@ -503,7 +512,7 @@ def _prefetch_ptx(scales: bool = True) -> str:
 _PREFETCH_PTX = tl.constexpr(_prefetch_ptx())
 _PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 20) + ",l,l,l,l,l,l,l,l")
 _X_PREFETCH_PTX = tl.constexpr(_prefetch_ptx(scales=False))
-_X_PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 16) + ",l,l,l,l")
+_X_PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 16) + ",r,r,r,r,l,l,l,l")
 
 # acc += scale * dot + (zero - 136 scale) * xsum for the lane's two rows (element 0: the even tile's, element 2: the
 # odd tile's), where dot = sum (128 + q) x, so that scale * (q - 8) + zero is what multiplies x; elements 1 and 3
@@ -881,7 +890,8 @@ def _int4_gemv_mma_kernel(
             tl.static_assert(CHUNKS == 1, "int4_gemv mma x_regs: one 128-k chunk per group (group_size 128)")
             x0, x1, x2, x3 = tl.inline_asm_elementwise(
                 _X_PREFETCH_PTX, _X_PREFETCH_CONSTRAINTS,
-                [tl.broadcast_to(tl.cast(x_row + g_start * PAIRS, tl.int64), [HALF, 128])], dtype=(tl.int32,) * 4,
+                [col + tl.zeros([HALF, 128], dtype=tl.int32),
+                 tl.broadcast_to(tl.cast(x_row + g_start * PAIRS, tl.int64), [HALF, 128])], dtype=(tl.int32,) * 4,
                 is_pure=True, pack=4)
         for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
             g = g_start + gi
@@ -894,7 +904,8 @@ def _int4_gemv_mma_kernel(
             if X_REGS:  # the next group's x pairs (the last group loads its own again), then this group's dot
                 x_next = tl.cast(x_row + (g_start + tl.minimum(gi + 1, groups_per_split - 1)) * PAIRS, tl.int64)
                 nx0, nx1, nx2, nx3 = tl.inline_asm_elementwise(
-                    _X_PREFETCH_PTX, _X_PREFETCH_CONSTRAINTS, [tl.broadcast_to(x_next, [HALF, 128])],
+                    _X_PREFETCH_PTX, _X_PREFETCH_CONSTRAINTS,
+                    [col + tl.zeros([HALF, 128], dtype=tl.int32), tl.broadcast_to(x_next, [HALF, 128])],
                     dtype=(tl.int32,) * 4, is_pure=True, pack=4)
                 ko = (g * GROUP) // (16 * IKT)
                 words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")

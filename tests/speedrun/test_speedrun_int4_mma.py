@@ -475,11 +475,12 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
     fetched = [{"$20": X_BASE, "$24": SZ_BASE, "$26": SZ_BASE + 32} for _ in range(32)]
     run_warp(module._PREFETCH_PTX.value, fetched, memory)
     assert all(regs["$16"] == memory[SZ_BASE] and regs["$17"] == memory[SZ_BASE + 32] for regs in fetched)
-    x_only = [{"$16": X_BASE} for _ in range(32)]  # `x_regs`: the same x pairs, the address in $16
+    # `x_regs`: the same x pairs, qq from the column tile in $16..$19, the address in $20
+    x_only = [{**{f"${16 + j}": 4 * lane + j for j in range(4)}, "$20": X_BASE} for lane in range(32)]
     run_warp(module._X_PREFETCH_PTX.value, x_only, memory)
     for lane in range(32):
         assert [x_only[lane][f"${n}"] for n in range(16)] == [fetched[lane][f"${n}"] for n in range(16)], lane
-    assert len(module._X_PREFETCH_CONSTRAINTS.value.split(",")) == 20
+    assert len(module._X_PREFETCH_CONSTRAINTS.value.split(",")) == 24
     with_regs = []
     for lane, regs in enumerate(lanes):
         moved = {f"${n}": regs[f"${n}"] for n in range(16)}  # accumulators, words and columns as before
@@ -532,6 +533,10 @@ def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     # the tile's asm ops ([rows, 128]); the 1-D prologue prefetches of `l2_bulk` have no layout to keep
     asm_layouts = set(re.findall(r"elementwise_inline_asm.*-> .*?tensor<\d+x128x[^>]*, (#blocked\d*)>", ttgir))
     assert asm_layouts, "no inline asm in the compiled kernel"
+    # an asm on scalars is one Triton hoisted out of a splat: its pack positions (the lane's 4 columns) would all
+    # get element 0's results (the first `x_regs` prefetch asm took only a broadcast address, and was wrong)
+    scalar_asm = re.findall(r"elementwise_inline_asm .* : (?:i\d+|f\d+)(?:, (?:i\d+|f\d+))* -> ", ttgir)
+    assert not scalar_asm, scalar_asm[0][:200]
     for name in asm_layouts:
         assert "sizePerThread = [1, 4], threadsPerWarp = [1, 32]" in layouts[name], (name, layouts[name])
 
