@@ -276,6 +276,8 @@ asm on scalars.)
   an SM, 7 of whose 8 x loads are a group ahead.
 - `mma_szcx_bn256_sk4_w4_st3` (as `mma_szc2_bn256_sk4_w4_st3`, x in registers): 128 programs of 16 groups, one an
   SM, where one warp's latency chain has the most groups to hide.
+
+They lost (h200_c19: 16.0-24.8 us against 14.40 us; verified 1.271x and 1.142x against 1.417x).
 """
 
 from __future__ import annotations
