@@ -278,6 +278,17 @@ asm on scalars.)
   SM, where one warp's latency chain has the most groups to hide.
 
 They lost (h200_c19: 16.0-24.8 us against 14.40 us; verified 1.271x and 1.142x against 1.417x).
+
+The x sums in the dot asm (`xsum_asm`, with `sz_carry`): the kept variant sums x over its split's 8 groups before
+the loop (ncu's source page: 9% of the samples wait there for the first x load, behind the first words) and picks
+each group's sum inside the loop through shared memory, one more block barrier a group. Here the dot asm adds the
+group's sum itself (`_MMA_DOT_XSUM_PTX`: one mma of a ones matrix against the chunk, two shuffles; ptxas merges the
+mma across a lane's rows, as in the groups kernel), so no x is read before the first words and no barrier but the
+pipeliner's is left in the loop.
+- `mma_szcs_bn256_sk8_w4_st3` (as the kept `mma_szc2_bn256_sk8_w4_st3`, x sums in the dot asm): the kept grid,
+  whose 2 blocks an SM leave registers to spare.
+- `mma_szcs_bn128_sk8_w4_st3` (as `mma_szc2_bn128_sk8_w4_st3`, x sums in the dot asm): 512 programs of 8 groups
+  at 70 registers, 4 an SM, with no barrier of their own.
 """
 
 from __future__ import annotations
@@ -392,6 +403,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                   "l2_ahead": 1, "x_regs": True},
     "mma_szcx_bn256_sk4_w4_st3": {"block_n": 256, "split_k": 4, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1, "x_regs": True},
+    "mma_szcs_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "xsum_asm": True},
+    "mma_szcs_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "xsum_asm": True},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -779,6 +794,7 @@ def _int4_gemv_mma_kernel(
     SZ_EARLY: tl.constexpr,
     SZ_CARRY: tl.constexpr,
     X_REGS: tl.constexpr,
+    XSUM_ASM: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -811,7 +827,7 @@ def _int4_gemv_mma_kernel(
     g_start = split * groups_per_split
     # the sum of x over each group of this split (for the zero-point terms): once before the loop for up to 16 groups
     # a split, else per group inside it
-    XSUM_FIRST: tl.constexpr = GPS_PAD <= 16
+    XSUM_FIRST: tl.constexpr = (GPS_PAD <= 16) and (not XSUM_ASM)
     gs = tl.arange(0, GPS_PAD if XSUM_FIRST else 1)
     p = tl.arange(0, PAIRS)
     if XSUM_FIRST:
@@ -899,7 +915,7 @@ def _int4_gemv_mma_kernel(
             g = g_start + gi
             if XSUM_FIRST:
                 x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
-            else:
+            elif not XSUM_ASM:
                 xg = tl.load(x_row + g * PAIRS + p)
                 x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
             dot = tl.zeros([HALF, 128], dtype=tl.float32)
@@ -916,6 +932,18 @@ def _int4_gemv_mma_kernel(
                                                 [words_even, words_odd, col, x0, x1, x2, x3, dot],
                                                 dtype=tl.float32, is_pure=True, pack=4)
                 x0, x1, x2, x3 = nx0, nx1, nx2, nx3
+            elif XSUM_ASM:  # the dot asm also sums the group's x (one more mma, two shuffles): no x sums up front
+                x_sum_tile = tl.zeros([HALF, 128], dtype=tl.float32)
+                for c in tl.static_range(CHUNKS):
+                    ko = (g * GROUP + 128 * c) // (16 * IKT)
+                    words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0,
+                                         eviction_policy="evict_first")
+                    words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+                    x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
+                    dot, x_sum_tile = tl.inline_asm_elementwise(
+                        _MMA_DOT_XSUM_PTX, _MMA_DOT_XSUM_CONSTRAINTS, [words_even, words_odd, col, x_chunk, dot,
+                                                                       x_sum_tile],
+                        dtype=(tl.float32, tl.float32), is_pure=True, pack=4)
             else:
                 for c in tl.static_range(CHUNKS):
                     ko = (g * GROUP + 128 * c) // (16 * IKT)
@@ -928,7 +956,8 @@ def _int4_gemv_mma_kernel(
                                                     is_pure=True, pack=4)
             sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
             next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
-            x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
+            if not XSUM_ASM:
+                x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
             if L2_AHEAD == 0:
                 acc = tl.inline_asm_elementwise(_SCALE_CARRY_PTX, _SCALE_CARRY_CONSTRAINTS,
                                                 [dot, sz_addr, x_sum_tile, next_1, acc], dtype=tl.float32,
@@ -1143,7 +1172,7 @@ def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
-    x_regs: bool = False, maxnreg: int | None = None
+    x_regs: bool = False, xsum_asm: bool = False, maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
@@ -1212,6 +1241,7 @@ def make_kernel(
             SZ_EARLY=sz_early,
             SZ_CARRY=sz_carry,
             X_REGS=x_regs,
+            XSUM_ASM=xsum_asm,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
         )
