@@ -45,8 +45,9 @@ the word at [n // 8, ko, (n % 8) * 4 + qq, j] holds, in nibble p (bits 4p..4p+3)
 
 Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from the sm_90 compile with Triton 3.6):
 - `mma_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): the grid of `lop3_f16_bn256_sk16`, 512
-  programs of 4 groups, 4 n-tile pairs per warp; 110 registers (4 programs per SM), 441 loop instructions per group
-  for 256 nibbles (1.7 per nibble).
+  programs of 4 groups, 4 n-tile pairs per warp; 128 registers (4 programs per SM), 446 loop instructions per group
+  for 256 nibbles (1.7 per nibble) with Triton 3.6 at this tree (110 and 441 before the bounds fix and the
+  hoisted scale rows).
 - `mma_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages): 512 programs of 8 groups, 2 n-tile pairs per
   warp, 72 registers: all resident at once, with a ring of 3 groups each.
 - `mma_bn128_sk16_w4_st3` (128 rows, split-K 16, 4 warps, 3 stages): 1024 programs of 4 groups: shorter programs
@@ -289,6 +290,9 @@ pipeliner's is left in the loop.
   whose 2 blocks an SM leave registers to spare.
 - `mma_szcs_bn128_sk8_w4_st3` (as `mma_szc2_bn128_sk8_w4_st3`, x sums in the dot asm): 512 programs of 8 groups
   at 70 registers, 4 an SM, with no barrier of their own.
+
+They lost (h200_c20: 15.77 and 19.56 us against 14.40 us; the 128-row one verified 1.283x against 1.416x): the
+ones-matrix mma and its shuffles in every group cost more than the barrier and the prologue wait they replace.
 """
 
 from __future__ import annotations
