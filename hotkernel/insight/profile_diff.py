@@ -2,9 +2,12 @@
 
 Each side is an ``.ncu-rep`` (NVIDIA's ``ncu_report`` module, else ``ncu --import --page raw``), an ncu CSV
 (``--page details`` or ``--page raw``), or, for time only, an nsys ``cuda_gpu_kern_sum`` CSV or a torch.profiler
-chrome trace. Kernels are matched by their full name; then, among the rest, by their base name (namespace,
-template arguments, parameters and a trailing ``_<digits...>`` or hex-hash suffix removed: Triton's and
-Inductor's names), in launch order; then the one kernel left on each side, if exactly one is left, is paired.
+chrome trace. A kernel is one name at one launch configuration (grid and block, where the report has them), so a
+library kernel that the harness launches on both sides (a target's reference, say) stays apart from the same
+kernel launched at another shape by the function. Kernels are matched by full name and launch configuration; then
+by full name alone, in launch order; then, among the rest, by their base name (namespace, template arguments,
+parameters and a trailing ``_<digits...>`` or hex-hash suffix removed: Triton's and Inductor's names), in launch
+order; then the one kernel left on each side, if exactly one is left, is paired.
 Per kernel: the time per launch and DRAM / SM throughput, achieved occupancy, registers per thread,
 instructions executed and local-memory bytes (spills), each with its change; a change is flagged when it is at
 least ``MOVED_REL_PCT`` percent (time and counts) or ``MOVED_POINTS`` points of peak (throughput, occupancy).
@@ -76,6 +79,8 @@ METRICS = (
     Metric("local_bytes", "local memory", "B", EXTRA_METRICS[1:], summed=True),
 )
 METRIC_NAMES = [name for metric in METRICS for name in metric.names]
+# what NVIDIA's ncu_report module gives of a launch's configuration (an ncu CSV has "Grid Size" and "Block Size")
+LAUNCH_METRICS = ("launch__grid_size", "launch__block_size")
 SI_PREFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 HASH_SUFFIX = re.compile(r"(_[0-9][0-9a-z]*|_[0-9a-f]{8,})+$")
 
@@ -107,6 +112,8 @@ class KernelDiff(BaseModel):
         description="name: same full name; base: same name without template arguments / hash suffix; sole: the "
         "one kernel left on each side; only_a / only_b: in one report only"
     )
+    launch_a: str | None = Field(default=None, description="A's grid and block, where the report has them")
+    launch_b: str | None = None
     calls_a: int
     calls_b: int
     total_ms_a: float | None
@@ -145,6 +152,7 @@ class Kernel:
     calls: int
     total_ms: float | None
     values: dict[str, float | None]
+    launch: str | None = None  # grid and block, when the report has them
 
 
 @dataclass
@@ -183,20 +191,32 @@ def _launch_value(launch: dict[str, Any], metric: Metric) -> float | None:
     return sum(found) if found else None
 
 
+def launch_config(launch: dict[str, Any]) -> str | None:
+    """``grid (1, 1024, 1) block (32, 8, 1)`` from an ncu CSV row, ``grid 1024 block 256`` from the module's
+    metrics; None when the report has neither."""
+    if launch.get("grid") or launch.get("block"):
+        return f"grid {launch.get('grid') or '?'} block {launch.get('block') or '?'}"
+    sizes = [number(launch["metrics"][name][0]) if name in launch["metrics"] else None for name in LAUNCH_METRICS]
+    if None in sizes:
+        return None
+    return f"grid {sizes[0]:.0f} block {sizes[1]:.0f}"
+
+
 def kernels_of_launches(launches: list[dict[str, Any]]) -> list[Kernel]:
-    """ncu launches merged by kernel name: calls, total time, the mean of each metric over the launches."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    """ncu launches merged by kernel name and launch configuration: calls, total time, the mean of each metric
+    over the launches."""
+    groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     for launch in launches:
-        groups.setdefault(launch["name"], []).append(launch)
+        groups.setdefault((launch["name"], launch_config(launch)), []).append(launch)
     kernels = []
-    for order, (name, group) in enumerate(groups.items()):
+    for order, ((name, config), group) in enumerate(groups.items()):
         values: dict[str, float | None] = {}
         for metric in METRICS:
             present = [v for v in (_launch_value(launch, metric) for launch in group) if v is not None]
             values[metric.key] = statistics.fmean(present) if present else None
         times = [v for v in (_launch_value(launch, METRICS[0]) for launch in group) if v is not None]
         total = sum(times) / 1e3 if times else None
-        kernels.append(Kernel(name, order, len(group), total, values))
+        kernels.append(Kernel(name, order, len(group), total, values, config))
     return kernels
 
 
@@ -204,7 +224,7 @@ def read_side(path: Path, label: str) -> Side:
     """One report: its kind, launch count and kernels; anything else is a one-line error naming ``label``."""
     who = f"profile diff: {label}"
     if path.suffix == ".ncu-rep":
-        launches = read_ncu_rep(path, METRIC_NAMES, parse_ncu_raw, who)
+        launches = read_ncu_rep(path, [*METRIC_NAMES, *LAUNCH_METRICS], parse_ncu_raw, who)
         return Side(path, "ncu-rep", len(launches), kernels_of_launches(launches))
     try:
         text = path.read_text(errors="replace")
@@ -241,17 +261,28 @@ def base_name(name: str) -> str:
 
 
 def match_kernels(a: list[Kernel], b: list[Kernel]) -> list[tuple[Kernel | None, Kernel | None, str]]:
-    """Pairs (A, B, how): same name; then same base name in launch order; then the sole leftovers; then one-sided."""
-    by_name_b = {k.name: k for k in b}
+    """Pairs (A, B, how): same name and launch configuration; then same name in launch order; then same base name
+    in launch order; then the sole leftovers; then one-sided."""
+    by_launch_b = {(k.name, k.launch): k for k in b}
     pairs: list[tuple[Kernel | None, Kernel | None, str]] = []
-    left_a = []
+    named_a = []
     for kernel in a:
-        other = by_name_b.pop(kernel.name, None)
+        other = by_launch_b.pop((kernel.name, kernel.launch), None)
         if other is not None:
             pairs.append((kernel, other, "name"))
         else:
+            named_a.append(kernel)
+    by_name_b: dict[str, list[Kernel]] = {}
+    for kernel in sorted(by_launch_b.values(), key=lambda k: k.order):
+        by_name_b.setdefault(kernel.name, []).append(kernel)
+    left_a = []
+    for kernel in named_a:
+        same = by_name_b.get(kernel.name)
+        if same:
+            pairs.append((kernel, same.pop(0), "name"))
+        else:
             left_a.append(kernel)
-    left_b = sorted(by_name_b.values(), key=lambda k: k.order)
+    left_b = sorted((k for group in by_name_b.values() for k in group), key=lambda k: k.order)
     groups_b: dict[str, list[Kernel]] = {}
     for kernel in left_b:
         groups_b.setdefault(base_name(kernel.name), []).append(kernel)
@@ -319,7 +350,9 @@ def describe(metric: Metric, c: MetricChange) -> str:
 def diff_kernels(a: Side, b: Side) -> list[KernelDiff]:
     """Every kernel of either side, compared (one-sided kernels keep their values on their side)."""
     rows = []
-    for ka, kb, how in match_kernels(a.kernels, b.kernels):
+    pairs = match_kernels(a.kernels, b.kernels)
+    names = [short_kernel_name((kb or ka).name) for ka, kb, _ in pairs if (kb or ka) is not None]
+    for ka, kb, how in pairs:
         changes = [
             change(m, ka.values[m.key] if ka else None, kb.values[m.key] if kb else None) for m in METRICS
         ]
@@ -328,11 +361,16 @@ def diff_kernels(a: Side, b: Side) -> list[KernelDiff]:
         )
         shown = kb or ka
         assert shown is not None
+        short = short_kernel_name(shown.name)
+        # a name at several launch configurations: each row says which
+        label = f"{short} ({shown.launch})" if names.count(short) > 1 and shown.launch else short
         rows.append(
             KernelDiff(
-                kernel=short_kernel_name(shown.name),
+                kernel=label,
                 name_a=ka.name if ka else None,
                 name_b=kb.name if kb else None,
+                launch_a=ka.launch if ka else None,
+                launch_b=kb.launch if kb else None,
                 match=how,  # type: ignore[arg-type]
                 calls_a=ka.calls if ka else 0,
                 calls_b=kb.calls if kb else 0,
@@ -452,6 +490,8 @@ def summary_lines(result: ProfileDiff, *, name_width: int = 60) -> list[str]:
         lines.append(f"{row.kernel[:name_width]}  [{row.match} match, {row.calls_a}x -> {row.calls_b}x]")
         if row.match in ("sole", "base"):
             lines.append(f"    A was: {(row.name_a or '')[:name_width]}")
+        if row.launch_a and row.launch_b and row.launch_a != row.launch_b:
+            lines.append(f"    launch: {row.launch_a} -> {row.launch_b}")
         lines.append(f"    {'metric':<18}{'A':>10}{'B':>10}{'change':>12}")
         for c in row.metrics:
             if c.a is None and c.b is None:

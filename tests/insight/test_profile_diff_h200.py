@@ -57,3 +57,48 @@ def assert_agrees(local: pd.ProfileDiff, card: dict) -> None:
                 assert getattr(mine, side) is None
             else:
                 assert abs(getattr(mine, side) - theirs[side]) <= 1e-6 * max(1.0, abs(theirs[side])), (name, side)
+
+
+def _side(label: str, *captures: str) -> pd.Side:
+    """One report's side from the launches of real captures, as one process that ran them all would show them."""
+    launches = [launch for name in captures for launch in pd.parse_ncu_details((CAPTURES / name).read_text())]
+    return pd.Side(Path(label), "ncu-csv", len(launches), pd.kernels_of_launches(launches))
+
+
+def test_one_name_at_two_launch_configurations_is_two_kernels() -> None:
+    """A process that launched the wide and the narrow rmsnorm kernel (one name, block 256 and block 32) gives two
+    kernels, each labelled with its launch; against the narrow one alone, the narrow launches pair with each other
+    and the wide ones are A's only: as a target's harness kernel (its reference) pairs with itself while the same
+    library kernel at the function's shape shows as the baseline's alone, instead of the two being averaged."""
+    both, narrow = _side("A", "details_wide.out", "details_narrow.out"), _side("B", "details_narrow.out")
+    assert [(k.name, k.calls, k.launch) for k in both.kernels] == [
+        ("rmsnorm_kernel", 2, "grid (4096, 1, 1) block (256, 1, 1)"),
+        ("rmsnorm_kernel", 2, "grid (4096, 1, 1) block (32, 1, 1)"),
+    ]
+    result = pd.compare(both, narrow)
+    rows = {(row.match, row.launch_a, row.launch_b): row for row in result.kernels}
+    same = rows[("name", "grid (4096, 1, 1) block (32, 1, 1)", "grid (4096, 1, 1) block (32, 1, 1)")]
+    assert not same.moved and same.calls_a == same.calls_b == 2
+    wide = rows[("only_a", "grid (4096, 1, 1) block (256, 1, 1)", None)]
+    assert wide.kernel == "rmsnorm_kernel (grid (4096, 1, 1) block (256, 1, 1))"
+    assert any(line.startswith("rmsnorm_kernel (grid (4096, 1, 1) block (256, 1, 1)): only in A")
+               for line in result.moved_most)
+
+
+def test_a_kernel_whose_launch_changed_still_pairs_by_name() -> None:
+    """The wide variant against the narrow one: one name, another block size, paired by name, the launch shown."""
+    result = pd.compare(_side("A", "details_wide.out"), _side("B", "details_narrow.out"))
+    (row,) = result.kernels
+    assert row.match == "name" and row.kernel == "rmsnorm_kernel"
+    assert (row.launch_a, row.launch_b) == ("grid (4096, 1, 1) block (256, 1, 1)", "grid (4096, 1, 1) block (32, 1, 1)")
+    assert "    launch: grid (4096, 1, 1) block (256, 1, 1) -> grid (4096, 1, 1) block (32, 1, 1)" in (
+        pd.summary_lines(result))
+
+
+def test_the_ncu_report_modules_launch_sizes_make_the_configuration() -> None:
+    """Read through NVIDIA's module a launch has no CSV grid/block columns but launch__grid_size and
+    launch__block_size metrics (requested with the others); without either there is no configuration."""
+    launch = {"name": "k", "grid": None, "block": None,
+              "metrics": {"launch__grid_size": ("1024.0", ""), "launch__block_size": ("256.0", "")}}
+    assert pd.launch_config(launch) == "grid 1024 block 256"
+    assert pd.launch_config({"name": "k", "metrics": {}}) is None
