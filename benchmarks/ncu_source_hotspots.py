@@ -20,15 +20,15 @@ import io
 import sys
 from pathlib import Path
 
+from hotkernel.insight.top_kernels import number
+
 SAMPLES = "Warp Stall Sampling (All Samples)"
 EXECUTED = "Instructions Executed"
 
 
 def _number(text: str) -> float:
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return 0.0
+    """A cell of the source page as a count (ncu writes ``1,234``; an empty cell is 0)."""
+    return number(text) or 0.0
 
 
 def launches(text: str) -> list[tuple[str, list[dict[str, str]]]]:
