@@ -10,6 +10,11 @@
 #             and fresh int4 verifies
 #   suites    benchmarks/device/suites.sh (KernelBench level 1 import and verifies; needs kb/ carried)
 #   profile   benchmarks/device/capture_profile_diff.sh (ncu captures for `hotkernel profile diff`)
+#   target_diff  benchmarks/device/capture_target_diff.sh on $HK_DIFF_TARGET (default int4_gemv), kernels
+#             $HK_DIFF_REGEX (default 'int4|tinygemm')
+#   stalls    benchmarks/device/ncu_stalls.sh with the caches flushed: $HK_STALLS_TARGET (default int4_gemv),
+#             kernels $HK_STALLS_REGEX (default 'int4_gemv|tinygemm'), variants $HK_STALLS_VARIANTS
+#   read_floor  benchmarks/device/int4_read_floor.py (the int4 weight stream read alone, at the kept grid)
 #   speedrun  check_variants.py triage of $HK_TRIAGE_ONLY on $HK_SPEEDRUN_TARGETS (default: int4_gemv
 #             decode_attention), then benchmarks/device/speedrun.py on them (HK_MAX_TRIES, HK_BUDGET_S); its
 #             records: speedrun_records.tar.gz
@@ -43,6 +48,12 @@ for s in ${STEPS//,/ }; do
     aa) step aa python3 benchmarks/device/contract_v2.py "$WORK/aa" --steps 5,6 --budget-s 270 ;;
     suites) step suites bash benchmarks/device/suites.sh "$WORK/suites" ;;
     profile) step profile bash benchmarks/device/capture_profile_diff.sh "$WORK/profile" ;;
+    target_diff) step target_diff bash benchmarks/device/capture_target_diff.sh "$WORK/target_diff" \
+                   "${HK_DIFF_TARGET:-int4_gemv}" "${HK_DIFF_REGEX:-int4|tinygemm}" ;;
+    stalls) HK_CACHE_CONTROL=all step stalls bash benchmarks/device/ncu_stalls.sh "$WORK/stalls" \
+              "${HK_STALLS_TARGET:-int4_gemv}" "${HK_STALLS_REGEX:-int4_gemv|tinygemm}" $HK_STALLS_VARIANTS ;;
+    read_floor) step read_floor timeout 300 python3 benchmarks/device/int4_read_floor.py \
+                  "$WORK/read_floor/read_floor.jsonl" ;;
     speedrun) mkdir -p "$WORK/triage"
               step triage timeout 200 python3 speedrun/check_variants.py --device cuda --shapes headline --time \
                 --targets $SPEEDRUN_TARGETS --only $HK_TRIAGE_ONLY

@@ -1,0 +1,196 @@
+"""How fast the int4 GEMV's bytes can be read on the H200: the kept kernel against reads of the same bytes.
+
+Usage (device, repo root): python3 benchmarks/device/int4_read_floor.py OUT.jsonl
+
+The kept `mma_szc2_bn256_sk8_w4_st3` moves 35.7 MB in about 14.8 us (57% of the copy ceiling). This asks what
+part of that is the weight stream itself, at the kernel's own grid and pipeline, and what part the decode, the
+mma chain and the split-K sum add. Each line of OUT.jsonl is one kernel at one setting:
+- `flat`: the packed weight and scales read as one contiguous stream (`_read_flat_kernel`), the floor for 35.7 MB;
+- `tiles`: the kept kernel's reads and nothing else (`_read_tiles_kernel`: the same [pairs, 128] word tiles, the
+  same program grid, `tl.range` pipeline and `evict_first`, words folded by xor), with `epilogue` 0 (one store
+  a program) or 1 (the kept kernel's split-K sum, `mma._store_rows`), and `scales` (the scale rows read too);
+- `kept` and `tinygemm`: the kept variant and the baseline, timed the same way.
+
+Timer (`time_us`): a CUDA graph of `CALLS` calls over input sets rotated through more than 3x L2, replayed
+`REPLAYS` times, median per call, as `speedrun/check_variants.py time_variant` does (mode `bare`); mode
+`perturbed` puts the contract's per-call perturbation around each call (one element of x written before, restored
+after, `targets/hk_contract.py` `call`) and subtracts a graph of the perturbations alone, so the two modes show
+what the contract's timed call adds to a ~15 us kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "speedrun")]
+
+import check_variants as cv  # noqa: E402
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from int4_gemv.mma import _counters, _store_rows  # noqa: E402
+
+from kernels.int4_gemv import int4_gemv  # noqa: E402
+
+KEPT = "mma_szc2_bn256_sk8_w4_st3"
+CALLS = 40  # calls per graph
+REPLAYS = 9  # graph replays; the median replay gives the result
+ROTATE_L2_MULTIPLE = 3.0  # rotated input sets exceed this multiple of the L2
+
+
+@triton.jit
+def _read_tiles_kernel(w_ptr, sz_ptr, out_ptr, partial_ptr, counter_ptr, n_out, n_k_outer, groups_per_split,
+                       TILES: tl.constexpr, SPLIT_K: tl.constexpr, NUM_STAGES: tl.constexpr, SCALES: tl.constexpr,
+                       EPILOGUE: tl.constexpr):
+    """The kept kernel's word reads (group size 128, IKT 8: one 512-byte k-outer tile per n-tile and group)."""
+    HALF: tl.constexpr = TILES // 2
+    block = tl.program_id(0)
+    split = tl.program_id(2)
+    i = tl.arange(0, HALF)[:, None]
+    col = tl.arange(0, 128)[None, :]
+    even_tile = block * TILES + 2 * i
+    w_even = w_ptr + tl.cast(even_tile, tl.int64) * n_k_outer * 128 + col
+    w_odd = w_even + n_k_outer * 128
+    rows = (even_tile + (col % 4) // 2) * 8 + col // 16
+    acc = tl.zeros([HALF, 128], dtype=tl.int32)
+    for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
+        ko = split * groups_per_split + gi
+        acc ^= tl.load(w_even + ko * 128, eviction_policy="evict_first")
+        acc ^= tl.load(w_odd + ko * 128, eviction_policy="evict_first")
+        if SCALES:
+            acc ^= tl.load(sz_ptr + ko * n_out + rows)
+    if EPILOGUE == 0:
+        tl.store(out_ptr + block * tl.num_programs(2) + split, tl.sum(tl.sum(acc, axis=1), axis=0).to(tl.bfloat16))
+    else:
+        _store_rows((acc & 0xFF).to(tl.float32), out_ptr, partial_ptr, counter_ptr, n_out, 0, block, 0, split, HALF,
+                    SPLIT_K)
+
+
+@triton.jit
+def _read_flat_kernel(ptr, out_ptr, n_words, words_per_program, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """Each program folds its contiguous `words_per_program` int32 words by xor, BLOCK words an iteration."""
+    start = tl.program_id(0) * words_per_program
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.int32)
+    for step in tl.range(0, words_per_program, BLOCK, num_stages=NUM_STAGES):
+        idx = start + step + offs
+        acc ^= tl.load(ptr + idx, mask=idx < n_words, other=0, eviction_policy="evict_first")
+    tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
+
+
+def tiles_reader(block_n: int, split_k: int, num_warps: int, num_stages: int, scales: bool, epilogue: int):
+    def read(x: torch.Tensor, w: torch.Tensor, sz: torch.Tensor, group_size: int = 128) -> torch.Tensor:
+        n_out, n_groups = w.shape[0] * 8, sz.shape[0]
+        n_blocks = triton.cdiv(n_out, block_n)
+        out = torch.empty(max(n_out, n_blocks * split_k), dtype=torch.bfloat16, device=w.device)
+        partial = torch.empty((split_k, 1, n_out), dtype=torch.float32, device=w.device)
+        _read_tiles_kernel[(n_blocks, 1, split_k)](
+            w, sz.view(torch.int32).view(n_groups, n_out), out, partial, _counters(w.device, n_blocks), n_out,
+            w.shape[1], n_groups // split_k, TILES=block_n // 8, SPLIT_K=split_k, NUM_STAGES=num_stages,
+            SCALES=scales, EPILOGUE=epilogue, num_warps=num_warps)
+        return out
+    return read
+
+
+def flat_reader(programs: int, block: int, num_warps: int, num_stages: int):
+    def read(x: torch.Tensor, w: torch.Tensor, sz: torch.Tensor, group_size: int = 128) -> torch.Tensor:
+        out = torch.empty(2 * programs, dtype=torch.int32, device=w.device)
+        for half, t in enumerate((w.view(-1), sz.view(torch.int32).view(-1))):
+            n = t.numel()
+            per = triton.cdiv(triton.cdiv(n, programs), block) * block
+            _read_flat_kernel[(triton.cdiv(n, per),)](t, out[half * programs:], n, per, BLOCK=block,
+                                                      NUM_STAGES=num_stages, num_warps=num_warps)
+        return out
+    return read
+
+
+def time_us(fn, inputs: tuple, kwargs: dict, bytes_per_call: int, perturbed: bool) -> float:
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    n_sets = max(2, math.ceil(ROTATE_L2_MULTIPLE * l2 / bytes_per_call))
+    sets = [tuple(t.clone() for t in inputs) for _ in range(n_sets)]
+    pos = torch.zeros(1, dtype=torch.int64, device="cuda")
+    val = torch.full((1,), 2.5, dtype=torch.bfloat16, device="cuda")
+    orig = torch.zeros(1, dtype=torch.bfloat16, device="cuda")
+
+    def graph_of(body) -> torch.cuda.CUDAGraph:
+        for k in range(n_sets):
+            body(k)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for j in range(CALLS):
+                body(j % n_sets)
+        return graph
+
+    def replay_ms(graph: torch.cuda.CUDAGraph) -> float:
+        samples = []
+        for _ in range(REPLAYS):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            torch.cuda.synchronize()
+            samples.append(start.elapsed_time(end) / CALLS)
+        return sorted(samples)[len(samples) // 2]
+
+    def perturb(k: int) -> None:
+        sets[k][0].view(-1).index_copy_(0, pos, val)
+
+    def restore(k: int) -> None:
+        sets[k][0].view(-1).index_copy_(0, pos, orig)
+
+    def call(k: int) -> None:
+        if perturbed:
+            perturb(k)
+        fn(*sets[k], **kwargs)
+        if perturbed:
+            restore(k)
+
+    ms = replay_ms(graph_of(call))
+    if perturbed:
+        ms -= replay_ms(graph_of(lambda k: (perturb(k), restore(k))))
+    return 1e3 * ms
+
+
+def settings() -> list[tuple[str, dict, object]]:
+    rows: list[tuple[str, dict, object]] = []
+    for programs, block, warps, stages in ((256, 4096, 4, 3), (528, 2048, 4, 3), (1056, 2048, 8, 2),
+                                           (132, 8192, 8, 4), (264, 4096, 8, 3)):
+        params = {"programs": programs, "block": block, "num_warps": warps, "num_stages": stages}
+        rows.append(("flat", params, flat_reader(**params)))
+    for block_n, split_k, warps, stages, scales, epilogue in (
+            (256, 8, 4, 3, False, 0), (256, 8, 4, 3, True, 0), (256, 8, 4, 3, True, 1), (256, 8, 4, 4, True, 1),
+            (256, 8, 4, 5, True, 1), (256, 8, 8, 3, True, 1), (128, 8, 4, 3, True, 1), (256, 16, 4, 3, True, 1),
+            (256, 4, 4, 3, True, 1), (512, 8, 8, 3, True, 1), (256, 8, 4, 2, True, 1)):
+        params = {"block_n": block_n, "split_k": split_k, "num_warps": warps, "num_stages": stages,
+                  "scales": scales, "epilogue": epilogue}
+        rows.append(("tiles", params, tiles_reader(**params)))
+    rows.append(("kept", {"variant": KEPT}, cv.variant_kernel("int4_gemv", KEPT)))
+    rows.append(("tinygemm", {}, None))
+    return rows
+
+
+def main() -> None:
+    out_path = Path(sys.argv[1])
+    (_, inputs, kwargs, _), *_ = cv.make_cases("int4_gemv", "headline", "cuda")
+    moved = cv.HEADLINE_BYTES["int4_gemv"]
+    with out_path.open("w") as out:
+        for what, params, fn in settings():
+            fn = fn or int4_gemv
+            for mode in ("bare", "perturbed"):
+                try:
+                    us = time_us(fn, inputs, kwargs, moved, perturbed=mode == "perturbed")
+                    line = {"what": what, "params": params, "mode": mode, "us": round(us, 3),
+                            "tb_per_s": round(moved / us / 1e6, 3)}
+                except Exception as err:  # a setting that does not compile or launch is reported, not fatal
+                    line = {"what": what, "params": params, "mode": mode, "error": f"{type(err).__name__}: {err}"}
+                print(json.dumps(line), flush=True)
+                out.write(json.dumps(line) + "\n")
+
+
+if __name__ == "__main__":
+    main()
