@@ -293,6 +293,24 @@ pipeliner's is left in the loop.
 
 They lost (h200_c20: 15.77 and 19.56 us against 14.40 us; the 128-row one verified 1.283x against 1.416x): the
 ones-matrix mma and its shuffles in every group cost more than the barrier and the prologue wait they replace.
+
+One scale address a pair (`sz_base`, with `sz_carry`): the word stream alone, at the kept kernel's grid, pipeline
+and loads (`benchmarks/device/int4_read_floor.py`, h200_c21), reads in 10.4 us against the kept kernel's 14.6 us
+in the same timer, and ncu's source page of the kept kernel (caches flushed, h200_c21) puts 30% of the warps'
+samples on fixed-latency waits and 21% issuing, against 12% on global loads: the loop now waits for its own
+instructions more than for memory. The scale asm took a 64-bit address for each element (4 a pack, held across the
+loop and advanced by Triton each group) and added the group offset to two of them: 148 registers. Here every
+element of a pack gets the address of the pair's row 0, and the asm finds its lane's rows from %laneid (even row
+lane / 4, odd row 8 rows on): 110 registers and 480 loop instructions (493) with Triton 3.6. It needs whole n-tile
+pairs: an N that is not a multiple of 16 takes the per-row addresses.
+- `mma_szb_bn256_sk8_w4_st3` (as the kept `mma_szc2_bn256_sk8_w4_st3`, one scale address a pair): the kept grid
+  with 13 fewer instructions a group and 38 fewer registers.
+- `mma_szb_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): at 110 registers all 512 programs are
+  resident (4 an SM, 16 warps), where `mma_szc2_bn256_sk16_w4_st3` (140) ran in two rounds.
+- `mma_szb_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages): 512 programs of 72 registers, 4 an SM,
+  2 pairs a warp.
+- `mma_szb_bn256_sk8_w4_st4` (as `mma_szb_bn256_sk8_w4_st3`, 4 stages): three groups' words in flight, with the
+  registers for a third block an SM left over.
 """
 
 from __future__ import annotations
@@ -411,6 +429,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                   "l2_ahead": 1, "xsum_asm": True},
     "mma_szcs_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1, "xsum_asm": True},
+    "mma_szb_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True},
+    "mma_szb_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True},
+    "mma_szb_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True},
+    "mma_szb_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -618,24 +644,37 @@ _SCALE_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,f,f,f,f,0,1,
 
 
 
-def _scale_carry_ptx(after: bool) -> str:
+def _scale_carry_ptx(after: bool, pair_base: bool = False) -> str:
     """PTX: the scale step with the scale/zero words carried in the accumulator's spare slots. Elements 1 and 3 of
     the acc tile are copies nothing reads (only elements 0 and 2, the even and odd rows, are stored), so here they
     hold this group's two scale/zero words, loaded one group earlier: the step reads them from $1 and $3, applies
     them to $0 and $2 as `_SCALE_PTX` does, then loads the next group's words into $1 and $3 (the rows' addresses
     $8 and $10 plus the byte offset $16, 0 at a split's last group). With `after`, the rows at the offset $20 (the
     group after that, or 0) are first asked of L2. Inputs: dot $4..$7, xsum $12; acc tied ($0..$3 = the last four
-    operands). No register beyond the accumulators carries a scale word."""
+    operands). No register beyond the accumulators carries a scale word.
+
+    With `pair_base`, $8 (every element of the pack alike) is the address of group g's word of row 0 of the pair's
+    even tile: the lane's even row is row %laneid / 4 of it, 4 bytes a row, and its odd row 8 rows (32 bytes) on,
+    so each load and prefetch is one address add from this base instead of one a row, and Triton computes one
+    address a pack instead of one an element."""
     lines = ["{", ".reg .b32 t, sz;", ".reg .f32 s, z;", ".reg .b64 pa;"]
-    if after:
+    if pair_base:
+        lines += [".reg .b32 row;", ".reg .b64 pr;", "mov.u32 row, %laneid;", "shr.u32 row, row, 2;",
+                  "mul.wide.u32 pr, row, 4;", "add.s64 pr, pr, $8;"]
+    if after and pair_base:
+        lines += ["add.s64 pa, pr, $20;", "prefetch.global.L2 [pa];", "prefetch.global.L2 [pa+32];"]
+    elif after:
         lines += ["add.s64 pa, $8, $20;", "prefetch.global.L2 [pa];", "add.s64 pa, $10, $20;",
                   "prefetch.global.L2 [pa];"]
     for out, word, dot in (("$0", "$1", "$4"), ("$2", "$3", "$6")):
         lines += [f"mov.b32 sz, {word};", "shl.b32 t, sz, 16;", "mov.b32 s, t;", "and.b32 t, sz, 0xFFFF0000;",
                   "mov.b32 z, t;", "fma.rn.f32 z, s, 0fC3080000, z;", f"fma.rn.f32 {out}, s, {dot}, {out};",
                   f"fma.rn.f32 {out}, z, $12, {out};"]
-    lines += ["add.s64 pa, $8, $16;", "ld.global.nc.b32 $1, [pa];", "add.s64 pa, $10, $16;",
-              "ld.global.nc.b32 $3, [pa];", "}"]
+    if pair_base:
+        lines += ["add.s64 pa, pr, $16;", "ld.global.nc.b32 $1, [pa];", "ld.global.nc.b32 $3, [pa+32];", "}"]
+    else:
+        lines += ["add.s64 pa, $8, $16;", "ld.global.nc.b32 $1, [pa];", "add.s64 pa, $10, $16;",
+                  "ld.global.nc.b32 $3, [pa];", "}"]
     return "\n".join(lines)
 
 
@@ -643,6 +682,8 @@ _SCALE_CARRY_PTX = tl.constexpr(_scale_carry_ptx(False))
 _SCALE_CARRY_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,0,1,2,3")
 _SCALE_CARRY_AFTER_PTX = tl.constexpr(_scale_carry_ptx(True))
 _SCALE_CARRY_AFTER_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,l,l,l,l,0,1,2,3")
+_SCALE_CARRY_BASE_PTX = tl.constexpr(_scale_carry_ptx(False, pair_base=True))
+_SCALE_CARRY_AFTER_BASE_PTX = tl.constexpr(_scale_carry_ptx(True, pair_base=True))
 # before the loop: the acc tile's first value, 0 in elements 0 and 2 and the first group's scale/zero words (the
 # addresses $4 and $6) in elements 1 and 3
 _CARRY_FIRST_PTX = tl.constexpr("""
@@ -799,6 +840,7 @@ def _int4_gemv_mma_kernel(
     SZ_CARRY: tl.constexpr,
     X_REGS: tl.constexpr,
     XSUM_ASM: tl.constexpr,
+    SZ_BASE: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -905,6 +947,8 @@ def _int4_gemv_mma_kernel(
             x0, x1, x2, x3, szv = nx0, nx1, nx2, nx3, nszv
     elif USE_PTX and SZ_CARRY:  # the scale/zero words a group ahead in the acc tile's spare slots (1 and 3)
         group_bytes = tl.cast(n_out, tl.int64) * 4
+        if SZ_BASE:  # row 0 of each pair's even tile (a pair past N reads the last pair's, not stored)
+            sz_pairs = sz_ptr + tl.minimum(even_tile, n_out // 8 - 2) * 8
         acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
                                         [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
                                         is_pure=True, pack=4)
@@ -958,17 +1002,21 @@ def _int4_gemv_mma_kernel(
                     dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
                                                     [words_even, words_odd, col, x_chunk, dot], dtype=tl.float32,
                                                     is_pure=True, pack=4)
-            sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
+            if SZ_BASE:
+                sz_addr = tl.broadcast_to(tl.cast(sz_pairs + g * n_out, tl.int64), [HALF, 128])
+            else:
+                sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
             next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
             if not XSUM_ASM:
                 x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
             if L2_AHEAD == 0:
-                acc = tl.inline_asm_elementwise(_SCALE_CARRY_PTX, _SCALE_CARRY_CONSTRAINTS,
-                                                [dot, sz_addr, x_sum_tile, next_1, acc], dtype=tl.float32,
-                                                is_pure=True, pack=4)
+                acc = tl.inline_asm_elementwise(_SCALE_CARRY_BASE_PTX if SZ_BASE else _SCALE_CARRY_PTX,
+                                                _SCALE_CARRY_CONSTRAINTS, [dot, sz_addr, x_sum_tile, next_1, acc],
+                                                dtype=tl.float32, is_pure=True, pack=4)
             else:
                 next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
-                acc = tl.inline_asm_elementwise(_SCALE_CARRY_AFTER_PTX, _SCALE_CARRY_AFTER_CONSTRAINTS,
+                acc = tl.inline_asm_elementwise(_SCALE_CARRY_AFTER_BASE_PTX if SZ_BASE else _SCALE_CARRY_AFTER_PTX,
+                                                _SCALE_CARRY_AFTER_CONSTRAINTS,
                                                 [dot, sz_addr, x_sum_tile, next_1, next_2, acc], dtype=tl.float32,
                                                 is_pure=True, pack=4)
     else:
@@ -1176,12 +1224,13 @@ def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
-    x_regs: bool = False, xsum_asm: bool = False, maxnreg: int | None = None
+    x_regs: bool = False, xsum_asm: bool = False, sz_base: bool = False, maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
+    assert not sz_base or (sz_carry and not (x_regs or xsum_asm)), "int4_gemv mma: sz_base goes with plain sz_carry"
 
     def kernel(
         x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
@@ -1246,6 +1295,7 @@ def make_kernel(
             SZ_CARRY=sz_carry,
             X_REGS=x_regs,
             XSUM_ASM=xsum_asm,
+            SZ_BASE=sz_base and n_out % 16 == 0,  # whole n-tile pairs; else the per-row addresses
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
         )

@@ -414,6 +414,37 @@ def test_scale_carry_ptx_applies_the_carried_words_and_loads_the_next_ones(after
     assert [first[f"${n}"] for n in range(4)] == [0, memory[SZ_BASE], 0, memory[SZ_BASE + 32]]
 
 
+@pytest.mark.parametrize("after", [False, True])
+def test_scale_carry_ptx_from_the_pairs_base_finds_each_lanes_rows(after: bool) -> None:
+    """`pair_base`: with the one address of the pair's row 0 in every element, each of the 32 lanes gives the
+    per-row asm's results bit for bit: its even row is row lane // 4 (4 bytes a row) and its odd row 8 rows on, for
+    the scale words it loads and the L2 prefetches it makes."""
+    module = _mma_module()
+    next_off, after_off = 32768, 65536
+    rng = random.Random(29)
+    memory = {SZ_BASE + off + 4 * row: _bf16_pair(rng.choice([0.5, 0.25, 2.0, -1.0]), rng.choice([-3.0, 1.5, 0.75]))
+              for off in (0, next_off) for row in range(16)}
+    dot, x_sum = [200.0, 7.0, -40.0, 9.0], 3.0
+    results = []
+    for base in (False, True):
+        lanes = []
+        for lane in range(32):
+            even, odd = SZ_BASE + 4 * (lane // 4), SZ_BASE + 32 + 4 * (lane // 4)
+            regs = {"$0": _bits(1.0 + lane), "$1": memory[even], "$2": _bits(-2.0), "$3": memory[odd]}
+            regs.update({f"${4 + n}": _bits(dot[n]) for n in range(4)})
+            regs.update({f"${8 + n}": SZ_BASE if base else (even, even, odd, odd)[n] for n in range(4)})
+            regs.update({f"${12 + n}": _bits(x_sum) for n in range(4)})
+            regs.update({f"${16 + n}": next_off for n in range(4)})
+            regs.update({f"${20 + n}": after_off for n in range(4)} if after else {})
+            lanes.append(regs)
+        prefetched: list[int] = []
+        run_warp(module._scale_carry_ptx(after, pair_base=base), lanes, memory, prefetched)
+        results.append(([[regs[f"${n}"] for n in range(4)] for regs in lanes], sorted(prefetched)))
+    assert results[0] == results[1]
+    assert {row[1] for row in results[1][0]} == {memory[SZ_BASE + next_off + 4 * r] for r in range(8)}
+    assert len(results[1][1]) == (64 if after else 0)
+
+
 def test_bulk_prefetch_ptx_asks_l2_for_one_range_only_when_told() -> None:
     """The prologue asm of `l2_bulk`: a lane whose flag is set prefetches its range ($1, $2 bytes) into L2, a lane
     whose flag is 0 (a tile past N, a group past the split) asks for nothing, and every lane's dummy output is 0."""
@@ -507,7 +538,8 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
                                      "mmag_p1_g16_sk1_w4_st3", "mmag_p2_g8_sk1_w4_st4", "mmag_p4_g16_sk1_w16_st3",
                                      "mmag_p2_g8_sk1_w16_st3", "mma_szc2_bn256_sk16_w4_st3",
                                      "mma_szc2_bn128_sk8_w4_st3", "mma_szcx_bn256_sk8_w4_st3",
-                                     "mma_szcs_bn256_sk8_w4_st3"])
+                                     "mma_szcs_bn256_sk8_w4_st3", "mma_szb_bn256_sk8_w4_st3",
+                                     "mma_szb_bn128_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
