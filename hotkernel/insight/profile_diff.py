@@ -79,8 +79,9 @@ METRICS = (
     Metric("local_bytes", "local memory", "B", EXTRA_METRICS[1:], summed=True),
 )
 METRIC_NAMES = [name for metric in METRICS for name in metric.names]
-# what NVIDIA's ncu_report module gives of a launch's configuration (an ncu CSV has "Grid Size" and "Block Size")
-LAUNCH_METRICS = ("launch__grid_size", "launch__block_size")
+# what NVIDIA's ncu_report module gives of a launch's configuration (an ncu CSV has "Grid Size" and "Block Size",
+# the same dimensions written "(x, y, z)")
+LAUNCH_METRICS = tuple(f"launch__{part}_dim_{axis}" for part in ("grid", "block") for axis in "xyz")
 SI_PREFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 HASH_SUFFIX = re.compile(r"(_[0-9][0-9a-z]*|_[0-9a-f]{8,})+$")
 
@@ -192,14 +193,15 @@ def _launch_value(launch: dict[str, Any], metric: Metric) -> float | None:
 
 
 def launch_config(launch: dict[str, Any]) -> str | None:
-    """``grid (1, 1024, 1) block (32, 8, 1)`` from an ncu CSV row, ``grid 1024 block 256`` from the module's
-    metrics; None when the report has neither."""
+    """``grid (1, 1024, 1) block (32, 8, 1)``, from an ncu CSV row's columns or the module's launch metrics alike;
+    None when the report has neither."""
     if launch.get("grid") or launch.get("block"):
         return f"grid {launch.get('grid') or '?'} block {launch.get('block') or '?'}"
-    sizes = [number(launch["metrics"][name][0]) if name in launch["metrics"] else None for name in LAUNCH_METRICS]
-    if None in sizes:
+    dims = [number(launch["metrics"][name][0]) if name in launch["metrics"] else None for name in LAUNCH_METRICS]
+    if None in dims:
         return None
-    return f"grid {sizes[0]:.0f} block {sizes[1]:.0f}"
+    grid, block = (", ".join(f"{d:.0f}" for d in part) for part in (dims[:3], dims[3:]))
+    return f"grid ({grid}) block ({block})"
 
 
 def kernels_of_launches(launches: list[dict[str, Any]]) -> list[Kernel]:

@@ -5,6 +5,8 @@ the .ncu-rep reports itself (diff_reports_json.out)."""
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 
 from hotkernel.insight import profile_diff as pd
@@ -49,14 +51,60 @@ def test_a_targets_baseline_against_its_candidate_through_the_contract() -> None
 
 def assert_agrees(local: pd.ProfileDiff, card: dict) -> None:
     (row,) = card["kernels"]
-    printed = {c["metric"]: c for c in row["metrics"]}
-    for name, mine in changes(local).items():
-        theirs = printed[name]
+    assert_row_agrees(local.kernels[0], row)
+
+
+def assert_row_agrees(mine: pd.KernelDiff, card_row: dict) -> None:
+    """Every metric of one kernel row on both sides as the card printed it."""
+    printed = {c["metric"]: c for c in card_row["metrics"]}
+    for change in mine.metrics:
+        theirs = printed[change.metric]
         for side in ("a", "b"):
             if theirs[side] is None:
-                assert getattr(mine, side) is None
+                assert getattr(change, side) is None
             else:
-                assert abs(getattr(mine, side) - theirs[side]) <= 1e-6 * max(1.0, abs(theirs[side])), (name, side)
+                got = getattr(change, side)
+                assert abs(got - theirs[side]) <= 1e-6 * max(1.0, abs(theirs[side])), (change.metric, side)
+
+
+INT4 = CAPTURES / "int4_target"
+
+
+def _threads(launch: str) -> tuple[int, int]:
+    """(blocks, threads a block) of a launch label, in either form a card has printed: `grid (64, 1024, 1) block
+    (32, 1, 1)` or the sizes `grid 65536 block 32` (the module path before it read the dimensions)."""
+    grid, block = re.fullmatch(r"grid (.+) block (.+)", launch).groups()
+    return tuple(math.prod(int(n) for n in re.findall(r"\d+", part)) for part in (grid, block))
+
+
+def test_the_int4_targets_harness_kernel_pairs_with_itself_and_the_gemv_kernels_are_before_after() -> None:
+    """--target int4_gemv on the card (4 launches a side, the reports read there by NVIDIA's module): the packing
+    kernel of the target's derive step (3 launches a side) pairs with itself by name and launch, tinygemm's kernel
+    against the kept mma kernel is the sole before/after pair with its launch changed, and the reports' raw pages
+    (what a machine without the module reads) give the same rows, metrics and launches."""
+    local = pd.diff_reports(INT4 / "rep_a_raw.out", INT4 / "rep_b_raw.out")
+    card = json.loads((INT4 / "diff_reports_json.out").read_text())
+    rows = {row.kernel: row for row in local.kernels}
+    assert sorted(rows) == sorted(row["kernel"] for row in card["kernels"]) == [
+        "_int4_gemv_mma_kernel", "matrix_to_m16n8k16_Bint4_layout"]
+    pack, gemv = rows["matrix_to_m16n8k16_Bint4_layout"], rows["_int4_gemv_mma_kernel"]
+    # ncu demangled the packing kernel as `matrix_to_...<8>(...)` in A's raw page and `at::matrix_to_...<8>(...)` in
+    # B's; NVIDIA's module gives both the same function name. So the raw pages pair it by base name, the card by name.
+    card_match = {row["kernel"]: row["match"] for row in card["kernels"]}
+    assert pack.name_a != pack.name_b and (pack.match, card_match[pack.kernel]) == ("base", "name")
+    assert pack.calls_a == pack.calls_b == 3
+    assert pack.launch_a == pack.launch_b == "grid (64, 1024, 1) block (32, 1, 1)"
+    assert gemv.match == "sole" and short_kernel_name(gemv.name_a or "") == "tinygemm_m16n8k16_chunk_kernel"
+    assert (gemv.launch_a, gemv.launch_b) == ("grid (1, 1024, 1) block (32, 8, 1)", "grid (32, 1, 8) block (128, 1, 1)")
+    moved = {c.metric: c for c in gemv.metrics}
+    assert moved["time_us"].b < 0.8 * moved["time_us"].a and moved["registers"].b > 2 * moved["registers"].a
+    for card_row in card["kernels"]:
+        mine = rows[card_row["kernel"]]
+        assert (mine.calls_a, mine.calls_b) == (card_row["calls_a"], card_row["calls_b"])
+        for side in ("a", "b"):
+            assert _threads(getattr(mine, f"launch_{side}")) == _threads(card_row[f"launch_{side}"])
+        assert_row_agrees(mine, card_row)
+    assert (INT4 / "diff_target.out").read_text() == (INT4 / "diff_reports.out").read_text()
 
 
 def _side(label: str, *captures: str) -> pd.Side:
@@ -95,10 +143,13 @@ def test_a_kernel_whose_launch_changed_still_pairs_by_name() -> None:
         pd.summary_lines(result))
 
 
-def test_the_ncu_report_modules_launch_sizes_make_the_configuration() -> None:
-    """Read through NVIDIA's module a launch has no CSV grid/block columns but launch__grid_size and
-    launch__block_size metrics (requested with the others); without either there is no configuration."""
-    launch = {"name": "k", "grid": None, "block": None,
-              "metrics": {"launch__grid_size": ("1024.0", ""), "launch__block_size": ("256.0", "")}}
-    assert pd.launch_config(launch) == "grid 1024 block 256"
+def test_the_ncu_report_modules_launch_dimensions_make_the_csv_configuration() -> None:
+    """Read through NVIDIA's module a launch has no CSV grid/block columns but the launch__{grid,block}_dim_{x,y,z}
+    metrics (requested with the others): the configuration reads as the CSV's, so a report and a CSV of the same
+    launches pair by launch; without them there is no configuration."""
+    dims = {"grid": (1, 1024, 1), "block": (32, 8, 1)}
+    metrics = {f"launch__{part}_dim_{axis}": (f"{value}.0", "") for part, values in dims.items()
+               for axis, value in zip("xyz", values, strict=True)}
+    assert pd.launch_config({"name": "k", "grid": None, "block": None, "metrics": metrics}) == (
+        pd.launch_config({"name": "k", "grid": "(1, 1024, 1)", "block": "(32, 8, 1)", "metrics": {}}))
     assert pd.launch_config({"name": "k", "metrics": {}}) is None

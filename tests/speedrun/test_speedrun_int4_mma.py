@@ -539,7 +539,8 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
                                      "mmag_p2_g8_sk1_w16_st3", "mma_szc2_bn256_sk16_w4_st3",
                                      "mma_szc2_bn128_sk8_w4_st3", "mma_szcx_bn256_sk8_w4_st3",
                                      "mma_szcs_bn256_sk8_w4_st3", "mma_szb_bn256_sk8_w4_st3",
-                                     "mma_szb_bn128_sk8_w4_st3"])
+                                     "mma_szb_bn128_sk8_w4_st3", "mma_szbm_bn256_sk8_w4_st3",
+                                     "mma_szbrm_bn256_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
