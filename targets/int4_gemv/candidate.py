@@ -45,8 +45,9 @@ the word at [n // 8, ko, (n % 8) * 4 + qq, j] holds, in nibble p (bits 4p..4p+3)
 
 Variants (grids at the headline, 8192 rows, 64 groups, 132 SMs; registers from the sm_90 compile with Triton 3.6):
 - `mma_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): the grid of `lop3_f16_bn256_sk16`, 512
-  programs of 4 groups, 4 n-tile pairs per warp; 110 registers (4 programs per SM), 441 loop instructions per group
-  for 256 nibbles (1.7 per nibble).
+  programs of 4 groups, 4 n-tile pairs per warp; 128 registers (4 programs per SM), 446 loop instructions per group
+  for 256 nibbles (1.7 per nibble) with Triton 3.6 at this tree (110 and 441 before the bounds fix and the
+  hoisted scale rows).
 - `mma_bn128_sk8_w4_st4` (128 rows, split-K 8, 4 warps, 4 stages): 512 programs of 8 groups, 2 n-tile pairs per
   warp, 72 registers: all resident at once, with a ring of 3 groups each.
 - `mma_bn128_sk16_w4_st3` (128 rows, split-K 16, 4 warps, 3 stages): 1024 programs of 4 groups: shorter programs
@@ -241,6 +242,75 @@ previous one and then loads the next group's, a whole dot ahead, in registers th
   groups, 7 of whose scale loads are a group ahead; 148 registers.
 - `mma_szc2_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages, carried and L2 ahead): 512 programs of 8
   groups at 76 registers, 4 blocks an SM.
+
+`mma_szc2_bn256_sk8_w4_st3` verified 1.419x [1.413, 1.424] against 1.355x for `mma_l2pf1_bn256_sk16_w4_st3` in the
+same call (h200_c16; triage had them at 15.00 and 14.84 us), and was kept. Its neighbours:
+- `mma_szc2_bn256_sk8_w4_st4` (as the kept, 4 stages): three groups' words in flight instead of two, 48 KB
+  of shared memory a block.
+- `mma_szc2_bn256_sk8_w8_st3` (as the kept, 8 warps): 2 pairs a warp, 76 registers, 16 warps an SM instead of 8.
+- `mma_szc2_bn256_sk4_w4_st3` (256 rows, split-K 4, 4 warps, 3 stages): 128 programs of 16 groups, one an SM, half
+  the kept grid's partials per row.
+- `mma_szc2_bn128_sk4_w4_st3` (128 rows, split-K 4, 4 warps, 3 stages): 256 programs of 16 groups at 78 registers.
+- `mma_szc2_bn64_sk8_w2_st3` (64 rows, split-K 8, 2 warps, 3 stages): 1024 programs of 2 warps and 8 groups, about 8
+  an SM: 16 warps from many small independent pipelines.
+- `mma_szc2_bn128_sk8_w8_st3` (128 rows, split-K 8, 8 warps, 3 stages): one pair a warp, 48 registers, 512 programs:
+  32 warps an SM.
+- `mma_szc2_bn128_sk8_w4_st4` (as `mma_szc2_bn128_sk8_w4_st3`, 4 stages): three groups of words in flight at
+  76-78 registers.
+- `mma_szc2_bn512_sk8_w8_st3` (512 rows, split-K 8, 8 warps, 3 stages): 128 programs of 8 warps, one an SM, each
+  warp as the kept kernel's.
+
+They lost (h200_c17: 15.3-18.6 us in triage against 14.69 us; verified 1.349x and 1.308x for the 64-row and 8-warp
+grids against 1.416x for the kept variant again).
+
+x in registers a group ahead too (`x_regs`, with `sz_carry`): the kept grid holds 2 blocks an SM (256 programs), so
+registers are no limit there (148 used, up to 255 allowed). Each group's dot asm still starts by loading its 16 x
+pairs from L2; here `_X_PREFETCH_PTX` loads the next group's pairs during this group (16 registers, the same for
+every row of a lane, so one asm call serves them all), and the dot asm takes them as operands (`_MMA_DOT_X_PTX`);
+140 registers at the kept grid with Triton 3.6. (The first build passed the prefetch asm only the x address, a
+splat: Triton then ran it once on the scalar and splatted the results, so every column got element 0's pair, max
+error 1.2e4 on the card (h200_c18). The asm now also takes the column tile, and the sm_90 layout test rejects an
+asm on scalars.)
+- `mma_szcx_bn256_sk8_w4_st3` (as the kept `mma_szc2_bn256_sk8_w4_st3`, x in registers): no load left between a
+  group's words arriving and its first mma.
+- `mma_szcx_bn128_sk8_w4_st3` (as `mma_szc2_bn128_sk8_w4_st3`, x in registers): 512 programs at 80 registers, 4
+  an SM, 7 of whose 8 x loads are a group ahead.
+- `mma_szcx_bn256_sk4_w4_st3` (as `mma_szc2_bn256_sk4_w4_st3`, x in registers): 128 programs of 16 groups, one an
+  SM, where one warp's latency chain has the most groups to hide.
+
+They lost (h200_c19: 16.0-24.8 us against 14.40 us; verified 1.271x and 1.142x against 1.417x).
+
+The x sums in the dot asm (`xsum_asm`, with `sz_carry`): the kept variant sums x over its split's 8 groups before
+the loop (ncu's source page: 9% of the samples wait there for the first x load, behind the first words) and picks
+each group's sum inside the loop through shared memory, one more block barrier a group. Here the dot asm adds the
+group's sum itself (`_MMA_DOT_XSUM_PTX`: one mma of a ones matrix against the chunk, two shuffles; ptxas merges the
+mma across a lane's rows, as in the groups kernel), so no x is read before the first words and no barrier but the
+pipeliner's is left in the loop.
+- `mma_szcs_bn256_sk8_w4_st3` (as the kept `mma_szc2_bn256_sk8_w4_st3`, x sums in the dot asm): the kept grid,
+  whose 2 blocks an SM leave registers to spare.
+- `mma_szcs_bn128_sk8_w4_st3` (as `mma_szc2_bn128_sk8_w4_st3`, x sums in the dot asm): 512 programs of 8 groups
+  at 70 registers, 4 an SM, with no barrier of their own.
+
+They lost (h200_c20: 15.77 and 19.56 us against 14.40 us; the 128-row one verified 1.283x against 1.416x): the
+ones-matrix mma and its shuffles in every group cost more than the barrier and the prologue wait they replace.
+
+One scale address a pair (`sz_base`, with `sz_carry`): the word stream alone, at the kept kernel's grid, pipeline
+and loads (`benchmarks/device/int4_read_floor.py`, h200_c21), reads in 10.4 us against the kept kernel's 14.6 us
+in the same timer, and ncu's source page of the kept kernel (caches flushed, h200_c21) puts 30% of the warps'
+samples on fixed-latency waits and 21% issuing, against 12% on global loads: the loop now waits for its own
+instructions more than for memory. The scale asm took a 64-bit address for each element (4 a pack, held across the
+loop and advanced by Triton each group) and added the group offset to two of them: 148 registers. Here every
+element of a pack gets the address of the pair's row 0, and the asm finds its lane's rows from %laneid (even row
+lane / 4, odd row 8 rows on): 110 registers and 480 loop instructions (493) with Triton 3.6. It needs whole n-tile
+pairs: an N that is not a multiple of 16 takes the per-row addresses.
+- `mma_szb_bn256_sk8_w4_st3` (as the kept `mma_szc2_bn256_sk8_w4_st3`, one scale address a pair): the kept grid
+  with 13 fewer instructions a group and 38 fewer registers.
+- `mma_szb_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): at 110 registers all 512 programs are
+  resident (4 an SM, 16 warps), where `mma_szc2_bn256_sk16_w4_st3` (140) ran in two rounds.
+- `mma_szb_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages): 512 programs of 72 registers, 4 an SM,
+  2 pairs a warp.
+- `mma_szb_bn256_sk8_w4_st4` (as `mma_szb_bn256_sk8_w4_st3`, 4 stages): three groups' words in flight, with the
+  registers for a third block an SM left over.
 """
 
 from __future__ import annotations
@@ -333,6 +403,40 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                   "l2_ahead": 1},
     "mma_szc2_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1},
+    "mma_szc2_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn256_sk8_w8_st3": {"block_n": 256, "split_k": 8, "num_warps": 8, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn256_sk4_w4_st3": {"block_n": 256, "split_k": 4, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn128_sk4_w4_st3": {"block_n": 128, "split_k": 4, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn64_sk8_w2_st3": {"block_n": 64, "split_k": 8, "num_warps": 2, "num_stages": 3, "sz_carry": True,
+                                 "l2_ahead": 1},
+    "mma_szc2_bn128_sk8_w8_st3": {"block_n": 128, "split_k": 8, "num_warps": 8, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn128_sk8_w4_st4": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szc2_bn512_sk8_w8_st3": {"block_n": 512, "split_k": 8, "num_warps": 8, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1},
+    "mma_szcx_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "x_regs": True},
+    "mma_szcx_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "x_regs": True},
+    "mma_szcx_bn256_sk4_w4_st3": {"block_n": 256, "split_k": 4, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "x_regs": True},
+    "mma_szcs_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "xsum_asm": True},
+    "mma_szcs_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "xsum_asm": True},
+    "mma_szb_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True},
+    "mma_szb_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True},
+    "mma_szb_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True},
+    "mma_szb_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -431,21 +535,31 @@ _MMA_DOT_XSUM_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 8) + "," + ",".join([
                                          + ",".join(str(n) for n in range(8)))
 
 
-def _prefetch_ptx() -> str:
+def _prefetch_ptx(scales: bool = True) -> str:
     """PTX: one group's operands, loaded a group before they are used: x pair a of the lane's word j into $(4 a + j)
     (pair 16 j + 4 a + lane % 4 from the address $20), and the scale/zero words of the lane's even and odd rows into
     $16 and $17 (from the addresses $24 and $26, elements 0 and 2 of the address tile; $18, $19 are 0). Only
-    addresses come in, so the outputs take the layout of the asm that uses them."""
-    lines = ["{", ".reg .b32 qq;", ".reg .b64 xa;", "mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;",
-             "mul.wide.u32 xa, qq, 4;", "add.s64 xa, xa, $20;"]
+    addresses come in, so the outputs take the layout of the asm that uses them. Without `scales`, only the x pairs:
+    outputs $0..$15, the lane's column tile in $16..$19 (4 lane + j: qq from element 0) and the x address $20. The
+    x address alone would be a splat, and Triton then runs the asm once on the scalar and splats its results: every
+    element would get element 0's pair."""
+    lines = ["{", ".reg .b32 qq;", ".reg .b64 xa;"]
+    if scales:
+        lines += ["mov.u32 qq, %laneid;", "and.b32 qq, qq, 3;"]
+    else:
+        lines += ["shr.u32 qq, $16, 2;", "and.b32 qq, qq, 3;"]
+    lines += ["mul.wide.u32 xa, qq, 4;", "add.s64 xa, xa, $20;"]
     lines += [f"ld.global.nc.b32 ${4 * a + j}, [xa+{64 * j + 16 * a}];" for j in range(WORDS) for a in range(4)]
-    lines += ["ld.global.nc.b32 $16, [$24];", "ld.global.nc.b32 $17, [$26];", "mov.b32 $18, 0;", "mov.b32 $19, 0;",
-              "}"]
-    return "\n".join(lines)
+    if scales:
+        lines += ["ld.global.nc.b32 $16, [$24];", "ld.global.nc.b32 $17, [$26];", "mov.b32 $18, 0;",
+                  "mov.b32 $19, 0;"]
+    return "\n".join(lines + ["}"])
 
 
 _PREFETCH_PTX = tl.constexpr(_prefetch_ptx())
 _PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 20) + ",l,l,l,l,l,l,l,l")
+_X_PREFETCH_PTX = tl.constexpr(_prefetch_ptx(scales=False))
+_X_PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 16) + ",r,r,r,r,l,l,l,l")
 
 # acc += scale * dot + (zero - 136 scale) * xsum for the lane's two rows (element 0: the even tile's, element 2: the
 # odd tile's), where dot = sum (128 + q) x, so that scale * (q - 8) + zero is what multiplies x; elements 1 and 3
@@ -530,24 +644,37 @@ _SCALE_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,f,f,f,f,0,1,
 
 
 
-def _scale_carry_ptx(after: bool) -> str:
+def _scale_carry_ptx(after: bool, pair_base: bool = False) -> str:
     """PTX: the scale step with the scale/zero words carried in the accumulator's spare slots. Elements 1 and 3 of
     the acc tile are copies nothing reads (only elements 0 and 2, the even and odd rows, are stored), so here they
     hold this group's two scale/zero words, loaded one group earlier: the step reads them from $1 and $3, applies
     them to $0 and $2 as `_SCALE_PTX` does, then loads the next group's words into $1 and $3 (the rows' addresses
     $8 and $10 plus the byte offset $16, 0 at a split's last group). With `after`, the rows at the offset $20 (the
     group after that, or 0) are first asked of L2. Inputs: dot $4..$7, xsum $12; acc tied ($0..$3 = the last four
-    operands). No register beyond the accumulators carries a scale word."""
+    operands). No register beyond the accumulators carries a scale word.
+
+    With `pair_base`, $8 (every element of the pack alike) is the address of group g's word of row 0 of the pair's
+    even tile: the lane's even row is row %laneid / 4 of it, 4 bytes a row, and its odd row 8 rows (32 bytes) on,
+    so each load and prefetch is one address add from this base instead of one a row, and Triton computes one
+    address a pack instead of one an element."""
     lines = ["{", ".reg .b32 t, sz;", ".reg .f32 s, z;", ".reg .b64 pa;"]
-    if after:
+    if pair_base:
+        lines += [".reg .b32 row;", ".reg .b64 pr;", "mov.u32 row, %laneid;", "shr.u32 row, row, 2;",
+                  "mul.wide.u32 pr, row, 4;", "add.s64 pr, pr, $8;"]
+    if after and pair_base:
+        lines += ["add.s64 pa, pr, $20;", "prefetch.global.L2 [pa];", "prefetch.global.L2 [pa+32];"]
+    elif after:
         lines += ["add.s64 pa, $8, $20;", "prefetch.global.L2 [pa];", "add.s64 pa, $10, $20;",
                   "prefetch.global.L2 [pa];"]
     for out, word, dot in (("$0", "$1", "$4"), ("$2", "$3", "$6")):
         lines += [f"mov.b32 sz, {word};", "shl.b32 t, sz, 16;", "mov.b32 s, t;", "and.b32 t, sz, 0xFFFF0000;",
                   "mov.b32 z, t;", "fma.rn.f32 z, s, 0fC3080000, z;", f"fma.rn.f32 {out}, s, {dot}, {out};",
                   f"fma.rn.f32 {out}, z, $12, {out};"]
-    lines += ["add.s64 pa, $8, $16;", "ld.global.nc.b32 $1, [pa];", "add.s64 pa, $10, $16;",
-              "ld.global.nc.b32 $3, [pa];", "}"]
+    if pair_base:
+        lines += ["add.s64 pa, pr, $16;", "ld.global.nc.b32 $1, [pa];", "ld.global.nc.b32 $3, [pa+32];", "}"]
+    else:
+        lines += ["add.s64 pa, $8, $16;", "ld.global.nc.b32 $1, [pa];", "add.s64 pa, $10, $16;",
+                  "ld.global.nc.b32 $3, [pa];", "}"]
     return "\n".join(lines)
 
 
@@ -555,6 +682,8 @@ _SCALE_CARRY_PTX = tl.constexpr(_scale_carry_ptx(False))
 _SCALE_CARRY_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,0,1,2,3")
 _SCALE_CARRY_AFTER_PTX = tl.constexpr(_scale_carry_ptx(True))
 _SCALE_CARRY_AFTER_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,l,l,l,l,0,1,2,3")
+_SCALE_CARRY_BASE_PTX = tl.constexpr(_scale_carry_ptx(False, pair_base=True))
+_SCALE_CARRY_AFTER_BASE_PTX = tl.constexpr(_scale_carry_ptx(True, pair_base=True))
 # before the loop: the acc tile's first value, 0 in elements 0 and 2 and the first group's scale/zero words (the
 # addresses $4 and $6) in elements 1 and 3
 _CARRY_FIRST_PTX = tl.constexpr("""
@@ -709,6 +838,9 @@ def _int4_gemv_mma_kernel(
     X_NEXT: tl.constexpr,
     SZ_EARLY: tl.constexpr,
     SZ_CARRY: tl.constexpr,
+    X_REGS: tl.constexpr,
+    XSUM_ASM: tl.constexpr,
+    SZ_BASE: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -741,7 +873,7 @@ def _int4_gemv_mma_kernel(
     g_start = split * groups_per_split
     # the sum of x over each group of this split (for the zero-point terms): once before the loop for up to 16 groups
     # a split, else per group inside it
-    XSUM_FIRST: tl.constexpr = GPS_PAD <= 16
+    XSUM_FIRST: tl.constexpr = (GPS_PAD <= 16) and (not XSUM_ASM)
     gs = tl.arange(0, GPS_PAD if XSUM_FIRST else 1)
     p = tl.arange(0, PAIRS)
     if XSUM_FIRST:
@@ -815,35 +947,76 @@ def _int4_gemv_mma_kernel(
             x0, x1, x2, x3, szv = nx0, nx1, nx2, nx3, nszv
     elif USE_PTX and SZ_CARRY:  # the scale/zero words a group ahead in the acc tile's spare slots (1 and 3)
         group_bytes = tl.cast(n_out, tl.int64) * 4
+        if SZ_BASE:  # row 0 of each pair's even tile (a pair past N reads the last pair's, not stored)
+            sz_pairs = sz_ptr + tl.minimum(even_tile, n_out // 8 - 2) * 8
         acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
                                         [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
                                         is_pure=True, pack=4)
+        if X_REGS:  # and the x pairs a group ahead in registers (`_X_PREFETCH_PTX`)
+            tl.static_assert(CHUNKS == 1, "int4_gemv mma x_regs: one 128-k chunk per group (group_size 128)")
+            x0, x1, x2, x3 = tl.inline_asm_elementwise(
+                _X_PREFETCH_PTX, _X_PREFETCH_CONSTRAINTS,
+                [col + tl.zeros([HALF, 128], dtype=tl.int32),
+                 tl.broadcast_to(tl.cast(x_row + g_start * PAIRS, tl.int64), [HALF, 128])], dtype=(tl.int32,) * 4,
+                is_pure=True, pack=4)
         for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
             g = g_start + gi
             if XSUM_FIRST:
                 x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
-            else:
+            elif not XSUM_ASM:
                 xg = tl.load(x_row + g * PAIRS + p)
                 x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
             dot = tl.zeros([HALF, 128], dtype=tl.float32)
-            for c in tl.static_range(CHUNKS):
-                ko = (g * GROUP + 128 * c) // (16 * IKT)
+            if X_REGS:  # the next group's x pairs (the last group loads its own again), then this group's dot
+                x_next = tl.cast(x_row + (g_start + tl.minimum(gi + 1, groups_per_split - 1)) * PAIRS, tl.int64)
+                nx0, nx1, nx2, nx3 = tl.inline_asm_elementwise(
+                    _X_PREFETCH_PTX, _X_PREFETCH_CONSTRAINTS,
+                    [col + tl.zeros([HALF, 128], dtype=tl.int32), tl.broadcast_to(x_next, [HALF, 128])],
+                    dtype=(tl.int32,) * 4, is_pure=True, pack=4)
+                ko = (g * GROUP) // (16 * IKT)
                 words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
                 words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
-                x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
-                dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
-                                                [words_even, words_odd, col, x_chunk, dot], dtype=tl.float32,
-                                                is_pure=True, pack=4)
-            sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
+                dot = tl.inline_asm_elementwise(_MMA_DOT_X_PTX, _MMA_DOT_X_CONSTRAINTS,
+                                                [words_even, words_odd, col, x0, x1, x2, x3, dot],
+                                                dtype=tl.float32, is_pure=True, pack=4)
+                x0, x1, x2, x3 = nx0, nx1, nx2, nx3
+            elif XSUM_ASM:  # the dot asm also sums the group's x (one more mma, two shuffles): no x sums up front
+                x_sum_tile = tl.zeros([HALF, 128], dtype=tl.float32)
+                for c in tl.static_range(CHUNKS):
+                    ko = (g * GROUP + 128 * c) // (16 * IKT)
+                    words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0,
+                                         eviction_policy="evict_first")
+                    words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+                    x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
+                    dot, x_sum_tile = tl.inline_asm_elementwise(
+                        _MMA_DOT_XSUM_PTX, _MMA_DOT_XSUM_CONSTRAINTS, [words_even, words_odd, col, x_chunk, dot,
+                                                                       x_sum_tile],
+                        dtype=(tl.float32, tl.float32), is_pure=True, pack=4)
+            else:
+                for c in tl.static_range(CHUNKS):
+                    ko = (g * GROUP + 128 * c) // (16 * IKT)
+                    words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0,
+                                         eviction_policy="evict_first")
+                    words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+                    x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
+                    dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
+                                                    [words_even, words_odd, col, x_chunk, dot], dtype=tl.float32,
+                                                    is_pure=True, pack=4)
+            if SZ_BASE:
+                sz_addr = tl.broadcast_to(tl.cast(sz_pairs + g * n_out, tl.int64), [HALF, 128])
+            else:
+                sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
             next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
-            x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
+            if not XSUM_ASM:
+                x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
             if L2_AHEAD == 0:
-                acc = tl.inline_asm_elementwise(_SCALE_CARRY_PTX, _SCALE_CARRY_CONSTRAINTS,
-                                                [dot, sz_addr, x_sum_tile, next_1, acc], dtype=tl.float32,
-                                                is_pure=True, pack=4)
+                acc = tl.inline_asm_elementwise(_SCALE_CARRY_BASE_PTX if SZ_BASE else _SCALE_CARRY_PTX,
+                                                _SCALE_CARRY_CONSTRAINTS, [dot, sz_addr, x_sum_tile, next_1, acc],
+                                                dtype=tl.float32, is_pure=True, pack=4)
             else:
                 next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
-                acc = tl.inline_asm_elementwise(_SCALE_CARRY_AFTER_PTX, _SCALE_CARRY_AFTER_CONSTRAINTS,
+                acc = tl.inline_asm_elementwise(_SCALE_CARRY_AFTER_BASE_PTX if SZ_BASE else _SCALE_CARRY_AFTER_PTX,
+                                                _SCALE_CARRY_AFTER_CONSTRAINTS,
                                                 [dot, sz_addr, x_sum_tile, next_1, next_2, acc], dtype=tl.float32,
                                                 is_pure=True, pack=4)
     else:
@@ -1051,12 +1224,13 @@ def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
-    maxnreg: int | None = None
+    x_regs: bool = False, xsum_asm: bool = False, sz_base: bool = False, maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
+    assert not sz_base or (sz_carry and not (x_regs or xsum_asm)), "int4_gemv mma: sz_base goes with plain sz_carry"
 
     def kernel(
         x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
@@ -1119,6 +1293,9 @@ def make_kernel(
             X_NEXT=x_next,
             SZ_EARLY=sz_early,
             SZ_CARRY=sz_carry,
+            X_REGS=x_regs,
+            XSUM_ASM=xsum_asm,
+            SZ_BASE=sz_base and n_out % 16 == 0,  # whole n-tile pairs; else the per-row addresses
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
         )
@@ -1127,8 +1304,8 @@ def make_kernel(
     return kernel
 
 
-kernel = make_kernel(**VARIANTS["mma_szc2_bn256_sk8_w4_st3"])
-WHO = 'Claude (Anthropic), Triton kernel speedrun/int4_gemv/mma.py, variant mma_szc2_bn256_sk8_w4_st3'
+kernel = make_kernel(**VARIANTS["mma_szb_bn256_sk8_w4_st3"])
+WHO = 'Claude (Anthropic), Triton kernel speedrun/int4_gemv/mma.py, variant mma_szb_bn256_sk8_w4_st3'
 
 
 if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
