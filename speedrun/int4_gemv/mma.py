@@ -321,11 +321,11 @@ the split's x-sum vector by a block reduction: a shared-memory store, two barrie
 barrier before the buffer is refilled), although every thread reads back only the words it copied itself.
 - With `xsum_mem` the split's x sums are stored once to a per-program slot in global memory (`xsum_ptr`), and each
   group reads its sum with one scalar load (the pipeliner issues it with the words): no block reduction in the loop.
-- With `words_regs` (and `sz_base`) there is no pipeliner: the words of the next two groups wait in registers. The loop takes
-  two groups an iteration, one from each of two register sets (A: even groups, B: odd), and refills each set two
-  groups on right after its dot, so no loaded value is ever copied between registers (a copy would wait for the
-  load) and no shared memory or barrier is left in the loop. It needs 128-k groups and an even number of groups a
-  split (else the shared-memory pipeline).
+- With `words_regs` (and `sz_base`) there is no pipeliner: the words of the next two groups wait in registers.
+  The loop takes two groups an iteration, one from each of two register sets (A: even groups, B: odd), and refills
+  each set two groups on right after its dot, so no loaded value is ever copied between registers (a copy would
+  wait for the load) and no shared memory or barrier is left in the loop. It needs 128-k groups and an even number
+  of groups a split (else the shared-memory pipeline).
 - `mma_szbm_bn256_sk8_w4_st3` (as the kept `mma_szb_bn256_sk8_w4_st3`, x sums from memory): 473 loop instructions
   (480) and two barriers fewer a group at 110 registers.
 - `mma_szbr_bn256_sk8_w4_st3` (as the kept, words in registers): the pipeliner's copies, waits and barriers gone, 945
@@ -334,6 +334,20 @@ barrier before the buffer is refilled), although every thread reads back only th
   927 instructions for two groups (464 a group), 167 registers.
 - `mma_szbrm_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, words in registers, x sums from memory): 512 programs
   of 88 registers, 4 an SM, 16 warps without a barrier in their loops.
+
+They lost (h200_c23: triage 14.45-16.23 us against 14.27 us for `mma_szb_bn256_sk8_w4_st3`; verified 1.394x for the
+x sums from memory and 1.414x for the 128-row words-in-registers grid, against 1.440x for the kept variant again).
+Fewer barriers did not make the loop faster; ncu's source page of `mma_szbrm_bn256_sk8_w4_st3` (h200_c23) has 36% of
+its samples on long-scoreboard waits, most at the first shift of each register set's words: two groups ahead in
+registers arrive later than two groups ahead through cp.async.
+
+Two mma chains (`two_chains`): the fixed-latency waits remain the largest share, and each pair's 8 mmas a group
+form one dependent chain (each mma adds to the accumulator the last one wrote). Here words 1 and 3 accumulate into
+a second set of registers, added at the end of the asm: two chains of 4, 4 more additions a pack.
+- `mma_szb2c_bn256_sk8_w4_st3` (as the kept `mma_szb_bn256_sk8_w4_st3`, two chains): 116 registers, 496 loop
+  instructions (480).
+- `mma_szb2c_bn256_sk16_w4_st3` (256 rows, split-K 16, two chains): 120 registers, so all 512 programs resident
+  (4 an SM, 16 warps).
 """
 
 from __future__ import annotations
@@ -468,12 +482,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "words_regs": True, "xsum_mem": True},
     "mma_szbrm_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                    "l2_ahead": 1, "sz_base": True, "words_regs": True, "xsum_mem": True},
+    "mma_szb2c_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "two_chains": True},
+    "mma_szb2c_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                    "sz_carry": True, "l2_ahead": 1, "sz_base": True, "two_chains": True},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
 
 
-def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = False, sz_next: bool = False) -> str:
+def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = False, sz_next: bool = False,
+                 two_chains: bool = False) -> str:
     """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x. Per word:
     3 shifts and 4 `lop3` make the 4 bf16x2 pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply
     them by x: A rows 0-7 are the even tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128
@@ -500,7 +519,10 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
     With `sz_next`, $20..$23 are the addresses of this group's scale/zero words (the even row's in $20, the odd
     row's in $22, as the scale asm takes them) and $24 a byte offset (0 for a split's last group): before anything
     else the asm asks L2 for both rows at that offset, the next group's, a whole dot earlier than the L2-ahead scale
-    asm does; the accumulators move to $28..$31."""
+    asm does; the accumulators move to $28..$31.
+
+    With `two_chains` words 1 and 3 accumulate into a second set of registers, added at the end: two chains of 4
+    dependent mmas instead of one of 8."""
     first = 8 if x_sum else 4  # the first input operand: the even tile's word 0
     even, odd, column, x_addr = first, first + 4, first + 8, first + 12
     regs = ", ".join(f"x{j}_{a}" for j in range(WORDS) for a in range(4))
@@ -523,7 +545,12 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
         assert not (x_in_regs or x_sum), "int4_gemv mma: x_next goes with the plain loading asm"
         lines[4:4] = [".reg .b64 xn;"]
         lines += [f"add.s64 xn, ${x_addr}, ${x_addr + 4};", "prefetch.global.L1 [xn];", "prefetch.global.L1 [xn+128];"]
+    if two_chains:
+        assert not (x_in_regs or x_sum or x_next or sz_next), "int4_gemv mma: two_chains goes with the plain asm"
+        lines[1:1] = [".reg .f32 c0, c1, c2, c3;"]
+        lines += [f"mov.b32 c{n}, 0;" for n in range(4)]
     for j in range(WORDS):
+        acc = "{c0, c1, c2, c3}" if two_chains and j % 2 else "{$0, $1, $2, $3}"
         for tile, word in (("e", f"${even + j}"), ("o", f"${odd + j}")):
             for a in range(4):
                 src = word
@@ -534,9 +561,11 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
         for k_tile in range(2):  # pairs 2 k_tile (k = 2 qq + 16 k_tile) and 2 k_tile + 1 (k + 8)
             lo, hi = 2 * k_tile, 2 * k_tile + 1
             lines.append(
-                f"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{$0, $1, $2, $3}}, "
-                f"{{e{lo}, o{lo}, e{hi}, o{hi}}}, {{x{j}_{lo}, x{j}_{hi}}}, {{$0, $1, $2, $3}};"
+                f"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {acc}, "
+                f"{{e{lo}, o{lo}, e{hi}, o{hi}}}, {{x{j}_{lo}, x{j}_{hi}}}, {acc};"
             )
+    if two_chains:
+        lines += [f"add.f32 ${n}, ${n}, c{n};" for n in range(4)]
     if x_sum:  # lane 4 n + t: B column n is k-tile n, so b0 = pair 8 n + t, b1 = pair 8 n + t + 4
         lines += ["mov.b32 one, 0x3F803F80;",
                   "mov.b32 zero, 0;", "mov.u32 t, %laneid;", "shr.u32 t, t, 2;", "shl.b32 t, t, 3;",
@@ -554,6 +583,7 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
 
 _MMA_DOT_PTX = tl.constexpr(_mma_dot_ptx())
 _MMA_DOT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,0,1,2,3")
+_MMA_DOT_2C_PTX = tl.constexpr(_mma_dot_ptx(two_chains=True))
 _MMA_DOT_X_PTX = tl.constexpr(_mma_dot_ptx(x_in_regs=True))
 _MMA_DOT_X_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28) + ",0,1,2,3")
 _MMA_DOT_XNEXT_PTX = tl.constexpr(_mma_dot_ptx(x_next=True))
@@ -900,6 +930,7 @@ def _int4_gemv_mma_kernel(
     SZ_BASE: tl.constexpr,
     XSUM_MEM: tl.constexpr,
     WORDS_REGS: tl.constexpr,
+    TWO_CHAINS: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -1111,9 +1142,9 @@ def _int4_gemv_mma_kernel(
                                          eviction_policy="evict_first")
                     words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
                     x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
-                    dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
-                                                    [words_even, words_odd, col, x_chunk, dot], dtype=tl.float32,
-                                                    is_pure=True, pack=4)
+                    dot = tl.inline_asm_elementwise(_MMA_DOT_2C_PTX if TWO_CHAINS else _MMA_DOT_PTX,
+                                                    _MMA_DOT_CONSTRAINTS, [words_even, words_odd, col, x_chunk, dot],
+                                                    dtype=tl.float32, is_pure=True, pack=4)
             if not XSUM_ASM:
                 x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
             acc = _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split, HALF, SZ_BASE,
@@ -1324,7 +1355,7 @@ def make_kernel(
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
     x_regs: bool = False, xsum_asm: bool = False, sz_base: bool = False, xsum_mem: bool = False,
-    words_regs: bool = False, maxnreg: int | None = None
+    words_regs: bool = False, two_chains: bool = False, maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
@@ -1333,6 +1364,8 @@ def make_kernel(
     assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
         "int4_gemv mma: sz_base and xsum_mem go with the plain sz_carry loop")
     assert not words_regs or (sz_base and group_rows is None), "int4_gemv mma: words_regs goes with sz_base"
+    assert not two_chains or (sz_carry and not (x_regs or xsum_asm or words_regs)), (
+        "int4_gemv mma: two_chains goes with the plain sz_carry loop")
 
     def kernel(
         x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
@@ -1406,6 +1439,7 @@ def make_kernel(
             SZ_BASE=base,
             XSUM_MEM=xsum_mem and gps <= 16,
             WORDS_REGS=in_regs,
+            TWO_CHAINS=two_chains,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
         )

@@ -311,6 +311,29 @@ pairs: an N that is not a multiple of 16 takes the per-row addresses.
   2 pairs a warp.
 - `mma_szb_bn256_sk8_w4_st4` (as `mma_szb_bn256_sk8_w4_st3`, 4 stages): three groups' words in flight, with the
   registers for a third block an SM left over.
+
+`mma_szb_bn256_sk8_w4_st3` verified 1.436x against 1.413x for the kept `mma_szc2_bn256_sk8_w4_st3` in the same call
+(h200_c22; triage 14.33 against 14.58 us) and was kept; the 16-split grid verified 1.349x, the 128-row and 4-stage
+ones triaged at 16.4 and 16.3 us. ncu's source page of it (h200_c22): 33% of the samples on fixed-latency waits,
+19% issuing, 12% at barriers. Of the barrier samples, the loop's are the x-sum pick (the group's sum taken out of
+the split's x-sum vector by a block reduction: a shared-memory store, two barriers, shuffles) and the pipeliner's
+(each group's words go global -> shared by cp.async, then shared -> registers after a wait and a barrier, and a
+barrier before the buffer is refilled), although every thread reads back only the words it copied itself.
+- With `xsum_mem` the split's x sums are stored once to a per-program slot in global memory (`xsum_ptr`), and each
+  group reads its sum with one scalar load (the pipeliner issues it with the words): no block reduction in the loop.
+- With `words_regs` (and `sz_base`) there is no pipeliner: the words of the next two groups wait in registers. The loop takes
+  two groups an iteration, one from each of two register sets (A: even groups, B: odd), and refills each set two
+  groups on right after its dot, so no loaded value is ever copied between registers (a copy would wait for the
+  load) and no shared memory or barrier is left in the loop. It needs 128-k groups and an even number of groups a
+  split (else the shared-memory pipeline).
+- `mma_szbm_bn256_sk8_w4_st3` (as the kept `mma_szb_bn256_sk8_w4_st3`, x sums from memory): 473 loop instructions
+  (480) and two barriers fewer a group at 110 registers.
+- `mma_szbr_bn256_sk8_w4_st3` (as the kept, words in registers): the pipeliner's copies, waits and barriers gone, 945
+  instructions for two groups (472 a group); 168 registers (8 bytes of stack), still 2 blocks an SM.
+- `mma_szbrm_bn256_sk8_w4_st3` (as the kept, words in registers and x sums from memory): no barrier in the loop,
+  927 instructions for two groups (464 a group), 167 registers.
+- `mma_szbrm_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, words in registers, x sums from memory): 512 programs
+  of 88 registers, 4 an SM, 16 warps without a barrier in their loops.
 """
 
 from __future__ import annotations
@@ -437,6 +460,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                  "l2_ahead": 1, "sz_base": True},
     "mma_szb_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
                                  "l2_ahead": 1, "sz_base": True},
+    "mma_szbm_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "xsum_mem": True},
+    "mma_szbr_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "words_regs": True},
+    "mma_szbrm_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "words_regs": True, "xsum_mem": True},
+    "mma_szbrm_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "words_regs": True, "xsum_mem": True},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -753,6 +784,31 @@ def _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF: tl.constexpr
 
 
 @triton.jit
+def _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split, HALF: tl.constexpr,
+                   SZ_BASE: tl.constexpr, L2_AHEAD: tl.constexpr):
+    """The `sz_carry` scale step of group g (its scale/zero words loaded a group earlier, in acc's spare slots 1 and
+    3): apply them and load the next group's (with L2_AHEAD 1, after asking L2 for the group after that). sz_loop:
+    the rows' scale words of group 0, one address an element, or with SZ_BASE each pair's row 0."""
+    group_bytes = tl.cast(n_out, tl.int64) * 4
+    if SZ_BASE:
+        sz_addr = tl.broadcast_to(tl.cast(sz_loop + g * n_out, tl.int64), [HALF, 128])
+    else:
+        sz_addr = tl.cast(sz_loop + g * n_out, tl.int64)
+    next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
+    if L2_AHEAD == 0:
+        acc = tl.inline_asm_elementwise(_SCALE_CARRY_BASE_PTX if SZ_BASE else _SCALE_CARRY_PTX,
+                                        _SCALE_CARRY_CONSTRAINTS, [dot, sz_addr, x_sum_tile, next_1, acc],
+                                        dtype=tl.float32, is_pure=True, pack=4)
+    else:
+        next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
+        acc = tl.inline_asm_elementwise(_SCALE_CARRY_AFTER_BASE_PTX if SZ_BASE else _SCALE_CARRY_AFTER_PTX,
+                                        _SCALE_CARRY_AFTER_CONSTRAINTS,
+                                        [dot, sz_addr, x_sum_tile, next_1, next_2, acc], dtype=tl.float32,
+                                        is_pure=True, pack=4)
+    return acc
+
+
+@triton.jit
 def _group_operands(x_row, g, sz_ptr, rows, rows_mask, x_off, n_out, HALF: tl.constexpr,
                     PAIRS: tl.constexpr, USE_PTX: tl.constexpr):
     """Group g's x pairs (4 tiles: pair a of each element's word) and scale/zero words, as [HALF, 128] tensors.
@@ -819,6 +875,7 @@ def _int4_gemv_mma_kernel(
     out_ptr,
     partial_ptr,
     counter_ptr,
+    xsum_ptr,
     n_out,
     n_k_outer,
     xpair_row_stride,
@@ -841,6 +898,8 @@ def _int4_gemv_mma_kernel(
     X_REGS: tl.constexpr,
     XSUM_ASM: tl.constexpr,
     SZ_BASE: tl.constexpr,
+    XSUM_MEM: tl.constexpr,
+    WORDS_REGS: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -874,12 +933,17 @@ def _int4_gemv_mma_kernel(
     # the sum of x over each group of this split (for the zero-point terms): once before the loop for up to 16 groups
     # a split, else per group inside it
     XSUM_FIRST: tl.constexpr = (GPS_PAD <= 16) and (not XSUM_ASM)
+    tl.static_assert(XSUM_FIRST or not XSUM_MEM, "int4_gemv mma xsum_mem: the x sums computed up front")
     gs = tl.arange(0, GPS_PAD if XSUM_FIRST else 1)
     p = tl.arange(0, PAIRS)
     if XSUM_FIRST:
         xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None],
                      other=0)
         x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
+        if XSUM_MEM:  # this program's slot: one scalar load a group in the loop instead of a block reduction
+            xsum_slot = xsum_ptr + ((split * tl.num_programs(1) + row_m) * tl.num_programs(0) + block) * GPS_PAD
+            tl.store(xsum_slot + gs, x_sums)
+            tl.debug_barrier()
     # element (i, 4 lane + j) holds row lane // 4 of n-tile 2 i + j // 2 (j odd: a copy of j - 1)
     rows = (even_tile + j // 2) * 8 + lane // 4
     rows_mask = tl.where(j < 2, pair_mask, odd_mask)
@@ -945,10 +1009,56 @@ def _int4_gemv_mma_kernel(
                 dot = _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF)
                 acc += tl.where(j % 2 == 0, _bf16_lo(szv) * dot + _bf16_hi(szv) * x_sum, 0.0)
             x0, x1, x2, x3, szv = nx0, nx1, nx2, nx3, nszv
+    elif USE_PTX and SZ_CARRY and WORDS_REGS:  # and the words of the next two groups in registers, no shared memory
+        tl.static_assert(CHUNKS == 1 and SZ_BASE and not (X_REGS or XSUM_ASM),
+                         "int4_gemv mma words_regs: 128-k groups, with sz_base, without x_regs and xsum_asm")
+        sz_loop = sz_ptr + tl.minimum(even_tile, n_out // 8 - 2) * 8  # each pair's row 0 (sz_base)
+        acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
+                                        [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
+                                        is_pure=True, pack=4)
+        # registers A hold the even groups of the split, B the odd ones; each is refilled two groups on right after
+        # its dot, so a group's words have the next group's dot and scale step to arrive (groups_per_split even)
+        ko_a = (g_start * GROUP) // (16 * IKT)
+        ko_b = ((g_start + 1) * GROUP) // (16 * IKT)
+        words_even_a = tl.load(w_even + ko_a * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
+        words_odd_a = tl.load(w_odd + ko_a * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+        words_even_b = tl.load(w_even + ko_b * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
+        words_odd_b = tl.load(w_odd + ko_b * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+        for gi in tl.range(0, groups_per_split, 2, num_stages=1):
+            for half in tl.static_range(2):
+                g = g_start + gi + half
+                if XSUM_MEM:
+                    x_sum = tl.load(xsum_slot + gi + half)
+                else:
+                    x_sum = tl.sum(tl.where(gs == gi + half, x_sums, 0.0), axis=0)
+                x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS, tl.int64), [HALF, 128])
+                more = gi + half + 2 < groups_per_split
+                ko_next = ((g + 2) * GROUP) // (16 * IKT)
+                if half == 0:
+                    dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
+                                                    [words_even_a, words_odd_a, col, x_chunk,
+                                                     tl.zeros([HALF, 128], dtype=tl.float32)],
+                                                    dtype=tl.float32, is_pure=True, pack=4)
+                    words_even_a = tl.load(w_even + ko_next * KO_WORDS, mask=pair_mask & more, other=0,
+                                           eviction_policy="evict_first")
+                    words_odd_a = tl.load(w_odd + ko_next * KO_WORDS, mask=odd_mask & more, other=0,
+                                          eviction_policy="evict_first")
+                else:
+                    dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
+                                                    [words_even_b, words_odd_b, col, x_chunk,
+                                                     tl.zeros([HALF, 128], dtype=tl.float32)],
+                                                    dtype=tl.float32, is_pure=True, pack=4)
+                    words_even_b = tl.load(w_even + ko_next * KO_WORDS, mask=pair_mask & more, other=0,
+                                           eviction_policy="evict_first")
+                    words_odd_b = tl.load(w_odd + ko_next * KO_WORDS, mask=odd_mask & more, other=0,
+                                          eviction_policy="evict_first")
+                acc = _carried_scale(acc, dot, sz_loop, tl.broadcast_to(x_sum, [HALF, 128]), g, gi + half, n_out,
+                                     groups_per_split, HALF, SZ_BASE, L2_AHEAD)
     elif USE_PTX and SZ_CARRY:  # the scale/zero words a group ahead in the acc tile's spare slots (1 and 3)
-        group_bytes = tl.cast(n_out, tl.int64) * 4
         if SZ_BASE:  # row 0 of each pair's even tile (a pair past N reads the last pair's, not stored)
-            sz_pairs = sz_ptr + tl.minimum(even_tile, n_out // 8 - 2) * 8
+            sz_loop = sz_ptr + tl.minimum(even_tile, n_out // 8 - 2) * 8
+        else:
+            sz_loop = sz_rows
         acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
                                         [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
                                         is_pure=True, pack=4)
@@ -961,7 +1071,9 @@ def _int4_gemv_mma_kernel(
                 is_pure=True, pack=4)
         for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
             g = g_start + gi
-            if XSUM_FIRST:
+            if XSUM_MEM:
+                x_sum = tl.load(xsum_slot + gi)
+            elif XSUM_FIRST:
                 x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
             elif not XSUM_ASM:
                 xg = tl.load(x_row + g * PAIRS + p)
@@ -1002,23 +1114,10 @@ def _int4_gemv_mma_kernel(
                     dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
                                                     [words_even, words_odd, col, x_chunk, dot], dtype=tl.float32,
                                                     is_pure=True, pack=4)
-            if SZ_BASE:
-                sz_addr = tl.broadcast_to(tl.cast(sz_pairs + g * n_out, tl.int64), [HALF, 128])
-            else:
-                sz_addr = tl.cast(sz_rows + g * n_out, tl.int64)
-            next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
             if not XSUM_ASM:
                 x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
-            if L2_AHEAD == 0:
-                acc = tl.inline_asm_elementwise(_SCALE_CARRY_BASE_PTX if SZ_BASE else _SCALE_CARRY_PTX,
-                                                _SCALE_CARRY_CONSTRAINTS, [dot, sz_addr, x_sum_tile, next_1, acc],
-                                                dtype=tl.float32, is_pure=True, pack=4)
-            else:
-                next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
-                acc = tl.inline_asm_elementwise(_SCALE_CARRY_AFTER_BASE_PTX if SZ_BASE else _SCALE_CARRY_AFTER_PTX,
-                                                _SCALE_CARRY_AFTER_CONSTRAINTS,
-                                                [dot, sz_addr, x_sum_tile, next_1, next_2, acc], dtype=tl.float32,
-                                                is_pure=True, pack=4)
+            acc = _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split, HALF, SZ_BASE,
+                                 L2_AHEAD)
     else:
         for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
             g = g_start + gi
@@ -1224,13 +1323,16 @@ def make_kernel(
     *, block_n: int, split_k: int, num_warps: int, num_stages: int, prefetch: bool = False,
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
-    x_regs: bool = False, xsum_asm: bool = False, sz_base: bool = False, maxnreg: int | None = None
+    x_regs: bool = False, xsum_asm: bool = False, sz_base: bool = False, xsum_mem: bool = False,
+    words_regs: bool = False, maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
-    assert not sz_base or (sz_carry and not (x_regs or xsum_asm)), "int4_gemv mma: sz_base goes with plain sz_carry"
+    assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
+        "int4_gemv mma: sz_base and xsum_mem go with the plain sz_carry loop")
+    assert not words_regs or (sz_base and group_rows is None), "int4_gemv mma: words_regs goes with sz_base"
 
     def kernel(
         x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
@@ -1267,6 +1369,11 @@ def make_kernel(
                 USE_PTX=use_ptx, EVEN_GROUPS=(n_groups // splits) % group_rows == 0, L2_AHEAD=l2_ahead,
                 num_warps=num_warps)
             return out
+        gps = n_groups // splits
+        base = sz_base and n_out % 16 == 0  # whole n-tile pairs; else the per-row addresses
+        in_regs = words_regs and base and group_size == 128 and gps % 2 == 0  # else the shared-memory pipeline
+        xsum = (torch.empty(n_blocks * n_m * splits * triton.next_power_of_2(gps), dtype=torch.float32,
+                            device=x.device) if xsum_mem else partial)
         _int4_gemv_mma_kernel[(n_blocks, n_m, splits)](
             xpair,
             w_int4,
@@ -1274,6 +1381,7 @@ def make_kernel(
             out,
             partial,
             _counters(x.device, n_blocks * n_m),
+            xsum,
             n_out,
             w_int4.shape[1],
             xpair.stride(0),
@@ -1295,7 +1403,9 @@ def make_kernel(
             SZ_CARRY=sz_carry,
             X_REGS=x_regs,
             XSUM_ASM=xsum_asm,
-            SZ_BASE=sz_base and n_out % 16 == 0,  # whole n-tile pairs; else the per-row addresses
+            SZ_BASE=base,
+            XSUM_MEM=xsum_mem and gps <= 16,
+            WORDS_REGS=in_regs,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
         )

@@ -235,6 +235,19 @@ def test_mma_dot_ptx_reads_tinygemm_words_as_fragments(seed: int) -> None:
         assert got[2] == got[3] == start[2] + expected[8 + row].item(), (lane, got)
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_mma_dot_two_chains_ptx_gives_the_same_dots(seed: int) -> None:
+    """`two_chains`: words 1 and 3 summed in a second accumulator and added at the end give the one-chain dots (exact
+    with small integer x), on top of the accumulators given."""
+    _, words, x = _two_tiles(random.Random(40 + seed))
+    plain, memory = _dot_lanes(words, x, [3.0, 3.0, -1.0, -1.0])
+    two, _ = _dot_lanes(words, x, [3.0, 3.0, -1.0, -1.0])
+    run_warp(_mma_module()._MMA_DOT_PTX.value, plain, memory)
+    run_warp(_mma_module()._MMA_DOT_2C_PTX.value, two, memory)
+    assert [[regs[f"${n}"] for n in range(4)] for regs in two] == [[regs[f"${n}"] for n in range(4)] for regs in plain]
+    assert _mma_module()._MMA_DOT_2C_PTX.value.count("c0, c1, c2, c3}") == 2 * 2 * 2  # words 1 and 3: 2 mmas each
+
+
 def test_mma_dot_ptx_sees_a_moved_nibble() -> None:
     """The check can fail: one nibble of one word changed changes exactly that lane-row's dot."""
     q, words, x = _two_tiles(random.Random(7))
