@@ -11,6 +11,12 @@ mma chain and the split-K sum add. Each line of OUT.jsonl is one kernel at one s
   a program) or 1 (the kept kernel's split-K sum, `mma._store_rows`), and `scales` (the scale rows read too);
 - `kept` and `tinygemm`: the kept variant and the baseline, timed the same way.
 
+What the H200 said (benchmarks/evidence/speedrun/h200_c21/read_floor.jsonl): the word stream at the kept grid,
+`tiles` without scales and epilogue 0, 10.38 us against 14.60 us for the kernel. Two kinds of setting measure this
+script rather than a floor: with `scales` the plain gathered load of the scale rows in the tile layout (every
+element its row's word) ran 37-60 us, far slower than the kernel's own scale loads, and `flat` launches two
+kernels (the weight, then the scales), 11.6-12.7 us.
+
 Timer (`time_us`): a CUDA graph of `CALLS` calls over input sets rotated through more than 3x L2, replayed
 `REPLAYS` times, median per call, as `speedrun/check_variants.py time_variant` does (mode `bare`); mode
 `perturbed` puts the contract's per-call perturbation around each call (one element of x written before, restored
