@@ -242,8 +242,15 @@ def time_variant(fn: Callable[..., Any], inputs: tuple, kwargs: dict, bytes_per_
     with torch.cuda.graph(graph):
         for i in range(calls):
             fn(*rotated[i % sets], **kwargs)
+    return graph_replay_ms(graph, calls)
+
+
+def graph_replay_ms(graph: Any, calls: int, replays: int = 7) -> float:
+    """Median ms per call over `replays` timed replays of a captured CUDA graph of `calls` calls."""
+    import torch
+
     samples = []
-    for _ in range(7):
+    for _ in range(replays):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         graph.replay()

@@ -55,14 +55,8 @@ for _ in range(3):
 torch.cuda.synchronize()
 PY
 
-step() {  # step NAME TIMEOUT CMD...: run CMD, keep NAME.out / NAME.err, log command, exit code and wall time
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS
-  timeout "$limit" "$@" > "$DIR/$name.out" 2> "$DIR/$name.err"
-  local rc=$?
-  printf '$ %s\n# rc=%s wall=%ss stdout=%sB stderr=%sB\n' "$*" "$rc" "$((SECONDS - t0))" \
-    "$(stat -c %s "$DIR/$name.out")" "$(stat -c %s "$DIR/$name.err")" >> "$LOG"
-}
+# shellcheck source=benchmarks/device/capture_step.sh
+. "$(dirname "$0")/capture_step.sh"
 
 step versions 30 bash -c "$NCU --version; python3 -c 'import torch, triton; print(torch.__version__, triton.__version__)'; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader"
 # 1. the ncu pages diff parses, live: details (display names + the extra counters by raw name) per variant

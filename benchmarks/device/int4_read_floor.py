@@ -132,17 +132,6 @@ def time_us(fn, inputs: tuple, kwargs: dict, bytes_per_call: int, perturbed: boo
                 body(j % n_sets)
         return graph
 
-    def replay_ms(graph: torch.cuda.CUDAGraph) -> float:
-        samples = []
-        for _ in range(REPLAYS):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            torch.cuda.synchronize()
-            samples.append(start.elapsed_time(end) / CALLS)
-        return sorted(samples)[len(samples) // 2]
-
     def perturb(k: int) -> None:
         sets[k][0].view(-1).index_copy_(0, pos, val)
 
@@ -156,9 +145,9 @@ def time_us(fn, inputs: tuple, kwargs: dict, bytes_per_call: int, perturbed: boo
         if perturbed:
             restore(k)
 
-    ms = replay_ms(graph_of(call))
+    ms = cv.graph_replay_ms(graph_of(call), CALLS, REPLAYS)
     if perturbed:
-        ms -= replay_ms(graph_of(lambda k: (perturb(k), restore(k))))
+        ms -= cv.graph_replay_ms(graph_of(lambda k: (perturb(k), restore(k))), CALLS, REPLAYS)
     return 1e3 * ms
 
 
