@@ -147,9 +147,10 @@ INT4 = {"x_ptr": BF16, "w_ptr": I32, "sz_ptr": I32, "out_ptr": BF16, "partial_pt
 INT4_C = {"GROUP": 128, "IKT": 8}
 # the row-pair kernel without `sz_carry` (nor its `x_regs` and `xsum_asm`)
 INT4_MMA_C = {**INT4_C, "USE_PTX": True, "SZ_CARRY": False, "X_REGS": False, "XSUM_ASM": False, "SZ_BASE": False,
-              "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False}
+              "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False}
 # the lop3 kernels read x as int32 bf16 pairs; USE_PTX=True is the GPU path (inline PTX, not interpretable)
-INT4_PAIRS = {**{k: v for k, v in INT4.items() if k != "x_ptr"}, "xpair_ptr": I32, "xsum_ptr": FP32}
+INT4_PAIRS = {**{k: v for k, v in INT4.items() if k != "x_ptr"}, "xpair_ptr": I32, "xsum_ptr": FP32,
+              "xq_ptr": "*u8"}
 ROW = {"BLOCK": 8192}
 ROW_DESC = tensordesc("bf16", (1, ROW["BLOCK"]))  # the TMA kernels' descriptors: one row per box
 RMSNORM_TMA = {"x_desc": ROW_DESC, "w_ptr": BF16, "out_desc": ROW_DESC, "out_ptr": BF16, "eps": "fp32"}
@@ -277,7 +278,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
-        "SZ_BASE": False, "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False})
+        "SZ_BASE": False, "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False})
       for v, block_n, split_k in (("mma_szc_bn256_sk16_w4_st3", 256, 16), ("mma_szc2_bn256_sk16_w4_st3", 256, 16),
                                   ("mma_szc2_bn256_sk16_w4_st3_r128", 256, 16),
                                   ("mma_szc_bn256_sk16_w4_st3_r128", 256, 16),
@@ -289,18 +290,18 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "XSUM_ASM": False, "SZ_BASE": False,
-        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False})
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False})
       for v, block_n, split_k in (("mma_szcx_bn256_sk8_w4_st3", 256, 8), ("mma_szcx_bn128_sk8_w4_st3", 128, 8),
                                   ("mma_szcx_bn256_sk4_w4_st3", 256, 4))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "SZ_BASE": False,
-        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False})
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False})
       for v, block_n, split_k in (("mma_szcs_bn256_sk8_w4_st3", 256, 8), ("mma_szcs_bn128_sk8_w4_st3", 128, 8))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
-        **extra})
+        "X_FIXED": False, **extra})
       for v, block_n, split_k, extra in (
           ("mma_szb_bn256_sk8_w4_st3", 256, 8, {"XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False}),
           ("mma_szb_bn256_sk16_w4_st3", 256, 16, {"XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False}),
@@ -312,6 +313,13 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
           ("mma_szbrm_bn128_sk8_w4_st3", 128, 8, {"TWO_CHAINS": False}),
           ("mma_szb2c_bn256_sk8_w4_st3", 256, 8, {"XSUM_MEM": False, "WORDS_REGS": False}),
           ("mma_szb2c_bn256_sk16_w4_st3", 256, 16, {"XSUM_MEM": False, "WORDS_REGS": False}))],
+    # x in fixed point (`x_fixed`): the kept sz_base loop on the integer tensor cores
+    *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
+       {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
+        "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False})
+      for v, block_n, split_k in (("mma_szq_bn256_sk8_w4_st3", 256, 8), ("mma_szq_bn256_sk16_w4_st3", 256, 16),
+                                  ("mma_szq_bn128_sk8_w4_st3", 128, 8), ("mma_szq_bn256_sk8_w4_st4", 256, 8))],
     # groups as rows: PAIRS_PER_PROGRAM n-tile pairs (block_n / 16); the headline's groups per split divide GROUP_ROWS
     *[("int4_gemv", v, "_int4_gemv_mma_groups_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "PAIRS_PER_PROGRAM": block_n // 16, "EVEN_GROUPS": True, "L2_AHEAD": 0})

@@ -348,11 +348,33 @@ a second set of registers, added at the end of the asm: two chains of 4, 4 more 
   instructions (480).
 - `mma_szb2c_bn256_sk16_w4_st3` (256 rows, split-K 16, two chains): 120 registers, so all 512 programs resident
   (4 an SM, 16 warps).
+
+x in 16-bit fixed point on the integer tensor cores (`x_fixed`, with `sz_base`): the decode is 224 of the kept
+loop's 480 instructions a group, 7 a word (3 shifts, 4 `lop3`), because a bf16 has only 7 mantissa bits and each
+nibble must be shifted to bit 0 of its half. `mma.m16n8k32` with u8 A takes a nibble in any byte: `w & 0x0F0F0F0F`
+and `(w >> 4) & 0x0F0F0F0F` are a word's 8 nibbles as 8 u8 (3 instructions a word), and one mma multiplies a word
+pair's 32 k. B is then integer x: before its loop each program rounds its split's x to x_int = round(x / x_scale)
+with x_scale = max |x| / 32767 over the split, so |x - x_scale x_int| <= max |x| / 65534 (as fine as bf16 itself
+for every x within 7 binades of the maximum, and 40 times below the baseline's bf16 rounding of each weight), and
+writes its high (signed) and low (unsigned) bytes as the B fragments of each group (256 bytes a group, `xq_offset`)
+to its own scratch block. Per word pair two mmas (u8 by s8, u8 by u8) add into int32; the asm returns 256 hi + lo,
+exact, as fp32, the scale step takes (zero - 8 scale) sum x_int, and the partial is multiplied by x_scale before the
+store. A NaN in x makes the split's output NaN (x_scale inf, every x_int 0). 361 loop instructions a group (480)
+at 116 registers with Triton 3.6; the prologue adds a block reduction for max |x| and 16 byte stores a thread.
+- `mma_szq_bn256_sk8_w4_st3` (as the kept `mma_szb_bn256_sk8_w4_st3`, x in fixed point): the kept grid with a
+  quarter fewer loop instructions, 116 registers.
+- `mma_szq_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): 512 programs of 4 groups, all resident
+  (4 an SM, 16 warps), now that a group costs fewer instructions.
+- `mma_szq_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages): 512 programs of 78 registers and 214 loop
+  instructions, 4 an SM.
+- `mma_szq_bn256_sk8_w4_st4` (as `mma_szq_bn256_sk8_w4_st3`, 4 stages): three groups' words in flight, for a
+  loop that now reaches its waits sooner.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -486,6 +508,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "two_chains": True},
     "mma_szb2c_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
                                     "sz_carry": True, "l2_ahead": 1, "sz_base": True, "two_chains": True},
+    "mma_szq_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True, "x_fixed": True},
+    "mma_szq_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": True},
+    "mma_szq_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True, "x_fixed": True},
+    "mma_szq_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True, "x_fixed": True},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -594,6 +624,54 @@ _MMA_DOT_SZNEXT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12)
 _MMA_DOT_XSUM_PTX = tl.constexpr(_mma_dot_ptx(x_sum=True))
 _MMA_DOT_XSUM_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 8) + "," + ",".join(["r"] * 12) + ",l,l,l,l,"
                                          + ",".join(str(n) for n in range(8)))
+
+
+# x in 16-bit fixed point (`x_fixed`): byte offset, inside one group's 256-byte block of fragments, of the high byte
+# of x_int at k (0..127); the low byte is 8 bytes on. Lane qq's word j holds nibble p at k = 32 j + 2 qq + 8 (p % 4)
+# + p // 4; `w & 0x0F0F0F0F` puts nibbles 0, 2, 4, 6 in bytes 0..3 (A registers a0, a1) and `(w >> 4) & 0x0F0F0F0F`
+# nibbles 1, 3, 5, 7 (a2, a3), so B register b0 byte i is x at nibble 2 i's k and b1 byte i at nibble 2 i + 1's.
+# Block (j, qq) of 16 bytes: b0 of the high bytes, b1 of the high bytes, b0 of the low bytes, b1 of the low bytes.
+def xq_offset(k: int) -> int:
+    """The byte of x_int's high half at k in a group's fragment block (the PTX side of the prologue's stores)."""
+    j, r = divmod(k, 32)
+    qq, nibble = (r % 8) // 2, r // 8 + 4 * (r % 2)
+    return 16 * (4 * j + qq) + 4 * (nibble % 2) + nibble // 2
+
+
+def _mma_dot_xq_ptx() -> str:
+    """PTX (`x_fixed`): the group's row dots sum q x_int of two n-tiles' 4 words (even tile $4..$7, odd $8..$11)
+    against x in 16-bit fixed point, x_int = 256 hi + lo (hi signed, lo unsigned bytes), on the integer tensor cores.
+    Per word pair: 2 shifts and 4 `and` make the u8 A fragment (a0, a1: the even and odd words' nibbles 0, 2, 4, 6;
+    a2, a3: nibbles 1, 3, 5, 7), and 2 mma.m16n8k32 (u8 by s8 for the high bytes, u8 by u8 for the low) add its 32
+    k to two int32 accumulators; every column of B is x, so d0 = d1 is the even row's and d2 = d3 the odd row's.
+    The lane loads its B registers (16 bytes a word, `xq_offset`) from the group's fragment block at $16, which the
+    program wrote before its loop. Out: hi 256 + lo (exact in int32) as fp32 in $0..$3; $12 is the column as in
+    `_mma_dot_ptx`, and a lane that is not hardware lane column / 4 makes every output NaN."""
+    even, odd, column, frag = 4, 8, 12, 16
+    xr = ", ".join(f"x{j}_{n}" for j in range(WORDS) for n in range(4))
+    lines = ["{", ".reg .b32 s, lid, zero, a0, a1, a2, a3, h0, h1, h2, h3, l0, l1, l2, l3;", f".reg .b32 {xr};",
+             ".reg .b64 xa;", ".reg .pred off;", "mov.u32 lid, %laneid;", "shl.b32 lid, lid, 2;",
+             f"setp.ne.u32 off, ${column}, lid;", "mov.u32 s, %laneid;", "and.b32 s, s, 3;",
+             "mul.wide.u32 xa, s, 16;", f"add.s64 xa, xa, ${frag};", "mov.b32 zero, 0;"]
+    lines += [f"ld.global.v4.b32 {{x{j}_0, x{j}_1, x{j}_2, x{j}_3}}, [xa+{64 * j}];" for j in range(WORDS)]
+    for j in range(WORDS):
+        lines += [f"and.b32 a0, ${even + j}, 0x0F0F0F0F;", f"and.b32 a1, ${odd + j}, 0x0F0F0F0F;",
+                  f"shr.u32 s, ${even + j}, 4;", "and.b32 a2, s, 0x0F0F0F0F;", f"shr.u32 s, ${odd + j}, 4;",
+                  "and.b32 a3, s, 0x0F0F0F0F;"]
+        for acc, kind, b in (("h", "s8", (0, 1)), ("l", "u8", (2, 3))):
+            d = "{" + ", ".join(f"{acc}{n}" for n in range(4)) + "}"
+            c = "{zero, zero, zero, zero}" if j == 0 else d
+            lines.append(f"mma.sync.aligned.m16n8k32.row.col.s32.u8.{kind}.s32 {d}, {{a0, a1, a2, a3}}, "
+                         f"{{x{j}_{b[0]}, x{j}_{b[1]}}}, {c};")
+    lines += ["mad.lo.s32 h0, h0, 256, l0;", "mad.lo.s32 h2, h2, 256, l2;", "cvt.rn.f32.s32 $0, h0;",
+              "cvt.rn.f32.s32 $1, h0;", "cvt.rn.f32.s32 $2, h2;", "cvt.rn.f32.s32 $3, h2;"]
+    lines += [f"@off mov.b32 ${n}, 0x7FC00000;" for n in range(4)]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+_MMA_DOT_XQ_PTX = tl.constexpr(_mma_dot_xq_ptx())
+_MMA_DOT_XQ_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l")
 
 
 def _prefetch_ptx(scales: bool = True) -> str:
@@ -705,7 +783,12 @@ _SCALE_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,f,f,f,f,0,1,
 
 
 
-def _scale_carry_ptx(after: bool, pair_base: bool = False) -> str:
+def _f32_hex(value: float) -> str:
+    """An fp32 constant as PTX writes it after `0f`."""
+    return struct.pack(">f", value).hex().upper()
+
+
+def _scale_carry_ptx(after: bool, pair_base: bool = False, offset: int = 136) -> str:
     """PTX: the scale step with the scale/zero words carried in the accumulator's spare slots. Elements 1 and 3 of
     the acc tile are copies nothing reads (only elements 0 and 2, the even and odd rows, are stored), so here they
     hold this group's two scale/zero words, loaded one group earlier: the step reads them from $1 and $3, applies
@@ -717,7 +800,10 @@ def _scale_carry_ptx(after: bool, pair_base: bool = False) -> str:
     With `pair_base`, $8 (every element of the pack alike) is the address of group g's word of row 0 of the pair's
     even tile: the lane's even row is row %laneid / 4 of it, 4 bytes a row, and its odd row 8 rows (32 bytes) on,
     so each load and prefetch is one address add from this base instead of one a row, and Triton computes one
-    address a pack instead of one an element."""
+    address a pack instead of one an element.
+
+    `offset` is what the dot adds to each q (136 = 128 + 8 for the bf16 decode; 8 for `x_fixed`, whose dot is sum
+    q x_int): the zero-point term is (zero - offset scale) xsum."""
     lines = ["{", ".reg .b32 t, sz;", ".reg .f32 s, z;", ".reg .b64 pa;"]
     if pair_base:
         lines += [".reg .b32 row;", ".reg .b64 pr;", "mov.u32 row, %laneid;", "shr.u32 row, row, 2;",
@@ -729,7 +815,8 @@ def _scale_carry_ptx(after: bool, pair_base: bool = False) -> str:
                   "prefetch.global.L2 [pa];"]
     for out, word, dot in (("$0", "$1", "$4"), ("$2", "$3", "$6")):
         lines += [f"mov.b32 sz, {word};", "shl.b32 t, sz, 16;", "mov.b32 s, t;", "and.b32 t, sz, 0xFFFF0000;",
-                  "mov.b32 z, t;", "fma.rn.f32 z, s, 0fC3080000, z;", f"fma.rn.f32 {out}, s, {dot}, {out};",
+                  "mov.b32 z, t;", f"fma.rn.f32 z, s, 0f{_f32_hex(-offset)}, z;",
+                  f"fma.rn.f32 {out}, s, {dot}, {out};",
                   f"fma.rn.f32 {out}, z, $12, {out};"]
     if pair_base:
         lines += ["add.s64 pa, pr, $16;", "ld.global.nc.b32 $1, [pa];", "ld.global.nc.b32 $3, [pa+32];", "}"]
@@ -745,6 +832,8 @@ _SCALE_CARRY_AFTER_PTX = tl.constexpr(_scale_carry_ptx(True))
 _SCALE_CARRY_AFTER_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,l,l,l,l,0,1,2,3")
 _SCALE_CARRY_BASE_PTX = tl.constexpr(_scale_carry_ptx(False, pair_base=True))
 _SCALE_CARRY_AFTER_BASE_PTX = tl.constexpr(_scale_carry_ptx(True, pair_base=True))
+_SCALE_CARRY_AFTER_X8_PTX = tl.constexpr(_scale_carry_ptx(True, offset=8))
+_SCALE_CARRY_AFTER_BASE_X8_PTX = tl.constexpr(_scale_carry_ptx(True, pair_base=True, offset=8))
 # before the loop: the acc tile's first value, 0 in elements 0 and 2 and the first group's scale/zero words (the
 # addresses $4 and $6) in elements 1 and 3
 _CARRY_FIRST_PTX = tl.constexpr("""
@@ -768,6 +857,20 @@ def _counters(device: torch.device, n: int) -> torch.Tensor:
     if buf is None or buf.numel() < n:
         buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
         _COUNTERS[key] = buf
+    return buf
+
+
+_XQ_SCRATCH: dict[tuple[str, int | None], torch.Tensor] = {}
+
+
+def _xq_scratch(device: torch.device, n: int) -> torch.Tensor:
+    """The `x_fixed` programs' fragment blocks (bytes), kept between calls: each launch writes its blocks before it
+    reads them."""
+    key = (device.type, device.index)
+    buf = _XQ_SCRATCH.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.empty(n, dtype=torch.uint8, device=device)
+        _XQ_SCRATCH[key] = buf
     return buf
 
 
@@ -805,6 +908,12 @@ def _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF: tl.constexpr
         part_odd += (((words_odd >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
             ((words_odd >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
         ) * x_hi
+    return _twin_rows(part_even, part_odd, lane, j, HALF)
+
+
+@triton.jit
+def _twin_rows(part_even, part_odd, lane, j, HALF: tl.constexpr):
+    """Each element's row dot from the per-word parts of its pair's two n-tiles (the twin's mma)."""
     dot_even = tl.sum(tl.reshape(part_even, [HALF, 8, 16]), axis=2)  # [HALF, 8]: col = 16 row + 4 qq + j
     dot_odd = tl.sum(tl.reshape(part_odd, [HALF, 8, 16]), axis=2)
     want = (lane // 4)[:, :, None] == tl.arange(0, 8)[None, None, :]
@@ -814,24 +923,60 @@ def _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF: tl.constexpr
 
 
 @triton.jit
+def _xq_block_offset(k):
+    """`xq_offset` in Triton: the high byte of x_int at k (0..127) in a group's 256-byte fragment block."""
+    r = k % 32
+    nibble = r // 8 + 4 * (r % 2)
+    return 16 * (4 * (k // 32) + (r % 8) // 2) + 4 * (nibble % 2) + nibble // 2
+
+
+@triton.jit
+def _to_fixed(v, to_int):
+    """round(v to_int) as int32, half away from zero, clamped to +-32767."""
+    y = v * to_int
+    y = tl.where(y >= 0, y + 0.5, y - 0.5)
+    return tl.minimum(tl.maximum(y, -32767.0), 32767.0).to(tl.int32)
+
+
+@triton.jit
+def _twin_dot_xq(words_even, words_odd, frag, lane, j, HALF: tl.constexpr):
+    """The pure-Triton twin of the `x_fixed` dot asm: each element's row dot sum (q - 8) x_int, with x_int read from
+    the group's fragment block `frag` (bytes) where the PTX reads it: lane qq's block of word j, byte `xq_offset`."""
+    part_even = tl.zeros([HALF, 128], dtype=tl.float32)
+    part_odd = tl.zeros([HALF, 128], dtype=tl.float32)
+    block = frag + 16 * (4 * j + (lane % 4))
+    for nibble in tl.static_range(8):
+        byte = block + 4 * (nibble % 2) + nibble // 2
+        high = tl.load(byte).to(tl.int32)
+        x_int = (tl.where(high > 127, high - 256, high) * 256 + tl.load(byte + 8).to(tl.int32)).to(tl.float32)
+        part_even += (((words_even >> (4 * nibble)) & 0xF).to(tl.float32) - 8.0) * x_int
+        part_odd += (((words_odd >> (4 * nibble)) & 0xF).to(tl.float32) - 8.0) * x_int
+    return _twin_rows(part_even, part_odd, lane, j, HALF)
+
+
+@triton.jit
 def _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split, HALF: tl.constexpr,
-                   SZ_BASE: tl.constexpr, L2_AHEAD: tl.constexpr):
+                   SZ_BASE: tl.constexpr, L2_AHEAD: tl.constexpr, X_FIXED: tl.constexpr):
     """The `sz_carry` scale step of group g (its scale/zero words loaded a group earlier, in acc's spare slots 1 and
     3): apply them and load the next group's (with L2_AHEAD 1, after asking L2 for the group after that). sz_loop:
-    the rows' scale words of group 0, one address an element, or with SZ_BASE each pair's row 0."""
+    the rows' scale words of group 0, one address an element, or with SZ_BASE each pair's row 0. X_FIXED: the dot is
+    sum q x_int (offset 8, not 136)."""
     group_bytes = tl.cast(n_out, tl.int64) * 4
     if SZ_BASE:
         sz_addr = tl.broadcast_to(tl.cast(sz_loop + g * n_out, tl.int64), [HALF, 128])
     else:
         sz_addr = tl.cast(sz_loop + g * n_out, tl.int64)
     next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
+    tl.static_assert(L2_AHEAD == 1 or not X_FIXED, "int4_gemv mma x_fixed: with l2_ahead 1")
     if L2_AHEAD == 0:
         acc = tl.inline_asm_elementwise(_SCALE_CARRY_BASE_PTX if SZ_BASE else _SCALE_CARRY_PTX,
                                         _SCALE_CARRY_CONSTRAINTS, [dot, sz_addr, x_sum_tile, next_1, acc],
                                         dtype=tl.float32, is_pure=True, pack=4)
     else:
         next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
-        acc = tl.inline_asm_elementwise(_SCALE_CARRY_AFTER_BASE_PTX if SZ_BASE else _SCALE_CARRY_AFTER_PTX,
+        acc = tl.inline_asm_elementwise((_SCALE_CARRY_AFTER_BASE_X8_PTX if SZ_BASE else _SCALE_CARRY_AFTER_X8_PTX)
+                                        if X_FIXED else
+                                        (_SCALE_CARRY_AFTER_BASE_PTX if SZ_BASE else _SCALE_CARRY_AFTER_PTX),
                                         _SCALE_CARRY_AFTER_CONSTRAINTS,
                                         [dot, sz_addr, x_sum_tile, next_1, next_2, acc], dtype=tl.float32,
                                         is_pure=True, pack=4)
@@ -906,6 +1051,7 @@ def _int4_gemv_mma_kernel(
     partial_ptr,
     counter_ptr,
     xsum_ptr,
+    xq_ptr,
     n_out,
     n_k_outer,
     xpair_row_stride,
@@ -931,6 +1077,7 @@ def _int4_gemv_mma_kernel(
     XSUM_MEM: tl.constexpr,
     WORDS_REGS: tl.constexpr,
     TWO_CHAINS: tl.constexpr,
+    X_FIXED: tl.constexpr,
 ):
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -967,10 +1114,34 @@ def _int4_gemv_mma_kernel(
     tl.static_assert(XSUM_FIRST or not XSUM_MEM, "int4_gemv mma xsum_mem: the x sums computed up front")
     gs = tl.arange(0, GPS_PAD if XSUM_FIRST else 1)
     p = tl.arange(0, PAIRS)
+    tl.static_assert(not X_FIXED or (XSUM_FIRST and CHUNKS == 1 and SZ_CARRY and not (X_REGS or XSUM_MEM)),
+                     "int4_gemv mma x_fixed: 128-k groups, up to 16 a split, with the plain sz_carry loop")
     if XSUM_FIRST:
         xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None],
                      other=0)
-        x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
+        if X_FIXED:  # x_int = round(x / x_scale) in +-32767, one x_scale for the split; its fragment blocks
+            x_lo = _bf16_lo(xs)  # k = 2 p
+            x_hi = _bf16_hi(xs)  # k = 2 p + 1
+            # a NaN counts as infinite: then to_int is 0, every x_int 0 and x_scale inf, so the output is NaN
+            mag_lo = tl.where(x_lo != x_lo, float("inf"), tl.abs(x_lo))
+            mag_hi = tl.where(x_hi != x_hi, float("inf"), tl.abs(x_hi))
+            amax = tl.max(tl.maximum(tl.max(mag_lo, axis=1), tl.max(mag_hi, axis=1)), axis=0)
+            to_int = tl.where(amax > 0, 32767.0 / amax, 1.0)
+            x_scale = 1.0 / to_int
+            int_lo = _to_fixed(x_lo, to_int)
+            int_hi = _to_fixed(x_hi, to_int)
+            x_sums = tl.sum(int_lo + int_hi, axis=1).to(tl.float32)  # exact: at most 128 * 32767
+            xq_prog = xq_ptr + ((split * tl.num_programs(1) + row_m) * tl.num_programs(0) + block) * GPS_PAD * 256
+            blocks = xq_prog + gs[:, None] * 256
+            in_split = (gs < groups_per_split)[:, None]
+            for half in tl.static_range(2):
+                ints = int_lo if half == 0 else int_hi
+                byte = blocks + _xq_block_offset(2 * p[None, :] + half)
+                tl.store(byte, ((ints >> 8) & 255).to(tl.uint8), mask=in_split)
+                tl.store(byte + 8, (ints & 255).to(tl.uint8), mask=in_split)
+            tl.debug_barrier()  # every block written before any lane of the program reads one
+        else:
+            x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
         if XSUM_MEM:  # this program's slot: one scalar load a group in the loop instead of a block reduction
             xsum_slot = xsum_ptr + ((split * tl.num_programs(1) + row_m) * tl.num_programs(0) + block) * GPS_PAD
             tl.store(xsum_slot + gs, x_sums)
@@ -1041,8 +1212,8 @@ def _int4_gemv_mma_kernel(
                 acc += tl.where(j % 2 == 0, _bf16_lo(szv) * dot + _bf16_hi(szv) * x_sum, 0.0)
             x0, x1, x2, x3, szv = nx0, nx1, nx2, nx3, nszv
     elif USE_PTX and SZ_CARRY and WORDS_REGS:  # and the words of the next two groups in registers, no shared memory
-        tl.static_assert(CHUNKS == 1 and SZ_BASE and not (X_REGS or XSUM_ASM),
-                         "int4_gemv mma words_regs: 128-k groups, with sz_base, without x_regs and xsum_asm")
+        tl.static_assert(CHUNKS == 1 and SZ_BASE and not (X_REGS or XSUM_ASM or X_FIXED),
+                         "int4_gemv mma words_regs: 128-k groups, with sz_base, without x_regs, xsum_asm, x_fixed")
         sz_loop = sz_ptr + tl.minimum(even_tile, n_out // 8 - 2) * 8  # each pair's row 0 (sz_base)
         acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
                                         [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
@@ -1084,7 +1255,7 @@ def _int4_gemv_mma_kernel(
                     words_odd_b = tl.load(w_odd + ko_next * KO_WORDS, mask=odd_mask & more, other=0,
                                           eviction_policy="evict_first")
                 acc = _carried_scale(acc, dot, sz_loop, tl.broadcast_to(x_sum, [HALF, 128]), g, gi + half, n_out,
-                                     groups_per_split, HALF, SZ_BASE, L2_AHEAD)
+                                     groups_per_split, HALF, SZ_BASE, L2_AHEAD, False)
     elif USE_PTX and SZ_CARRY:  # the scale/zero words a group ahead in the acc tile's spare slots (1 and 3)
         if SZ_BASE:  # row 0 of each pair's even tile (a pair past N reads the last pair's, not stored)
             sz_loop = sz_ptr + tl.minimum(even_tile, n_out // 8 - 2) * 8
@@ -1135,6 +1306,15 @@ def _int4_gemv_mma_kernel(
                         _MMA_DOT_XSUM_PTX, _MMA_DOT_XSUM_CONSTRAINTS, [words_even, words_odd, col, x_chunk, dot,
                                                                        x_sum_tile],
                         dtype=(tl.float32, tl.float32), is_pure=True, pack=4)
+            elif X_FIXED:  # x_int on the integer tensor cores, from the group's fragment block (not pure: it reads
+                # what the program stored before the loop, so it must stay after that barrier)
+                ko = (g * GROUP) // (16 * IKT)
+                words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
+                words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+                frag = tl.broadcast_to(tl.cast(xq_prog + gi * 256, tl.int64), [HALF, 128])
+                dot = tl.inline_asm_elementwise(_MMA_DOT_XQ_PTX, _MMA_DOT_XQ_CONSTRAINTS,
+                                                [words_even, words_odd, col, frag], dtype=tl.float32,
+                                                is_pure=False, pack=4)
             else:
                 for c in tl.static_range(CHUNKS):
                     ko = (g * GROUP + 128 * c) // (16 * IKT)
@@ -1148,7 +1328,7 @@ def _int4_gemv_mma_kernel(
             if not XSUM_ASM:
                 x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
             acc = _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split, HALF, SZ_BASE,
-                                 L2_AHEAD)
+                                 L2_AHEAD, X_FIXED)
     else:
         for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
             g = g_start + gi
@@ -1195,6 +1375,8 @@ def _int4_gemv_mma_kernel(
                         is_pure=True,
                         pack=4,
                     )
+                elif X_FIXED:  # pure-Triton twin of the x_fixed asm: x_int from the group's fragment block
+                    dot += _twin_dot_xq(words_even, words_odd, xq_prog + gi * 256, lane, j, HALF)
                 else:  # pure-Triton twin (interpreter): each element's row dot from its n-tile's words
                     x_ptrs = x_row + g * PAIRS + 64 * c + x_off
                     dot += _twin_dot(words_even, words_odd, tl.load(x_ptrs), tl.load(x_ptrs + 4),
@@ -1226,6 +1408,8 @@ def _int4_gemv_mma_kernel(
             else:
                 sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
                 acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
+    if X_FIXED:  # x = x_scale x_int
+        acc = acc * x_scale
     _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K)
 
 
@@ -1355,7 +1539,7 @@ def make_kernel(
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
     x_regs: bool = False, xsum_asm: bool = False, sz_base: bool = False, xsum_mem: bool = False,
-    words_regs: bool = False, two_chains: bool = False, maxnreg: int | None = None
+    words_regs: bool = False, two_chains: bool = False, x_fixed: bool = False, maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
@@ -1366,6 +1550,9 @@ def make_kernel(
     assert not words_regs or (sz_base and group_rows is None), "int4_gemv mma: words_regs goes with sz_base"
     assert not two_chains or (sz_carry and not (x_regs or xsum_asm or words_regs)), (
         "int4_gemv mma: two_chains goes with the plain sz_carry loop")
+    assert not x_fixed or (sz_carry and l2_ahead == 1 and not (x_regs or xsum_asm or xsum_mem or words_regs
+                                                               or two_chains)), (
+        "int4_gemv mma: x_fixed goes with the plain sz_carry loop, l2_ahead 1")
 
     def kernel(
         x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
@@ -1381,6 +1568,7 @@ def make_kernel(
         assert x.dtype == torch.bfloat16, "int4_gemv: x must be bf16 (its pairs are the mma's A registers)"
         assert group_size % 128 == 0, f"int4_gemv: group_size {group_size} must be a multiple of 128"
         assert group_size == 128 or not prefetch, f"int4_gemv: this variant prefetches 128-k groups, not {group_size}"
+        assert group_size == 128 or not x_fixed, f"int4_gemv: this variant takes 128-k groups, not {group_size}"
         n_groups = n_k // group_size
         assert scales_and_zeros.shape == (n_groups, n_out, 2), "int4_gemv: scales_and_zeros must be [K/g, N, 2]"
         assert scales_and_zeros.dtype == torch.bfloat16, "int4_gemv: scales_and_zeros must be bf16"
@@ -1407,6 +1595,8 @@ def make_kernel(
         in_regs = words_regs and base and group_size == 128 and gps % 2 == 0  # else the shared-memory pipeline
         xsum = (torch.empty(n_blocks * n_m * splits * triton.next_power_of_2(gps), dtype=torch.float32,
                             device=x.device) if xsum_mem else partial)
+        assert gps <= 16 or not x_fixed, f"int4_gemv: x_fixed takes up to 16 groups a split, not {gps}"
+        xq = _xq_scratch(x.device, n_blocks * n_m * splits * triton.next_power_of_2(gps) * 256 if x_fixed else 1)
         _int4_gemv_mma_kernel[(n_blocks, n_m, splits)](
             xpair,
             w_int4,
@@ -1415,6 +1605,7 @@ def make_kernel(
             partial,
             _counters(x.device, n_blocks * n_m),
             xsum,
+            xq,
             n_out,
             w_int4.shape[1],
             xpair.stride(0),
@@ -1440,6 +1631,7 @@ def make_kernel(
             XSUM_MEM=xsum_mem and gps <= 16,
             WORDS_REGS=in_regs,
             TWO_CHAINS=two_chains,
+            X_FIXED=x_fixed,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
         )

@@ -3,9 +3,10 @@
 Inline PTX cannot run in the Triton interpreter (the CPU check runs the kernel's pure-Triton twin), so this test runs
 the PTX text of one warp in lockstep: 32 lanes, each with its own registers, through a small emulator of the
 instructions it uses (loads from an emulated memory, %laneid, shr, lop3, shl, and, add, mov, setp and predication,
-fma.f32, add.f32, the butterfly `shfl.sync` and `mma.sync.m16n8k16` bf16 with fp32 accumulate). The mma gathers its
-A, B and C fragments from the 32 lanes by the fragment layouts of the PTX ISA ("Matrix Fragments for
-mma.m16n8k16", bf16): that layout is written here from the ISA, not from the kernel. The words come from
+fma.f32, add.f32, mad.lo.s32, cvt.rn.f32.s32, the butterfly `shfl.sync`, `mma.sync.m16n8k16` bf16 with fp32
+accumulate and `mma.sync.m16n8k32` u8 by s8/u8 with int32 accumulate). The mma gathers its A, B and C fragments from
+the 32 lanes by the fragment layouts of the PTX ISA ("Matrix Fragments for mma.m16n8k16" with bf16, "for
+mma.m16n8k32" with .u8/.s8): those layouts are written here from the ISA, not from the kernel. The words come from
 `check_variants.pack_tinygemm_reference`, the port that the CUDA check compares with `_convert_weight_to_int4pack`.
 With small integer x every product and sum is exact, so the emulated dots must equal sum (128 + q) x exactly.
 """
@@ -105,6 +106,38 @@ def _mma_m16n8k16(lanes: list[dict[str, int]], d: list[str], a: list[str], b: li
             regs[d[index]] = _bits(out[row][col])
 
 
+def _mma_m16n8k32_int(lanes: list[dict[str, int]], b_signed: bool, d: list[str], a: list[str], b: list[str],
+                      c: list[str]) -> None:
+    """mma.sync.m16n8k32.row.col.s32.u8.{s8,u8}.s32 across the warp, fragments as in the PTX ISA: lane = 4 g + t;
+    byte i of a0: A[g][4t + i], a1: A[g+8][4t + i], a2: A[g][4t + 16 + i], a3: A[g+8][4t + 16 + i]; byte i of b0:
+    B[4t + i][g], b1: B[4t + 16 + i][g]; c0, c1: C[g][2t, 2t+1], c2, c3: C[g+8][2t, 2t+1] (int32)."""
+    def byte(word: int, i: int, signed: bool) -> int:
+        value = word >> 8 * i & 0xFF
+        return value - 256 if signed and value > 127 else value
+
+    def s32(word: int) -> int:
+        return word - (1 << 32) if word & 0x80000000 else word
+
+    mat_a = [[0] * 32 for _ in range(16)]
+    mat_b = [[0] * 8 for _ in range(32)]
+    mat_c = [[0] * 8 for _ in range(16)]
+    for lane, regs in enumerate(lanes):
+        g, t = divmod(lane, 4)
+        for index, (row, k0) in enumerate(((g, 4 * t), (g + 8, 4 * t), (g, 4 * t + 16), (g + 8, 4 * t + 16))):
+            for i in range(4):
+                mat_a[row][k0 + i] = byte(regs[a[index]], i, False)
+        for index, k0 in enumerate((4 * t, 4 * t + 16)):
+            for i in range(4):
+                mat_b[k0 + i][g] = byte(regs[b[index]], i, b_signed)
+        for index, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
+            mat_c[row][col] = s32(regs[c[index]])
+    out = [[mat_c[m][n] + sum(mat_a[m][k] * mat_b[k][n] for k in range(32)) for n in range(8)] for m in range(16)]
+    for lane, regs in enumerate(lanes):
+        g, t = divmod(lane, 4)
+        for index, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
+            regs[d[index]] = out[row][col] & MASK32
+
+
 def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | None = None,
              prefetched: list[int] | None = None) -> None:
     """Execute the inline-PTX text on 32 lanes in lockstep (lane n of the list is hardware lane n); each lane maps
@@ -135,6 +168,11 @@ def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | Non
             groups = [[name.strip() for name in group.split(",")] for group in re.findall(r"\{([^}]*)\}", rest)]
             _mma_m16n8k16(lanes, *groups)
             continue
+        if op.startswith("mma.sync.aligned.m16n8k32.row.col.s32.u8."):
+            assert op.endswith((".s8.s32", ".u8.s32")), line
+            groups = [[name.strip() for name in group.split(",")] for group in re.findall(r"\{([^}]*)\}", rest)]
+            _mma_m16n8k32_int(lanes, op.endswith(".s8.s32"), *groups)
+            continue
         args = [arg.strip() for arg in rest.split(",")]
         if op == "shfl.sync.bfly.b32":  # d, a, lane mask, clamp, member mask: every lane reads lane ^ mask's a
             assert args[3:] == ["0x1f", "0xffffffff"], line
@@ -151,6 +189,14 @@ def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | Non
                 continue
             if op == "cp.async.bulk.prefetch.L2.global":  # [address], bytes: recorded as (address, bytes)
                 prefetched.append((regs[args[0].strip("[]")], value(regs, args[1])))
+                continue
+            if op == "ld.global.v4.b32":  # {d0, d1, d2, d3}, [address+offset]: four b32 words
+                targets = [name.strip() for name in re.search(r"\{([^}]*)\}", rest).group(1).split(",")]
+                base, _, offset = rest.rsplit("[", 1)[1].rstrip("]").partition("+")
+                address = regs[base] + int(offset or 0)
+                assert address % 16 == 0, "ld.global.v4.b32 needs a 16-byte aligned address"
+                for n, name in enumerate(targets):
+                    regs[name] = memory[address + 4 * n]
                 continue
             if op == "ld.global.nc.b32":
                 base, _, offset = args[1].strip("[]").partition("+")
@@ -183,6 +229,10 @@ def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | Non
                 out = src[0] & src[1]
             elif op == "lop3.b32":
                 out = _lop3(*src)
+            elif op == "mad.lo.s32":
+                out = src[0] * src[1] + src[2]
+            elif op == "cvt.rn.f32.s32":
+                out = _bits(float(src[0] - (1 << 32) if src[0] & 0x80000000 else src[0]))
             elif op == "fma.rn.f32":
                 out = _bits(_f32(src[0]) * _f32(src[1]) + _f32(src[2]))
             else:
@@ -311,6 +361,166 @@ def test_mma_dot_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
     lanes = lanes[1:] + lanes[:1]  # hardware lane n holds logical lane n + 1
     run_warp(_mma_module()._MMA_DOT_PTX.value, lanes, memory)
     assert all(math.isnan(_f32(regs[f"${n}"])) for regs in lanes for n in range(4))
+
+
+FRAG_BASE = 0x7C0000000000  # a group's 256-byte fragment block (`x_fixed`) in the emulated memory
+
+
+def _isa_fragment_byte(k: int) -> int:
+    """Where the x_fixed asm's B registers want x_int at k, from tinygemm's layout and the ISA alone: lane qq's word
+    j holds nibble p at k = 32 j + 2 qq + 8 (p % 4) + p // 4; `w & 0x0F0F0F0F` gives nibble 2 i in byte i of a0 (slot
+    k 4 qq + i), `(w >> 4) & 0x0F0F0F0F` nibble 2 i + 1 in byte i of a2 (slot 4 qq + 16 + i), and B byte i of b0 (b1)
+    meets A's slot 4 qq + i (+ 16). Block (j, qq) is 16 bytes: b0 and b1 of the high bytes, then of the low ones."""
+    for j in range(4):
+        for qq in range(4):
+            for nibble in range(8):
+                if 32 * j + 2 * qq + 8 * (nibble % 4) + nibble // 4 == k:
+                    return 16 * (4 * j + qq) + 4 * (nibble % 2) + nibble // 2
+    raise AssertionError(k)
+
+
+def _fragment_block(x_int: list[int]) -> dict[int, int]:
+    """The 256-byte block of one group's x_int (128 values, |x| <= 32767) as emulated b32 words at FRAG_BASE."""
+    block = bytearray(256)
+    for k, value in enumerate(x_int):
+        block[_isa_fragment_byte(k)] = value >> 8 & 0xFF
+        block[_isa_fragment_byte(k) + 8] = value & 0xFF
+    return {FRAG_BASE + 4 * n: int.from_bytes(block[4 * n:4 * n + 4], "little") for n in range(64)}
+
+
+def _xq_lanes(words: torch.Tensor) -> list[dict[str, int]]:
+    """The 32 lanes' operands of the x_fixed dot asm: $4..$7 the even tile's words, $8..$11 the odd tile's, $12..$15
+    the columns 4 lane + j, $16..$19 the fragment block's address."""
+    lanes = []
+    for lane in range(32):
+        regs = {f"${n}": 0 for n in range(4)}
+        for j in range(4):
+            regs[f"${4 + j}"] = int(words[0, 0, lane, j]) & MASK32
+            regs[f"${8 + j}"] = int(words[1, 0, lane, j]) & MASK32
+            regs[f"${12 + j}"] = 4 * lane + j
+            regs[f"${16 + j}"] = FRAG_BASE
+        lanes.append(regs)
+    return lanes
+
+
+def test_xq_offset_is_where_the_isa_fragments_want_each_k() -> None:
+    """The kernel's `xq_offset` (and so its prologue's stores) put x_int at k where the asm's B registers meet the
+    nibbles of k in A, and no two k share a byte."""
+    module = _mma_module()
+    offsets = [module.xq_offset(k) for k in range(128)]
+    assert offsets == [_isa_fragment_byte(k) for k in range(128)]
+    assert sorted(offsets) == sorted(16 * block + byte for block in range(16) for byte in range(8))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mma_dot_xq_ptx_gives_sum_q_x_int_exactly(seed: int) -> None:
+    """The x_fixed dot: d0 = d1 of lane l is sum_k q x_int over row l // 4 of the even tile and d2 = d3 over the odd
+    tile's, in int32 (high bytes signed, low unsigned: x_int = 256 hi + lo) and then rounded once to fp32; x_int
+    spans the whole +-32767, so a sign or byte mix-up cannot hide."""
+    rng = random.Random(seed)
+    q, words, _ = _two_tiles(rng)
+    x_int = [rng.choice([-32767, 32767, -1, 0, 255, -256]) if k % 9 == 0 else rng.randint(-32767, 32767)
+             for k in range(128)]
+    lanes = _xq_lanes(words)
+    run_warp(_mma_module()._MMA_DOT_XQ_PTX.value, lanes, _fragment_block(x_int))
+    exact = [sum(int(q[row, k]) * x_int[k] for k in range(128)) for row in range(16)]
+    for lane, regs in enumerate(lanes):
+        row = lane // 4
+        assert regs["$0"] == regs["$1"] == _bits(float(exact[row])), (lane, _f32(regs["$0"]), exact[row])
+        assert regs["$2"] == regs["$3"] == _bits(float(exact[8 + row])), (lane, _f32(regs["$2"]), exact[8 + row])
+    assert len(_mma_module()._MMA_DOT_XQ_CONSTRAINTS.value.split(",")) == 20
+
+
+def test_mma_dot_xq_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
+    """As the bf16 dot: when a lane gets another lane's elements, every output is NaN."""
+    _, words, _ = _two_tiles(random.Random(5))
+    lanes = _xq_lanes(words)
+    lanes = lanes[1:] + lanes[:1]
+    run_warp(_mma_module()._MMA_DOT_XQ_PTX.value, lanes, _fragment_block(list(range(-64, 64))))
+    assert all(math.isnan(_f32(regs[f"${n}"])) for regs in lanes for n in range(4))
+
+
+@pytest.mark.parametrize("base", [False, True])
+def test_scale_carry_offset_8_on_the_fixed_point_dot_is_the_136_step_on_the_bf16_dot(base: bool) -> None:
+    """The x_fixed scale step takes (zero - 8 scale) xsum with dot = sum q x; the bf16 step takes (zero - 136 scale)
+    xsum with dot = sum (128 + q) x = that dot + 128 xsum: with exact values both give the same accumulators."""
+    module = _mma_module()
+    memory = {SZ_BASE + off + 4 * row: _bf16_pair(0.5, -3.0) if row % 2 else _bf16_pair(0.25, 1.5)
+              for off in (0, 32768) for row in range(16)}
+    x_sum, dot = 6.0, 40.0
+    results = []
+    for offset, value in ((136, dot + 128 * x_sum), (8, dot)):
+        lanes = []
+        for lane in range(32):
+            even, odd = SZ_BASE + 4 * (lane // 4), SZ_BASE + 32 + 4 * (lane // 4)
+            regs = {"$0": _bits(1.0), "$1": memory[even], "$2": _bits(-2.0), "$3": memory[odd]}
+            regs.update({f"${4 + n}": _bits(value) for n in range(4)})
+            regs.update({f"${8 + n}": SZ_BASE if base else (even, even, odd, odd)[n] for n in range(4)})
+            regs.update({f"${12 + n}": _bits(x_sum) for n in range(4)})
+            regs.update({f"${16 + n}": 32768 for n in range(4)})
+            regs.update({f"${20 + n}": 0 for n in range(4)})
+            lanes.append(regs)
+        run_warp(module._scale_carry_ptx(True, pair_base=base, offset=offset), lanes, memory, [])
+        results.append([[regs["$0"], regs["$2"]] for regs in lanes])
+    assert results[0] == results[1]
+    assert module._SCALE_CARRY_AFTER_BASE_X8_PTX.value == module._scale_carry_ptx(True, pair_base=True, offset=8)
+    assert "0fC1000000" in module._SCALE_CARRY_AFTER_X8_PTX.value
+
+
+def test_x_fixed_prologue_writes_the_isa_blocks_and_the_kernel_matches_the_reference() -> None:
+    """In the interpreter the x_fixed kernel (twin dot from the fragment blocks) matches the fp32 reference at shapes
+    with an n-tile pair without its odd tile (N = 40, per-row scale addresses), two x rows and 16 groups a split, and
+    each program's blocks hold x_int = round(x 32767 / max |x| of its split), half away from zero, where
+    `_isa_fragment_byte` says: the prologue's stores and the asm's loads agree through the ISA, not through the
+    kernel's own formula alone."""
+    skip_without_torch_and_triton()
+    code = """
+import sys, torch
+sys.path.insert(0, "speedrun")
+import check_variants as cv
+from kernels.int4_gemv import dequantize_groups, quantize_groups
+worst = 0.0
+for n, k, ikt, m, name in ((40, 1024, 8, 1, "mma_szq_bn128_sk8_w4_st3"), (64, 2048, 4, 2, "mma_szq_bn256_sk8_w4_st3"),
+                           (32, 512, 2, 1, "mma_szq_bn256_sk16_w4_st3")):
+    torch.manual_seed(n + k)
+    w = torch.randn(n, k)
+    x = (torch.randn(m, k) * torch.logspace(-3, 2, k)).to(torch.bfloat16)  # a wide range of magnitudes
+    q, scales, zeros = quantize_groups(w, 128)
+    packed = cv.pack_tinygemm_reference(q, ikt)
+    sz = torch.stack([scales.t(), zeros.t()], dim=-1).contiguous()
+    ref = x.float() @ dequantize_groups(q, scales, zeros, 128).t()
+    out = cv.variant_kernel("int4_gemv", name)(x, packed, sz, group_size=128).float()
+    worst = max(worst, ((out - ref).abs() / (ref.abs() + 1.0)).max().item())
+    path, params = cv.variant_index("int4_gemv")[name]
+    buf = next(iter(cv.load_module(path)._XQ_SCRATCH.values()))
+    splits = params["split_k"]
+    while (k // 128) % splits:
+        splits //= 2
+    gps, blocks = k // 128 // splits, -(-n // params["block_n"])
+    pad = 1 << (gps - 1).bit_length()
+    for split in range(splits):
+        for row in range(m):
+            xs = x[row, split * gps * 128:(split + 1) * gps * 128].float()
+            to_int = torch.tensor(32767.0) / xs.abs().max()
+            y = xs * to_int
+            x_int = torch.where(y >= 0, y + 0.5, y - 0.5).clamp(-32767, 32767).to(torch.int32).tolist()
+            for block in range(blocks):
+                start = ((split * m + row) * blocks + block) * pad * 256
+                for g in range(gps):
+                    got = buf[start + 256 * g:start + 256 * (g + 1)].tolist()
+                    want = bytearray(256)
+                    for kk in range(128):
+                        v = x_int[128 * g + kk]
+                        want[OFFSETS[kk]] = v >> 8 & 0xFF
+                        want[OFFSETS[kk] + 8] = v & 0xFF
+                    assert got == list(want), (name, split, row, block, g)
+print(worst)
+"""
+    offsets = [_isa_fragment_byte(k) for k in range(128)]
+    proc = run_interpreted(f"OFFSETS = {offsets}\n" + code, timeout_s=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    worst = float(proc.stdout.strip().splitlines()[-1])
+    assert worst < 1e-2, worst
 
 
 def _xsum_lanes(words: torch.Tensor, x: torch.Tensor, acc: list[float],
@@ -553,7 +763,8 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
                                      "mma_szc2_bn128_sk8_w4_st3", "mma_szcx_bn256_sk8_w4_st3",
                                      "mma_szcs_bn256_sk8_w4_st3", "mma_szb_bn256_sk8_w4_st3",
                                      "mma_szb_bn128_sk8_w4_st3", "mma_szbm_bn256_sk8_w4_st3",
-                                     "mma_szbrm_bn256_sk8_w4_st3"])
+                                     "mma_szbrm_bn256_sk8_w4_st3", "mma_szq_bn256_sk8_w4_st3",
+                                     "mma_szq_bn128_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
