@@ -359,8 +359,11 @@ for every x within 7 binades of the maximum, and 40 times below the baseline's b
 writes its high (signed) and low (unsigned) bytes as the B fragments of each group (256 bytes a group, `xq_offset`)
 to its own scratch block. Per word pair two mmas (u8 by s8, u8 by u8) add into int32; the asm returns 256 hi + lo,
 exact, as fp32, the scale step takes (zero - 8 scale) sum x_int, and the partial is multiplied by x_scale before the
-store. A NaN in x makes the split's output NaN (x_scale inf, every x_int 0). 361 loop instructions a group (480)
-at 116 registers with Triton 3.6; the prologue adds a block reduction for max |x| and 16 byte stores a thread.
+store. A NaN in x makes the split's output NaN (x_scale inf, every x_int 0). 361 loop instructions a group (480) at
+116 registers with Triton 3.6; the prologue adds a block reduction for max |x| and 16 byte stores a thread. The
+blocks are then asked of L1 (`prefetch.global.L1`, 16 lines at the headline): the stores reach L2 only, and the
+first build, without it, waited for L2 at every group's first mma (h200_c25: 18.2 us in triage, 20% of ncu's
+samples on that one wait).
 - `mma_szq_bn256_sk8_w4_st3` (as the kept `mma_szb_bn256_sk8_w4_st3`, x in fixed point): the kept grid with a
   quarter fewer loop instructions, 116 registers.
 - `mma_szq_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): 512 programs of 4 groups, all resident
@@ -771,6 +774,9 @@ mov.b32 $3, 0;
 """)
 _FIRST_SZ_PREFETCH_CONSTRAINTS = tl.constexpr("=r,=r,=r,=r,l,l,l,l")
 
+# After the `x_fixed` prologue: ask L1 for the 128-byte line at $1; $0 is a dummy (not pure, so it stays)
+_L1_PREFETCH_PTX = tl.constexpr("prefetch.global.L1 [$1];\nmov.b32 $0, 0;")
+
 _SCALE_PF1_PTX = tl.constexpr(_scale_prefetch_ptx(1))
 _SCALE_PF2_PTX = tl.constexpr(_scale_prefetch_ptx(2))
 _SCALE_PF1_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,0,1,2,3")
@@ -1140,6 +1146,10 @@ def _int4_gemv_mma_kernel(
                 tl.store(byte, ((ints >> 8) & 255).to(tl.uint8), mask=in_split)
                 tl.store(byte + 8, (ints & 255).to(tl.uint8), mask=in_split)
             tl.debug_barrier()  # every block written before any lane of the program reads one
+            if USE_PTX:  # and into L1: the stores went to L2 only, and each group's loads would wait for L2
+                lines = xq_prog + tl.arange(0, GPS_PAD * 2) * 128
+                tl.inline_asm_elementwise(_L1_PREFETCH_PTX, "=r,l", [tl.cast(lines, tl.int64)], dtype=tl.int32,
+                                          is_pure=False, pack=1)
         else:
             x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
         if XSUM_MEM:  # this program's slot: one scalar load a group in the loop instead of a block reduction
