@@ -372,6 +372,17 @@ samples on that one wait).
   instructions, 4 an SM.
 - `mma_szq_bn256_sk8_w4_st4` (as `mma_szq_bn256_sk8_w4_st3`, 4 stages): three groups' words in flight, for a
   loop that now reaches its waits sooner.
+
+With the L1 request the first mma still waited (h200_c26: 17.96 us, 19% of the samples there, long scoreboard):
+the fragment load sits right after the pipeliner's barrier and the mma right after it, with 2 warps a scheduler to
+cover it. With `x_fixed` 2, `_XQ_PREFETCH_PTX` loads the next group's B registers while this group's dot runs (16
+registers a lane, as `x_regs` did for the bf16 pairs), so no load stands between a group's words and its mmas.
+- `mma_szqr_bn256_sk8_w4_st3` (as `mma_szq_bn256_sk8_w4_st3`, B a group ahead): the kept grid, whose 2 blocks an
+  SM leave the registers for it.
+- `mma_szqr_bn256_sk16_w4_st3` (as `mma_szq_bn256_sk16_w4_st3`, B a group ahead): 512 programs of 4 groups, the
+  fastest fixed-point grid of h200_c25 and h200_c26.
+- `mma_szqr_bn128_sk8_w4_st3` (as `mma_szq_bn128_sk8_w4_st3`, B a group ahead): 512 programs of 2 pairs a warp,
+  4 an SM, where the 16 registers cost the least.
 """
 
 from __future__ import annotations
@@ -512,13 +523,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_szb2c_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
                                     "sz_carry": True, "l2_ahead": 1, "sz_base": True, "two_chains": True},
     "mma_szq_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
-                                 "l2_ahead": 1, "sz_base": True, "x_fixed": True},
+                                 "l2_ahead": 1, "sz_base": True, "x_fixed": 1},
     "mma_szq_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
-                                  "l2_ahead": 1, "sz_base": True, "x_fixed": True},
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 1},
     "mma_szq_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
-                                 "l2_ahead": 1, "sz_base": True, "x_fixed": True},
+                                 "l2_ahead": 1, "sz_base": True, "x_fixed": 1},
     "mma_szq_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
-                                 "l2_ahead": 1, "sz_base": True, "x_fixed": True},
+                                 "l2_ahead": 1, "sz_base": True, "x_fixed": 1},
+    "mma_szqr_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 2},
+    "mma_szqr_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 2},
+    "mma_szqr_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 2},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -641,7 +658,7 @@ def xq_offset(k: int) -> int:
     return 16 * (4 * j + qq) + 4 * (nibble % 2) + nibble // 2
 
 
-def _mma_dot_xq_ptx() -> str:
+def _mma_dot_xq_ptx(frags_in_regs: bool = False) -> str:
     """PTX (`x_fixed`): the group's row dots sum q x_int of two n-tiles' 4 words (even tile $4..$7, odd $8..$11)
     against x in 16-bit fixed point, x_int = 256 hi + lo (hi signed, lo unsigned bytes), on the integer tensor cores.
     Per word pair: 2 shifts and 4 `and` make the u8 A fragment (a0, a1: the even and odd words' nibbles 0, 2, 4, 6;
@@ -649,14 +666,22 @@ def _mma_dot_xq_ptx() -> str:
     k to two int32 accumulators; every column of B is x, so d0 = d1 is the even row's and d2 = d3 the odd row's.
     The lane loads its B registers (16 bytes a word, `xq_offset`) from the group's fragment block at $16, which the
     program wrote before its loop. Out: hi 256 + lo (exact in int32) as fp32 in $0..$3; $12 is the column as in
-    `_mma_dot_ptx`, and a lane that is not hardware lane column / 4 makes every output NaN."""
+    `_mma_dot_ptx`, and a lane that is not hardware lane column / 4 makes every output NaN.
+
+    With `frags_in_regs` the B registers come in as operands, loaded a group ahead by `_XQ_PREFETCH_PTX`: register n
+    of word j is $(16 + 4 n + j)."""
     even, odd, column, frag = 4, 8, 12, 16
     xr = ", ".join(f"x{j}_{n}" for j in range(WORDS) for n in range(4))
     lines = ["{", ".reg .b32 s, lid, zero, a0, a1, a2, a3, h0, h1, h2, h3, l0, l1, l2, l3;", f".reg .b32 {xr};",
              ".reg .b64 xa;", ".reg .pred off;", "mov.u32 lid, %laneid;", "shl.b32 lid, lid, 2;",
              f"setp.ne.u32 off, ${column}, lid;", "mov.u32 s, %laneid;", "and.b32 s, s, 3;",
              "mul.wide.u32 xa, s, 16;", f"add.s64 xa, xa, ${frag};", "mov.b32 zero, 0;"]
-    lines += [f"ld.global.v4.b32 {{x{j}_0, x{j}_1, x{j}_2, x{j}_3}}, [xa+{64 * j}];" for j in range(WORDS)]
+    if frags_in_regs:
+        lines = [line for line in lines if "xa" not in line and "mov.u32 s, %laneid" not in line
+                 and line != "and.b32 s, s, 3;"]
+        lines += [f"mov.b32 x{j}_{n}, ${frag + 4 * n + j};" for j in range(WORDS) for n in range(4)]
+    else:
+        lines += [f"ld.global.v4.b32 {{x{j}_0, x{j}_1, x{j}_2, x{j}_3}}, [xa+{64 * j}];" for j in range(WORDS)]
     for j in range(WORDS):
         lines += [f"and.b32 a0, ${even + j}, 0x0F0F0F0F;", f"and.b32 a1, ${odd + j}, 0x0F0F0F0F;",
                   f"shr.u32 s, ${even + j}, 4;", "and.b32 a2, s, 0x0F0F0F0F;", f"shr.u32 s, ${odd + j}, 4;",
@@ -675,6 +700,22 @@ def _mma_dot_xq_ptx() -> str:
 
 _MMA_DOT_XQ_PTX = tl.constexpr(_mma_dot_xq_ptx())
 _MMA_DOT_XQ_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l")
+_MMA_DOT_XQ_REGS_PTX = tl.constexpr(_mma_dot_xq_ptx(frags_in_regs=True))
+_MMA_DOT_XQ_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28))
+
+
+def _xq_prefetch_ptx() -> str:
+    """PTX (`x_fixed` 2): one group's B registers, a group before the dot asm takes them: register n of the lane's
+    word j into $(4 n + j), the 16 bytes of block (j, qq) at the group's block address $20 (qq from the column tile
+    $16..$19: an address alone would be a splat, run once and splatted)."""
+    lines = ["{", ".reg .b32 qq;", ".reg .b64 xa;", "shr.u32 qq, $16, 2;", "and.b32 qq, qq, 3;",
+             "mul.wide.u32 xa, qq, 16;", "add.s64 xa, xa, $20;"]
+    lines += [f"ld.global.v4.b32 {{${j}, ${4 + j}, ${8 + j}, ${12 + j}}}, [xa+{64 * j}];" for j in range(WORDS)]
+    return "\n".join(lines + ["}"])
+
+
+_XQ_PREFETCH_PTX = tl.constexpr(_xq_prefetch_ptx())
+_XQ_PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 16) + ",r,r,r,r,l,l,l,l")
 
 
 def _prefetch_ptx(scales: bool = True) -> str:
@@ -1274,6 +1315,11 @@ def _int4_gemv_mma_kernel(
         acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
                                         [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
                                         is_pure=True, pack=4)
+        if X_FIXED == 2:  # the first group's B registers (`_XQ_PREFETCH_PTX`)
+            f0, f1, f2, f3 = tl.inline_asm_elementwise(
+                _XQ_PREFETCH_PTX, _XQ_PREFETCH_CONSTRAINTS,
+                [col + tl.zeros([HALF, 128], dtype=tl.int32), tl.broadcast_to(tl.cast(xq_prog, tl.int64), [HALF, 128])],
+                dtype=(tl.int32,) * 4, is_pure=True, pack=4)
         if X_REGS:  # and the x pairs a group ahead in registers (`_X_PREFETCH_PTX`)
             tl.static_assert(CHUNKS == 1, "int4_gemv mma x_regs: one 128-k chunk per group (group_size 128)")
             x0, x1, x2, x3 = tl.inline_asm_elementwise(
@@ -1321,10 +1367,21 @@ def _int4_gemv_mma_kernel(
                 ko = (g * GROUP) // (16 * IKT)
                 words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
                 words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
-                frag = tl.broadcast_to(tl.cast(xq_prog + gi * 256, tl.int64), [HALF, 128])
-                dot = tl.inline_asm_elementwise(_MMA_DOT_XQ_PTX, _MMA_DOT_XQ_CONSTRAINTS,
-                                                [words_even, words_odd, col, frag], dtype=tl.float32,
-                                                is_pure=False, pack=4)
+                if X_FIXED == 2:  # the next group's B registers first (the last group loads its own again)
+                    frag = tl.cast(xq_prog + tl.minimum(gi + 1, groups_per_split - 1) * 256, tl.int64)
+                    nf0, nf1, nf2, nf3 = tl.inline_asm_elementwise(
+                        _XQ_PREFETCH_PTX, _XQ_PREFETCH_CONSTRAINTS,
+                        [col + tl.zeros([HALF, 128], dtype=tl.int32), tl.broadcast_to(frag, [HALF, 128])],
+                        dtype=(tl.int32,) * 4, is_pure=True, pack=4)
+                    dot = tl.inline_asm_elementwise(_MMA_DOT_XQ_REGS_PTX, _MMA_DOT_XQ_REGS_CONSTRAINTS,
+                                                    [words_even, words_odd, col, f0, f1, f2, f3],
+                                                    dtype=tl.float32, is_pure=True, pack=4)
+                    f0, f1, f2, f3 = nf0, nf1, nf2, nf3
+                else:
+                    frag = tl.broadcast_to(tl.cast(xq_prog + gi * 256, tl.int64), [HALF, 128])
+                    dot = tl.inline_asm_elementwise(_MMA_DOT_XQ_PTX, _MMA_DOT_XQ_CONSTRAINTS,
+                                                    [words_even, words_odd, col, frag], dtype=tl.float32,
+                                                    is_pure=False, pack=4)
             else:
                 for c in tl.static_range(CHUNKS):
                     ko = (g * GROUP + 128 * c) // (16 * IKT)
@@ -1549,10 +1606,11 @@ def make_kernel(
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
     x_regs: bool = False, xsum_asm: bool = False, sz_base: bool = False, xsum_mem: bool = False,
-    words_regs: bool = False, two_chains: bool = False, x_fixed: bool = False, maxnreg: int | None = None
+    words_regs: bool = False, two_chains: bool = False, x_fixed: int = 0, maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
-    groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
+    groups-as-rows kernel, `block_n` // 16 n-tile pairs per program; `x_fixed` 1: the dot asm loads its B registers,
+    2: they are loaded a group ahead)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
     assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
@@ -1560,6 +1618,7 @@ def make_kernel(
     assert not words_regs or (sz_base and group_rows is None), "int4_gemv mma: words_regs goes with sz_base"
     assert not two_chains or (sz_carry and not (x_regs or xsum_asm or words_regs)), (
         "int4_gemv mma: two_chains goes with the plain sz_carry loop")
+    assert x_fixed in (0, 1, 2), "int4_gemv mma: x_fixed 0, 1 or 2"
     assert not x_fixed or (sz_carry and l2_ahead == 1 and not (x_regs or xsum_asm or xsum_mem or words_regs
                                                                or two_chains)), (
         "int4_gemv mma: x_fixed goes with the plain sz_carry loop, l2_ahead 1")

@@ -431,6 +431,29 @@ def test_mma_dot_xq_ptx_gives_sum_q_x_int_exactly(seed: int) -> None:
     assert len(_mma_module()._MMA_DOT_XQ_CONSTRAINTS.value.split(",")) == 20
 
 
+def test_xq_prefetched_b_registers_give_the_same_dots_as_the_loading_asm() -> None:
+    """`x_fixed` 2: `_XQ_PREFETCH_PTX` loads (qq from the column tile) what the loading dot asm loads, and fed to
+    `_MMA_DOT_XQ_REGS_PTX` as operands $(16 + 4 n + j) they give bit-identical dots."""
+    module = _mma_module()
+    rng = random.Random(17)
+    _, words, _ = _two_tiles(rng)
+    memory = _fragment_block([rng.randint(-32767, 32767) for _ in range(128)])
+    loading = _xq_lanes(words)
+    run_warp(module._MMA_DOT_XQ_PTX.value, loading, memory)
+    fetched = [{**{f"${16 + j}": 4 * lane + j for j in range(4)}, **{f"${20 + j}": FRAG_BASE for j in range(4)}}
+               for lane in range(32)]
+    run_warp(module._XQ_PREFETCH_PTX.value, fetched, memory)
+    with_regs = _xq_lanes(words)
+    for lane, regs in enumerate(with_regs):
+        regs.update({f"${16 + n}": fetched[lane][f"${n}"] for n in range(16)})
+    run_warp(module._MMA_DOT_XQ_REGS_PTX.value, with_regs, memory)
+    assert [[regs[f"${n}"] for n in range(4)] for regs in with_regs] == [
+        [regs[f"${n}"] for n in range(4)] for regs in loading]
+    assert "ld.global" not in module._MMA_DOT_XQ_REGS_PTX.value
+    assert len(module._MMA_DOT_XQ_REGS_CONSTRAINTS.value.split(",")) == 32
+    assert len(module._XQ_PREFETCH_CONSTRAINTS.value.split(",")) == 24
+
+
 def test_mma_dot_xq_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
     """As the bf16 dot: when a lane gets another lane's elements, every output is NaN."""
     _, words, _ = _two_tiles(random.Random(5))
@@ -764,7 +787,7 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
                                      "mma_szcs_bn256_sk8_w4_st3", "mma_szb_bn256_sk8_w4_st3",
                                      "mma_szb_bn128_sk8_w4_st3", "mma_szbm_bn256_sk8_w4_st3",
                                      "mma_szbrm_bn256_sk8_w4_st3", "mma_szq_bn256_sk8_w4_st3",
-                                     "mma_szq_bn128_sk8_w4_st3"])
+                                     "mma_szq_bn128_sk8_w4_st3", "mma_szqr_bn256_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
