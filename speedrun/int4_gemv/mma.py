@@ -383,6 +383,19 @@ registers a lane, as `x_regs` did for the bf16 pairs), so no load stands between
   fastest fixed-point grid of h200_c25 and h200_c26.
 - `mma_szqr_bn128_sk8_w4_st3` (as `mma_szq_bn128_sk8_w4_st3`, B a group ahead): 512 programs of 2 pairs a warp,
   4 an SM, where the 16 registers cost the least.
+
+B a group ahead took the kept grid to 15.65 us (h200_c27; 1.327x verified, against 1.439x for the kept variant),
+and ncu's source page moves the largest waits into the prologue: a quarter of the samples sit in code that runs
+once a program (x's load, the max |x| reduction, the stores and their barrier, the first B load), and the
+pipeline's first word loads are only issued after all of it. With `x_fixed` 3 each program first asks L2 for the
+words of its first NUM_STAGES - 1 groups (one `cp.async.bulk.prefetch.L2` of 512 bytes a group per n-tile, as
+`l2_bulk` did for the whole split), so their DRAM trip overlaps the prologue.
+- `mma_szqw_bn256_sk8_w4_st3` (as `mma_szqr_bn256_sk8_w4_st3`, first words asked early): the kept grid with 2
+  groups of its 8 in flight before the prologue starts.
+- `mma_szqw_bn256_sk16_w4_st3` (256 rows, split-K 16, first words asked early): 512 programs of 4 groups, where
+  the prologue is the larger part of a program.
+- `mma_szqw_bn256_sk8_w4_st4` (as `mma_szqw_bn256_sk8_w4_st3`, 4 stages): 3 groups asked before the prologue and
+  in flight in the loop.
 """
 
 from __future__ import annotations
@@ -536,6 +549,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "x_fixed": 2},
     "mma_szqr_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 2},
+    "mma_szqw_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 3},
+    "mma_szqw_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 3},
+    "mma_szqw_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 3},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -1163,6 +1182,15 @@ def _int4_gemv_mma_kernel(
     p = tl.arange(0, PAIRS)
     tl.static_assert(not X_FIXED or (XSUM_FIRST and CHUNKS == 1 and SZ_CARRY and not (X_REGS or XSUM_MEM)),
                      "int4_gemv mma x_fixed: 128-k groups, up to 16 a split, with the plain sz_carry loop")
+    if USE_PTX and X_FIXED == 3:  # the pipeline's first groups of words asked of L2 before the prologue's work
+        tiles = block * TILES + tl.arange(0, TILES)
+        tile_first = w_ptr + (tl.cast(tiles, tl.int64) * n_k_outer + g_start * GROUP // (16 * IKT)) * KO_WORDS
+        tl.inline_asm_elementwise(
+            _BULK_PREFETCH_PTX, _BULK_PREFETCH_CONSTRAINTS,
+            [tl.cast(tile_first, tl.int64),
+             tl.full([TILES], tl.minimum(NUM_STAGES - 1, groups_per_split) * GROUP * 4, tl.int32),
+             tl.where(tiles < n_out // 8, 1, 0)],
+            dtype=tl.int32, is_pure=False, pack=1)
     if XSUM_FIRST:
         xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None],
                      other=0)
@@ -1315,7 +1343,7 @@ def _int4_gemv_mma_kernel(
         acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
                                         [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
                                         is_pure=True, pack=4)
-        if X_FIXED == 2:  # the first group's B registers (`_XQ_PREFETCH_PTX`)
+        if X_FIXED >= 2:  # the first group's B registers (`_XQ_PREFETCH_PTX`)
             f0, f1, f2, f3 = tl.inline_asm_elementwise(
                 _XQ_PREFETCH_PTX, _XQ_PREFETCH_CONSTRAINTS,
                 [col + tl.zeros([HALF, 128], dtype=tl.int32), tl.broadcast_to(tl.cast(xq_prog, tl.int64), [HALF, 128])],
@@ -1367,7 +1395,7 @@ def _int4_gemv_mma_kernel(
                 ko = (g * GROUP) // (16 * IKT)
                 words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
                 words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
-                if X_FIXED == 2:  # the next group's B registers first (the last group loads its own again)
+                if X_FIXED >= 2:  # the next group's B registers first (the last group loads its own again)
                     frag = tl.cast(xq_prog + tl.minimum(gi + 1, groups_per_split - 1) * 256, tl.int64)
                     nf0, nf1, nf2, nf3 = tl.inline_asm_elementwise(
                         _XQ_PREFETCH_PTX, _XQ_PREFETCH_CONSTRAINTS,
@@ -1610,7 +1638,7 @@ def make_kernel(
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program; `x_fixed` 1: the dot asm loads its B registers,
-    2: they are loaded a group ahead)."""
+    2: they are loaded a group ahead, 3: and the first groups' words are asked of L2 before the prologue)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
     assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
@@ -1618,7 +1646,7 @@ def make_kernel(
     assert not words_regs or (sz_base and group_rows is None), "int4_gemv mma: words_regs goes with sz_base"
     assert not two_chains or (sz_carry and not (x_regs or xsum_asm or words_regs)), (
         "int4_gemv mma: two_chains goes with the plain sz_carry loop")
-    assert x_fixed in (0, 1, 2), "int4_gemv mma: x_fixed 0, 1 or 2"
+    assert x_fixed in (0, 1, 2, 3), "int4_gemv mma: x_fixed 0, 1, 2 or 3"
     assert not x_fixed or (sz_carry and l2_ahead == 1 and not (x_regs or xsum_asm or xsum_mem or words_regs
                                                                or two_chains)), (
         "int4_gemv mma: x_fixed goes with the plain sz_carry loop, l2_ahead 1")
