@@ -396,6 +396,21 @@ words of its first NUM_STAGES - 1 groups (one `cp.async.bulk.prefetch.L2` of 512
   the prologue is the larger part of a program.
 - `mma_szqw_bn256_sk8_w4_st4` (as `mma_szqw_bn256_sk8_w4_st3`, 4 stages): 3 groups asked before the prologue and
   in flight in the loop.
+
+That lost too (h200_c28: 18.0 us, as `l2_bulk` did). Counted by where they run, ncu's samples of `x_fixed` 2
+(h200_c27) against the kept kernel (h200_c22): the loop's fell by 15% (2753 against 3243), the once-a-program
+code's nearly doubled (1723 against 916), and the largest of them waits for the first B load from the blocks just
+written. With `x_fixed` 4 a grid of its own (`_xq_prepare_kernel`, one program a split and row of x) rounds x and
+writes the blocks, the x sums and x_scale once for all row blocks, and the GEMV is launched after it with
+`launch_pdl`: it starts while the prepare grid runs (which launches its dependents first thing), streams its
+first words, and its dot asm waits (`griddepcontrol.wait`) only before the first B load. The GEMV then has no
+x prologue at all, and no x-sum pick in the loop: the dot asm loads the group's sum of x_int with the B registers.
+- `mma_szqp_bn256_sk8_w4_st3` (as `mma_szq_bn256_sk8_w4_st3`, x prepared by a grid before): the kept grid with
+  neither the x load nor the x-sum reduction of its prologue.
+- `mma_szqp_bn256_sk16_w4_st3` (256 rows, split-K 16, x prepared by a grid before): 512 programs of 4 groups,
+  whose prologue was the larger share of each.
+- `mma_szqp_bn128_sk8_w4_st3` (128 rows, split-K 8, x prepared by a grid before): 512 programs of 2 pairs a warp,
+  4 an SM, without the per-program x work that a smaller block repeats more often.
 """
 
 from __future__ import annotations
@@ -408,6 +423,7 @@ from typing import Any
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "mma_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3},
@@ -555,6 +571,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "x_fixed": 3},
     "mma_szqw_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 3},
+    "mma_szqp_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 4},
+    "mma_szqp_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 4},
+    "mma_szqp_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 4},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -677,7 +699,7 @@ def xq_offset(k: int) -> int:
     return 16 * (4 * j + qq) + 4 * (nibble % 2) + nibble // 2
 
 
-def _mma_dot_xq_ptx(frags_in_regs: bool = False) -> str:
+def _mma_dot_xq_ptx(frags_in_regs: bool = False, prepared: bool = False) -> str:
     """PTX (`x_fixed`): the group's row dots sum q x_int of two n-tiles' 4 words (even tile $4..$7, odd $8..$11)
     against x in 16-bit fixed point, x_int = 256 hi + lo (hi signed, lo unsigned bytes), on the integer tensor cores.
     Per word pair: 2 shifts and 4 `and` make the u8 A fragment (a0, a1: the even and odd words' nibbles 0, 2, 4, 6;
@@ -688,13 +710,20 @@ def _mma_dot_xq_ptx(frags_in_regs: bool = False) -> str:
     `_mma_dot_ptx`, and a lane that is not hardware lane column / 4 makes every output NaN.
 
     With `frags_in_regs` the B registers come in as operands, loaded a group ahead by `_XQ_PREFETCH_PTX`: register n
-    of word j is $(16 + 4 n + j)."""
+    of word j is $(16 + 4 n + j).
+
+    With `prepared` (`x_fixed` 4) the blocks were written by `_xq_prepare_kernel`, the grid before this one: the asm
+    first waits for it (`griddepcontrol.wait`, at once when it is done), and also loads the group's sum of x_int
+    from the address $20 into $1 and $3 (the copies nothing reads), where the scale step takes it."""
     even, odd, column, frag = 4, 8, 12, 16
     xr = ", ".join(f"x{j}_{n}" for j in range(WORDS) for n in range(4))
     lines = ["{", ".reg .b32 s, lid, zero, a0, a1, a2, a3, h0, h1, h2, h3, l0, l1, l2, l3;", f".reg .b32 {xr};",
              ".reg .b64 xa;", ".reg .pred off;", "mov.u32 lid, %laneid;", "shl.b32 lid, lid, 2;",
              f"setp.ne.u32 off, ${column}, lid;", "mov.u32 s, %laneid;", "and.b32 s, s, 3;",
              "mul.wide.u32 xa, s, 16;", f"add.s64 xa, xa, ${frag};", "mov.b32 zero, 0;"]
+    if prepared:
+        lines.insert(5, "griddepcontrol.wait;")
+        lines[1] = lines[1].replace("s, lid,", "s, lid, xs,")
     if frags_in_regs:
         lines = [line for line in lines if "xa" not in line and "mov.u32 s, %laneid" not in line
                  and line != "and.b32 s, s, 3;"]
@@ -711,7 +740,11 @@ def _mma_dot_xq_ptx(frags_in_regs: bool = False) -> str:
             lines.append(f"mma.sync.aligned.m16n8k32.row.col.s32.u8.{kind}.s32 {d}, {{a0, a1, a2, a3}}, "
                          f"{{x{j}_{b[0]}, x{j}_{b[1]}}}, {c};")
     lines += ["mad.lo.s32 h0, h0, 256, l0;", "mad.lo.s32 h2, h2, 256, l2;", "cvt.rn.f32.s32 $0, h0;",
-              "cvt.rn.f32.s32 $1, h0;", "cvt.rn.f32.s32 $2, h2;", "cvt.rn.f32.s32 $3, h2;"]
+              "cvt.rn.f32.s32 $2, h2;"]
+    if prepared:
+        lines += ["ld.global.b32 xs, [$20];", "mov.b32 $1, xs;", "mov.b32 $3, xs;"]
+    else:
+        lines += ["cvt.rn.f32.s32 $1, h0;", "cvt.rn.f32.s32 $3, h2;"]
     lines += [f"@off mov.b32 ${n}, 0x7FC00000;" for n in range(4)]
     lines.append("}")
     return "\n".join(lines)
@@ -719,6 +752,8 @@ def _mma_dot_xq_ptx(frags_in_regs: bool = False) -> str:
 
 _MMA_DOT_XQ_PTX = tl.constexpr(_mma_dot_xq_ptx())
 _MMA_DOT_XQ_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l")
+_MMA_DOT_XQ_PREP_PTX = tl.constexpr(_mma_dot_xq_ptx(prepared=True))
+_MMA_DOT_XQ_PREP_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,l,l,l,l")
 _MMA_DOT_XQ_REGS_PTX = tl.constexpr(_mma_dot_xq_ptx(frags_in_regs=True))
 _MMA_DOT_XQ_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28))
 
@@ -854,7 +889,7 @@ def _f32_hex(value: float) -> str:
     return struct.pack(">f", value).hex().upper()
 
 
-def _scale_carry_ptx(after: bool, pair_base: bool = False, offset: int = 136) -> str:
+def _scale_carry_ptx(after: bool, pair_base: bool = False, offset: int = 136, x_sum: str = "$12") -> str:
     """PTX: the scale step with the scale/zero words carried in the accumulator's spare slots. Elements 1 and 3 of
     the acc tile are copies nothing reads (only elements 0 and 2, the even and odd rows, are stored), so here they
     hold this group's two scale/zero words, loaded one group earlier: the step reads them from $1 and $3, applies
@@ -869,7 +904,8 @@ def _scale_carry_ptx(after: bool, pair_base: bool = False, offset: int = 136) ->
     address a pack instead of one an element.
 
     `offset` is what the dot adds to each q (136 = 128 + 8 for the bf16 decode; 8 for `x_fixed`, whose dot is sum
-    q x_int): the zero-point term is (zero - offset scale) xsum."""
+    q x_int): the zero-point term is (zero - offset scale) xsum. `x_sum` is the operand that holds it ($5, element 1
+    of the dot tile, for `x_fixed` 4)."""
     lines = ["{", ".reg .b32 t, sz;", ".reg .f32 s, z;", ".reg .b64 pa;"]
     if pair_base:
         lines += [".reg .b32 row;", ".reg .b64 pr;", "mov.u32 row, %laneid;", "shr.u32 row, row, 2;",
@@ -883,7 +919,7 @@ def _scale_carry_ptx(after: bool, pair_base: bool = False, offset: int = 136) ->
         lines += [f"mov.b32 sz, {word};", "shl.b32 t, sz, 16;", "mov.b32 s, t;", "and.b32 t, sz, 0xFFFF0000;",
                   "mov.b32 z, t;", f"fma.rn.f32 z, s, 0f{_f32_hex(-offset)}, z;",
                   f"fma.rn.f32 {out}, s, {dot}, {out};",
-                  f"fma.rn.f32 {out}, z, $12, {out};"]
+                  f"fma.rn.f32 {out}, z, {x_sum}, {out};"]
     if pair_base:
         lines += ["add.s64 pa, pr, $16;", "ld.global.nc.b32 $1, [pa];", "ld.global.nc.b32 $3, [pa+32];", "}"]
     else:
@@ -900,6 +936,8 @@ _SCALE_CARRY_BASE_PTX = tl.constexpr(_scale_carry_ptx(False, pair_base=True))
 _SCALE_CARRY_AFTER_BASE_PTX = tl.constexpr(_scale_carry_ptx(True, pair_base=True))
 _SCALE_CARRY_AFTER_X8_PTX = tl.constexpr(_scale_carry_ptx(True, offset=8))
 _SCALE_CARRY_AFTER_BASE_X8_PTX = tl.constexpr(_scale_carry_ptx(True, pair_base=True, offset=8))
+_SCALE_CARRY_AFTER_X8S_PTX = tl.constexpr(_scale_carry_ptx(True, offset=8, x_sum="$5"))
+_SCALE_CARRY_AFTER_BASE_X8S_PTX = tl.constexpr(_scale_carry_ptx(True, pair_base=True, offset=8, x_sum="$5"))
 # before the loop: the acc tile's first value, 0 in elements 0 and 2 and the first group's scale/zero words (the
 # addresses $4 and $6) in elements 1 and 3
 _CARRY_FIRST_PTX = tl.constexpr("""
@@ -1005,6 +1043,50 @@ def _to_fixed(v, to_int):
 
 
 @triton.jit
+def _quantize_split(xs, blocks, in_split, PAIRS: tl.constexpr):
+    """x in 16-bit fixed point for one split (`x_fixed`): xs [groups, PAIRS] bf16 pairs; stores each group's 256-byte
+    fragment block at blocks + 256 g (groups where in_split) and returns (sum x_int over each group, x_scale)."""
+    x_lo = _bf16_lo(xs)  # k = 2 p
+    x_hi = _bf16_hi(xs)  # k = 2 p + 1
+    # a NaN counts as infinite: then to_int is 0, every x_int 0 and x_scale inf, so the output is NaN
+    mag_lo = tl.where(x_lo != x_lo, float("inf"), tl.abs(x_lo))
+    mag_hi = tl.where(x_hi != x_hi, float("inf"), tl.abs(x_hi))
+    amax = tl.max(tl.maximum(tl.max(mag_lo, axis=1), tl.max(mag_hi, axis=1)), axis=0)
+    to_int = tl.where(amax > 0, 32767.0 / amax, 1.0)
+    int_lo = _to_fixed(x_lo, to_int)
+    int_hi = _to_fixed(x_hi, to_int)
+    p = tl.arange(0, PAIRS)[None, :]
+    gs = tl.arange(0, xs.shape[0])[:, None]
+    for half in tl.static_range(2):
+        ints = int_lo if half == 0 else int_hi
+        byte = blocks + gs * 256 + _xq_block_offset(2 * p + half)
+        tl.store(byte, ((ints >> 8) & 255).to(tl.uint8), mask=in_split[:, None])
+        tl.store(byte + 8, (ints & 255).to(tl.uint8), mask=in_split[:, None])
+    return tl.sum(int_lo + int_hi, axis=1).to(tl.float32), 1.0 / to_int  # the sums exact: at most 128 * 32767
+
+
+@triton.jit
+def _xq_prepare_kernel(xpair_ptr, xq_ptr, xsum_ptr, xpair_row_stride, groups_per_split, GPS_PAD: tl.constexpr,
+                       PAIRS: tl.constexpr, USE_PDL: tl.constexpr):
+    """`x_fixed` 4: one program a split and row of x writes the split's fragment blocks (xq_ptr + 256 ((row splits
+    + split) GPS_PAD + g)), its groups' sums of x_int (xsum_ptr + (row splits + split) GPS_PAD + g) and its x_scale
+    (xsum_ptr + rows splits GPS_PAD + row splits + split), for the GEMV launched after it with `launch_pdl`; that
+    kernel's dot asm waits for this grid (`griddepcontrol.wait`) before its first read."""
+    if USE_PDL:
+        gdc_launch_dependents()
+    split = tl.program_id(0)
+    row_m = tl.program_id(1)
+    slot = row_m * tl.num_programs(0) + split
+    gs = tl.arange(0, GPS_PAD)
+    in_split = gs < groups_per_split
+    xs = tl.load(xpair_ptr + row_m * xpair_row_stride + (split * groups_per_split + gs)[:, None] * PAIRS
+                 + tl.arange(0, PAIRS)[None, :], mask=in_split[:, None], other=0)
+    x_sums, x_scale = _quantize_split(xs, xq_ptr + slot * GPS_PAD * 256, in_split, PAIRS)
+    tl.store(xsum_ptr + slot * GPS_PAD + gs, x_sums, mask=in_split)
+    tl.store(xsum_ptr + tl.num_programs(0) * tl.num_programs(1) * GPS_PAD + slot, x_scale)
+
+
+@triton.jit
 def _twin_dot_xq(words_even, words_odd, frag, lane, j, HALF: tl.constexpr):
     """The pure-Triton twin of the `x_fixed` dot asm: each element's row dot sum (q - 8) x_int, with x_int read from
     the group's fragment block `frag` (bytes) where the PTX reads it: lane qq's block of word j, byte `xq_offset`."""
@@ -1026,7 +1108,7 @@ def _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split
     """The `sz_carry` scale step of group g (its scale/zero words loaded a group earlier, in acc's spare slots 1 and
     3): apply them and load the next group's (with L2_AHEAD 1, after asking L2 for the group after that). sz_loop:
     the rows' scale words of group 0, one address an element, or with SZ_BASE each pair's row 0. X_FIXED: the dot is
-    sum q x_int (offset 8, not 136)."""
+    sum q x_int (offset 8, not 136); 4: and its x sum is the dot tile's element 1 (x_sum_tile unused)."""
     group_bytes = tl.cast(n_out, tl.int64) * 4
     if SZ_BASE:
         sz_addr = tl.broadcast_to(tl.cast(sz_loop + g * n_out, tl.int64), [HALF, 128])
@@ -1040,7 +1122,9 @@ def _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split
                                         dtype=tl.float32, is_pure=True, pack=4)
     else:
         next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
-        acc = tl.inline_asm_elementwise((_SCALE_CARRY_AFTER_BASE_X8_PTX if SZ_BASE else _SCALE_CARRY_AFTER_X8_PTX)
+        acc = tl.inline_asm_elementwise((_SCALE_CARRY_AFTER_BASE_X8S_PTX if SZ_BASE else _SCALE_CARRY_AFTER_X8S_PTX)
+                                        if X_FIXED == 4 else
+                                        (_SCALE_CARRY_AFTER_BASE_X8_PTX if SZ_BASE else _SCALE_CARRY_AFTER_X8_PTX)
                                         if X_FIXED else
                                         (_SCALE_CARRY_AFTER_BASE_PTX if SZ_BASE else _SCALE_CARRY_AFTER_PTX),
                                         _SCALE_CARRY_AFTER_CONSTRAINTS,
@@ -1176,12 +1260,18 @@ def _int4_gemv_mma_kernel(
     g_start = split * groups_per_split
     # the sum of x over each group of this split (for the zero-point terms): once before the loop for up to 16 groups
     # a split, else per group inside it
-    XSUM_FIRST: tl.constexpr = (GPS_PAD <= 16) and (not XSUM_ASM)
+    XSUM_FIRST: tl.constexpr = (GPS_PAD <= 16) and (not XSUM_ASM) and (X_FIXED != 4)
     tl.static_assert(XSUM_FIRST or not XSUM_MEM, "int4_gemv mma xsum_mem: the x sums computed up front")
     gs = tl.arange(0, GPS_PAD if XSUM_FIRST else 1)
     p = tl.arange(0, PAIRS)
-    tl.static_assert(not X_FIXED or (XSUM_FIRST and CHUNKS == 1 and SZ_CARRY and not (X_REGS or XSUM_MEM)),
+    tl.static_assert(not X_FIXED or ((XSUM_FIRST or X_FIXED == 4) and CHUNKS == 1 and SZ_CARRY
+                                     and not (X_REGS or XSUM_MEM)),
                      "int4_gemv mma x_fixed: 128-k groups, up to 16 a split, with the plain sz_carry loop")
+    if X_FIXED == 4:  # written by _xq_prepare_kernel: this (row, split)'s blocks, x sums and x_scale
+        slot = row_m * tl.num_programs(2) + split
+        xq_prog = xq_ptr + slot * GPS_PAD * 256
+        xsum_prog = xsum_ptr + slot * GPS_PAD
+        x_scale_ptr = xsum_ptr + tl.num_programs(1) * tl.num_programs(2) * GPS_PAD + slot
     if USE_PTX and X_FIXED == 3:  # the pipeline's first groups of words asked of L2 before the prologue's work
         tiles = block * TILES + tl.arange(0, TILES)
         tile_first = w_ptr + (tl.cast(tiles, tl.int64) * n_k_outer + g_start * GROUP // (16 * IKT)) * KO_WORDS
@@ -1195,25 +1285,8 @@ def _int4_gemv_mma_kernel(
         xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None],
                      other=0)
         if X_FIXED:  # x_int = round(x / x_scale) in +-32767, one x_scale for the split; its fragment blocks
-            x_lo = _bf16_lo(xs)  # k = 2 p
-            x_hi = _bf16_hi(xs)  # k = 2 p + 1
-            # a NaN counts as infinite: then to_int is 0, every x_int 0 and x_scale inf, so the output is NaN
-            mag_lo = tl.where(x_lo != x_lo, float("inf"), tl.abs(x_lo))
-            mag_hi = tl.where(x_hi != x_hi, float("inf"), tl.abs(x_hi))
-            amax = tl.max(tl.maximum(tl.max(mag_lo, axis=1), tl.max(mag_hi, axis=1)), axis=0)
-            to_int = tl.where(amax > 0, 32767.0 / amax, 1.0)
-            x_scale = 1.0 / to_int
-            int_lo = _to_fixed(x_lo, to_int)
-            int_hi = _to_fixed(x_hi, to_int)
-            x_sums = tl.sum(int_lo + int_hi, axis=1).to(tl.float32)  # exact: at most 128 * 32767
             xq_prog = xq_ptr + ((split * tl.num_programs(1) + row_m) * tl.num_programs(0) + block) * GPS_PAD * 256
-            blocks = xq_prog + gs[:, None] * 256
-            in_split = (gs < groups_per_split)[:, None]
-            for half in tl.static_range(2):
-                ints = int_lo if half == 0 else int_hi
-                byte = blocks + _xq_block_offset(2 * p[None, :] + half)
-                tl.store(byte, ((ints >> 8) & 255).to(tl.uint8), mask=in_split)
-                tl.store(byte + 8, (ints & 255).to(tl.uint8), mask=in_split)
+            x_sums, x_scale = _quantize_split(xs, xq_prog, gs < groups_per_split, PAIRS)
             tl.debug_barrier()  # every block written before any lane of the program reads one
             if USE_PTX:  # and into L1: the stores went to L2 only, and each group's loads would wait for L2
                 lines = xq_prog + tl.arange(0, GPS_PAD * 2) * 128
@@ -1361,7 +1434,7 @@ def _int4_gemv_mma_kernel(
                 x_sum = tl.load(xsum_slot + gi)
             elif XSUM_FIRST:
                 x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
-            elif not XSUM_ASM:
+            elif not (XSUM_ASM or X_FIXED == 4):
                 xg = tl.load(x_row + g * PAIRS + p)
                 x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
             dot = tl.zeros([HALF, 128], dtype=tl.float32)
@@ -1395,7 +1468,14 @@ def _int4_gemv_mma_kernel(
                 ko = (g * GROUP) // (16 * IKT)
                 words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
                 words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
-                if X_FIXED >= 2:  # the next group's B registers first (the last group loads its own again)
+                if X_FIXED == 4:  # after waiting for the prepare grid; the group's x sum comes in elements 1, 3
+                    frag = tl.broadcast_to(tl.cast(xq_prog + gi * 256, tl.int64), [HALF, 128])
+                    dot = tl.inline_asm_elementwise(
+                        _MMA_DOT_XQ_PREP_PTX, _MMA_DOT_XQ_PREP_CONSTRAINTS,
+                        [words_even, words_odd, col, frag,
+                         tl.broadcast_to(tl.cast(xsum_prog + gi, tl.int64), [HALF, 128])],
+                        dtype=tl.float32, is_pure=False, pack=4)
+                elif X_FIXED >= 2:  # the next group's B registers first (the last group loads its own again)
                     frag = tl.cast(xq_prog + tl.minimum(gi + 1, groups_per_split - 1) * 256, tl.int64)
                     nf0, nf1, nf2, nf3 = tl.inline_asm_elementwise(
                         _XQ_PREFETCH_PTX, _XQ_PREFETCH_CONSTRAINTS,
@@ -1420,7 +1500,9 @@ def _int4_gemv_mma_kernel(
                     dot = tl.inline_asm_elementwise(_MMA_DOT_2C_PTX if TWO_CHAINS else _MMA_DOT_PTX,
                                                     _MMA_DOT_CONSTRAINTS, [words_even, words_odd, col, x_chunk, dot],
                                                     dtype=tl.float32, is_pure=True, pack=4)
-            if not XSUM_ASM:
+            if X_FIXED == 4:
+                x_sum_tile = dot  # not read: the scale asm takes the x sum from the dot's element 1
+            elif not XSUM_ASM:
                 x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
             acc = _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split, HALF, SZ_BASE,
                                  L2_AHEAD, X_FIXED)
@@ -1429,6 +1511,8 @@ def _int4_gemv_mma_kernel(
             g = g_start + gi
             if XSUM_FIRST:
                 x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+            elif X_FIXED == 4:
+                x_sum = tl.load(xsum_prog + gi)
             else:
                 xg = tl.load(x_row + g * PAIRS + p)
                 x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
@@ -1503,7 +1587,9 @@ def _int4_gemv_mma_kernel(
             else:
                 sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
                 acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
-    if X_FIXED:  # x = x_scale x_int
+    if X_FIXED == 4:  # after the loop, whose asm waited for the prepare grid
+        acc = acc * tl.load(x_scale_ptr)
+    elif X_FIXED:  # x = x_scale x_int
         acc = acc * x_scale
     _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K)
 
@@ -1638,7 +1724,8 @@ def make_kernel(
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program; `x_fixed` 1: the dot asm loads its B registers,
-    2: they are loaded a group ahead, 3: and the first groups' words are asked of L2 before the prologue)."""
+    2: they are loaded a group ahead, 3: and the first groups' words are asked of L2 before the prologue, 4: a
+    grid before the GEMV prepares them, once for all row blocks, and the GEMV is launched with `launch_pdl`)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
     assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
@@ -1646,7 +1733,7 @@ def make_kernel(
     assert not words_regs or (sz_base and group_rows is None), "int4_gemv mma: words_regs goes with sz_base"
     assert not two_chains or (sz_carry and not (x_regs or xsum_asm or words_regs)), (
         "int4_gemv mma: two_chains goes with the plain sz_carry loop")
-    assert x_fixed in (0, 1, 2, 3), "int4_gemv mma: x_fixed 0, 1, 2 or 3"
+    assert x_fixed in (0, 1, 2, 3, 4), "int4_gemv mma: x_fixed 0 to 4"
     assert not x_fixed or (sz_carry and l2_ahead == 1 and not (x_regs or xsum_asm or xsum_mem or words_regs
                                                                or two_chains)), (
         "int4_gemv mma: x_fixed goes with the plain sz_carry loop, l2_ahead 1")
@@ -1693,7 +1780,12 @@ def make_kernel(
         xsum = (torch.empty(n_blocks * n_m * splits * triton.next_power_of_2(gps), dtype=torch.float32,
                             device=x.device) if xsum_mem else partial)
         assert gps <= 16 or not x_fixed, f"int4_gemv: x_fixed takes up to 16 groups a split, not {gps}"
-        xq = _xq_scratch(x.device, n_blocks * n_m * splits * triton.next_power_of_2(gps) * 256 if x_fixed else 1)
+        gps_pad = triton.next_power_of_2(gps)
+        xq = _xq_scratch(x.device, (1 if x_fixed == 4 else n_blocks) * n_m * splits * gps_pad * 256 if x_fixed else 1)
+        if x_fixed == 4:  # the x sums of each (row, split, group), then each (row, split)'s x_scale
+            xsum = torch.empty(n_m * splits * (gps_pad + 1), dtype=torch.float32, device=x.device)
+            _xq_prepare_kernel[(splits, n_m)](xpair, xq, xsum, xpair.stride(0), gps, GPS_PAD=gps_pad, PAIRS=64,
+                                              USE_PDL=use_ptx, num_warps=4)
         _int4_gemv_mma_kernel[(n_blocks, n_m, splits)](
             xpair,
             w_int4,
@@ -1731,6 +1823,7 @@ def make_kernel(
             X_FIXED=x_fixed,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
+            **({"launch_pdl": True} if x_fixed == 4 and use_ptx else {}),
         )
         return out
 

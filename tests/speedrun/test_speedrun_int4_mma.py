@@ -198,7 +198,9 @@ def run_warp(ptx: str, lanes: list[dict[str, int]], memory: dict[int, int] | Non
                 for n, name in enumerate(targets):
                     regs[name] = memory[address + 4 * n]
                 continue
-            if op == "ld.global.nc.b32":
+            if op == "griddepcontrol.wait":  # one grid at a time here: nothing to wait for
+                continue
+            if op in ("ld.global.nc.b32", "ld.global.b32"):
                 base, _, offset = args[1].strip("[]").partition("+")
                 regs[args[0]] = memory[regs[base] + int(offset or 0)]
                 continue
@@ -454,6 +456,32 @@ def test_xq_prefetched_b_registers_give_the_same_dots_as_the_loading_asm() -> No
     assert len(module._XQ_PREFETCH_CONSTRAINTS.value.split(",")) == 24
 
 
+def test_mma_dot_xq_prepared_ptx_waits_then_gives_the_dots_and_the_x_sum() -> None:
+    """`x_fixed` 4: the dot asm waits for the prepare grid before its first load, gives the loading asm's dots in
+    elements 0 and 2, and the group's x sum (loaded from $20) in elements 1 and 3; the scale step reads it there."""
+    module = _mma_module()
+    rng = random.Random(23)
+    _, words, _ = _two_tiles(rng)
+    memory = _fragment_block([rng.randint(-32767, 32767) for _ in range(128)])
+    x_sum_address = FRAG_BASE + 4096
+    memory[x_sum_address] = _bits(-1234.0)
+    plain = _xq_lanes(words)
+    run_warp(module._MMA_DOT_XQ_PTX.value, plain, memory)
+    prepared = _xq_lanes(words)
+    for regs in prepared:
+        regs.update({f"${20 + n}": x_sum_address for n in range(4)})
+    text = module._MMA_DOT_XQ_PREP_PTX.value
+    run_warp(text, prepared, memory)
+    for lane in range(32):
+        assert [prepared[lane][f"${n}"] for n in (0, 2)] == [plain[lane][f"${n}"] for n in (0, 2)], lane
+        assert prepared[lane]["$1"] == prepared[lane]["$3"] == _bits(-1234.0), lane
+    assert text.index("griddepcontrol.wait") < text.index("ld.global")
+    assert len(module._MMA_DOT_XQ_PREP_CONSTRAINTS.value.split(",")) == 24
+    scale = module._SCALE_CARRY_AFTER_BASE_X8S_PTX.value
+    assert scale == module._scale_carry_ptx(True, pair_base=True, offset=8).replace(", $12,", ", $5,")
+    assert ", $5," in scale and ", $12," not in scale
+
+
 def test_mma_dot_xq_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
     """As the bf16 dot: when a lane gets another lane's elements, every output is NaN."""
     _, words, _ = _two_tiles(random.Random(5))
@@ -491,11 +519,11 @@ def test_scale_carry_offset_8_on_the_fixed_point_dot_is_the_136_step_on_the_bf16
 
 
 def test_x_fixed_prologue_writes_the_isa_blocks_and_the_kernel_matches_the_reference() -> None:
-    """In the interpreter the x_fixed kernel (twin dot from the fragment blocks) matches the fp32 reference at shapes
-    with an n-tile pair without its odd tile (N = 40, per-row scale addresses), two x rows and 16 groups a split, and
-    each program's blocks hold x_int = round(x 32767 / max |x| of its split), half away from zero, where
-    `_isa_fragment_byte` says: the prologue's stores and the asm's loads agree through the ISA, not through the
-    kernel's own formula alone."""
+    """In the interpreter the x_fixed kernel (twin dot from the fragment blocks; with `x_fixed` 4 after the prepare
+    grid) matches the fp32 reference at shapes with an n-tile pair without its odd tile (N = 40, per-row scale
+    addresses), two x rows and 16 groups a split, and each program's (4: each row and split's) blocks hold x_int =
+    round(x 32767 / max |x| of its split), half away from zero, where `_isa_fragment_byte` says: the prologue's
+    stores and the asm's loads agree through the ISA, not through the kernel's own formula alone."""
     skip_without_torch_and_triton()
     code = """
 import sys, torch
@@ -504,7 +532,8 @@ import check_variants as cv
 from kernels.int4_gemv import dequantize_groups, quantize_groups
 worst = 0.0
 for n, k, ikt, m, name in ((40, 1024, 8, 1, "mma_szq_bn128_sk8_w4_st3"), (64, 2048, 4, 2, "mma_szq_bn256_sk8_w4_st3"),
-                           (32, 512, 2, 1, "mma_szq_bn256_sk16_w4_st3")):
+                           (32, 512, 2, 1, "mma_szq_bn256_sk16_w4_st3"), (40, 1024, 8, 1, "mma_szqp_bn128_sk8_w4_st3"),
+                           (64, 2048, 4, 2, "mma_szqp_bn256_sk8_w4_st3")):
     torch.manual_seed(n + k)
     w = torch.randn(n, k)
     x = (torch.randn(m, k) * torch.logspace(-3, 2, k)).to(torch.bfloat16)  # a wide range of magnitudes
@@ -527,8 +556,9 @@ for n, k, ikt, m, name in ((40, 1024, 8, 1, "mma_szq_bn128_sk8_w4_st3"), (64, 20
             to_int = torch.tensor(32767.0) / xs.abs().max()
             y = xs * to_int
             x_int = torch.where(y >= 0, y + 0.5, y - 0.5).clamp(-32767, 32767).to(torch.int32).tolist()
-            for block in range(blocks):
-                start = ((split * m + row) * blocks + block) * pad * 256
+            for block in range(1 if params["x_fixed"] == 4 else blocks):  # 4: one block set a (row, split)
+                slot = row * splits + split if params["x_fixed"] == 4 else (split * m + row) * blocks + block
+                start = slot * pad * 256
                 for g in range(gps):
                     got = buf[start + 256 * g:start + 256 * (g + 1)].tolist()
                     want = bytearray(256)
@@ -787,7 +817,8 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
                                      "mma_szcs_bn256_sk8_w4_st3", "mma_szb_bn256_sk8_w4_st3",
                                      "mma_szb_bn128_sk8_w4_st3", "mma_szbm_bn256_sk8_w4_st3",
                                      "mma_szbrm_bn256_sk8_w4_st3", "mma_szq_bn256_sk8_w4_st3",
-                                     "mma_szq_bn128_sk8_w4_st3", "mma_szqr_bn256_sk8_w4_st3"])
+                                     "mma_szq_bn128_sk8_w4_st3", "mma_szqr_bn256_sk8_w4_st3",
+                                     "mma_szqp_bn256_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
