@@ -324,11 +324,13 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                   ("mma_szqr_bn128_sk8_w4_st3", 128, 8), ("mma_szqw_bn256_sk8_w4_st3", 256, 8),
                                   ("mma_szqw_bn256_sk16_w4_st3", 256, 16), ("mma_szqw_bn256_sk8_w4_st4", 256, 8),
                                   ("mma_szqp_bn256_sk8_w4_st3", 256, 8), ("mma_szqp_bn256_sk16_w4_st3", 256, 16),
-                                  ("mma_szqp_bn128_sk8_w4_st3", 128, 8))],
+                                  ("mma_szqp_bn128_sk8_w4_st3", 128, 8), ("mma_szqpr_bn256_sk8_w4_st3", 256, 8),
+                                  ("mma_szqpr_bn128_sk8_w4_st3", 128, 8), ("mma_szqpr_bn256_sk16_w4_st3", 256, 16))],
     # x_fixed 4's prepare grid: one program a split (GPS_PAD groups of 64 x pairs)
     *[("int4_gemv", v, "_xq_prepare_kernel", INT4_PAIRS, {"GPS_PAD": 64 // split_k, "PAIRS": 64, "USE_PDL": True})
       for v, split_k in (("mma_szqp_bn256_sk8_w4_st3", 8), ("mma_szqp_bn256_sk16_w4_st3", 16),
-                         ("mma_szqp_bn128_sk8_w4_st3", 8))],
+                         ("mma_szqp_bn128_sk8_w4_st3", 8), ("mma_szqpr_bn256_sk8_w4_st3", 8),
+                         ("mma_szqpr_bn128_sk8_w4_st3", 8), ("mma_szqpr_bn256_sk16_w4_st3", 16))],
     # groups as rows: PAIRS_PER_PROGRAM n-tile pairs (block_n / 16); the headline's groups per split divide GROUP_ROWS
     *[("int4_gemv", v, "_int4_gemv_mma_groups_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "PAIRS_PER_PROGRAM": block_n // 16, "EVEN_GROUPS": True, "L2_AHEAD": 0})

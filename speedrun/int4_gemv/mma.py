@@ -411,11 +411,25 @@ x prologue at all, and no x-sum pick in the loop: the dot asm loads the group's 
   whose prologue was the larger share of each.
 - `mma_szqp_bn128_sk8_w4_st3` (128 rows, split-K 8, x prepared by a grid before): 512 programs of 2 pairs a warp,
   4 an SM, without the per-program x work that a smaller block repeats more often.
+
+Under ncu (which runs the two grids one after the other, so no PDL overlap) the GEMV alone took 20.1-20.6 us
+(h200_c29, triage 16.8-20.2 us), 37% of its samples at the first two integer mmas of a group, waiting for the B
+loads just issued: the blocks are in L2, read by every program of a split, and each group's load is exposed.
+With `x_fixed` 5 the dot asm also loads the next group's B registers right after the wait, for the next
+iteration, and takes its own from the previous call (the first group loads its own): a whole group of lead
+without a load ahead of the loop, which would sit after the wait and hold back the pipeline's first words.
+- `mma_szqpr_bn256_sk8_w4_st3` (as `mma_szqp_bn256_sk8_w4_st3`, B a group ahead): the kept grid with a group's
+  lead for each B load and no x prologue.
+- `mma_szqpr_bn128_sk8_w4_st3` (as `mma_szqp_bn128_sk8_w4_st3`, B a group ahead): 512 programs, the fastest
+  prepared grid of h200_c29 (16.8 us).
+- `mma_szqpr_bn256_sk16_w4_st3` (256 rows, split-K 16, B a group ahead): 512 programs of 4 groups, one more
+  grid where the first group's own load is a quarter of the loads.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -577,6 +591,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "x_fixed": 4},
     "mma_szqp_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 4},
+    "mma_szqpr_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 5},
+    "mma_szqpr_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 5},
+    "mma_szqpr_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                    "sz_carry": True, "l2_ahead": 1, "sz_base": True, "x_fixed": 5},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -754,6 +774,36 @@ _MMA_DOT_XQ_PTX = tl.constexpr(_mma_dot_xq_ptx())
 _MMA_DOT_XQ_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l")
 _MMA_DOT_XQ_PREP_PTX = tl.constexpr(_mma_dot_xq_ptx(prepared=True))
 _MMA_DOT_XQ_PREP_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,l,l,l,l")
+
+
+def _mma_dot_xq_ahead_ptx() -> str:
+    """PTX (`x_fixed` 5): `_mma_dot_xq_ptx(prepared=True)` that also loads the next group's B registers for the next
+    call. Out: the dot tile $0..$3 (the x sum, from $40, in $1 and $3), the next group's B register n of word j in
+    $(4 + 4 n + j). In: words $20..$27, column $28, this group's block $32, the next group's $36, the x sum's
+    address $40, a flag $44 (not 0: the first group, whose B registers are loaded here), and the B registers the
+    previous call loaded, $(48 + 4 n + j). After the wait, the next group's loads are issued first."""
+    base = _mma_dot_xq_ptx(prepared=True).splitlines()
+    renum = {4: 20, 5: 21, 6: 22, 7: 23, 8: 24, 9: 25, 10: 26, 11: 27, 12: 28, 16: 32, 20: 40}
+    body = []
+    for line in base:
+        for old, new in sorted(renum.items(), reverse=True):
+            line = re.sub(rf"\${old}(?!\d)", f"${new}", line)
+        body.append(line)
+    loads = [i for i, line in enumerate(body) if line.startswith("ld.global.v4.b32")]
+    assert len(loads) == WORDS
+    at = loads[0]
+    body[at:at + WORDS] = (
+        ["setp.ne.u32 first, $44, 0;", "mov.u32 s, %laneid;",
+         "and.b32 s, s, 3;", "mul.wide.u32 xn, s, 16;", "add.s64 xn, xn, $36;"]
+        + [f"ld.global.v4.b32 {{${4 + j}, ${8 + j}, ${12 + j}, ${16 + j}}}, [xn+{64 * j}];" for j in range(WORDS)]
+        + [f"mov.b32 x{j}_{n}, ${48 + 4 * n + j};" for j in range(WORDS) for n in range(4)]
+        + [f"@first {line}" for line in body[at:at + WORDS]])
+    body[1:1] = [".reg .pred first;", ".reg .b64 xn;"]
+    return "\n".join(body)
+
+
+_MMA_DOT_XQ_AHEAD_PTX = tl.constexpr(_mma_dot_xq_ahead_ptx())
+_MMA_DOT_XQ_AHEAD_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 4 + ["=r"] * 16 + ["r"] * 12 + ["l"] * 12 + ["r"] * 20))
 _MMA_DOT_XQ_REGS_PTX = tl.constexpr(_mma_dot_xq_ptx(frags_in_regs=True))
 _MMA_DOT_XQ_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28))
 
@@ -1123,7 +1173,7 @@ def _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split
     else:
         next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
         acc = tl.inline_asm_elementwise((_SCALE_CARRY_AFTER_BASE_X8S_PTX if SZ_BASE else _SCALE_CARRY_AFTER_X8S_PTX)
-                                        if X_FIXED == 4 else
+                                        if X_FIXED >= 4 else
                                         (_SCALE_CARRY_AFTER_BASE_X8_PTX if SZ_BASE else _SCALE_CARRY_AFTER_X8_PTX)
                                         if X_FIXED else
                                         (_SCALE_CARRY_AFTER_BASE_PTX if SZ_BASE else _SCALE_CARRY_AFTER_PTX),
@@ -1260,14 +1310,14 @@ def _int4_gemv_mma_kernel(
     g_start = split * groups_per_split
     # the sum of x over each group of this split (for the zero-point terms): once before the loop for up to 16 groups
     # a split, else per group inside it
-    XSUM_FIRST: tl.constexpr = (GPS_PAD <= 16) and (not XSUM_ASM) and (X_FIXED != 4)
+    XSUM_FIRST: tl.constexpr = (GPS_PAD <= 16) and (not XSUM_ASM) and (X_FIXED < 4)
     tl.static_assert(XSUM_FIRST or not XSUM_MEM, "int4_gemv mma xsum_mem: the x sums computed up front")
     gs = tl.arange(0, GPS_PAD if XSUM_FIRST else 1)
     p = tl.arange(0, PAIRS)
-    tl.static_assert(not X_FIXED or ((XSUM_FIRST or X_FIXED == 4) and CHUNKS == 1 and SZ_CARRY
+    tl.static_assert(not X_FIXED or ((XSUM_FIRST or X_FIXED >= 4) and CHUNKS == 1 and SZ_CARRY
                                      and not (X_REGS or XSUM_MEM)),
                      "int4_gemv mma x_fixed: 128-k groups, up to 16 a split, with the plain sz_carry loop")
-    if X_FIXED == 4:  # written by _xq_prepare_kernel: this (row, split)'s blocks, x sums and x_scale
+    if X_FIXED >= 4:  # written by _xq_prepare_kernel: this (row, split)'s blocks, x sums and x_scale
         slot = row_m * tl.num_programs(2) + split
         xq_prog = xq_ptr + slot * GPS_PAD * 256
         xsum_prog = xsum_ptr + slot * GPS_PAD
@@ -1416,7 +1466,12 @@ def _int4_gemv_mma_kernel(
         acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
                                         [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
                                         is_pure=True, pack=4)
-        if X_FIXED >= 2:  # the first group's B registers (`_XQ_PREFETCH_PTX`)
+        if X_FIXED == 5:  # the B registers a group ahead: the first group's load their own
+            f0 = tl.zeros([HALF, 128], dtype=tl.int32)
+            f1 = tl.zeros([HALF, 128], dtype=tl.int32)
+            f2 = tl.zeros([HALF, 128], dtype=tl.int32)
+            f3 = tl.zeros([HALF, 128], dtype=tl.int32)
+        elif X_FIXED >= 2:  # the first group's B registers (`_XQ_PREFETCH_PTX`)
             f0, f1, f2, f3 = tl.inline_asm_elementwise(
                 _XQ_PREFETCH_PTX, _XQ_PREFETCH_CONSTRAINTS,
                 [col + tl.zeros([HALF, 128], dtype=tl.int32), tl.broadcast_to(tl.cast(xq_prog, tl.int64), [HALF, 128])],
@@ -1434,7 +1489,7 @@ def _int4_gemv_mma_kernel(
                 x_sum = tl.load(xsum_slot + gi)
             elif XSUM_FIRST:
                 x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
-            elif not (XSUM_ASM or X_FIXED == 4):
+            elif not (XSUM_ASM or X_FIXED >= 4):
                 xg = tl.load(x_row + g * PAIRS + p)
                 x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
             dot = tl.zeros([HALF, 128], dtype=tl.float32)
@@ -1468,7 +1523,17 @@ def _int4_gemv_mma_kernel(
                 ko = (g * GROUP) // (16 * IKT)
                 words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
                 words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
-                if X_FIXED == 4:  # after waiting for the prepare grid; the group's x sum comes in elements 1, 3
+                if X_FIXED == 5:  # and the next group's B registers, loaded here for the next iteration
+                    nxt = xq_prog + tl.minimum(gi + 1, groups_per_split - 1) * 256
+                    dot, f0, f1, f2, f3 = tl.inline_asm_elementwise(
+                        _MMA_DOT_XQ_AHEAD_PTX, _MMA_DOT_XQ_AHEAD_CONSTRAINTS,
+                        [words_even, words_odd, col,
+                         tl.broadcast_to(tl.cast(xq_prog + gi * 256, tl.int64), [HALF, 128]),
+                         tl.broadcast_to(tl.cast(nxt, tl.int64), [HALF, 128]),
+                         tl.broadcast_to(tl.cast(xsum_prog + gi, tl.int64), [HALF, 128]),
+                         tl.broadcast_to(tl.where(gi == 0, 1, 0), [HALF, 128]), f0, f1, f2, f3],
+                        dtype=(tl.float32, tl.int32, tl.int32, tl.int32, tl.int32), is_pure=False, pack=4)
+                elif X_FIXED == 4:  # after waiting for the prepare grid; the group's x sum comes in elements 1, 3
                     frag = tl.broadcast_to(tl.cast(xq_prog + gi * 256, tl.int64), [HALF, 128])
                     dot = tl.inline_asm_elementwise(
                         _MMA_DOT_XQ_PREP_PTX, _MMA_DOT_XQ_PREP_CONSTRAINTS,
@@ -1500,7 +1565,7 @@ def _int4_gemv_mma_kernel(
                     dot = tl.inline_asm_elementwise(_MMA_DOT_2C_PTX if TWO_CHAINS else _MMA_DOT_PTX,
                                                     _MMA_DOT_CONSTRAINTS, [words_even, words_odd, col, x_chunk, dot],
                                                     dtype=tl.float32, is_pure=True, pack=4)
-            if X_FIXED == 4:
+            if X_FIXED >= 4:
                 x_sum_tile = dot  # not read: the scale asm takes the x sum from the dot's element 1
             elif not XSUM_ASM:
                 x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
@@ -1511,7 +1576,7 @@ def _int4_gemv_mma_kernel(
             g = g_start + gi
             if XSUM_FIRST:
                 x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
-            elif X_FIXED == 4:
+            elif X_FIXED >= 4:
                 x_sum = tl.load(xsum_prog + gi)
             else:
                 xg = tl.load(x_row + g * PAIRS + p)
@@ -1587,7 +1652,7 @@ def _int4_gemv_mma_kernel(
             else:
                 sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
                 acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
-    if X_FIXED == 4:  # after the loop, whose asm waited for the prepare grid
+    if X_FIXED >= 4:  # after the loop, whose asm waited for the prepare grid
         acc = acc * tl.load(x_scale_ptr)
     elif X_FIXED:  # x = x_scale x_int
         acc = acc * x_scale
@@ -1725,7 +1790,8 @@ def make_kernel(
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program; `x_fixed` 1: the dot asm loads its B registers,
     2: they are loaded a group ahead, 3: and the first groups' words are asked of L2 before the prologue, 4: a
-    grid before the GEMV prepares them, once for all row blocks, and the GEMV is launched with `launch_pdl`)."""
+    grid before the GEMV prepares them, once for all row blocks, and the GEMV is launched with `launch_pdl`; 5: and
+    the dot asm loads the next group's B registers)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
     assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
@@ -1733,7 +1799,7 @@ def make_kernel(
     assert not words_regs or (sz_base and group_rows is None), "int4_gemv mma: words_regs goes with sz_base"
     assert not two_chains or (sz_carry and not (x_regs or xsum_asm or words_regs)), (
         "int4_gemv mma: two_chains goes with the plain sz_carry loop")
-    assert x_fixed in (0, 1, 2, 3, 4), "int4_gemv mma: x_fixed 0 to 4"
+    assert x_fixed in (0, 1, 2, 3, 4, 5), "int4_gemv mma: x_fixed 0 to 5"
     assert not x_fixed or (sz_carry and l2_ahead == 1 and not (x_regs or xsum_asm or xsum_mem or words_regs
                                                                or two_chains)), (
         "int4_gemv mma: x_fixed goes with the plain sz_carry loop, l2_ahead 1")
@@ -1781,8 +1847,8 @@ def make_kernel(
                             device=x.device) if xsum_mem else partial)
         assert gps <= 16 or not x_fixed, f"int4_gemv: x_fixed takes up to 16 groups a split, not {gps}"
         gps_pad = triton.next_power_of_2(gps)
-        xq = _xq_scratch(x.device, (1 if x_fixed == 4 else n_blocks) * n_m * splits * gps_pad * 256 if x_fixed else 1)
-        if x_fixed == 4:  # the x sums of each (row, split, group), then each (row, split)'s x_scale
+        xq = _xq_scratch(x.device, (1 if x_fixed >= 4 else n_blocks) * n_m * splits * gps_pad * 256 if x_fixed else 1)
+        if x_fixed >= 4:  # the x sums of each (row, split, group), then each (row, split)'s x_scale
             xsum = torch.empty(n_m * splits * (gps_pad + 1), dtype=torch.float32, device=x.device)
             _xq_prepare_kernel[(splits, n_m)](xpair, xq, xsum, xpair.stride(0), gps, GPS_PAD=gps_pad, PAIRS=64,
                                               USE_PDL=use_ptx, num_warps=4)
@@ -1823,7 +1889,7 @@ def make_kernel(
             X_FIXED=x_fixed,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
-            **({"launch_pdl": True} if x_fixed == 4 and use_ptx else {}),
+            **({"launch_pdl": True} if x_fixed >= 4 and use_ptx else {}),
         )
         return out
 

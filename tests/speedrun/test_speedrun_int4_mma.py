@@ -482,6 +482,53 @@ def test_mma_dot_xq_prepared_ptx_waits_then_gives_the_dots_and_the_x_sum() -> No
     assert ", $5," in scale and ", $12," not in scale
 
 
+def test_mma_dot_xq_ahead_ptx_uses_the_previous_calls_registers_and_loads_the_next_groups() -> None:
+    """`x_fixed` 5: called for the first group (flag set) the asm loads its own B registers; called for a later
+    group it uses the registers the previous call returned and loads none of its own; both give the prepared asm's
+    dots and x sum, and every call returns the next group's B registers as `_XQ_PREFETCH_PTX` loads them."""
+    module = _mma_module()
+    rng = random.Random(31)
+    _, words, _ = _two_tiles(rng)
+    memory = _fragment_block([rng.randint(-32767, 32767) for _ in range(128)])
+    nxt = FRAG_BASE + 256
+    memory.update({nxt + 4 * n: rng.getrandbits(32) for n in range(64)})
+    x_sum_address = FRAG_BASE + 4096
+    memory[x_sum_address] = _bits(77.0)
+    prepared = _xq_lanes(words)
+    for regs in prepared:
+        regs.update({f"${20 + n}": x_sum_address for n in range(4)})
+    run_warp(module._MMA_DOT_XQ_PREP_PTX.value, prepared, memory)
+    following = [{**{f"${16 + j}": 4 * lane + j for j in range(4)}, **{f"${20 + j}": nxt for j in range(4)}}
+                 for lane in range(32)]
+    run_warp(module._XQ_PREFETCH_PTX.value, following, memory)
+    own = [{**{f"${16 + j}": 4 * lane + j for j in range(4)}, **{f"${20 + j}": FRAG_BASE for j in range(4)}}
+           for lane in range(32)]
+    run_warp(module._XQ_PREFETCH_PTX.value, own, memory)
+    for first in (True, False):
+        lanes = []
+        for lane in range(32):
+            regs = {f"${n}": 0 for n in range(20)}
+            for j in range(4):
+                regs[f"${20 + j}"] = int(words[0, 0, lane, j]) & MASK32
+                regs[f"${24 + j}"] = int(words[1, 0, lane, j]) & MASK32
+                regs[f"${28 + j}"] = 4 * lane + j
+                regs[f"${32 + j}"] = FRAG_BASE
+                regs[f"${36 + j}"] = nxt
+                regs[f"${40 + j}"] = x_sum_address
+                regs[f"${44 + j}"] = int(first)
+            # a later call gets the previous call's registers; the first gets zeros, which it must not use
+            regs.update({f"${48 + n}": 0 if first else own[lane][f"${n}"] for n in range(16)})
+            lanes.append(regs)
+        # a later call must not read its block: scrambled, a load of it would change the dots
+        seen = memory if first else {**memory, **{FRAG_BASE + 4 * n: rng.getrandbits(32) for n in range(64)}}
+        run_warp(module._MMA_DOT_XQ_AHEAD_PTX.value, lanes, seen)
+        for lane in range(32):
+            got = [lanes[lane][f"${n}"] for n in range(4)]
+            assert got == [prepared[lane][f"${n}"] for n in range(4)], (first, lane)
+            assert [lanes[lane][f"${4 + n}"] for n in range(16)] == [following[lane][f"${n}"] for n in range(16)]
+    assert len(module._MMA_DOT_XQ_AHEAD_CONSTRAINTS.value.split(",")) == 64
+
+
 def test_mma_dot_xq_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
     """As the bf16 dot: when a lane gets another lane's elements, every output is NaN."""
     _, words, _ = _two_tiles(random.Random(5))
@@ -533,7 +580,8 @@ from kernels.int4_gemv import dequantize_groups, quantize_groups
 worst = 0.0
 for n, k, ikt, m, name in ((40, 1024, 8, 1, "mma_szq_bn128_sk8_w4_st3"), (64, 2048, 4, 2, "mma_szq_bn256_sk8_w4_st3"),
                            (32, 512, 2, 1, "mma_szq_bn256_sk16_w4_st3"), (40, 1024, 8, 1, "mma_szqp_bn128_sk8_w4_st3"),
-                           (64, 2048, 4, 2, "mma_szqp_bn256_sk8_w4_st3")):
+                           (64, 2048, 4, 2, "mma_szqp_bn256_sk8_w4_st3"),
+                           (40, 1024, 8, 1, "mma_szqpr_bn128_sk8_w4_st3")):
     torch.manual_seed(n + k)
     w = torch.randn(n, k)
     x = (torch.randn(m, k) * torch.logspace(-3, 2, k)).to(torch.bfloat16)  # a wide range of magnitudes
@@ -818,7 +866,7 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
                                      "mma_szb_bn128_sk8_w4_st3", "mma_szbm_bn256_sk8_w4_st3",
                                      "mma_szbrm_bn256_sk8_w4_st3", "mma_szq_bn256_sk8_w4_st3",
                                      "mma_szq_bn128_sk8_w4_st3", "mma_szqr_bn256_sk8_w4_st3",
-                                     "mma_szqp_bn256_sk8_w4_st3"])
+                                     "mma_szqp_bn256_sk8_w4_st3", "mma_szqpr_bn256_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
