@@ -781,7 +781,10 @@ def _mma_dot_xq_ahead_ptx() -> str:
     call. Out: the dot tile $0..$3 (the x sum, from $40, in $1 and $3), the next group's B register n of word j in
     $(4 + 4 n + j). In: words $20..$27, column $28, this group's block $32, the next group's $36, the x sum's
     address $40, a flag $44 (not 0: the first group, whose B registers are loaded here), and the B registers the
-    previous call loaded, $(48 + 4 n + j). After the wait, the next group's loads are issued first."""
+    previous call loaded, $(48 + 4 n + j). After the wait, the next group's loads are issued first, into locals:
+    an output may be given the register of an input that is dead after the asm (the first build, which loaded
+    straight into the outputs, overwrote the previous call's registers before reading them: wrong on the card,
+    h200_c30)."""
     base = _mma_dot_xq_ptx(prepared=True).splitlines()
     renum = {4: 20, 5: 21, 6: 22, 7: 23, 8: 24, 9: 25, 10: 26, 11: 27, 12: 28, 16: 32, 20: 40}
     body = []
@@ -795,10 +798,15 @@ def _mma_dot_xq_ahead_ptx() -> str:
     body[at:at + WORDS] = (
         ["setp.ne.u32 first, $44, 0;", "mov.u32 s, %laneid;",
          "and.b32 s, s, 3;", "mul.wide.u32 xn, s, 16;", "add.s64 xn, xn, $36;"]
-        + [f"ld.global.v4.b32 {{${4 + j}, ${8 + j}, ${12 + j}, ${16 + j}}}, [xn+{64 * j}];" for j in range(WORDS)]
+        + [f"ld.global.v4.b32 {{n{j}_0, n{j}_1, n{j}_2, n{j}_3}}, [xn+{64 * j}];" for j in range(WORDS)]
         + [f"mov.b32 x{j}_{n}, ${48 + 4 * n + j};" for j in range(WORDS) for n in range(4)]
         + [f"@first {line}" for line in body[at:at + WORDS]])
-    body[1:1] = [".reg .pred first;", ".reg .b64 xn;"]
+    # outputs may share registers with inputs the asm no longer needs: the next group's registers are loaded
+    # into locals and copied out at the end, after the last read of an input
+    end = body.index("@off mov.b32 $0, 0x7FC00000;")
+    body[end:end] = [f"mov.b32 ${4 + 4 * n + j}, n{j}_{n};" for j in range(WORDS) for n in range(4)]
+    body[1:1] = [".reg .pred first;", ".reg .b64 xn;",
+                 ".reg .b32 " + ", ".join(f"n{j}_{n}" for j in range(WORDS) for n in range(4)) + ";"]
     return "\n".join(body)
 
 

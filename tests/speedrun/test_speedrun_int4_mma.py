@@ -529,6 +529,45 @@ def test_mma_dot_xq_ahead_ptx_uses_the_previous_calls_registers_and_loads_the_ne
     assert len(module._MMA_DOT_XQ_AHEAD_CONSTRAINTS.value.split(",")) == 64
 
 
+def _written_before_read(ptx: str, constraints: str) -> list[str]:
+    """The outputs of an asm that it writes before its last read of an input of the same register class: LLVM may
+    give an output the register of an input that is dead after the asm (tied inputs excepted), so such a write can
+    overwrite an input the asm still reads."""
+    kinds = constraints.split(",")
+    outputs = {n: kind[1:] for n, kind in enumerate(kinds) if kind.startswith("=")}
+    inputs = {n: kind for n, kind in enumerate(kinds) if not kind.startswith("=") and not kind.isdigit()}
+    last_read: dict[str, int] = {}
+    first_write: dict[int, int] = {}
+    for index, raw in enumerate(ptx.splitlines()):
+        line = re.sub(r"^@!?\w+\s+", "", raw.strip().rstrip(";"))
+        op, _, rest = line.partition(" ")
+        if not rest or op.startswith((".reg", "prefetch", "st.", "setp", "griddepcontrol")):
+            dest, sources = "", rest
+        elif rest.startswith("{"):
+            dest, _, sources = rest.partition("}")
+        else:
+            dest, _, sources = rest.partition(",")
+        for n in map(int, re.findall(r"\$(\d+)", sources)):
+            if n in inputs:
+                last_read[inputs[n]] = index
+        for n in map(int, re.findall(r"\$(\d+)", dest)):
+            if n in outputs:
+                first_write.setdefault(n, index)
+    return [f"${n}" for n, at in first_write.items() if at < last_read.get(outputs[n], -1)]
+
+
+def test_the_x_fixed_asm_blocks_write_no_output_before_their_last_input_read() -> None:
+    """A static check of every x_fixed asm block (the first `x_fixed` 5 build loaded the next group's registers
+    straight into its outputs, which LLVM gave the registers of the previous call's inputs: wrong on the card)."""
+    module = _mma_module()
+    for name in ("_MMA_DOT_XQ", "_MMA_DOT_XQ_PREP", "_MMA_DOT_XQ_AHEAD", "_MMA_DOT_XQ_REGS", "_XQ_PREFETCH"):
+        ptx, constraints = getattr(module, f"{name}_PTX").value, getattr(module, f"{name}_CONSTRAINTS").value
+        assert _written_before_read(ptx, constraints) == [], name
+    first_build = module._MMA_DOT_XQ_AHEAD_PTX.value.replace("mov.b32 x0_0, $48;", "mov.b32 x0_0, $48;\n"
+                                                             "ld.global.v4.b32 {$4, $8, $12, $16}, [xn+0];")
+    assert _written_before_read(first_build, module._MMA_DOT_XQ_AHEAD_CONSTRAINTS.value) != []
+
+
 def test_mma_dot_xq_ptx_refuses_a_layout_that_is_not_lane_exact() -> None:
     """As the bf16 dot: when a lane gets another lane's elements, every output is NaN."""
     _, words, _ = _two_tiles(random.Random(5))
