@@ -354,16 +354,17 @@ loop's 480 instructions a group, 7 a word (3 shifts, 4 `lop3`), because a bf16 h
 nibble must be shifted to bit 0 of its half. `mma.m16n8k32` with u8 A takes a nibble in any byte: `w & 0x0F0F0F0F`
 and `(w >> 4) & 0x0F0F0F0F` are a word's 8 nibbles as 8 u8 (3 instructions a word), and one mma multiplies a word
 pair's 32 k. B is then integer x: before its loop each program rounds its split's x to x_int = round(x / x_scale)
-with x_scale = max |x| / 32767 over the split, so |x - x_scale x_int| <= max |x| / 65534 (as fine as bf16 itself
-for every x within 7 binades of the maximum, and 40 times below the baseline's bf16 rounding of each weight), and
-writes its high (signed) and low (unsigned) bytes as the B fragments of each group (256 bytes a group, `xq_offset`)
-to its own scratch block. Per word pair two mmas (u8 by s8, u8 by u8) add into int32; the asm returns 256 hi + lo,
-exact, as fp32, the scale step takes (zero - 8 scale) sum x_int, and the partial is multiplied by x_scale before the
-store. A NaN in x makes the split's output NaN (x_scale inf, every x_int 0). 361 loop instructions a group (480) at
-116 registers with Triton 3.6; the prologue adds a block reduction for max |x| and 16 byte stores a thread. The
-blocks are then asked of L1 (`prefetch.global.L1`, 16 lines at the headline): the stores reach L2 only, and the
-first build, without it, waited for L2 at every group's first mma (h200_c25: 18.2 us in triage, 20% of ncu's
-samples on that one wait).
+with x_scale = max |x| / 32767 over the split, so |x - x_scale x_int| <= max |x| / 65534 (2^-16 of the largest x: as
+fine as bf16 itself for every x within 7 binades of it; the baseline rounds each dequantized weight to bf16, 2^-9
+relative), and writes its high (signed) and low (unsigned) bytes as the B fragments of each group (256 bytes a
+group, `xq_offset`) to its own scratch block. Per word pair two mmas (u8 by s8, u8 by u8) add into int32; the asm
+returns 256 hi + lo, exact, as fp32, the scale step takes (zero - 8 scale) sum x_int, and the partial is multiplied
+by x_scale before the store. A NaN in x makes the split's output NaN (x_scale inf, every x_int 0). 362 loop
+instructions a group (480) at 116 registers with Triton 3.6
+(`benchmarks/evidence/speedrun/compile_sm90_int4_szq_20261202.txt`); the prologue adds a block reduction for max |x|
+and 16 byte stores a thread. The blocks are then asked of L1 (`prefetch.global.L1`, 16 lines at the headline): the
+stores reach L2 only, and the first build, without it, waited for L2 at every group's first mma (h200_c25: 18.2 us
+in triage, 20% of ncu's samples on that one wait).
 - `mma_szq_bn256_sk8_w4_st3` (as the kept `mma_szb_bn256_sk8_w4_st3`, x in fixed point): the kept grid with a
   quarter fewer loop instructions, 116 registers.
 - `mma_szq_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): 512 programs of 4 groups, all resident
@@ -424,6 +425,19 @@ without a load ahead of the loop, which would sit after the wait and hold back t
   prepared grid of h200_c29 (16.8 us).
 - `mma_szqpr_bn256_sk16_w4_st3` (256 rows, split-K 16, B a group ahead): 512 programs of 4 groups, one more
   grid where the first group's own load is a quarter of the loads.
+
+The first build of `x_fixed` 5 was wrong on the card (h200_c30, max error 645): it loaded the next group's
+registers straight into its outputs, and LLVM had given those the registers of the previous call's inputs, so
+they were overwritten before being read (a static test now checks every x_fixed asm for an output written before
+the last read of an input). Fixed (the loads go to locals, copied out at the end), it is right and slower
+(h200_c31: 17.6-20.0 us against 14.1 us; 186 registers at 256 rows, each pack's asm holding its own copy).
+
+None of the fixed-point builds beat the bf16 decode (h200_c25..c31: best triage 15.5 us, best verify 1.333x,
+against 13.9-14.3 us and 1.432x-1.444x for `mma_szb_bn256_sk8_w4_st3` in the same calls): a quarter fewer
+instructions in the loop, but the x work moved into each program's critical path (the rounding, its stores and
+barrier, and the first B load) or, prepared by a grid of its own, a B load per group from L2 that the loop waits
+for. The speedup of the decode itself is real and measured: it needs x in fixed point at no per-program cost,
+which this kernel structure does not give.
 """
 
 from __future__ import annotations
