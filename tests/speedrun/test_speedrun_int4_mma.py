@@ -390,17 +390,18 @@ def _fragment_block(x_int: list[int]) -> dict[int, int]:
     return {FRAG_BASE + 4 * n: int.from_bytes(block[4 * n:4 * n + 4], "little") for n in range(64)}
 
 
-def _xq_lanes(words: torch.Tensor) -> list[dict[str, int]]:
-    """The 32 lanes' operands of the x_fixed dot asm: $4..$7 the even tile's words, $8..$11 the odd tile's, $12..$15
-    the columns 4 lane + j, $16..$19 the fragment block's address."""
+def _xq_lanes(words: torch.Tensor, first: int = 4) -> list[dict[str, int]]:
+    """The 32 lanes' operands of an x_fixed dot asm whose first input is $first (4, or 20 for `x_fixed` 5's, whose
+    outputs take $0..$19): the even tile's words, the odd tile's, the columns 4 lane + j and the fragment block's
+    address, 4 operands each; the outputs start at 0."""
     lanes = []
     for lane in range(32):
-        regs = {f"${n}": 0 for n in range(4)}
+        regs = {f"${n}": 0 for n in range(first)}
         for j in range(4):
-            regs[f"${4 + j}"] = int(words[0, 0, lane, j]) & MASK32
-            regs[f"${8 + j}"] = int(words[1, 0, lane, j]) & MASK32
-            regs[f"${12 + j}"] = 4 * lane + j
-            regs[f"${16 + j}"] = FRAG_BASE
+            regs[f"${first + j}"] = int(words[0, 0, lane, j]) & MASK32
+            regs[f"${first + 4 + j}"] = int(words[1, 0, lane, j]) & MASK32
+            regs[f"${first + 8 + j}"] = 4 * lane + j
+            regs[f"${first + 12 + j}"] = FRAG_BASE
         lanes.append(regs)
     return lanes
 
@@ -505,20 +506,13 @@ def test_mma_dot_xq_ahead_ptx_uses_the_previous_calls_registers_and_loads_the_ne
            for lane in range(32)]
     run_warp(module._XQ_PREFETCH_PTX.value, own, memory)
     for first in (True, False):
-        lanes = []
-        for lane in range(32):
-            regs = {f"${n}": 0 for n in range(20)}
-            for j in range(4):
-                regs[f"${20 + j}"] = int(words[0, 0, lane, j]) & MASK32
-                regs[f"${24 + j}"] = int(words[1, 0, lane, j]) & MASK32
-                regs[f"${28 + j}"] = 4 * lane + j
-                regs[f"${32 + j}"] = FRAG_BASE
-                regs[f"${36 + j}"] = nxt
-                regs[f"${40 + j}"] = x_sum_address
-                regs[f"${44 + j}"] = int(first)
+        lanes = _xq_lanes(words, first=20)
+        for lane, regs in enumerate(lanes):
+            regs.update({f"${36 + j}": nxt for j in range(4)})
+            regs.update({f"${40 + j}": x_sum_address for j in range(4)})
+            regs.update({f"${44 + j}": int(first) for j in range(4)})
             # a later call gets the previous call's registers; the first gets zeros, which it must not use
             regs.update({f"${48 + n}": 0 if first else own[lane][f"${n}"] for n in range(16)})
-            lanes.append(regs)
         # a later call must not read its block: scrambled, a load of it would change the dots
         seen = memory if first else {**memory, **{FRAG_BASE + 4 * n: rng.getrandbits(32) for n in range(64)}}
         run_warp(module._MMA_DOT_XQ_AHEAD_PTX.value, lanes, seen)
