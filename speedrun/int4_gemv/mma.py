@@ -426,11 +426,11 @@ without a load ahead of the loop, which would sit after the wait and hold back t
 - `mma_szqpr_bn256_sk16_w4_st3` (256 rows, split-K 16, B a group ahead): 512 programs of 4 groups, one more
   grid where the first group's own load is a quarter of the loads.
 
-The first build of `x_fixed` 5 was wrong on the card (h200_c30, max error 645): it loaded the next group's
-registers straight into its outputs, and LLVM had given those the registers of the previous call's inputs, so
-they were overwritten before being read (a static test now checks every x_fixed asm for an output written before
-the last read of an input). Fixed (the loads go to locals, copied out at the end), it is right and slower
-(h200_c31: 17.6-20.0 us against 14.1 us; 186 registers at 256 rows, each pack's asm holding its own copy).
+The first build of `x_fixed` 5 was wrong on the card (h200_c30, max error 645): it loaded the next group's registers
+straight into its outputs, and LLVM had given those the registers of the previous call's inputs, so they were
+overwritten before being read (a static test now checks every asm of this module for an output written before the
+last read of an input). Fixed (the loads go to locals, copied out at the end), it is right and slower (h200_c31:
+17.6-20.0 us against 14.1 us; 186 registers at 256 rows, each pack's asm holding its own copy).
 
 None of the fixed-point builds beat the bf16 decode (h200_c25..c31: best triage 15.5 us, best verify 1.333x,
 against 13.9-14.3 us and 1.432x-1.444x for `mma_szb_bn256_sk8_w4_st3` in the same calls): a quarter fewer

@@ -528,7 +528,8 @@ def _written_before_read(ptx: str, constraints: str) -> list[str]:
     give an output the register of an input that is dead after the asm (tied inputs excepted), so such a write can
     overwrite an input the asm still reads."""
     kinds = constraints.split(",")
-    outputs = {n: kind[1:] for n, kind in enumerate(kinds) if kind.startswith("=")}
+    tied = {int(kind) for kind in kinds if kind.isdigit()}  # an output tied to an input has that input's register
+    outputs = {n: kind[1:] for n, kind in enumerate(kinds) if kind.startswith("=") and n not in tied}
     inputs = {n: kind for n, kind in enumerate(kinds) if not kind.startswith("=") and not kind.isdigit()}
     last_read: dict[str, int] = {}
     first_write: dict[int, int] = {}
@@ -550,13 +551,32 @@ def _written_before_read(ptx: str, constraints: str) -> list[str]:
     return [f"${n}" for n, at in first_write.items() if at < last_read.get(outputs[n], -1)]
 
 
-def test_the_x_fixed_asm_blocks_write_no_output_before_their_last_input_read() -> None:
-    """A static check of every x_fixed asm block (the first `x_fixed` 5 build loaded the next group's registers
-    straight into its outputs, which LLVM gave the registers of the previous call's inputs: wrong on the card)."""
+def _asm_blocks(module: ModuleType) -> dict[str, tuple[str, str]]:
+    """Every inline-asm text of the module with the constraints it is called with: `X_PTX` with `X_CONSTRAINTS`,
+    or with the constraints of the nearest block it varies (`_SCALE_CARRY_AFTER_BASE_PTX`: the after-step's)."""
+    blocks = {}
+    for name in dir(module):
+        if not name.endswith("_PTX"):
+            continue
+        parts = name[:-4].split("_")
+        while len(parts) > 1 and not hasattr(module, "_".join(parts) + "_CONSTRAINTS"):
+            parts.pop()
+        key = "_".join(parts) + "_CONSTRAINTS"
+        constraints = getattr(module, key).value if hasattr(module, key) else "=r,l"  # _L1_PREFETCH_PTX's
+        blocks[name] = (getattr(module, name).value, constraints)
+    return blocks
+
+
+def test_no_asm_block_writes_an_output_before_its_last_input_read() -> None:
+    """A static check of every asm block of the mma module (the first `x_fixed` 5 build loaded the next group's
+    registers straight into its outputs, which LLVM gave the registers of the previous call's inputs: wrong on
+    the card)."""
     module = _mma_module()
-    for name in ("_MMA_DOT_XQ", "_MMA_DOT_XQ_PREP", "_MMA_DOT_XQ_AHEAD", "_MMA_DOT_XQ_REGS", "_XQ_PREFETCH"):
-        ptx, constraints = getattr(module, f"{name}_PTX").value, getattr(module, f"{name}_CONSTRAINTS").value
-        assert _written_before_read(ptx, constraints) == [], name
+    blocks = _asm_blocks(module)
+    assert len(blocks) >= 25 and blocks["_MMA_DOT_2C_PTX"][1] == module._MMA_DOT_CONSTRAINTS.value
+    assert blocks["_SCALE_CARRY_AFTER_BASE_X8S_PTX"][1] == module._SCALE_CARRY_AFTER_CONSTRAINTS.value
+    for name, (ptx, constraints) in blocks.items():
+        assert ptx.count("$") and _written_before_read(ptx, constraints) == [], name
     first_build = module._MMA_DOT_XQ_AHEAD_PTX.value.replace("mov.b32 x0_0, $48;", "mov.b32 x0_0, $48;\n"
                                                              "ld.global.v4.b32 {$4, $8, $12, $16}, [xn+0];")
     assert _written_before_read(first_build, module._MMA_DOT_XQ_AHEAD_CONSTRAINTS.value) != []
