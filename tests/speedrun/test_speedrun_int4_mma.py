@@ -82,6 +82,12 @@ def _lop3(a: int, b: int, c: int, lut: int) -> int:
     return out & MASK32
 
 
+def _cd_slots(g: int, t: int) -> tuple[tuple[int, int], ...]:
+    """(row, column) of c0..c3 (and d0..d3) of lane 4 g + t in the m16n8 accumulator, as the PTX ISA lays them out for
+    both mma shapes here: c0, c1: row g, columns 2t and 2t + 1; c2, c3: row g + 8."""
+    return (g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1)
+
+
 def _mma_m16n8k16(lanes: list[dict[str, int]], d: list[str], a: list[str], b: list[str], c: list[str]) -> None:
     """mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32 across the warp, fragments as in the PTX ISA: lane = 4 g + t;
     a0: A[g][2t, 2t+1], a1: A[g+8][2t, 2t+1], a2: A[g][2t+8, 2t+9], a3: A[g+8][2t+8, 2t+9];
@@ -97,12 +103,12 @@ def _mma_m16n8k16(lanes: list[dict[str, int]], d: list[str], a: list[str], b: li
         for index, k in enumerate((2 * t, 2 * t + 8)):
             word = regs[b[index]]
             mat_b[k][g], mat_b[k + 1][g] = _bf16(word), _bf16(word >> 16)
-        for index, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
+        for index, (row, col) in enumerate(_cd_slots(g, t)):
             mat_c[row][col] = _f32(regs[c[index]])
     out = [[mat_c[m][n] + sum(mat_a[m][k] * mat_b[k][n] for k in range(16)) for n in range(8)] for m in range(16)]
     for lane, regs in enumerate(lanes):
         g, t = divmod(lane, 4)
-        for index, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
+        for index, (row, col) in enumerate(_cd_slots(g, t)):
             regs[d[index]] = _bits(out[row][col])
 
 
@@ -129,12 +135,12 @@ def _mma_m16n8k32_int(lanes: list[dict[str, int]], b_signed: bool, d: list[str],
         for index, k0 in enumerate((4 * t, 4 * t + 16)):
             for i in range(4):
                 mat_b[k0 + i][g] = byte(regs[b[index]], i, b_signed)
-        for index, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
+        for index, (row, col) in enumerate(_cd_slots(g, t)):
             mat_c[row][col] = s32(regs[c[index]])
     out = [[mat_c[m][n] + sum(mat_a[m][k] * mat_b[k][n] for k in range(32)) for n in range(8)] for m in range(16)]
     for lane, regs in enumerate(lanes):
         g, t = divmod(lane, 4)
-        for index, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
+        for index, (row, col) in enumerate(_cd_slots(g, t)):
             regs[d[index]] = out[row][col] & MASK32
 
 
