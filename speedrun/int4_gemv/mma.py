@@ -357,7 +357,7 @@ pair's 32 k. B is then integer x: before its loop each program rounds its split'
 with x_scale = max |x| / 32767 over the split, so |x - x_scale x_int| <= max |x| / 65534 (2^-16 of the largest x: as
 fine as bf16 itself for every x within 7 binades of it; the baseline rounds each dequantized weight to bf16, 2^-9
 relative), and writes its high (signed) and low (unsigned) bytes as the B fragments of each group (256 bytes a
-group, `xq_offset`) to its own scratch block. Per word pair two mmas (u8 by s8, u8 by u8) add into int32; the asm
+group, `_xq_block_offset`) to its own scratch block. Per word pair two mmas (u8 by s8, u8 by u8) add into int32; the asm
 returns 256 hi + lo, exact, as fp32, the scale step takes (zero - 8 scale) sum x_int, and the partial is multiplied
 by x_scale before the store. A NaN in x makes the split's output NaN (x_scale inf, every x_int 0). 362 loop
 instructions a group (480) at 116 registers with Triton 3.6
@@ -443,7 +443,6 @@ which this kernel structure does not give.
 from __future__ import annotations
 
 import os
-import re
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -721,49 +720,55 @@ _MMA_DOT_XSUM_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 8) + "," + ",".join([
                                          + ",".join(str(n) for n in range(8)))
 
 
-# x in 16-bit fixed point (`x_fixed`): byte offset, inside one group's 256-byte block of fragments, of the high byte
-# of x_int at k (0..127); the low byte is 8 bytes on. Lane qq's word j holds nibble p at k = 32 j + 2 qq + 8 (p % 4)
-# + p // 4; `w & 0x0F0F0F0F` puts nibbles 0, 2, 4, 6 in bytes 0..3 (A registers a0, a1) and `(w >> 4) & 0x0F0F0F0F`
-# nibbles 1, 3, 5, 7 (a2, a3), so B register b0 byte i is x at nibble 2 i's k and b1 byte i at nibble 2 i + 1's.
-# Block (j, qq) of 16 bytes: b0 of the high bytes, b1 of the high bytes, b0 of the low bytes, b1 of the low bytes.
-def xq_offset(k: int) -> int:
-    """The byte of x_int's high half at k in a group's fragment block (the PTX side of the prologue's stores)."""
-    j, r = divmod(k, 32)
-    qq, nibble = (r % 8) // 2, r // 8 + 4 * (r % 2)
-    return 16 * (4 * j + qq) + 4 * (nibble % 2) + nibble // 2
-
-
-def _mma_dot_xq_ptx(frags_in_regs: bool = False, prepared: bool = False) -> str:
+def _mma_dot_xq_ptx(b_from: str = "load", prepared: bool = False) -> str:
     """PTX (`x_fixed`): the group's row dots sum q x_int of two n-tiles' 4 words (even tile $4..$7, odd $8..$11)
     against x in 16-bit fixed point, x_int = 256 hi + lo (hi signed, lo unsigned bytes), on the integer tensor cores.
     Per word pair: 2 shifts and 4 `and` make the u8 A fragment (a0, a1: the even and odd words' nibbles 0, 2, 4, 6;
     a2, a3: nibbles 1, 3, 5, 7), and 2 mma.m16n8k32 (u8 by s8 for the high bytes, u8 by u8 for the low) add its 32
     k to two int32 accumulators; every column of B is x, so d0 = d1 is the even row's and d2 = d3 the odd row's.
-    The lane loads its B registers (16 bytes a word, `xq_offset`) from the group's fragment block at $16, which the
-    program wrote before its loop. Out: hi 256 + lo (exact in int32) as fp32 in $0..$3; $12 is the column as in
-    `_mma_dot_ptx`, and a lane that is not hardware lane column / 4 makes every output NaN.
+    B register b0 byte i is x_int at the k of nibble 2 i, b1 byte i at nibble 2 i + 1's; a group's fragment block
+    holds, for word j and qq = lane % 4, 16 bytes at 16 (4 j + qq): b0 and b1 of the high bytes, then of the low ones
+    (`_xq_block_offset`). Out: hi 256 + lo (exact in int32) as fp32 in $0..$3; $12 is the column as in
+    `_mma_dot_ptx`, and a lane that is not hardware lane column / 4 makes every output NaN. Where B comes from:
+    - `load`: the lane loads its B registers from the group's block at $16 (written before the loop);
+    - `regs`: they come in as operands, loaded a group ahead by `_XQ_PREFETCH_PTX`: register n of word j is
+      $(16 + 4 n + j);
+    - `ahead` (`x_fixed` 5, with `prepared`): as `load` for the first group (flag $44 not 0), else the registers the
+      previous call returned ($(48 + 4 n + j)); the call also loads the next group's (block $36) and returns them in
+      $(4 + 4 n + j), so the inputs start at $20 (words $20..$27, column $28, this group's block $32). The next
+      group's loads go to locals and are copied out at the end: an output may be given the register of an input that
+      is dead after the asm (the first build, which loaded straight into the outputs, overwrote the previous call's
+      registers before reading them: wrong on the card, h200_c30).
 
-    With `frags_in_regs` the B registers come in as operands, loaded a group ahead by `_XQ_PREFETCH_PTX`: register n
-    of word j is $(16 + 4 n + j).
-
-    With `prepared` (`x_fixed` 4) the blocks were written by `_xq_prepare_kernel`, the grid before this one: the asm
-    first waits for it (`griddepcontrol.wait`, at once when it is done), and also loads the group's sum of x_int
-    from the address $20 into $1 and $3 (the copies nothing reads), where the scale step takes it."""
-    even, odd, column, frag = 4, 8, 12, 16
+    With `prepared` (`x_fixed` 4 and 5) the blocks were written by `_xq_prepare_kernel`, the grid before this one:
+    the asm first waits for it (`griddepcontrol.wait`, at once when it is done), and also loads the group's sum of
+    x_int (from $20, or $40 with `ahead`) into $1 and $3 (the copies nothing reads), where the scale step takes it."""
+    assert b_from in ("load", "regs", "ahead") and (prepared or b_from != "ahead"), b_from
+    ahead = b_from == "ahead"
+    even = 20 if ahead else 4  # the first input: the even tile's word 0
+    odd, column, frag = even + 4, even + 8, even + 12
+    x_sum = frag + (8 if ahead else 4)
     xr = ", ".join(f"x{j}_{n}" for j in range(WORDS) for n in range(4))
-    lines = ["{", ".reg .b32 s, lid, zero, a0, a1, a2, a3, h0, h1, h2, h3, l0, l1, l2, l3;", f".reg .b32 {xr};",
-             ".reg .b64 xa;", ".reg .pred off;", "mov.u32 lid, %laneid;", "shl.b32 lid, lid, 2;",
-             f"setp.ne.u32 off, ${column}, lid;", "mov.u32 s, %laneid;", "and.b32 s, s, 3;",
-             "mul.wide.u32 xa, s, 16;", f"add.s64 xa, xa, ${frag};", "mov.b32 zero, 0;"]
-    if prepared:
-        lines.insert(5, "griddepcontrol.wait;")
-        lines[1] = lines[1].replace("s, lid,", "s, lid, xs,")
-    if frags_in_regs:
-        lines = [line for line in lines if "xa" not in line and "mov.u32 s, %laneid" not in line
-                 and line != "and.b32 s, s, 3;"]
+    nr = ", ".join(f"n{j}_{n}" for j in range(WORDS) for n in range(4))
+    loads = [f"ld.global.v4.b32 {{x{j}_0, x{j}_1, x{j}_2, x{j}_3}}, [xa+{64 * j}];" for j in range(WORDS)]
+    lines = ["{"] + ([".reg .pred first;", ".reg .b64 xn;", f".reg .b32 {nr};"] if ahead else [])
+    lines += [f".reg .b32 s, lid, {'xs, ' if prepared else ''}zero, a0, a1, a2, a3, h0, h1, h2, h3, l0, l1, l2, l3;",
+              f".reg .b32 {xr};"] + ([] if b_from == "regs" else [".reg .b64 xa;"]) + [".reg .pred off;"]
+    lines += ["griddepcontrol.wait;"] if prepared else []
+    lines += ["mov.u32 lid, %laneid;", "shl.b32 lid, lid, 2;", f"setp.ne.u32 off, ${column}, lid;"]
+    if b_from != "regs":
+        lines += ["mov.u32 s, %laneid;", "and.b32 s, s, 3;", "mul.wide.u32 xa, s, 16;", f"add.s64 xa, xa, ${frag};"]
+    lines.append("mov.b32 zero, 0;")
+    if b_from == "load":
+        lines += loads
+    elif b_from == "regs":
         lines += [f"mov.b32 x{j}_{n}, ${frag + 4 * n + j};" for j in range(WORDS) for n in range(4)]
     else:
-        lines += [f"ld.global.v4.b32 {{x{j}_0, x{j}_1, x{j}_2, x{j}_3}}, [xa+{64 * j}];" for j in range(WORDS)]
+        lines += [f"setp.ne.u32 first, ${frag + 12}, 0;", "mov.u32 s, %laneid;", "and.b32 s, s, 3;",
+                  "mul.wide.u32 xn, s, 16;", f"add.s64 xn, xn, ${frag + 4};"]
+        lines += [f"ld.global.v4.b32 {{n{j}_0, n{j}_1, n{j}_2, n{j}_3}}, [xn+{64 * j}];" for j in range(WORDS)]
+        lines += [f"mov.b32 x{j}_{n}, ${frag + 16 + 4 * n + j};" for j in range(WORDS) for n in range(4)]
+        lines += [f"@first {line}" for line in loads]
     for j in range(WORDS):
         lines += [f"and.b32 a0, ${even + j}, 0x0F0F0F0F;", f"and.b32 a1, ${odd + j}, 0x0F0F0F0F;",
                   f"shr.u32 s, ${even + j}, 4;", "and.b32 a2, s, 0x0F0F0F0F;", f"shr.u32 s, ${odd + j}, 4;",
@@ -776,9 +781,11 @@ def _mma_dot_xq_ptx(frags_in_regs: bool = False, prepared: bool = False) -> str:
     lines += ["mad.lo.s32 h0, h0, 256, l0;", "mad.lo.s32 h2, h2, 256, l2;", "cvt.rn.f32.s32 $0, h0;",
               "cvt.rn.f32.s32 $2, h2;"]
     if prepared:
-        lines += ["ld.global.b32 xs, [$20];", "mov.b32 $1, xs;", "mov.b32 $3, xs;"]
+        lines += [f"ld.global.b32 xs, [${x_sum}];", "mov.b32 $1, xs;", "mov.b32 $3, xs;"]
     else:
         lines += ["cvt.rn.f32.s32 $1, h0;", "cvt.rn.f32.s32 $3, h2;"]
+    if ahead:
+        lines += [f"mov.b32 ${4 + 4 * n + j}, n{j}_{n};" for j in range(WORDS) for n in range(4)]
     lines += [f"@off mov.b32 ${n}, 0x7FC00000;" for n in range(4)]
     lines.append("}")
     return "\n".join(lines)
@@ -788,45 +795,9 @@ _MMA_DOT_XQ_PTX = tl.constexpr(_mma_dot_xq_ptx())
 _MMA_DOT_XQ_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l")
 _MMA_DOT_XQ_PREP_PTX = tl.constexpr(_mma_dot_xq_ptx(prepared=True))
 _MMA_DOT_XQ_PREP_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,l,l,l,l")
-
-
-def _mma_dot_xq_ahead_ptx() -> str:
-    """PTX (`x_fixed` 5): `_mma_dot_xq_ptx(prepared=True)` that also loads the next group's B registers for the next
-    call. Out: the dot tile $0..$3 (the x sum, from $40, in $1 and $3), the next group's B register n of word j in
-    $(4 + 4 n + j). In: words $20..$27, column $28, this group's block $32, the next group's $36, the x sum's
-    address $40, a flag $44 (not 0: the first group, whose B registers are loaded here), and the B registers the
-    previous call loaded, $(48 + 4 n + j). After the wait, the next group's loads are issued first, into locals:
-    an output may be given the register of an input that is dead after the asm (the first build, which loaded
-    straight into the outputs, overwrote the previous call's registers before reading them: wrong on the card,
-    h200_c30)."""
-    base = _mma_dot_xq_ptx(prepared=True).splitlines()
-    renum = {4: 20, 5: 21, 6: 22, 7: 23, 8: 24, 9: 25, 10: 26, 11: 27, 12: 28, 16: 32, 20: 40}
-    body = []
-    for line in base:
-        for old, new in sorted(renum.items(), reverse=True):
-            line = re.sub(rf"\${old}(?!\d)", f"${new}", line)
-        body.append(line)
-    loads = [i for i, line in enumerate(body) if line.startswith("ld.global.v4.b32")]
-    assert len(loads) == WORDS
-    at = loads[0]
-    body[at:at + WORDS] = (
-        ["setp.ne.u32 first, $44, 0;", "mov.u32 s, %laneid;",
-         "and.b32 s, s, 3;", "mul.wide.u32 xn, s, 16;", "add.s64 xn, xn, $36;"]
-        + [f"ld.global.v4.b32 {{n{j}_0, n{j}_1, n{j}_2, n{j}_3}}, [xn+{64 * j}];" for j in range(WORDS)]
-        + [f"mov.b32 x{j}_{n}, ${48 + 4 * n + j};" for j in range(WORDS) for n in range(4)]
-        + [f"@first {line}" for line in body[at:at + WORDS]])
-    # outputs may share registers with inputs the asm no longer needs: the next group's registers are loaded
-    # into locals and copied out at the end, after the last read of an input
-    end = body.index("@off mov.b32 $0, 0x7FC00000;")
-    body[end:end] = [f"mov.b32 ${4 + 4 * n + j}, n{j}_{n};" for j in range(WORDS) for n in range(4)]
-    body[1:1] = [".reg .pred first;", ".reg .b64 xn;",
-                 ".reg .b32 " + ", ".join(f"n{j}_{n}" for j in range(WORDS) for n in range(4)) + ";"]
-    return "\n".join(body)
-
-
-_MMA_DOT_XQ_AHEAD_PTX = tl.constexpr(_mma_dot_xq_ahead_ptx())
+_MMA_DOT_XQ_AHEAD_PTX = tl.constexpr(_mma_dot_xq_ptx("ahead", prepared=True))
 _MMA_DOT_XQ_AHEAD_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 4 + ["=r"] * 16 + ["r"] * 12 + ["l"] * 12 + ["r"] * 20))
-_MMA_DOT_XQ_REGS_PTX = tl.constexpr(_mma_dot_xq_ptx(frags_in_regs=True))
+_MMA_DOT_XQ_REGS_PTX = tl.constexpr(_mma_dot_xq_ptx("regs"))
 _MMA_DOT_XQ_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28))
 
 
@@ -1023,31 +994,24 @@ ld.global.nc.b32 $3, [$6];
 _CARRY_FIRST_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,l,l,l,l")
 
 
-_COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
+_BUFFERS: dict[tuple[str, str, int | None], torch.Tensor] = {}
+
+
+def _kept_buffer(name: str, device: torch.device, n: int, dtype: torch.dtype) -> torch.Tensor:
+    """A zeroed buffer of at least n elements, one per name and device, kept between calls (grown when a call needs
+    more): the arrival counters, which each launch leaves at zero again, and the `x_fixed` fragment blocks, which
+    each launch writes before it reads them."""
+    key = (name, device.type, device.index)
+    buf = _BUFFERS.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 1024), dtype=dtype, device=device)
+        _BUFFERS[key] = buf
+    return buf
 
 
 def _counters(device: torch.device, n: int) -> torch.Tensor:
-    """Zeroed int32 arrival counters, kept between calls (each launch leaves them at zero again)."""
-    key = (device.type, device.index)
-    buf = _COUNTERS.get(key)
-    if buf is None or buf.numel() < n:
-        buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
-        _COUNTERS[key] = buf
-    return buf
-
-
-_XQ_SCRATCH: dict[tuple[str, int | None], torch.Tensor] = {}
-
-
-def _xq_scratch(device: torch.device, n: int) -> torch.Tensor:
-    """The `x_fixed` programs' fragment blocks (bytes), kept between calls: each launch writes its blocks before it
-    reads them."""
-    key = (device.type, device.index)
-    buf = _XQ_SCRATCH.get(key)
-    if buf is None or buf.numel() < n:
-        buf = torch.empty(n, dtype=torch.uint8, device=device)
-        _XQ_SCRATCH[key] = buf
-    return buf
+    """Zeroed int32 arrival counters (each launch leaves them at zero again)."""
+    return _kept_buffer("counters", device, n, torch.int32)
 
 
 @triton.jit
@@ -1100,7 +1064,9 @@ def _twin_rows(part_even, part_odd, lane, j, HALF: tl.constexpr):
 
 @triton.jit
 def _xq_block_offset(k):
-    """`xq_offset` in Triton: the high byte of x_int at k (0..127) in a group's 256-byte fragment block."""
+    """The high byte of x_int at k (0..127) in a group's 256-byte fragment block (`_mma_dot_xq_ptx` reads it there):
+    k = 32 j + 2 qq + 8 (p % 4) + p // 4 is nibble p of lane qq's word j, and its byte is p // 2 of b0 (p even) or b1
+    (p odd) in block (j, qq)."""
     r = k % 32
     nibble = r // 8 + 4 * (r % 2)
     return 16 * (4 * (k // 32) + (r % 8) // 2) + 4 * (nibble % 2) + nibble // 2
@@ -1161,7 +1127,9 @@ def _xq_prepare_kernel(xpair_ptr, xq_ptr, xsum_ptr, xpair_row_stride, groups_per
 @triton.jit
 def _twin_dot_xq(words_even, words_odd, frag, lane, j, HALF: tl.constexpr):
     """The pure-Triton twin of the `x_fixed` dot asm: each element's row dot sum (q - 8) x_int, with x_int read from
-    the group's fragment block `frag` (bytes) where the PTX reads it: lane qq's block of word j, byte `xq_offset`."""
+    the group's fragment block `frag` (bytes) where the PTX reads it: nibble p of lane qq's word j at byte p // 2 of
+    b0 (p even) or b1 (p odd) in block (j, qq). Written from the registers' side, not through `_xq_block_offset`,
+    so the interpreter run checks the prologue's stores against the asm's reads."""
     part_even = tl.zeros([HALF, 128], dtype=tl.float32)
     part_odd = tl.zeros([HALF, 128], dtype=tl.float32)
     block = frag + 16 * (4 * j + (lane % 4))
@@ -1869,7 +1837,8 @@ def make_kernel(
                             device=x.device) if xsum_mem else partial)
         assert gps <= 16 or not x_fixed, f"int4_gemv: x_fixed takes up to 16 groups a split, not {gps}"
         gps_pad = triton.next_power_of_2(gps)
-        xq = _xq_scratch(x.device, (1 if x_fixed >= 4 else n_blocks) * n_m * splits * gps_pad * 256 if x_fixed else 1)
+        xq = _kept_buffer("xq", x.device, (1 if x_fixed >= 4 else n_blocks) * n_m * splits * gps_pad * 256
+                          if x_fixed else 1, torch.uint8)
         if x_fixed >= 4:  # the x sums of each (row, split, group), then each (row, split)'s x_scale
             xsum = torch.empty(n_m * splits * (gps_pad + 1), dtype=torch.float32, device=x.device)
             _xq_prepare_kernel[(splits, n_m)](xpair, xq, xsum, xpair.stride(0), gps, GPS_PAD=gps_pad, PAIRS=64,

@@ -412,12 +412,10 @@ def _xq_lanes(words: torch.Tensor, first: int = 4) -> list[dict[str, int]]:
     return lanes
 
 
-def test_xq_offset_is_where_the_isa_fragments_want_each_k() -> None:
-    """The kernel's `xq_offset` (and so its prologue's stores) put x_int at k where the asm's B registers meet the
-    nibbles of k in A, and no two k share a byte."""
-    module = _mma_module()
-    offsets = [module.xq_offset(k) for k in range(128)]
-    assert offsets == [_isa_fragment_byte(k) for k in range(128)]
+def test_the_isa_fragment_layout_gives_every_k_its_own_byte() -> None:
+    """The layout the tests hold the kernel to (`_isa_fragment_byte`; the interpreter test compares the prologue's
+    stores with it byte for byte) puts the 128 k of a group in 128 distinct high bytes, each 8 below its low byte."""
+    offsets = [_isa_fragment_byte(k) for k in range(128)]
     assert sorted(offsets) == sorted(16 * block + byte for block in range(16) for byte in range(8))
 
 
@@ -651,7 +649,7 @@ for n, k, ikt, m, name in ((40, 1024, 8, 1, "mma_szq_bn128_sk8_w4_st3"), (64, 20
     out = cv.variant_kernel("int4_gemv", name)(x, packed, sz, group_size=128).float()
     worst = max(worst, ((out - ref).abs() / (ref.abs() + 1.0)).max().item())
     path, params = cv.variant_index("int4_gemv")[name]
-    buf = next(iter(cv.load_module(path)._XQ_SCRATCH.values()))
+    buf = next(buf for key, buf in cv.load_module(path)._BUFFERS.items() if key[0] == "xq")
     splits = params["split_k"]
     while (k // 128) % splits:
         splits //= 2
