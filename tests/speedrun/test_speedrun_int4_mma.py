@@ -923,7 +923,8 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
                                      "mma_szb_bn128_sk8_w4_st3", "mma_szbm_bn256_sk8_w4_st3",
                                      "mma_szbrm_bn256_sk8_w4_st3", "mma_szq_bn256_sk8_w4_st3",
                                      "mma_szq_bn128_sk8_w4_st3", "mma_szqr_bn256_sk8_w4_st3",
-                                     "mma_szqp_bn256_sk8_w4_st3", "mma_szqpr_bn256_sk8_w4_st3"])
+                                     "mma_szqp_bn256_sk8_w4_st3", "mma_szqpr_bn256_sk8_w4_st3",
+                                     "mma_szbt_bn256_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
@@ -956,6 +957,49 @@ def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     assert not scalar_asm, scalar_asm[0][:200]
     for name in asm_layouts:
         assert "sizePerThread = [1, 4], threadsPerWarp = [1, 32]" in layouts[name], (name, layouts[name])
+
+
+def _sass_of_job(compile_sm90: ModuleType, variant: str, kernel: str) -> str:
+    """The sm_90 SASS of one compile_sm90 job, disassembled by the cuobjdump of Triton's wheel."""
+    captured: dict[str, bytes] = {}
+    original = compile_sm90.triton.compile
+
+    def capture(*args: object, **kwargs: object) -> object:
+        compiled = original(*args, **kwargs)
+        captured["cubin"] = compiled.asm["cubin"]
+        return compiled
+
+    job = next(job for job in compile_sm90.JOBS if job[1] == variant and job[2] == kernel)
+    compile_sm90.triton.compile = capture
+    try:
+        line = compile_sm90.compile_kernel(*job)
+    finally:
+        compile_sm90.triton.compile = original
+    assert not line.startswith("ERROR"), line
+    cubin = Path(compile_sm90.tempfile.mkdtemp()) / f"{kernel}.cubin"
+    cubin.write_bytes(captured["cubin"])
+    return compile_sm90.subprocess.run([str(compile_sm90.CUOBJDUMP), "--dump-sass", str(cubin)],
+                                       capture_output=True, text=True, check=True).stdout
+
+
+def test_sum_pass_gemv_ends_without_the_ticket_and_its_sum_waits_for_the_gemv() -> None:
+    """`sum_pass` (speedrun/int4_gemv/mma.py): the GEMV's epilogue is its partials' store and an exit (no release
+    fence, no arrival atomic; the kept kernel has both), it lets its dependents launch (`PREEXIT`, from
+    `griddepcontrol.launch_dependents`), and `_split_sum_kernel` waits for it (`ACQBULK`, from `griddepcontrol.wait`)
+    before its first load of the partials. Without the signal the sum grid would only start after the GEMV ended;
+    without the wait it would read partials not yet written."""
+    skip_without_torch_and_triton()
+    compile_sm90 = _load(REPO / "speedrun" / "compile_sm90.py", "speedrun_compile_sm90_for_mma")
+    kept = _sass_of_job(compile_sm90, "mma_szb_bn256_sk8_w4_st3", "_int4_gemv_mma_kernel")
+    gemv = _sass_of_job(compile_sm90, "mma_szbt_bn256_sk8_w4_st3", "_int4_gemv_mma_kernel")
+    total = _sass_of_job(compile_sm90, "mma_szbt_bn256_sk8_w4_st3", "_split_sum_kernel")
+    assert "MEMBAR" in kept and "ATOMG" in kept and "PREEXIT" not in kept
+    assert "MEMBAR" not in gemv and "ATOMG" not in gemv and "PREEXIT" in gemv
+    assert gemv.count("BAR.SYNC") < kept.count("BAR.SYNC")
+    opcodes = re.findall(r"^\s+/\*[0-9a-f]{4}\*/\s+(?:@!?P\d\s+)?([A-Z][A-Z0-9.]*)", total, re.MULTILINE)
+    assert "ACQBULK" in opcodes and any(op.startswith("LDG") for op in opcodes), opcodes
+    first_load = next(i for i, op in enumerate(opcodes) if op.startswith("LDG"))
+    assert opcodes.index("ACQBULK") < first_load, opcodes[:first_load + 1]
 
 
 def test_the_mma_loop_has_about_half_the_instructions_of_the_lop3_loop() -> None:
