@@ -147,7 +147,7 @@ INT4 = {"x_ptr": BF16, "w_ptr": I32, "sz_ptr": I32, "out_ptr": BF16, "partial_pt
 INT4_C = {"GROUP": 128, "IKT": 8}
 # the row-pair kernel without `sz_carry` (nor its `x_regs` and `xsum_asm`)
 INT4_MMA_C = {**INT4_C, "USE_PTX": True, "SZ_CARRY": False, "X_REGS": False, "XSUM_ASM": False, "SZ_BASE": False,
-              "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_PASS": False}
+              "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": 0}
 # the lop3 kernels read x as int32 bf16 pairs; USE_PTX=True is the GPU path (inline PTX, not interpretable)
 INT4_PAIRS = {**{k: v for k, v in INT4.items() if k != "x_ptr"}, "xpair_ptr": I32, "xsum_ptr": FP32,
               "xq_ptr": "*u8"}
@@ -155,9 +155,10 @@ ROW = {"BLOCK": 8192}
 ROW_DESC = tensordesc("bf16", (1, ROW["BLOCK"]))  # the TMA kernels' descriptors: one row per box
 RMSNORM_TMA = {"x_desc": ROW_DESC, "w_ptr": BF16, "out_desc": ROW_DESC, "out_ptr": BF16, "eps": "fp32"}
 SOFTMAX_TMA = {"x_desc": ROW_DESC, "out_desc": ROW_DESC}
-# the `sum_pass` variants of int4_gemv/mma.py: (variant, block_n, split_k)
-SUM_PASS_JOBS = (("mma_szbt_bn256_sk8_w4_st3", 256, 8), ("mma_szbt_bn256_sk16_w4_st3", 256, 16),
-                 ("mma_szbt_bn128_sk8_w4_st3", 128, 8))
+# the `split_sum` variants of int4_gemv/mma.py: (variant, block_n, split_k, the kernel's SUM_MODE)
+SPLIT_SUM_JOBS = (("mma_szbt_bn256_sk8_w4_st3", 256, 8, 2), ("mma_szbt_bn256_sk16_w4_st3", 256, 16, 2),
+                  ("mma_szbt_bn128_sk8_w4_st3", 128, 8, 2), ("mma_szbe_bn256_sk8_w4_st3", 256, 8, 1),
+                  ("mma_szbe_bn256_sk16_w4_st3", 256, 16, 1), ("mma_szbe_bn128_sk8_w4_st3", 128, 8, 1))
 # (target, variant, kernel, argument types (an int: an integer argument's value), shape-derived constexprs and
 # FIXED_LAUNCH options, at the headline shape)
 JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
@@ -282,7 +283,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
         "SZ_BASE": False, "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False,
-        "SUM_PASS": False})
+        "SUM_MODE": 0})
       for v, block_n, split_k in (("mma_szc_bn256_sk16_w4_st3", 256, 16), ("mma_szc2_bn256_sk16_w4_st3", 256, 16),
                                   ("mma_szc2_bn256_sk16_w4_st3_r128", 256, 16),
                                   ("mma_szc_bn256_sk16_w4_st3_r128", 256, 16),
@@ -294,18 +295,18 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "XSUM_ASM": False, "SZ_BASE": False,
-        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_PASS": False})
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": 0})
       for v, block_n, split_k in (("mma_szcx_bn256_sk8_w4_st3", 256, 8), ("mma_szcx_bn128_sk8_w4_st3", 128, 8),
                                   ("mma_szcx_bn256_sk4_w4_st3", 256, 4))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "SZ_BASE": False,
-        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_PASS": False})
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": 0})
       for v, block_n, split_k in (("mma_szcs_bn256_sk8_w4_st3", 256, 8), ("mma_szcs_bn128_sk8_w4_st3", 128, 8))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
-        "X_FIXED": False, "SUM_PASS": False, **extra})
+        "X_FIXED": False, "SUM_MODE": 0, **extra})
       for v, block_n, split_k, extra in (
           ("mma_szb_bn256_sk8_w4_st3", 256, 8, {"XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False}),
           ("mma_szb_bn256_sk16_w4_st3", 256, 16, {"XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False}),
@@ -321,7 +322,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
-        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "SUM_PASS": False})
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "SUM_MODE": 0})
       for v, block_n, split_k in (("mma_szq_bn256_sk8_w4_st3", 256, 8), ("mma_szq_bn256_sk16_w4_st3", 256, 16),
                                   ("mma_szq_bn128_sk8_w4_st3", 128, 8), ("mma_szq_bn256_sk8_w4_st4", 256, 8),
                                   ("mma_szqr_bn256_sk8_w4_st3", 256, 8), ("mma_szqr_bn256_sk16_w4_st3", 256, 16),
@@ -330,15 +331,16 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                   ("mma_szqp_bn256_sk8_w4_st3", 256, 8), ("mma_szqp_bn256_sk16_w4_st3", 256, 16),
                                   ("mma_szqp_bn128_sk8_w4_st3", 128, 8), ("mma_szqpr_bn256_sk8_w4_st3", 256, 8),
                                   ("mma_szqpr_bn128_sk8_w4_st3", 128, 8), ("mma_szqpr_bn256_sk16_w4_st3", 256, 16))],
-    # the split-K sum by a second grid (`sum_pass`): the sz_base loop storing partials only, and the sum grid
+    # who sums the split-K partials (`split_sum`): the sz_base loop's row tickets (SUM_MODE 1), or its partials only
+    # and the sum grid (2)
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
-        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False})
-      for v, block_n, split_k in SUM_PASS_JOBS],
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": mode})
+      for v, block_n, split_k, mode in SPLIT_SUM_JOBS],
     *[("int4_gemv", v, "_split_sum_kernel", INT4_PAIRS,
        {"BLOCK": 256, "USE_PDL": True, "num_warps": 2, "launch_pdl": True})
-      for v, _, _ in SUM_PASS_JOBS],
+      for v, _, _, mode in SPLIT_SUM_JOBS if mode == 2],
     # x_fixed 4's prepare grid: one program a split (GPS_PAD groups of 64 x pairs)
     *[("int4_gemv", v, "_xq_prepare_kernel", INT4_PAIRS, {"GPS_PAD": 64 // split_k, "PAIRS": 64, "USE_PDL": True})
       for v, split_k in (("mma_szqp_bn256_sk8_w4_st3", 8), ("mma_szqp_bn256_sk16_w4_st3", 16),

@@ -439,21 +439,35 @@ barrier, and the first B load) or, prepared by a grid of its own, a B load per g
 for. The speedup of the decode itself is real and measured: it needs x in fixed point at no per-program cost,
 which this kernel structure does not give.
 
-The split-K sum in a grid of its own (`sum_pass`): the kept kernel's epilogue is a chain of waits that every
+Who sums the split-K partials (`split_sum`): the kept kernel's epilogue (`"block"`) is a chain of waits that every
 program runs at the same moment, since all 256 programs are resident at once and finish together: the partial's
 store, a block barrier, a release fence (`MEMBAR.ALL.GPU`, which waits for the stores to reach L2), the arrival
 atomic (an L2 round trip), a second barrier to share its result, and in the last arriver of each row block the
 partials' loads (another round trip) and a reduction through shared memory; ncu put 5.2% of the kept kernel's
-samples on its barrier alone (h200_c22). Here each program stores its partials and exits, and `_split_sum_kernel`
-(32 programs of 2 warps at the headline) sums them, launched with `launch_pdl`: the GEMV signals its dependents at
-its start, so the sum's programs are resident and parked in `griddepcontrol.wait` while the weights stream, as
-decode attention's combine is (`decode_attention/pdl_two_pass.py`, which beat the last-arriver form there).
+samples on the barrier after the atomic alone (h200_c22). With `"grid"` each program stores its partials and exits,
+and `_split_sum_kernel` (32 programs of 2 warps at the headline) sums them, launched with `launch_pdl`: the GEMV
+signals its dependents at its start, so the sum's programs are resident and parked in `griddepcontrol.wait` while
+the weights stream, as decode attention's combine is (`decode_attention/pdl_two_pass.py`, which beat the
+last-arriver form there).
 - `mma_szbt_bn256_sk8_w4_st3` (as `mma_szb_bn256_sk8_w4_st3`, the sum by a second grid): the kept kernel without
   its fence, atomic and last-arriver reduction at the end of every program.
 - `mma_szbt_bn256_sk16_w4_st3` (256 rows, split-K 16, the sum by a second grid): 512 programs of 4 groups, all
   resident, whose epilogue was twice the kept grid's share of the work.
 - `mma_szbt_bn128_sk8_w4_st3` (128 rows, split-K 8, the sum by a second grid): 512 programs of 2 pairs a warp,
   4 an SM, twice the epilogues of the kept grid, each now a store and an exit.
+
+The sum grid lost (h200_c32: triage 16.0-17.6 us against 13.9 us, verified 1.234x and 1.164x against 1.446x),
+though under ncu its GEMV alone took 13.95 us against the kept kernel's 15.10 us (h200_c22): the epilogue is worth
+about 1.1 us, and a second grid costs more than that here. With `"rows"` the GEMV keeps one launch and drops the
+barriers instead: each thread takes one ticket per row it stored (8192 counters at the headline), and the thread
+that arrives last for a row adds the row's partials and stores it. Per thread the chain is the fence, the atomic
+and (for an eighth of them) the loads, with no block barrier and no shared memory.
+- `mma_szbe_bn256_sk8_w4_st3` (as `mma_szb_bn256_sk8_w4_st3`, a ticket per row): the kept kernel with the
+  barriers, the broadcast of the ticket and the last arriver's shared-memory reduction gone from its epilogue.
+- `mma_szbe_bn256_sk16_w4_st3` (256 rows, split-K 16, a ticket per row): 512 programs of 4 groups, all resident,
+  where the epilogue is a larger share of each program.
+- `mma_szbe_bn128_sk8_w4_st3` (128 rows, split-K 8, a ticket per row): 512 programs, 4 an SM, twice the kept
+  grid's epilogues, each without a barrier.
 """
 
 from __future__ import annotations
@@ -627,11 +641,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mma_szqpr_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
                                     "sz_carry": True, "l2_ahead": 1, "sz_base": True, "x_fixed": 5},
     "mma_szbt_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
-                                  "l2_ahead": 1, "sz_base": True, "sum_pass": True},
+                                  "l2_ahead": 1, "sz_base": True, "split_sum": "grid"},
     "mma_szbt_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
-                                   "l2_ahead": 1, "sz_base": True, "sum_pass": True},
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "grid"},
     "mma_szbt_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
-                                  "l2_ahead": 1, "sz_base": True, "sum_pass": True},
+                                  "l2_ahead": 1, "sz_base": True, "split_sum": "grid"},
+    "mma_szbe_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "split_sum": "rows"},
+    "mma_szbe_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "rows"},
+    "mma_szbe_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "split_sum": "rows"},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -1016,6 +1036,12 @@ ld.global.nc.b32 $3, [$6];
 _CARRY_FIRST_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,l,l,l,l")
 
 
+# `split_sum="rows"`: once a thread (on a scalar), around its relaxed row tickets: the release of its partials before
+# them, the acquire of the other splits' partials after (tl.atomic_add with sem="acq_rel" fences each atomic on its
+# own, so a thread's two tickets would be two fence and atomic round trips one after the other)
+_FENCE_PTX = tl.constexpr("fence.acq_rel.gpu;\nmov.b32 $0, $1;")
+
+
 _BUFFERS: dict[tuple[str, str, int | None], torch.Tensor] = {}
 
 
@@ -1219,10 +1245,9 @@ def _group_operands(x_row, g, sz_ptr, rows, rows_mask, x_off, n_out, HALF: tl.co
 
 @triton.jit
 def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split,
-                HALF: tl.constexpr, SPLIT_K: tl.constexpr, SUM_PASS: tl.constexpr):
-    """Store the block's 16 HALF rows from the [HALF, 128] accumulators (split-K: this split's fp32 partials, and the
-    last arriving split of the block sums them all into out; with SUM_PASS only the partials, which
-    `_split_sum_kernel` sums)."""
+                HALF: tl.constexpr, SPLIT_K: tl.constexpr, SUM_MODE: tl.constexpr, USE_PTX: tl.constexpr):
+    """Store the block's 16 HALF rows from the [HALF, 128] accumulators (split-K: this split's fp32 partials, summed
+    into out by the last arriving split of the block (SUM_MODE 0) or of each row (1), or by `_split_sum_kernel` (2))."""
     BLOCK_N: tl.constexpr = 16 * HALF
     col = tl.arange(0, 128)[None, :]
     qq = (col // 4) % 4
@@ -1240,7 +1265,7 @@ def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, b
         tl.store(out_ptrs, result.to(out_ptr.dtype.element_ty), mask=flat_mask)
     else:
         tl.store(partial_ptr + (split * tl.num_programs(1) + row_m) * n_out + flat, result, mask=flat_mask)
-        if not SUM_PASS:  # else summed by `_split_sum_kernel`, the grid launched after this one
+        if SUM_MODE == 0:  # one ticket a row block, behind a block barrier
             tl.debug_barrier()  # every thread's partial before the one counter release
             ticket = block * tl.num_programs(1) + row_m
             arrived = tl.atomic_add(counter_ptr + ticket, 1, sem="acq_rel")
@@ -1254,6 +1279,22 @@ def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, b
                 )
                 tl.store(out_ptrs, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=flat_mask)
                 tl.store(counter_ptr + ticket, 0)
+        elif SUM_MODE == 1:  # one ticket a row, taken by the thread that stored the row's partial: no barrier
+            tickets = counter_ptr + row_m * n_out + flat
+            if USE_PTX:  # one release fence for the thread's rows, their atomics in flight together, one acquire
+                tl.inline_asm_elementwise(_FENCE_PTX, "=r,r", [row_m], dtype=tl.int32, is_pure=False, pack=1)
+                arrived = tl.atomic_add(tickets, 1, mask=flat_mask, sem="relaxed")
+                tl.inline_asm_elementwise(_FENCE_PTX, "=r,r", [row_m], dtype=tl.int32, is_pure=False, pack=1)
+            else:
+                arrived = tl.atomic_add(tickets, 1, mask=flat_mask, sem="acq_rel")
+            last = flat_mask & (arrived == SPLIT_K - 1)
+            total = tl.zeros([BLOCK_N], dtype=tl.float32)
+            for s in tl.static_range(SPLIT_K):
+                total += tl.load(partial_ptr + (s * tl.num_programs(1) + row_m) * n_out + flat, mask=last, other=0.0,
+                                 cache_modifier=".cg")
+            tl.store(out_ptrs, total.to(out_ptr.dtype.element_ty), mask=last)
+            tl.store(tickets, 0, mask=last)
+        # SUM_MODE 2: `_split_sum_kernel`, the grid launched after this one, sums the partials
 
 
 @triton.jit
@@ -1292,9 +1333,9 @@ def _int4_gemv_mma_kernel(
     WORDS_REGS: tl.constexpr,
     TWO_CHAINS: tl.constexpr,
     X_FIXED: tl.constexpr,
-    SUM_PASS: tl.constexpr,
+    SUM_MODE: tl.constexpr,
 ):
-    if SUM_PASS and USE_PTX:  # the sum grid's programs may take their places now and wait for this grid's end
+    if SUM_MODE == 2 and USE_PTX:  # the sum grid's programs may take their places now and wait for this grid's end
         gdc_launch_dependents()
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
@@ -1674,7 +1715,7 @@ def _int4_gemv_mma_kernel(
     elif X_FIXED:  # x = x_scale x_int
         acc = acc * x_scale
     _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K,
-                SUM_PASS)
+                SUM_MODE, USE_PTX)
 
 
 @triton.jit
@@ -1795,15 +1836,15 @@ def _int4_gemv_mma_groups_kernel(
     # the pair's rows: sum its GROUP_ROWS rows of groups
     per_pair = tl.sum(tl.reshape(acc, [PAIRS_PER_PROGRAM, GROUP_ROWS, 128]), axis=1)
     _store_rows(per_pair, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split,
-                PAIRS_PER_PROGRAM, SPLIT_K, False)
+                PAIRS_PER_PROGRAM, SPLIT_K, 0, USE_PTX)
 
 
 @triton.jit
 def _split_sum_kernel(partial_ptr, out_ptr, n_out, out_row_stride, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
                       USE_PDL: tl.constexpr):
-    """`sum_pass`: out[m, n] = sum over s of partial[s, m, n] for BLOCK columns of one row of x, launched after the
-    GEMV with `launch_pdl`: its programs wait (`griddepcontrol.wait`) for the GEMV grid's end, which replaces the
-    GEMV's block barrier, release fence, arrival atomic and last-arriver loads."""
+    """`split_sum="grid"`: out[m, n] = sum over s of partial[s, m, n] for BLOCK columns of one row of x, launched
+    after the GEMV with `launch_pdl`: its programs wait (`griddepcontrol.wait`) for the GEMV grid's end, which
+    replaces the GEMV's block barrier, release fence, arrival atomic and last-arriver loads."""
     if USE_PDL:
         gdc_wait()
     row_m = tl.program_id(1)
@@ -1816,6 +1857,7 @@ def _split_sum_kernel(partial_ptr, out_ptr, n_out, out_row_stride, SPLIT_K: tl.c
     tl.store(out_ptr + row_m * out_row_stride + n, total.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+SPLIT_SUMS = {"block": 0, "rows": 1, "grid": 2}  # make_kernel's split_sum: the kernels' SUM_MODE
 SUM_BLOCK = 256  # columns per program of `_split_sum_kernel`: 32 programs of 2 warps at the headline
 SUM_WARPS = 2
 
@@ -1825,15 +1867,16 @@ def make_kernel(
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
     x_regs: bool = False, xsum_asm: bool = False, sz_base: bool = False, xsum_mem: bool = False,
-    words_regs: bool = False, two_chains: bool = False, x_fixed: int = 0, sum_pass: bool = False,
+    words_regs: bool = False, two_chains: bool = False, x_fixed: int = 0, split_sum: str = "block",
     maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
     groups-as-rows kernel, `block_n` // 16 n-tile pairs per program; `x_fixed` 1: the dot asm loads its B registers,
     2: they are loaded a group ahead, 3: and the first groups' words are asked of L2 before the prologue, 4: a
     grid before the GEMV prepares them, once for all row blocks, and the GEMV is launched with `launch_pdl`; 5: and
-    the dot asm loads the next group's B registers; `sum_pass`: the split-K partials summed by a second grid
-    launched with `launch_pdl`, instead of by each row block's last arriving program)."""
+    the dot asm loads the next group's B registers; `split_sum`: who sums the split-K partials, the last arriving
+    program of each row block ("block"), the last arriving thread of each row ("rows"), or a second grid launched
+    with `launch_pdl` ("grid"))."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
     assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
@@ -1845,8 +1888,9 @@ def make_kernel(
     assert not x_fixed or (sz_carry and l2_ahead == 1 and not (x_regs or xsum_asm or xsum_mem or words_regs
                                                                or two_chains)), (
         "int4_gemv mma: x_fixed goes with the plain sz_carry loop, l2_ahead 1")
-    assert not sum_pass or (group_rows is None and x_fixed < 4), (
-        "int4_gemv mma: sum_pass goes with the row-pair kernel, not after a prepare grid (x_fixed 4, 5)")
+    assert split_sum in SPLIT_SUMS, f"int4_gemv mma: split_sum one of {sorted(SPLIT_SUMS)}"
+    assert split_sum == "block" or (group_rows is None and x_fixed < 4), (
+        "int4_gemv mma: split_sum rows or grid go with the row-pair kernel, not after a prepare grid (x_fixed 4, 5)")
 
     def kernel(
         x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
@@ -1903,7 +1947,7 @@ def make_kernel(
             sz,
             out,
             partial,
-            _counters(x.device, n_blocks * n_m),
+            _counters(x.device, n_out * n_m if split_sum == "rows" else n_blocks * n_m),
             xsum,
             xq,
             n_out,
@@ -1932,12 +1976,12 @@ def make_kernel(
             WORDS_REGS=in_regs,
             TWO_CHAINS=two_chains,
             X_FIXED=x_fixed,
-            SUM_PASS=sum_pass and splits > 1,
+            SUM_MODE=SPLIT_SUMS[split_sum],
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
             **({"launch_pdl": True} if x_fixed >= 4 and use_ptx else {}),
         )
-        if sum_pass and splits > 1:
+        if split_sum == "grid" and splits > 1:
             _split_sum_kernel[(triton.cdiv(n_out, SUM_BLOCK), n_m)](
                 partial, out, n_out, out.stride(0), SPLIT_K=splits, BLOCK=SUM_BLOCK, USE_PDL=use_ptx,
                 num_warps=SUM_WARPS, launch_pdl=use_ptx)

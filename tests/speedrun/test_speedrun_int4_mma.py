@@ -924,7 +924,7 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
                                      "mma_szbrm_bn256_sk8_w4_st3", "mma_szq_bn256_sk8_w4_st3",
                                      "mma_szq_bn128_sk8_w4_st3", "mma_szqr_bn256_sk8_w4_st3",
                                      "mma_szqp_bn256_sk8_w4_st3", "mma_szqpr_bn256_sk8_w4_st3",
-                                     "mma_szbt_bn256_sk8_w4_st3"])
+                                     "mma_szbt_bn256_sk8_w4_st3", "mma_szbe_bn256_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
@@ -953,7 +953,9 @@ def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     assert asm_layouts, "no inline asm in the compiled kernel"
     # an asm on scalars is one Triton hoisted out of a splat: its pack positions (the lane's 4 columns) would all
     # get element 0's results (the first `x_regs` prefetch asm took only a broadcast address, and was wrong)
-    scalar_asm = re.findall(r"elementwise_inline_asm .* : (?:i\d+|f\d+)(?:, (?:i\d+|f\d+))* -> ", ttgir)
+    # (`split_sum="rows"` puts its fences on a scalar on purpose: once a thread, nothing per element)
+    scalar_asm = [asm for asm in re.findall(r"elementwise_inline_asm .* : (?:i\d+|f\d+)(?:, (?:i\d+|f\d+))* -> ",
+                                            ttgir) if not asm.startswith('elementwise_inline_asm "fence.')]
     assert not scalar_asm, scalar_asm[0][:200]
     for name in asm_layouts:
         assert "sizePerThread = [1, 4], threadsPerWarp = [1, 32]" in layouts[name], (name, layouts[name])
@@ -982,24 +984,46 @@ def _sass_of_job(compile_sm90: ModuleType, variant: str, kernel: str) -> str:
                                        capture_output=True, text=True, check=True).stdout
 
 
-def test_sum_pass_gemv_ends_without_the_ticket_and_its_sum_waits_for_the_gemv() -> None:
-    """`sum_pass` (speedrun/int4_gemv/mma.py): the GEMV's epilogue is its partials' store and an exit (no release
-    fence, no arrival atomic; the kept kernel has both), it lets its dependents launch (`PREEXIT`, from
-    `griddepcontrol.launch_dependents`), and `_split_sum_kernel` waits for it (`ACQBULK`, from `griddepcontrol.wait`)
-    before its first load of the partials. Without the signal the sum grid would only start after the GEMV ended;
-    without the wait it would read partials not yet written."""
+def _opcodes(sass: str) -> list[str]:
+    return re.findall(r"^\s+/\*[0-9a-f]{4}\*/\s+(?:@!?P\d\s+)?([A-Z][A-Z0-9.]*)", sass, re.MULTILINE)
+
+
+def test_split_sum_grid_gemv_ends_without_the_ticket_and_its_sum_waits_for_the_gemv() -> None:
+    """`split_sum="grid"` (speedrun/int4_gemv/mma.py): the GEMV's epilogue is its partials' store and an exit (no
+    release fence, no arrival atomic; the kept kernel has both), it lets its dependents launch (`PREEXIT`, from
+    `griddepcontrol.launch_dependents`), and `_split_sum_kernel` waits for it (`ACQBULK`, from
+    `griddepcontrol.wait`) before its first load of the partials. Without the signal the sum grid would only start
+    after the GEMV ended; without the wait it would read partials not yet written."""
     skip_without_torch_and_triton()
     compile_sm90 = _load(REPO / "speedrun" / "compile_sm90.py", "speedrun_compile_sm90_for_mma")
     kept = _sass_of_job(compile_sm90, "mma_szb_bn256_sk8_w4_st3", "_int4_gemv_mma_kernel")
     gemv = _sass_of_job(compile_sm90, "mma_szbt_bn256_sk8_w4_st3", "_int4_gemv_mma_kernel")
-    total = _sass_of_job(compile_sm90, "mma_szbt_bn256_sk8_w4_st3", "_split_sum_kernel")
+    total = _opcodes(_sass_of_job(compile_sm90, "mma_szbt_bn256_sk8_w4_st3", "_split_sum_kernel"))
     assert "MEMBAR" in kept and "ATOMG" in kept and "PREEXIT" not in kept
     assert "MEMBAR" not in gemv and "ATOMG" not in gemv and "PREEXIT" in gemv
     assert gemv.count("BAR.SYNC") < kept.count("BAR.SYNC")
-    opcodes = re.findall(r"^\s+/\*[0-9a-f]{4}\*/\s+(?:@!?P\d\s+)?([A-Z][A-Z0-9.]*)", total, re.MULTILINE)
-    assert "ACQBULK" in opcodes and any(op.startswith("LDG") for op in opcodes), opcodes
-    first_load = next(i for i, op in enumerate(opcodes) if op.startswith("LDG"))
-    assert opcodes.index("ACQBULK") < first_load, opcodes[:first_load + 1]
+    assert "ACQBULK" in total and any(op.startswith("LDG") for op in total), total
+    first_load = next(i for i, op in enumerate(total) if op.startswith("LDG"))
+    assert total.index("ACQBULK") < first_load, total[:first_load + 1]
+
+
+def test_split_sum_rows_takes_its_tickets_behind_one_fence_and_no_barrier() -> None:
+    """`split_sum="rows"`: between the partials' store and the tickets no block barrier; one release fence, the
+    thread's two row tickets (atomics, issued back to back), one acquire fence, then the partial loads of the rows
+    it arrived last for. (tl.atomic_add with sem="acq_rel" would put a fence before each atomic: two round trips
+    in a row.) Triton 3.6 keeps the store's layout for the tickets; 3.9 gives the atomics a layout of their own
+    and converts their results back through shared memory after the acquire, which this allows."""
+    skip_without_torch_and_triton()
+    compile_sm90 = _load(REPO / "speedrun" / "compile_sm90.py", "speedrun_compile_sm90_for_mma")
+    ops = _opcodes(_sass_of_job(compile_sm90, "mma_szbe_bn256_sk8_w4_st3", "_int4_gemv_mma_kernel"))
+    store = max(i for i, op in enumerate(ops) if op == "STG.E.64")  # the partials (the row pair of a thread)
+    tail = ops[store:]
+    fences = [i for i, op in enumerate(tail) if op == "MEMBAR.ALL.GPU"]
+    atomics = [i for i, op in enumerate(tail) if op.startswith("ATOMG")]
+    assert len(fences) == 2 and len(atomics) == 2, tail
+    assert fences[0] < atomics[0] < atomics[1] < fences[1], tail
+    assert not any(op.startswith("BAR") for op in tail[:fences[1]]), tail
+    assert min(i for i, op in enumerate(tail) if op.startswith("LDG")) > fences[1], tail
 
 
 def test_the_mma_loop_has_about_half_the_instructions_of_the_lop3_loop() -> None:
