@@ -1,6 +1,7 @@
 """How fast the int4 GEMV's bytes can be read on the H200: the kept kernel against reads of the same bytes.
 
-Usage (device, repo root): python3 benchmarks/device/int4_read_floor.py OUT.jsonl
+Usage (device, repo root): python3 benchmarks/device/int4_read_floor.py OUT.jsonl [WHAT,...]
+(WHAT: flat, tiles, kept, tinygemm, split_sum; all but split_sum when left out)
 
 The kept `mma_szc2_bn256_sk8_w4_st3` moves 35.7 MB in about 14.8 us (57% of the copy ceiling). This asks what
 part of that is the weight stream itself, at the kernel's own grid and pipeline, and what part the decode, the
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "speedrun")]
 
 import check_variants as cv  # noqa: E402
+import int4_gemv.mma as mma  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
@@ -73,7 +75,7 @@ def _read_tiles_kernel(w_ptr, sz_ptr, out_ptr, partial_ptr, counter_ptr, n_out, 
         tl.store(out_ptr + block * tl.num_programs(2) + split, tl.sum(tl.sum(acc, axis=1), axis=0).to(tl.bfloat16))
     else:
         _store_rows((acc & 0xFF).to(tl.float32), out_ptr, partial_ptr, counter_ptr, n_out, 0, block, 0, split, HALF,
-                    SPLIT_K)
+                    SPLIT_K, 0, True)
 
 
 @triton.jit
@@ -169,12 +171,91 @@ def settings() -> list[tuple[str, dict, object]]:
     return rows
 
 
+SPLIT_SUM_BASE = {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True, "l2_ahead": 1,
+                  "sz_base": True}  # mma_szb_bn256_sk8_w4_st3, the kept variant
+SUM_KERNEL = mma._split_sum_kernel
+
+
+class _SumLaunch:
+    """Stands in for `mma._split_sum_kernel` during one call: launched with `launch_pdl` or not, or not at all."""
+
+    def __init__(self, pdl: bool | None) -> None:
+        self.pdl = pdl
+
+    def __getitem__(self, grid):
+        if self.pdl is None:
+            return lambda *args, **kwargs: None
+        return lambda *args, **kwargs: SUM_KERNEL[grid](*args, **{**kwargs, "USE_PDL": self.pdl,
+                                                                    "launch_pdl": self.pdl})
+
+
+def with_sum(kernel, pdl: bool | None):
+    """`kernel` (a `split_sum="grid"` candidate) with its sum grid launched as `_SumLaunch(pdl)` says."""
+    def call(*args, **kwargs):
+        mma._split_sum_kernel = _SumLaunch(pdl)
+        try:
+            return kernel(*args, **kwargs)
+        finally:
+            mma._split_sum_kernel = SUM_KERNEL
+    return call
+
+
+def sum_alone(split_k: int):
+    """`_split_sum_kernel` alone over a GEMV's partials, as the grid candidate launches it, without PDL."""
+    def call(x: torch.Tensor, w: torch.Tensor, sz: torch.Tensor, group_size: int = 128) -> torch.Tensor:
+        n_out = w.shape[0] * 8
+        partial = torch.empty((split_k, 1, n_out), dtype=torch.float32, device=w.device)
+        out = torch.empty((1, n_out), dtype=torch.bfloat16, device=w.device)
+        SUM_KERNEL[(triton.cdiv(n_out, mma.SUM_BLOCK), 1)](partial, out, n_out, out.stride(0), SPLIT_K=split_k,
+                                                           BLOCK=mma.SUM_BLOCK, USE_PDL=False,
+                                                           num_warps=mma.SUM_WARPS)
+        return out
+    return call
+
+
+def split_sum_settings() -> list[tuple[str, dict, object]]:
+    """Who sums the split-K partials, at the kept grid: the kept last arriver, a ticket per row, and the sum grid
+    with and without `launch_pdl`, the GEMV of the grid form alone (its sum not launched) and the sum alone."""
+    grid = mma.make_kernel(**SPLIT_SUM_BASE, split_sum="grid")
+    return [("split_sum", {"split_sum": "block"}, mma.make_kernel(**SPLIT_SUM_BASE)),
+            ("split_sum", {"split_sum": "rows"}, mma.make_kernel(**SPLIT_SUM_BASE, split_sum="rows")),
+            ("split_sum", {"split_sum": "grid", "pdl": True}, grid),
+            ("split_sum", {"split_sum": "grid", "pdl": False}, with_sum(grid, False)),
+            ("split_sum", {"split_sum": "grid", "sum": "not launched"}, with_sum(grid, None)),
+            ("split_sum", {"sum_alone": True}, sum_alone(SPLIT_SUM_BASE["split_k"]))]
+
+
+def kernel_timeline(fn, inputs: tuple, kwargs: dict, calls: int = 8) -> list[dict]:
+    """The GPU kernels of `calls` eager calls (after warm-up) as torch.profiler's CUDA trace saw them: name, start
+    and duration in us, the start relative to the first kernel's."""
+    for _ in range(3):
+        fn(*inputs, **kwargs)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn(*inputs, **kwargs)
+        torch.cuda.synchronize()
+    events = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                    key=lambda e: e.time_range.start)
+    t0 = events[0].time_range.start if events else 0
+    return [{"name": e.name[:60], "start_us": round(e.time_range.start - t0, 3),
+             "dur_us": round(e.time_range.end - e.time_range.start, 3)} for e in events]
+
+
 def main() -> None:
     out_path = Path(sys.argv[1])
+    only = sys.argv[2].split(",") if len(sys.argv) > 2 else None  # e.g. split_sum: those settings only
     (_, inputs, kwargs, _), *_ = cv.make_cases("int4_gemv", "headline", "cuda")
     moved = cv.HEADLINE_BYTES["int4_gemv"]
+    rows = [row for row in settings() + split_sum_settings()
+            if (only is None and row[0] != "split_sum") or (only is not None and row[0] in only)]
     with out_path.open("w") as out:
-        for what, params, fn in settings():
+        if only and "split_sum" in only:  # where the sum grid's kernels run, in eager calls
+            for params, fn in ((row[1], row[2]) for row in rows if row[1].get("split_sum") == "grid"
+                               and "sum" not in row[1]):
+                line = {"what": "timeline", "params": params, "kernels": kernel_timeline(fn, inputs, kwargs)}
+                out.write(json.dumps(line) + "\n")
+        for what, params, fn in rows:
             fn = fn or int4_gemv
             for mode in ("bare", "perturbed"):
                 try:
