@@ -214,10 +214,13 @@ def sum_alone(split_k: int):
 
 
 def split_sum_settings() -> list[tuple[str, dict, object]]:
-    """Who sums the split-K partials, at the kept grid: the kept last arriver, a ticket per row, and the sum grid
-    with and without `launch_pdl`, the GEMV of the grid form alone (its sum not launched) and the sum alone."""
+    """Who sums the split-K partials, at the kept grid: the kept last arriver, a ticket per row, the sum grid with
+    `launch_pdl` (launch asked for at the GEMV's start or after each program's store) and without, the GEMV of the
+    grid form alone (its sum not launched) and the sum alone."""
     grid = mma.make_kernel(**SPLIT_SUM_BASE, split_sum="grid")
     return [("split_sum", {"split_sum": "block"}, mma.make_kernel(**SPLIT_SUM_BASE)),
+            ("split_sum", {"split_sum": "grid_late", "pdl": True}, mma.make_kernel(**SPLIT_SUM_BASE,
+                                                                                  split_sum="grid_late")),
             ("split_sum", {"split_sum": "rows"}, mma.make_kernel(**SPLIT_SUM_BASE, split_sum="rows")),
             ("split_sum", {"split_sum": "grid", "pdl": True}, grid),
             ("split_sum", {"split_sum": "grid", "pdl": False}, with_sum(grid, False)),
@@ -251,7 +254,7 @@ def main() -> None:
             if (only is None and row[0] != "split_sum") or (only is not None and row[0] in only)]
     with out_path.open("w") as out:
         if only and "split_sum" in only:  # where the sum grid's kernels run, in eager calls
-            for params, fn in ((row[1], row[2]) for row in rows if row[1].get("split_sum") == "grid"
+            for params, fn in ((row[1], row[2]) for row in rows if row[1].get("split_sum") in ("grid", "grid_late")
                                and "sum" not in row[1]):
                 line = {"what": "timeline", "params": params, "kernels": kernel_timeline(fn, inputs, kwargs)}
                 out.write(json.dumps(line) + "\n")

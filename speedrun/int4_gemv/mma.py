@@ -468,6 +468,18 @@ and (for an eighth of them) the loads, with no block barrier and no shared memor
   where the epilogue is a larger share of each program.
 - `mma_szbe_bn128_sk8_w4_st3` (128 rows, split-K 8, a ticket per row): 512 programs, 4 an SM, twice the kept
   grid's epilogues, each without a barrier.
+
+Timed apart at the kept grid (`benchmarks/device/int4_read_floor.py OUT split_sum`, h200_c34, CUDA-graph replay):
+the last arriver 14.98 us, a ticket per row 14.70 us, the sum grid 18.26 us under `launch_pdl` and 15.44 us
+without, its GEMV alone (the sum not launched) 13.47 us and the sum alone 1.79 us. So the epilogue is 1.5 us of
+the kernel on that card, a plain second grid costs 2 us, and letting the sum grid launch at the GEMV's start cost
+2.8 us more (torch.profiler's eager trace shows the sum kernel's 1.3 us after the GEMV's 11.7 us either way).
+With `"grid_late"` each program asks for the sum grid's launch only after its partials' store, so the launch
+overlaps the GEMV's last programs instead of its whole run.
+- `mma_szbtl_bn256_sk8_w4_st3` (as `mma_szbt_bn256_sk8_w4_st3`, the launch asked for at the end): the GEMV
+  without its epilogue chain (13.47 us), and the sum grid's launch behind its last programs.
+- `mma_szbtl_bn256_sk16_w4_st3` (256 rows, split-K 16, the launch asked for at the end): 512 programs, whose
+  epilogue chains were the larger loss at split-K 16.
 """
 
 from __future__ import annotations
@@ -646,6 +658,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "split_sum": "grid"},
     "mma_szbt_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1, "sz_base": True, "split_sum": "grid"},
+    "mma_szbtl_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "grid_late"},
+    "mma_szbtl_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                    "sz_carry": True, "l2_ahead": 1, "sz_base": True, "split_sum": "grid_late"},
     "mma_szbe_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1, "sz_base": True, "split_sum": "rows"},
     "mma_szbe_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
@@ -1247,7 +1263,8 @@ def _group_operands(x_row, g, sz_ptr, rows, rows_mask, x_off, n_out, HALF: tl.co
 def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split,
                 HALF: tl.constexpr, SPLIT_K: tl.constexpr, SUM_MODE: tl.constexpr, USE_PTX: tl.constexpr):
     """Store the block's 16 HALF rows from the [HALF, 128] accumulators (split-K: this split's fp32 partials, summed
-    into out by the last arriving split of the block (SUM_MODE 0) or of each row (1), or by `_split_sum_kernel` (2))."""
+    into out by the last arriving split of the block (SUM_MODE 0) or of each row (1), or by `_split_sum_kernel` (2,
+    and 3: its launch asked for after the partials' store, not at the program's start))."""
     BLOCK_N: tl.constexpr = 16 * HALF
     col = tl.arange(0, 128)[None, :]
     qq = (col // 4) % 4
@@ -1294,6 +1311,8 @@ def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, b
                                  cache_modifier=".cg")
             tl.store(out_ptrs, total.to(out_ptr.dtype.element_ty), mask=last)
             tl.store(tickets, 0, mask=last)
+        elif SUM_MODE == 3 and USE_PTX:  # `_split_sum_kernel` sums them; its launch may start now
+            gdc_launch_dependents()
         # SUM_MODE 2: `_split_sum_kernel`, the grid launched after this one, sums the partials
 
 
@@ -1857,7 +1876,7 @@ def _split_sum_kernel(partial_ptr, out_ptr, n_out, out_row_stride, SPLIT_K: tl.c
     tl.store(out_ptr + row_m * out_row_stride + n, total.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-SPLIT_SUMS = {"block": 0, "rows": 1, "grid": 2}  # make_kernel's split_sum: the kernels' SUM_MODE
+SPLIT_SUMS = {"block": 0, "rows": 1, "grid": 2, "grid_late": 3}  # make_kernel's split_sum: the kernels' SUM_MODE
 SUM_BLOCK = 256  # columns per program of `_split_sum_kernel`: 32 programs of 2 warps at the headline
 SUM_WARPS = 2
 
@@ -1876,7 +1895,8 @@ def make_kernel(
     grid before the GEMV prepares them, once for all row blocks, and the GEMV is launched with `launch_pdl`; 5: and
     the dot asm loads the next group's B registers; `split_sum`: who sums the split-K partials, the last arriving
     program of each row block ("block"), the last arriving thread of each row ("rows"), or a second grid launched
-    with `launch_pdl` ("grid"))."""
+    with `launch_pdl`, which each program lets start at its beginning ("grid") or after its partials' store
+    ("grid_late"))."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
     assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
@@ -1981,7 +2001,7 @@ def make_kernel(
             **({"maxnreg": maxnreg} if maxnreg else {}),
             **({"launch_pdl": True} if x_fixed >= 4 and use_ptx else {}),
         )
-        if split_sum == "grid" and splits > 1:
+        if split_sum in ("grid", "grid_late") and splits > 1:
             _split_sum_kernel[(triton.cdiv(n_out, SUM_BLOCK), n_m)](
                 partial, out, n_out, out.stride(0), SPLIT_K=splits, BLOCK=SUM_BLOCK, USE_PDL=use_ptx,
                 num_warps=SUM_WARPS, launch_pdl=use_ptx)
