@@ -480,6 +480,9 @@ overlaps the GEMV's last programs instead of its whole run.
   without its epilogue chain (13.47 us), and the sum grid's launch behind its last programs.
 - `mma_szbtl_bn256_sk16_w4_st3` (256 rows, split-K 16, the launch asked for at the end): 512 programs, whose
   epilogue chains were the larger loss at split-K 16.
+
+That lost as well (h200_c35: 15.77 us against 14.93 us for the last arriver timed apart, verified 1.330x against
+1.437x; speedrun/README.md "Round 13"): the kept kernel's last arriver stays.
 """
 
 from __future__ import annotations
