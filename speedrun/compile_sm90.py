@@ -167,12 +167,16 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
       for v in ("row_per_program", "row_w4", "row_w16", "row_cache_hints")],
     *[("rmsnorm", v, "_rmsnorm_rows_kernel", RMSNORM, ROW) for v in ("multi_row", "rows2_w8")],
     # BLOCK: the variant's chunk (its `block` parameter)
-    *[("rmsnorm", v, "_rmsnorm_two_pass_kernel", RMSNORM, {})
+    # STATIC_COLS 0: the row length at run time; INDEX_32: int32 offsets (with STATIC_COLS only)
+    *[("rmsnorm", v, "_rmsnorm_two_pass_kernel", RMSNORM, {"STATIC_COLS": 0, "INDEX_32": False})
       for v in ("two_pass_r1024_w4", "two_pass_r2048_w8", "two_pass_r2048_w4", "two_pass_r4096_w8",
                 "two_pass_r1024_w2")],
-    *[("rmsnorm", v, "_rmsnorm_two_pass_kernel", RMSNORM, {"num_stages": 1})
+    *[("rmsnorm", v, "_rmsnorm_two_pass_kernel", RMSNORM, {"num_stages": 1, "STATIC_COLS": 0, "INDEX_32": False})
       for v in ("two_pass_r8192_w16_s1", "two_pass_r8192_w8_s1", "two_pass_r4096_w16_s1", "two_pass_r8192_w32_s1",
                 "two_pass_r2048_w16_s1", "two_pass_r4096_w8_s1", "two_pass_r4096_w32_s1", "two_pass_r2048_w8_s1")],
+    # compiled for the headline's 8192 columns (`specialize_cols`), int32 offsets (4096 x 8192 < 2^31)
+    *[("rmsnorm", v, "_rmsnorm_two_pass_kernel", RMSNORM, {"num_stages": 1, "STATIC_COLS": 8192, "INDEX_32": True})
+      for v in ("two_pass_s8192_w16_s1", "two_pass_s4096_w16_s1", "two_pass_s8192_w8_s1")],
     ("rmsnorm", "persistent_prefetch", "_rmsnorm_persistent_kernel", RMSNORM, ROW),
     ("rmsnorm", "persistent_pipelined", "_rmsnorm_pipelined_kernel", RMSNORM, ROW),
     *[("rmsnorm", v, "_rmsnorm_tma_kernel", RMSNORM_TMA, ROW)
@@ -187,8 +191,12 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     *[("softmax", v, "_softmax_tma_kernel", SOFTMAX_TMA, ROW)
       for v in ("tma_p2_s5", "tma_p2_s6", "tma_p3_s4", "tma_p4_s3")],
     # GROUPS: the headline's 8192 columns in groups of GROUP_COLS (one warp's 32 lanes x 8 bf16)
-    *[("softmax", v, "_softmax_groups_kernel", SOFTMAX, {"GROUPS": 32, "GROUP_COLS": 256})
+    *[("softmax", v, "_softmax_groups_kernel", SOFTMAX, {"GROUPS": 32, "GROUP_COLS": 256, "STATIC_COLS": 0,
+                                                          "INDEX_32": False})
       for v in ("groups_w8", "groups_w16", "groups_pair_w16")],
+    *[("softmax", v, "_softmax_groups_kernel", SOFTMAX, {"GROUPS": 32, "GROUP_COLS": 256, "STATIC_COLS": 8192,
+                                                          "INDEX_32": True})
+      for v in ("groups_pair_s16", "groups_s8")],
     *[("gemv", v, "_gemv_rows_kernel", GEMV, {"EVEN": True})
       for v in ("rows_bm16_bk512", "rows_bm2_bk4096", "rows_bm4_bk2048", "rows_bm4_bk2048_w4", "rows_bm8_bk1024")],
     ("gemv", "rows_pipelined", "_gemv_pipelined_kernel", GEMV, {}),

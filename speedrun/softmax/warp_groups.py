@@ -27,6 +27,14 @@ Variants:
 - `groups_pair_w16` (16 warps, one pair reduction): one block reduction instead of two (2 barriers in the SASS
   against 3), the rescaling done on 32 pairs inside the combine; tells whether a barrier per row is worth a few exp2
   on the combine tree.
+
+Compiled for the row length (`specialize_cols`, as Inductor compiles for static shapes; the rmsnorm two-pass kernel's
+note in `rmsnorm/two_pass_l2.py`): `STATIC_COLS` is the row length and both row strides, so the masks of a row
+that fills its tile are known to be true when compiled, and offsets are int32 below 2^31 elements (`INDEX_32`).
+- `groups_pair_s16` (as `groups_pair_w16`, compiled for the row length): the kept kernel without its per-element
+  masks and int64 row offsets.
+- `groups_s8` (as `groups_w8`, compiled for the row length): 8 warps, two block reductions, the triage's fastest
+  of round 5 (34.04 us), without masks.
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "groups_w8": {"num_warps": 8, "pair_combine": False},
     "groups_w16": {"num_warps": 16, "pair_combine": False},
     "groups_pair_w16": {"num_warps": 16, "pair_combine": True},
+    "groups_pair_s16": {"num_warps": 16, "pair_combine": True, "specialize_cols": True},
+    "groups_s8": {"num_warps": 8, "pair_combine": False, "specialize_cols": True},
 }
 
 GROUP_COLS = 256  # one warp's 32 lanes x 8 bf16 (one 16-byte vector each)
@@ -56,9 +66,14 @@ def _max_sum_combine(m1, s1, m2, s2):
 
 @triton.jit
 def _softmax_groups_kernel(x_ptr, out_ptr, n_cols, x_row_stride, out_row_stride, GROUPS: tl.constexpr,
-                           GROUP_COLS: tl.constexpr, PAIR_COMBINE: tl.constexpr):
+                           GROUP_COLS: tl.constexpr, PAIR_COMBINE: tl.constexpr, STATIC_COLS: tl.constexpr,
+                           INDEX_32: tl.constexpr):
     # masked lanes read -1e30 (finite): a group past the row has max -1e30 and weight exp2(-huge) = 0, no NaN
-    row = tl.program_id(0).to(tl.int64)
+    if STATIC_COLS:  # the row length and both row strides are STATIC_COLS: masks known when compiled
+        n_cols = STATIC_COLS
+        x_row_stride = STATIC_COLS
+        out_row_stride = STATIC_COLS
+    row = tl.program_id(0) if INDEX_32 else tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, GROUPS)[:, None] * GROUP_COLS + tl.arange(0, GROUP_COLS)[None, :]
     mask = cols < n_cols
     x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-1e30).to(tl.float32)
@@ -76,8 +91,8 @@ def _softmax_groups_kernel(x_ptr, out_ptr, n_cols, x_row_stride, out_row_stride,
     tl.store(out_ptr + row * out_row_stride + cols, (e * scale[:, None]).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def make_kernel(*, num_warps: int, pair_combine: bool) -> Callable[..., torch.Tensor]:
-    """The candidate `kernel(x, *, dim)` at one parameter set."""
+def make_kernel(*, num_warps: int, pair_combine: bool, specialize_cols: bool = False) -> Callable[..., torch.Tensor]:
+    """The candidate `kernel(x, *, dim)` at one parameter set (`specialize_cols`: compiled for the row length)."""
 
     def kernel(x: torch.Tensor, *, dim: int) -> torch.Tensor:
         """Softmax of x along its last dimension (same result as torch.softmax(x, dim))."""
@@ -89,9 +104,11 @@ def make_kernel(*, num_warps: int, pair_combine: bool) -> Callable[..., torch.Te
         if x2.stride(-1) != 1:
             x2 = x2.contiguous()
         out = torch.empty((x2.shape[0], n_cols), dtype=x.dtype, device=x.device)
+        static = specialize_cols and x2.stride(0) == n_cols  # rows packed back to back, as out's are
         _softmax_groups_kernel[(x2.shape[0],)](x2, out, n_cols, x2.stride(0), out.stride(0),
                                                GROUPS=block // GROUP_COLS, GROUP_COLS=GROUP_COLS,
-                                               PAIR_COMBINE=pair_combine, num_warps=num_warps)
+                                               PAIR_COMBINE=pair_combine, STATIC_COLS=n_cols if static else 0,
+                                               INDEX_32=static and x2.numel() < 2**31, num_warps=num_warps)
         return out.view(x.shape)
 
     return kernel
