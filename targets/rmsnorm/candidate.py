@@ -38,6 +38,19 @@ nothing through shared memory (a 16 KiB row per stage would cap the programs per
 - `two_pass_r4096_w32_s1` (chunks of 4096, 32 warps, 1 stage): 1024 threads, 4 values each per trip, one
   program per SM at a time.
 - `two_pass_r2048_w8_s1` (chunks of 2048, 8 warps, 1 stage): 8 values per thread, four trips per loop.
+
+Inductor's kernel also differs in what it is compiled for: its generated source sets `xnumel = 4096` and
+`r0_numel = 8192` and indexes `8192 * x0` in int32, so at R0_BLOCK 8192 both loops are straight-line code (224
+SASS instructions with Triton 3.6, no loop), where `two_pass_r8192_w16_s1` keeps a runtime loop (336 instructions,
+a 140-instruction loop) and int64 row offsets. With `specialize_cols` the kernel is compiled for the row length
+(`STATIC_COLS`, the strides of packed rows too; one kernel per length, as Inductor compiles per static shape) and
+indexes in int32 when the tensor has fewer than 2^31 elements (`INDEX_32`).
+- `two_pass_s8192_w16_s1` (the whole row, 16 warps, 1 stage, compiled for the row length): Inductor's config
+  and specialization: one straight-line pass of loads, a block sum, and a second straight-line pass.
+- `two_pass_s4096_w16_s1` (chunks of 4096, 16 warps, 1 stage, compiled for the row length): the kept chunking
+  with both loops' two trips unrolled and no masks.
+- `two_pass_s8192_w8_s1` (the whole row, 8 warps, 1 stage, compiled for the row length): 32 values per thread in
+  straight-line code, `row_per_program`'s thread count.
 """
 
 from __future__ import annotations
@@ -63,13 +76,20 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "two_pass_r4096_w8_s1": {"block": 4096, "num_warps": 8, "num_stages": 1},
     "two_pass_r4096_w32_s1": {"block": 4096, "num_warps": 32, "num_stages": 1},
     "two_pass_r2048_w8_s1": {"block": 2048, "num_warps": 8, "num_stages": 1},
+    "two_pass_s8192_w16_s1": {"block": 8192, "num_warps": 16, "num_stages": 1, "specialize_cols": True},
+    "two_pass_s4096_w16_s1": {"block": 4096, "num_warps": 16, "num_stages": 1, "specialize_cols": True},
+    "two_pass_s8192_w8_s1": {"block": 8192, "num_warps": 8, "num_stages": 1, "specialize_cols": True},
 }
 
 
 @triton.jit
 def _rmsnorm_two_pass_kernel(x_ptr, w_ptr, out_ptr, n_cols, x_row_stride, out_row_stride, eps,
-                             BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
+                             BLOCK: tl.constexpr, STATIC_COLS: tl.constexpr, INDEX_32: tl.constexpr):
+    if STATIC_COLS:  # the row length and both row strides are STATIC_COLS: constant trip counts and masks
+        n_cols = STATIC_COLS
+        x_row_stride = STATIC_COLS
+        out_row_stride = STATIC_COLS
+    row = tl.program_id(0) if INDEX_32 else tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     x_row = x_ptr + row * x_row_stride
     sum_sq = tl.zeros([BLOCK], dtype=tl.float32)
@@ -86,8 +106,10 @@ def _rmsnorm_two_pass_kernel(x_ptr, w_ptr, out_ptr, n_cols, x_row_stride, out_ro
         tl.store(out_row + start + cols, (x * rstd * w).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def make_kernel(*, block: int, num_warps: int, num_stages: int | None = None) -> Callable[..., torch.Tensor]:
-    """The candidate `kernel(x, w, *, eps)` at one parameter set."""
+def make_kernel(*, block: int, num_warps: int, num_stages: int | None = None,
+                specialize_cols: bool = False) -> Callable[..., torch.Tensor]:
+    """The candidate `kernel(x, w, *, eps)` at one parameter set (`specialize_cols`: compiled for the row length, one
+    kernel per length, as Inductor compiles for static shapes)."""
 
     def kernel(x: torch.Tensor, w: torch.Tensor, *, eps: float) -> torch.Tensor:
         """RMS-normalise x over its last dimension and scale by w (same result as F.rms_norm)."""
@@ -99,15 +121,18 @@ def make_kernel(*, block: int, num_warps: int, num_stages: int | None = None) ->
         w = w.contiguous()
         out = torch.empty((x2.shape[0], n_cols), dtype=x.dtype, device=x.device)
         stages = {} if num_stages is None else {"num_stages": num_stages}
+        static = specialize_cols and x2.stride(0) == n_cols  # rows packed back to back, as out's are
         _rmsnorm_two_pass_kernel[(x2.shape[0],)](x2, w, out, n_cols, x2.stride(0), out.stride(0), eps, BLOCK=block,
-                                                 num_warps=num_warps, **stages)
+                                                 STATIC_COLS=n_cols if static else 0,
+                                                 INDEX_32=static and x2.numel() < 2**31, num_warps=num_warps,
+                                                 **stages)
         return out.view(x.shape)
 
     return kernel
 
 
-kernel = make_kernel(**VARIANTS["two_pass_r4096_w16_s1"])
-WHO = 'Claude (Anthropic), Triton kernel speedrun/rmsnorm/two_pass_l2.py, variant two_pass_r4096_w16_s1'
+kernel = make_kernel(**VARIANTS["two_pass_s4096_w16_s1"])
+WHO = 'Claude (Anthropic), Triton kernel speedrun/rmsnorm/two_pass_l2.py, variant two_pass_s4096_w16_s1'
 
 
 if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
