@@ -147,7 +147,8 @@ INT4 = {"x_ptr": BF16, "w_ptr": I32, "sz_ptr": I32, "out_ptr": BF16, "partial_pt
 INT4_C = {"GROUP": 128, "IKT": 8}
 # the row-pair kernel without `sz_carry` (nor its `x_regs` and `xsum_asm`)
 INT4_MMA_C = {**INT4_C, "USE_PTX": True, "SZ_CARRY": False, "X_REGS": False, "XSUM_ASM": False, "SZ_BASE": False,
-              "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": 0}
+              "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": 0,
+              "STATIC_SHAPE": (0, 0, 0)}
 # the lop3 kernels read x as int32 bf16 pairs; USE_PTX=True is the GPU path (inline PTX, not interpretable)
 INT4_PAIRS = {**{k: v for k, v in INT4.items() if k != "x_ptr"}, "xpair_ptr": I32, "xsum_ptr": FP32,
               "xq_ptr": "*u8"}
@@ -176,7 +177,8 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                 "two_pass_r2048_w16_s1", "two_pass_r4096_w8_s1", "two_pass_r4096_w32_s1", "two_pass_r2048_w8_s1")],
     # compiled for the headline's 8192 columns (`specialize_cols`), int32 offsets (4096 x 8192 < 2^31)
     *[("rmsnorm", v, "_rmsnorm_two_pass_kernel", RMSNORM, {"num_stages": 1, "STATIC_COLS": 8192, "INDEX_32": True})
-      for v in ("two_pass_s8192_w16_s1", "two_pass_s4096_w16_s1", "two_pass_s8192_w8_s1")],
+      for v in ("two_pass_s8192_w16_s1", "two_pass_s4096_w16_s1", "two_pass_s8192_w8_s1", "two_pass_s4096_w8_s1",
+                "two_pass_s2048_w8_s1", "two_pass_s4096_w32_s1")],
     ("rmsnorm", "persistent_prefetch", "_rmsnorm_persistent_kernel", RMSNORM, ROW),
     ("rmsnorm", "persistent_pipelined", "_rmsnorm_pipelined_kernel", RMSNORM, ROW),
     *[("rmsnorm", v, "_rmsnorm_tma_kernel", RMSNORM_TMA, ROW)
@@ -292,7 +294,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
         "SZ_BASE": False, "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False,
-        "SUM_MODE": 0})
+        "SUM_MODE": 0, "STATIC_SHAPE": (0, 0, 0)})
       for v, block_n, split_k in (("mma_szc_bn256_sk16_w4_st3", 256, 16), ("mma_szc2_bn256_sk16_w4_st3", 256, 16),
                                   ("mma_szc2_bn256_sk16_w4_st3_r128", 256, 16),
                                   ("mma_szc_bn256_sk16_w4_st3_r128", 256, 16),
@@ -304,18 +306,20 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "XSUM_ASM": False, "SZ_BASE": False,
-        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": 0})
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": 0,
+        "STATIC_SHAPE": (0, 0, 0)})
       for v, block_n, split_k in (("mma_szcx_bn256_sk8_w4_st3", 256, 8), ("mma_szcx_bn128_sk8_w4_st3", 128, 8),
                                   ("mma_szcx_bn256_sk4_w4_st3", 256, 4))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "SZ_BASE": False,
-        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": 0})
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": 0,
+        "STATIC_SHAPE": (0, 0, 0)})
       for v, block_n, split_k in (("mma_szcs_bn256_sk8_w4_st3", 256, 8), ("mma_szcs_bn128_sk8_w4_st3", 128, 8))],
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
-        "X_FIXED": False, "SUM_MODE": 0, **extra})
+        "X_FIXED": False, "SUM_MODE": 0, "STATIC_SHAPE": (0, 0, 0), **extra})
       for v, block_n, split_k, extra in (
           ("mma_szb_bn256_sk8_w4_st3", 256, 8, {"XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False}),
           ("mma_szb_bn256_sk16_w4_st3", 256, 16, {"XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False}),
@@ -331,7 +335,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
-        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "SUM_MODE": 0})
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "SUM_MODE": 0, "STATIC_SHAPE": (0, 0, 0)})
       for v, block_n, split_k in (("mma_szq_bn256_sk8_w4_st3", 256, 8), ("mma_szq_bn256_sk16_w4_st3", 256, 16),
                                   ("mma_szq_bn128_sk8_w4_st3", 128, 8), ("mma_szq_bn256_sk8_w4_st4", 256, 8),
                                   ("mma_szqr_bn256_sk8_w4_st3", 256, 8), ("mma_szqr_bn256_sk16_w4_st3", 256, 16),
@@ -345,8 +349,16 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
-        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": mode})
+        "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": mode,
+        "STATIC_SHAPE": (0, 0, 0)})
       for v, block_n, split_k, mode in SPLIT_SUM_JOBS],
+    # compiled for the headline's shape (`specialize_shape`): n_out 8192, 64 k-outer tiles, 64 / split_k groups a split
+    *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
+       {**INT4_C, "USE_PTX": True, "TILES": 32, "GPS_PAD": 64 // split_k, "PREFETCH": False, "L2_BULK": False,
+        "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False, "XSUM_MEM": False,
+        "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": 0,
+        "STATIC_SHAPE": (8192, 64, 64 // split_k)})
+      for v, split_k in (("mma_szbc_bn256_sk8_w4_st3", 8), ("mma_szbc_bn256_sk16_w4_st3", 16))],
     *[("int4_gemv", v, "_split_sum_kernel", INT4_PAIRS,
        {"BLOCK": 256, "USE_PDL": True, "num_warps": 2, "launch_pdl": True})
       for v, _, _, mode in SPLIT_SUM_JOBS if mode >= 2],

@@ -483,6 +483,16 @@ overlaps the GEMV's last programs instead of its whole run.
 
 That lost as well (h200_c35: 15.77 us against 14.93 us for the last arriver timed apart, verified 1.330x against
 1.437x; speedrun/README.md "Round 13"): the kept kernel's last arriver stays.
+
+Compiled for the shape (`specialize_shape`): the kernel takes n_out, the k-outer tiles and the groups a split as
+run-time integers, so every scale and word address step is a multiply by a register and the pipelined loop's trip
+count is unknown when compiled; `rmsnorm/two_pass_l2.py` gained 2% from the same specialization (h200_c36).
+With `STATIC_SHAPE` (n_out, n_k_outer, groups_per_split; (0, 0, 0): at run time) those are constants, one kernel
+per weight shape.
+- `mma_szbc_bn256_sk8_w4_st3` (as `mma_szb_bn256_sk8_w4_st3`, compiled for the shape): the kept kernel with
+  constant address steps and an 8-trip loop known when compiled.
+- `mma_szbc_bn256_sk16_w4_st3` (256 rows, split-K 16, compiled for the shape): 4 trips a program, where the
+  pipeline's prologue and tail are half the loop.
 """
 
 from __future__ import annotations
@@ -665,6 +675,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "split_sum": "grid_late"},
     "mma_szbtl_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
                                     "sz_carry": True, "l2_ahead": 1, "sz_base": True, "split_sum": "grid_late"},
+    "mma_szbc_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "specialize_shape": True},
+    "mma_szbc_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "specialize_shape": True},
     "mma_szbe_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1, "sz_base": True, "split_sum": "rows"},
     "mma_szbe_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
@@ -1356,7 +1370,12 @@ def _int4_gemv_mma_kernel(
     TWO_CHAINS: tl.constexpr,
     X_FIXED: tl.constexpr,
     SUM_MODE: tl.constexpr,
+    STATIC_SHAPE: tl.constexpr,
 ):
+    if STATIC_SHAPE[0]:  # compiled for (n_out, n_k_outer, groups_per_split): constant address steps and trip counts
+        n_out = STATIC_SHAPE[0]
+        n_k_outer = STATIC_SHAPE[1]
+        groups_per_split = STATIC_SHAPE[2]
     if SUM_MODE == 2 and USE_PTX:  # the sum grid's programs may take their places now and wait for this grid's end
         gdc_launch_dependents()
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
@@ -1890,6 +1909,7 @@ def make_kernel(
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
     x_regs: bool = False, xsum_asm: bool = False, sz_base: bool = False, xsum_mem: bool = False,
     words_regs: bool = False, two_chains: bool = False, x_fixed: int = 0, split_sum: str = "block",
+    specialize_shape: bool = False,
     maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
@@ -1899,7 +1919,7 @@ def make_kernel(
     the dot asm loads the next group's B registers; `split_sum`: who sums the split-K partials, the last arriving
     program of each row block ("block"), the last arriving thread of each row ("rows"), or a second grid launched
     with `launch_pdl`, which each program lets start at its beginning ("grid") or after its partials' store
-    ("grid_late"))."""
+    ("grid_late"); `specialize_shape`: compiled for the weight's shape, one kernel per shape)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
     assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
@@ -2000,6 +2020,7 @@ def make_kernel(
             TWO_CHAINS=two_chains,
             X_FIXED=x_fixed,
             SUM_MODE=SPLIT_SUMS[split_sum],
+            STATIC_SHAPE=(n_out, w_int4.shape[1], n_groups // splits) if specialize_shape else (0, 0, 0),
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
             **({"launch_pdl": True} if x_fixed >= 4 and use_ptx else {}),
