@@ -53,12 +53,14 @@ HOSTILE = {
 @pytest.mark.parametrize("case", list(HOSTILE))
 def test_hostile_manifest_is_one_line_error_in_well_under_two_seconds(case: str) -> None:
     text, line, words = HOSTILE[case]
-    start = time.perf_counter()
+    # CPU time of this process: on a shared 2-core CI machine wall time also counts other processes' turns (the
+    # 10,000-value case takes 0.9 s of CPU and was once timed at 1.7 s of wall time there)
+    start = time.process_time()
     with pytest.raises(HotkernelError) as caught:
         load_manifest_text(text, check_files=False)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     message = str(caught.value)
-    assert elapsed < 1.0, f"{case}: {elapsed:.2f} s"
+    assert elapsed < 1.5, f"{case}: {elapsed:.2f} s of CPU time"
     assert "\n" not in message and len(message) < 400, message
     assert message.startswith(f"hotkernel.yaml:{line}: "), message
     assert words in message, message

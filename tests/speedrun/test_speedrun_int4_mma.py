@@ -915,6 +915,27 @@ def test_prefetched_operands_give_the_same_dots_as_the_loading_asm() -> None:
     assert scaled[0] == scaled[1]
 
 
+def _compiled_job(compile_sm90: ModuleType, variant: str, kernel: str | None = None) -> dict:
+    """The `asm` (ttgir, ptx, cubin, ...) of a variant's compile_sm90 job for `kernel` (None: its first job),
+    compiled for sm_90 by this Triton."""
+    captured: dict = {}
+    original = compile_sm90.triton.compile
+
+    def capture(*args: object, **kwargs: object) -> object:
+        compiled = original(*args, **kwargs)
+        captured.update(compiled.asm)
+        return compiled
+
+    job = next(job for job in compile_sm90.JOBS if job[1] == variant and kernel in (None, job[2]))
+    compile_sm90.triton.compile = capture
+    try:
+        line = compile_sm90.compile_kernel(*job)
+    finally:
+        compile_sm90.triton.compile = original
+    assert not line.startswith("ERROR"), line
+    return captured
+
+
 @pytest.mark.parametrize("variant", ["mma_bn256_sk16_w4_st3", "mma_pf_bn16_sk1_w1_st8", "mma_l2b1_bn256_sk16_w4_st3",
                                      "mmag_p1_g16_sk1_w4_st3", "mmag_p2_g8_sk1_w4_st4", "mmag_p4_g16_sk1_w16_st3",
                                      "mmag_p2_g8_sk1_w16_st3", "mma_szc2_bn256_sk16_w4_st3",
@@ -931,22 +952,7 @@ def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     H200's Triton 3.6 once chose the x loads' layout instead; the kernel's NaN guard catches that on the card, this
     catches it before.)"""
     compile_sm90 = _load(REPO / "speedrun" / "compile_sm90.py", "speedrun_compile_sm90_for_mma")
-    captured: dict[str, str] = {}
-    original = compile_sm90.triton.compile
-
-    def capture(*args: object, **kwargs: object) -> object:
-        compiled = original(*args, **kwargs)
-        captured["ttgir"] = compiled.asm["ttgir"]
-        return compiled
-
-    job = next(job for job in compile_sm90.JOBS if job[1] == variant)
-    compile_sm90.triton.compile = capture
-    try:
-        line = compile_sm90.compile_kernel(*job)
-    finally:
-        compile_sm90.triton.compile = original
-    assert not line.startswith("ERROR"), line
-    ttgir = captured["ttgir"]
+    ttgir = _compiled_job(compile_sm90, variant)["ttgir"]
     layouts = dict(re.findall(r"^(#blocked\d*) = (#ttg\.blocked<.*>)$", ttgir, re.MULTILINE))
     # the tile's asm ops ([rows, 128]); the 1-D prologue prefetches of `l2_bulk` have no layout to keep
     asm_layouts = set(re.findall(r"elementwise_inline_asm.*-> .*?tensor<\d+x128x[^>]*, (#blocked\d*)>", ttgir))
@@ -963,23 +969,8 @@ def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
 
 def _sass_of_job(compile_sm90: ModuleType, variant: str, kernel: str) -> str:
     """The sm_90 SASS of one compile_sm90 job, disassembled by the cuobjdump of Triton's wheel."""
-    captured: dict[str, bytes] = {}
-    original = compile_sm90.triton.compile
-
-    def capture(*args: object, **kwargs: object) -> object:
-        compiled = original(*args, **kwargs)
-        captured["cubin"] = compiled.asm["cubin"]
-        return compiled
-
-    job = next(job for job in compile_sm90.JOBS if job[1] == variant and job[2] == kernel)
-    compile_sm90.triton.compile = capture
-    try:
-        line = compile_sm90.compile_kernel(*job)
-    finally:
-        compile_sm90.triton.compile = original
-    assert not line.startswith("ERROR"), line
     cubin = Path(compile_sm90.tempfile.mkdtemp()) / f"{kernel}.cubin"
-    cubin.write_bytes(captured["cubin"])
+    cubin.write_bytes(_compiled_job(compile_sm90, variant, kernel)["cubin"])
     return compile_sm90.subprocess.run([str(compile_sm90.CUOBJDUMP), "--dump-sass", str(cubin)],
                                        capture_output=True, text=True, check=True).stdout
 
