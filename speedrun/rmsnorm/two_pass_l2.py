@@ -41,7 +41,8 @@ nothing through shared memory (a 16 KiB row per stage would cap the programs per
 
 Inductor's kernel also differs in what it is compiled for: its generated source sets `xnumel = 4096` and
 `r0_numel = 8192` and indexes `8192 * x0` in int32, so at R0_BLOCK 8192 both loops are straight-line code (224
-SASS instructions with Triton 3.6, no loop), where `two_pass_r8192_w16_s1` keeps a runtime loop (336 instructions,
+SASS instructions with Triton 3.6, no loop; `benchmarks/inductor_kernel_sass.py`), where `two_pass_r8192_w16_s1`
+keeps a runtime loop (336 instructions,
 a 140-instruction loop) and int64 row offsets. With `specialize_cols` the kernel is compiled for the row length
 (`STATIC_COLS`, the strides of packed rows too; one kernel per length, as Inductor compiles per static shape) and
 indexes in int32 when the tensor has fewer than 2^31 elements (`INDEX_32`).

@@ -53,8 +53,7 @@ HOSTILE = {
 @pytest.mark.parametrize("case", list(HOSTILE))
 def test_hostile_manifest_is_one_line_error_in_well_under_two_seconds(case: str) -> None:
     text, line, words = HOSTILE[case]
-    # CPU time of this process: on a shared 2-core CI machine wall time also counts other processes' turns (the
-    # 10,000-value case takes 0.9 s of CPU and was once timed at 1.7 s of wall time there)
+    # CPU time of this process: on a shared 2-core CI machine wall time also counts other processes' turns
     start = time.process_time()
     with pytest.raises(HotkernelError) as caught:
         load_manifest_text(text, check_files=False)
