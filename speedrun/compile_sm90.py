@@ -160,7 +160,9 @@ SOFTMAX_TMA = {"x_desc": ROW_DESC, "out_desc": ROW_DESC}
 SPLIT_SUM_JOBS = (("mma_szbt_bn256_sk8_w4_st3", 256, 8, 2), ("mma_szbt_bn256_sk16_w4_st3", 256, 16, 2),
                   ("mma_szbt_bn128_sk8_w4_st3", 128, 8, 2), ("mma_szbe_bn256_sk8_w4_st3", 256, 8, 1),
                   ("mma_szbe_bn256_sk16_w4_st3", 256, 16, 1), ("mma_szbe_bn128_sk8_w4_st3", 128, 8, 1),
-                  ("mma_szbtl_bn256_sk8_w4_st3", 256, 8, 3), ("mma_szbtl_bn256_sk16_w4_st3", 256, 16, 3))
+                  ("mma_szbtl_bn256_sk8_w4_st3", 256, 8, 3), ("mma_szbtl_bn256_sk16_w4_st3", 256, 16, 3),
+                  ("mma_szbcl_bn256_sk8_w4_st3", 256, 8, 4), ("mma_szbcl_bn256_sk8_w4_st4", 256, 8, 4),
+                  ("mma_szbcl_bn128_sk8_w4_st3", 128, 8, 4))
 # (target, variant, kernel, argument types (an int: an integer argument's value), shape-derived constexprs and
 # FIXED_LAUNCH options, at the headline shape)
 JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
@@ -345,7 +347,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                   ("mma_szqp_bn128_sk8_w4_st3", 128, 8), ("mma_szqpr_bn256_sk8_w4_st3", 256, 8),
                                   ("mma_szqpr_bn128_sk8_w4_st3", 128, 8), ("mma_szqpr_bn256_sk16_w4_st3", 256, 16))],
     # who sums the split-K partials (`split_sum`): the sz_base loop's row tickets (SUM_MODE 1), or its partials only
-    # and the sum grid (2: its launch asked for at the start, 3: after the partials' store)
+    # and the sum grid (2: its launch asked for at the start, 3: after the partials' store), or the cluster (4)
     *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
@@ -361,7 +363,7 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
       for v, split_k in (("mma_szbc_bn256_sk8_w4_st3", 8), ("mma_szbc_bn256_sk16_w4_st3", 16))],
     *[("int4_gemv", v, "_split_sum_kernel", INT4_PAIRS,
        {"BLOCK": 256, "USE_PDL": True, "num_warps": 2, "launch_pdl": True})
-      for v, _, _, mode in SPLIT_SUM_JOBS if mode >= 2],
+      for v, _, _, mode in SPLIT_SUM_JOBS if mode in (2, 3)],
     # x_fixed 4's prepare grid: one program a split (GPS_PAD groups of 64 x pairs)
     *[("int4_gemv", v, "_xq_prepare_kernel", INT4_PAIRS, {"GPS_PAD": 64 // split_k, "PAIRS": 64, "USE_PDL": True})
       for v, split_k in (("mma_szqp_bn256_sk8_w4_st3", 8), ("mma_szqp_bn256_sk16_w4_st3", 16),

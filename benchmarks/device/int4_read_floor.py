@@ -222,6 +222,7 @@ def split_sum_settings() -> list[tuple[str, dict, object]]:
             ("split_sum", {"split_sum": "grid_late", "pdl": True}, mma.make_kernel(**SPLIT_SUM_BASE,
                                                                                   split_sum="grid_late")),
             ("split_sum", {"split_sum": "rows"}, mma.make_kernel(**SPLIT_SUM_BASE, split_sum="rows")),
+            ("split_sum", {"split_sum": "cluster"}, mma.make_kernel(**SPLIT_SUM_BASE, split_sum="cluster")),
             ("split_sum", {"split_sum": "grid", "pdl": True}, grid),
             ("split_sum", {"split_sum": "grid", "pdl": False}, with_sum(grid, False)),
             ("split_sum", {"split_sum": "grid", "sum": "not launched"}, with_sum(grid, None)),

@@ -484,6 +484,19 @@ overlaps the GEMV's last programs instead of its whole run.
 That lost as well (h200_c35: 15.77 us against 14.93 us for the last arriver timed apart, verified 1.330x against
 1.437x; speedrun/README.md "Round 13"): the kept kernel's last arriver stays.
 
+With `"cluster"` the 8 splits of a row block are one thread-block cluster (launched with cluster dims by
+`_launch_in_clusters`; the kernel stays a one-CTA Triton kernel), and the partials never reach global memory: each
+lane that holds a row's value stores it (`st.shared::cluster`) into the landing buffer of the CTA that sums that row
+(an eighth of the block's rows each), one cluster barrier (arrive.release, wait.acquire) replaces the block barrier,
+fence, atomic and second barrier, and each CTA adds its rows' 8 slots from its own shared memory and stores them.
+The chain is then one barrier of 8 CTAs over the SM-to-SM network instead of three round trips to L2.
+- `mma_szbcl_bn256_sk8_w4_st3` (as `mma_szb_bn256_sk8_w4_st3`, summed in the cluster): 32 clusters of 8, all
+  resident; 106 registers, 944 SASS instructions against 1032, the loop unchanged.
+- `mma_szbcl_bn256_sk8_w4_st4` (the same, 4 stages): the cluster's epilogue frees the kept kernel's registers for
+  a deeper pipeline (49 KB of shared memory a CTA, 4 CTAs an SM still fit).
+- `mma_szbcl_bn128_sk8_w4_st3` (128 rows, split-K 8, summed in the cluster): 512 CTAs, 4 an SM, twice the
+  epilogues, each now a cheap one.
+
 Compiled for the shape (`specialize_shape`): the kernel takes n_out, the k-outer tiles and the groups a split as
 run-time integers, so every scale and word address step is a multiply by a register and the pipelined loop's trip
 count is unknown when compiled; `rmsnorm/two_pass_l2.py` gained 2% from the same specialization (h200_c36).
@@ -688,6 +701,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "split_sum": "rows"},
     "mma_szbe_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                   "l2_ahead": 1, "sz_base": True, "split_sum": "rows"},
+    "mma_szbcl_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "cluster"},
+    "mma_szbcl_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "cluster"},
+    "mma_szbcl_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "cluster"},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -1077,6 +1096,40 @@ _CARRY_FIRST_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,l,l,l,l")
 # own, so a thread's two tickets would be two fence and atomic round trips one after the other)
 _FENCE_PTX = tl.constexpr("fence.acq_rel.gpu;\nmov.b32 $0, $1;")
 
+# `split_sum="cluster"`: the SPLIT_K programs of a row block are one thread-block cluster (make_kernel's
+# `_launch_in_clusters`), and each CTA's landing buffer is the last BLOCK_N fp32 of its dynamic shared memory, past
+# Triton's own (`%dynamic_smem_size` is the launch's size, Triton's plus the buffer). Once a thread, at the start: its
+# arrival at the cluster barrier whose wait comes before the first remote store, so no store lands in a CTA that has
+# not started.
+_CLUSTER_ARRIVE_PTX = tl.constexpr("barrier.cluster.arrive.relaxed.aligned;\nmov.b32 $0, $1;")
+_CLUSTER_WAIT_PTX = tl.constexpr("barrier.cluster.wait.aligned;\nmov.b32 $0, $1;")
+# once a thread, after its remote stores: the release of them to the cluster and the acquire of the others'
+_CLUSTER_SYNC_PTX = tl.constexpr(
+    "barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\nmov.b32 $0, $1;")
+# per element, where $4 is not 0: the fp32 bits $1 into CTA $2's landing buffer at byte $3 from the end of its
+# dynamic shared memory
+_CLUSTER_PUT_PTX = tl.constexpr("""{
+.reg .pred keep;
+.reg .u32 top, local, remote;
+setp.ne.u32 keep, $4, 0;
+mov.u32 top, %dynamic_smem_size;
+mov.u32 local, global_smem;
+add.u32 local, local, top;
+add.u32 local, local, $3;
+mapa.shared::cluster.u32 remote, local, $2;
+@keep st.shared::cluster.b32 [remote], $1;
+mov.b32 $0, 0;
+}""")
+# per element: the fp32 bits at byte $1 from the end of this CTA's dynamic shared memory
+_LANDING_LOAD_PTX = tl.constexpr("""{
+.reg .u32 top, local;
+mov.u32 top, %dynamic_smem_size;
+mov.u32 local, global_smem;
+add.u32 local, local, top;
+add.u32 local, local, $1;
+ld.shared.b32 $0, [local];
+}""")
+
 
 _BUFFERS: dict[tuple[str, str, int | None], torch.Tensor] = {}
 
@@ -1283,8 +1336,50 @@ def _group_operands(x_row, g, sz_ptr, rows, rows_mask, x_off, n_out, HALF: tl.co
 def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split,
                 HALF: tl.constexpr, SPLIT_K: tl.constexpr, SUM_MODE: tl.constexpr, USE_PTX: tl.constexpr):
     """Store the block's 16 HALF rows from the [HALF, 128] accumulators (split-K: this split's fp32 partials, summed
-    into out by the last arriving split of the block (SUM_MODE 0) or of each row (1), or by `_split_sum_kernel` (2,
-    and 3: its launch asked for after the partials' store, not at the program's start))."""
+    into out by the last arriving split of the block (SUM_MODE 0) or of each row (1), by `_split_sum_kernel` (2, and
+    3: its launch asked for after the partials' store, not at the program's start), or through the cluster's shared
+    memory (4: each split's CTA sums an eighth of the block's rows from the landing buffers))."""
+    if SPLIT_K > 1 and SUM_MODE == 4 and USE_PTX:
+        _cluster_rows(acc, out_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K)
+    else:
+        _own_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K,
+                  SUM_MODE, USE_PTX)
+
+
+@triton.jit
+def _cluster_rows(acc, out_ptr, n_out, out_row_stride, block, row_m, split, HALF: tl.constexpr,
+                  SPLIT_K: tl.constexpr):
+    """SUM_MODE 4: each of the block's rows from the [HALF, 128] accumulators straight into the landing buffer of the
+    cluster's CTA that sums it (CTA r: rows [r OWN, (r + 1) OWN)), at slot (split, row % OWN); after the cluster
+    barrier each CTA adds its rows' SPLIT_K slots and stores them. Only the lanes that hold a row's value store it
+    (qq = 0, j even: the copies stay home), so no compaction of the tile comes first."""
+    BLOCK_N: tl.constexpr = 16 * HALF
+    OWN: tl.constexpr = BLOCK_N // SPLIT_K
+    i = tl.arange(0, HALF)[:, None]
+    col = tl.arange(0, 128)[None, :]
+    qq = (col // 4) % 4
+    j = col % 4
+    row = (2 * i + j // 2) * 8 + col // 16  # element (i, 16 g + 4 qq + 2 jj + jlo) holds row (2 i + jj) 8 + g
+    tl.inline_asm_elementwise(_CLUSTER_WAIT_PTX, "=r,r", [row_m], dtype=tl.int32, is_pure=False, pack=1)
+    tl.inline_asm_elementwise(
+        _CLUSTER_PUT_PTX, "=r,r,r,r,r",
+        [acc.to(tl.int32, bitcast=True), row // OWN, (split * OWN + row % OWN) * 4 - BLOCK_N * 4,
+         ((qq == 0) & (j % 2 == 0)).to(tl.int32)],
+        dtype=tl.int32, is_pure=False, pack=1)
+    tl.inline_asm_elementwise(_CLUSTER_SYNC_PTX, "=r,r", [row_m], dtype=tl.int32, is_pure=False, pack=1)
+    s = tl.arange(0, SPLIT_K)[:, None]
+    o = tl.arange(0, OWN)[None, :]
+    landed = tl.inline_asm_elementwise(
+        _LANDING_LOAD_PTX, "=r,r", [(s * OWN + o) * 4 - BLOCK_N * 4], dtype=tl.int32, is_pure=False, pack=1)
+    mine = block * BLOCK_N + split * OWN + tl.arange(0, OWN)
+    tl.store(out_ptr + row_m * out_row_stride + mine,
+             tl.sum(landed.to(tl.float32, bitcast=True), axis=0).to(out_ptr.dtype.element_ty), mask=mine < n_out)
+
+
+@triton.jit
+def _own_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split,
+              HALF: tl.constexpr, SPLIT_K: tl.constexpr, SUM_MODE: tl.constexpr, USE_PTX: tl.constexpr):
+    """_store_rows through global memory: the tile compacted to its rows, then stored (SPLIT_K 1) or summed."""
     BLOCK_N: tl.constexpr = 16 * HALF
     col = tl.arange(0, 128)[None, :]
     qq = (col // 4) % 4
@@ -1302,7 +1397,7 @@ def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, b
         tl.store(out_ptrs, result.to(out_ptr.dtype.element_ty), mask=flat_mask)
     else:
         tl.store(partial_ptr + (split * tl.num_programs(1) + row_m) * n_out + flat, result, mask=flat_mask)
-        if SUM_MODE == 0:  # one ticket a row block, behind a block barrier
+        if SUM_MODE == 0 or SUM_MODE == 4:  # one ticket a row block, behind a block barrier (4: interpreted)
             tl.debug_barrier()  # every thread's partial before the one counter release
             ticket = block * tl.num_programs(1) + row_m
             arrived = tl.atomic_add(counter_ptr + ticket, 1, sem="acq_rel")
@@ -1387,9 +1482,15 @@ def _int4_gemv_mma_kernel(
     PAIRS: tl.constexpr = GROUP // 2  # x pairs of one group
     BLOCK_N: tl.constexpr = 8 * TILES
     HALF: tl.constexpr = TILES // 2  # pairs of n-tiles (one mma's 16 rows)
-    block = tl.program_id(0)
+    if SUM_MODE == 4:  # a row block's splits are consecutive programs of axis 0, one cluster on the card
+        block = tl.program_id(0) // SPLIT_K
+        split = tl.program_id(0) % SPLIT_K
+        if USE_PTX:
+            tl.inline_asm_elementwise(_CLUSTER_ARRIVE_PTX, "=r,r", [split], dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        block = tl.program_id(0)
+        split = tl.program_id(2)
     row_m = tl.program_id(1)
-    split = tl.program_id(2)
     # [HALF, 128] tiles: row i is an n-tile pair, column 4 lane + j the lane's word j of a 128-k chunk (k = 32 j +
     # 2 qq + 8 (p % 4) + p // 4), so an n-tile's 512 contiguous bytes are one warp's 16-byte loads
     i = tl.arange(0, HALF)[:, None]
@@ -1901,7 +2002,28 @@ def _split_sum_kernel(partial_ptr, out_ptr, n_out, out_row_stride, SPLIT_K: tl.c
     tl.store(out_ptr + row_m * out_row_stride + n, total.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-SPLIT_SUMS = {"block": 0, "rows": 1, "grid": 2, "grid_late": 3}  # make_kernel's split_sum: the kernels' SUM_MODE
+SPLIT_SUMS = {"block": 0, "rows": 1, "grid": 2, "grid_late": 3, "cluster": 4}  # make_kernel's split_sum: SUM_MODE
+CLUSTER_MAX = 8  # the portable thread-block cluster size limit (sm_90)
+
+
+def _launch_in_clusters(fn: triton.JITFunction, grid: tuple[int, int, int], cluster: int, landing_bytes: int,
+                        num_warps: int, **kwargs: Any) -> None:
+    """Launch `fn` on (grid[0] * cluster, grid[1], grid[2]) programs in thread-block clusters of `cluster` along axis
+    0, with `landing_bytes` of dynamic shared memory past Triton's own. Triton's launcher takes the cluster size from
+    the packed metadata's num_ctas (Triton 3.6: (num_warps, num_ctas, shared), the x grid multiplied by it); a kernel
+    compiled with num_ctas=1 keeps its one-CTA layouts and sees %ctaid.x, which is what this needs."""
+    compiled = fn.warmup(grid=grid, num_warps=num_warps, **kwargs)  # compiles once, then a cache lookup
+    launcher = compiled.run  # loads the module: compiled.function is set from here on
+    assert len(compiled.packed_metadata) == 3 and compiled.packed_metadata[1] == 1, (
+        f"int4_gemv cluster launch: Triton's packed metadata {compiled.packed_metadata} is not (warps, 1, shared)")
+    shared = -(-compiled.metadata.shared // 16) * 16 + landing_bytes
+    assert compiled.metadata.shared > 49152 or shared <= 49152, (
+        f"int4_gemv cluster launch: {shared} bytes of shared memory need the opt-in Triton sets only past 48 KiB")
+    args = [kwargs[name] for name in fn.arg_names]
+    stream = torch.cuda.current_stream().cuda_stream
+    launcher(grid[0], grid[1], grid[2], stream, compiled.function, (num_warps, cluster, shared),
+             compiled.launch_metadata(grid, stream, *args), triton.knobs.runtime.launch_enter_hook,
+             triton.knobs.runtime.launch_exit_hook, *args)
 SUM_BLOCK = 256  # columns per program of `_split_sum_kernel`: 32 programs of 2 warps at the headline
 SUM_WARPS = 2
 
@@ -1935,6 +2057,9 @@ def make_kernel(
                                                                or two_chains)), (
         "int4_gemv mma: x_fixed goes with the plain sz_carry loop, l2_ahead 1")
     assert split_sum in SPLIT_SUMS, f"int4_gemv mma: split_sum one of {sorted(SPLIT_SUMS)}"
+    assert split_sum != "cluster" or (block_n % split_k == 0 and split_k <= CLUSTER_MAX and not maxnreg
+                                      and not (x_fixed or xsum_mem)), (
+        f"int4_gemv mma: split_sum cluster takes up to {CLUSTER_MAX} splits dividing block_n, no x_fixed or xsum_mem")
     assert split_sum == "block" or (group_rows is None and x_fixed < 4), (
         "int4_gemv mma: split_sum rows or grid go with the row-pair kernel, not after a prepare grid (x_fixed 4, 5)")
 
@@ -1964,8 +2089,10 @@ def make_kernel(
         sz = scales_and_zeros.contiguous().view(torch.int32).view(n_groups, n_out)  # scale: low half, zero: high
         xpair = x.contiguous().view(torch.int32)  # [M, K / 2]: (x[2i], x[2i + 1]) in the low and high halves
         out = torch.empty((n_m, n_out), dtype=x.dtype, device=x.device)
-        partial = torch.empty((splits, n_m, n_out), dtype=torch.float32, device=x.device)
         use_ptx = os.environ.get("TRITON_INTERPRET", "0") != "1"
+        mode = SPLIT_SUMS[split_sum] if splits > 1 else 0
+        in_clusters = mode == 4 and use_ptx  # no partials in memory: they travel through the cluster's shared memory
+        partial = out if in_clusters else torch.empty((splits, n_m, n_out), dtype=torch.float32, device=x.device)
         if group_rows is not None:
             _int4_gemv_mma_groups_kernel[(n_blocks, n_m, splits)](
                 xpair, w_int4, sz, out, partial, _counters(x.device, n_blocks * n_m), n_out, w_int4.shape[1],
@@ -1987,20 +2114,20 @@ def make_kernel(
             xsum = torch.empty(n_m * splits * (gps_pad + 1), dtype=torch.float32, device=x.device)
             _xq_prepare_kernel[(splits, n_m)](xpair, xq, xsum, xpair.stride(0), gps, GPS_PAD=gps_pad, PAIRS=64,
                                               USE_PDL=use_ptx, num_warps=4)
-        _int4_gemv_mma_kernel[(n_blocks, n_m, splits)](
-            xpair,
-            w_int4,
-            sz,
-            out,
-            partial,
-            _counters(x.device, n_out * n_m if split_sum == "rows" else n_blocks * n_m),
-            xsum,
-            xq,
-            n_out,
-            w_int4.shape[1],
-            xpair.stride(0),
-            out.stride(0),
-            n_groups // splits,
+        args = dict(
+            xpair_ptr=xpair,
+            w_ptr=w_int4,
+            sz_ptr=sz,
+            out_ptr=out,
+            partial_ptr=partial,
+            counter_ptr=_counters(x.device, n_out * n_m if split_sum == "rows" else n_blocks * n_m),
+            xsum_ptr=xsum,
+            xq_ptr=xq,
+            n_out=n_out,
+            n_k_outer=w_int4.shape[1],
+            xpair_row_stride=xpair.stride(0),
+            out_row_stride=out.stride(0),
+            groups_per_split=n_groups // splits,
             GROUP=group_size,
             IKT=ikt,
             TILES=block_n // 8,
@@ -2022,8 +2149,14 @@ def make_kernel(
             WORDS_REGS=in_regs,
             TWO_CHAINS=two_chains,
             X_FIXED=x_fixed,
-            SUM_MODE=SPLIT_SUMS[split_sum],
+            SUM_MODE=mode,
             STATIC_SHAPE=(n_out, w_int4.shape[1], n_groups // splits) if specialize_shape else (0, 0, 0),
+        )
+        if in_clusters:  # the splits of a row block: one cluster, their partials summed through its shared memory
+            _launch_in_clusters(_int4_gemv_mma_kernel, (n_blocks, n_m, 1), splits, block_n * 4, num_warps, **args)
+            return out
+        _int4_gemv_mma_kernel[(n_blocks * splits, n_m, 1) if mode == 4 else (n_blocks, n_m, splits)](
+            **args,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
             **({"launch_pdl": True} if x_fixed >= 4 and use_ptx else {}),
