@@ -162,7 +162,8 @@ SPLIT_SUM_JOBS = (("mma_szbt_bn256_sk8_w4_st3", 256, 8, 2), ("mma_szbt_bn256_sk1
                   ("mma_szbe_bn256_sk16_w4_st3", 256, 16, 1), ("mma_szbe_bn128_sk8_w4_st3", 128, 8, 1),
                   ("mma_szbtl_bn256_sk8_w4_st3", 256, 8, 3), ("mma_szbtl_bn256_sk16_w4_st3", 256, 16, 3),
                   ("mma_szbcl_bn256_sk8_w4_st3", 256, 8, 4), ("mma_szbcl_bn256_sk8_w4_st4", 256, 8, 4),
-                  ("mma_szbcl_bn128_sk8_w4_st3", 128, 8, 4))
+                  ("mma_szbcl_bn128_sk8_w4_st3", 128, 8, 4), ("mma_szbfx_bn256_sk8_w4_st3", 256, 8, 5),
+                  ("mma_szbfx_bn128_sk8_w4_st3", 128, 8, 5), ("mma_szbfx_bn256_sk8_w4_st4", 256, 8, 5))
 # (target, variant, kernel, argument types (an int: an integer argument's value), shape-derived constexprs and
 # FIXED_LAUNCH options, at the headline shape)
 JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
@@ -347,8 +348,9 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
                                   ("mma_szqp_bn128_sk8_w4_st3", 128, 8), ("mma_szqpr_bn256_sk8_w4_st3", 256, 8),
                                   ("mma_szqpr_bn128_sk8_w4_st3", 128, 8), ("mma_szqpr_bn256_sk16_w4_st3", 256, 16))],
     # who sums the split-K partials (`split_sum`): the sz_base loop's row tickets (SUM_MODE 1), or its partials only
-    # and the sum grid (2: its launch asked for at the start, 3: after the partials' store), or the cluster (4)
-    *[("int4_gemv", v, "_int4_gemv_mma_kernel", INT4_PAIRS,
+    # and the sum grid (2: its launch asked for at the start, 3: after the partials' store), or the cluster (4), or
+    # the fixed-point row words (5: int64 words in counter_ptr)
+    *[("int4_gemv", v, "_int4_gemv_mma_kernel", {**INT4_PAIRS, "counter_ptr": "*i64"} if mode >= 5 else INT4_PAIRS,
        {**INT4_C, "USE_PTX": True, "TILES": block_n // 8, "GPS_PAD": 64 // split_k, "PREFETCH": False,
         "L2_BULK": False, "L2_FIRST": False, "X_NEXT": False, "SZ_EARLY": False, "X_REGS": False, "XSUM_ASM": False,
         "XSUM_MEM": False, "WORDS_REGS": False, "TWO_CHAINS": False, "X_FIXED": False, "SUM_MODE": mode,

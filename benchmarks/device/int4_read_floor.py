@@ -214,15 +214,17 @@ def sum_alone(split_k: int):
 
 
 def split_sum_settings() -> list[tuple[str, dict, object]]:
-    """Who sums the split-K partials, at the kept grid: the kept last arriver, a ticket per row, the sum grid with
-    `launch_pdl` (launch asked for at the GEMV's start or after each program's store) and without, the GEMV of the
-    grid form alone (its sum not launched) and the sum alone."""
+    """Who sums the split-K partials, at the kept grid: the kept last arriver, a ticket per row, the thread-block
+    cluster, the fixed-point row words, the sum grid with `launch_pdl` (launch asked for at the GEMV's start or
+    after each program's store) and without, the GEMV of the grid form alone (its sum not launched) and the sum
+    alone."""
     grid = mma.make_kernel(**SPLIT_SUM_BASE, split_sum="grid")
     return [("split_sum", {"split_sum": "block"}, mma.make_kernel(**SPLIT_SUM_BASE)),
             ("split_sum", {"split_sum": "grid_late", "pdl": True}, mma.make_kernel(**SPLIT_SUM_BASE,
                                                                                   split_sum="grid_late")),
             ("split_sum", {"split_sum": "rows"}, mma.make_kernel(**SPLIT_SUM_BASE, split_sum="rows")),
             ("split_sum", {"split_sum": "cluster"}, mma.make_kernel(**SPLIT_SUM_BASE, split_sum="cluster")),
+            ("split_sum", {"split_sum": "fixed"}, mma.make_kernel(**SPLIT_SUM_BASE, split_sum="fixed")),
             ("split_sum", {"split_sum": "grid", "pdl": True}, grid),
             ("split_sum", {"split_sum": "grid", "pdl": False}, with_sum(grid, False)),
             ("split_sum", {"split_sum": "grid", "sum": "not launched"}, with_sum(grid, None)),

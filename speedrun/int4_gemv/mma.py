@@ -509,6 +509,29 @@ per weight shape.
 
 Slower (h200_c37: triage 14.69 and 14.94 us against 14.22 us, verified 1.360x at split-K 16 against 1.438x): the
 loop was already 479 of 480 instructions either way, and the constants moved the schedule around it.
+
+The cluster sum lost too (h200_c38: triage 16.10-17.76 us against 14.20 us, verified 1.246x at 128 rows and 1.159x
+at 256 against 1.433x in the same call; timed apart at the kept grid 17.72 us against 14.48 us for the last
+arriver, 14.64 us for a ticket a row, and 13.47 us for the GEMV with no sum at all); where the cluster form's
+time goes was not profiled.
+
+So the sum costs the kept kernel about 1 us over the GEMV alone (13.47 us bare, 13.88 us under the contract's
+perturbation, h200_c38), and every form so far either kept a chain of round trips or added a launch. With
+`"fixed"` the sum needs no chain: a row's splits add into one 64-bit word with one relaxed atomic each, the
+partial in fixed point (30 fractional bits, biased to be non-negative) in bits 0-51 and the arrival in bits 52-55.
+Atomic adds to one word are totally ordered, so the split whose atomic returns 7 arrivals holds the whole sum
+(the returned word plus its own addend): no partials' store, no barrier, no fence, no second load. Integer adds
+commute exactly, so the sum does not depend on the order of arrival. A partial that fixed point cannot hold
+(|v| >= 2^18, inf, NaN) is added to the row's fp32 word instead, behind a release fence, and counted in bits
+56-59; the last arriver adds that word after an acquire fence, so any input gives its fp32 sum. Fixed point's
+own error is at most 2^-30 a split.
+- `mma_szbfx_bn256_sk8_w4_st3` (as `mma_szb_bn256_sk8_w4_st3`, the fixed-point atomic a row): the kept kernel with
+  its epilogue chain replaced by one atomic round trip, issued from the accumulator tile by the lanes that pick a
+  row's value (2 a lane), with no compaction of the tile first.
+- `mma_szbfx_bn128_sk8_w4_st3` (128 rows, split-K 8, the fixed-point atomic): 512 programs, 4 an SM, twice the
+  kept grid's epilogues, each now one atomic a lane.
+- `mma_szbfx_bn256_sk8_w4_st4` (256 rows, split-K 8, the fixed-point atomic, 4 stages): one more group in flight
+  per program, the kept grid's shared memory (48 KB) still fitting 4 programs an SM.
 """
 
 from __future__ import annotations
@@ -707,6 +730,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "split_sum": "cluster"},
     "mma_szbcl_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                    "l2_ahead": 1, "sz_base": True, "split_sum": "cluster"},
+    "mma_szbfx_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -1130,14 +1159,58 @@ add.u32 local, local, $1;
 ld.shared.b32 $0, [local];
 }""")
 
+# `split_sum="fixed"`, per element, in inline PTX so that Triton's coalescing keeps the tile's layout for the memory
+# operations (as tl.atomic_add and tl.store they moved the operands through shared memory, behind barriers):
+# where $5 is not 0, the partial $6 added to the row's fp32 word at $4 and a release fence; then, where $3 is not 0,
+# the addend $2 added to the row's 64-bit word at $1, whose previous value is $0
+_FIX_ADD_PTX = tl.constexpr("""{
+.reg .pred on, spill;
+setp.ne.u32 on, $3, 0;
+setp.ne.u32 spill, $5, 0;
+@spill red.relaxed.gpu.global.add.f32 [$4], $6;
+@spill fence.acq_rel.gpu;
+mov.b64 $0, 0;
+@on atom.relaxed.gpu.global.add.u64 $0, [$1], $2;
+}""")
+# where $1 (the last arriver) is not 0: after an acquire fence and where $2 is not 0, the row's fp32 word at $6 added to
+# the fixed-point sum $3 (and set to 0 again); the row's bf16 result stored at $4 and its 64-bit word at $5 set to 0
+_FIX_END_PTX = tl.constexpr("""{
+.reg .pred last, spill;
+.reg .f32 sum, spilled;
+.reg .b16 result;
+.reg .b64 zero;
+setp.ne.u32 last, $1, 0;
+setp.ne.u32 spill, $2, 0;
+mov.f32 sum, $3;
+mov.b64 zero, 0;
+@spill fence.acq_rel.gpu;
+@spill ld.relaxed.gpu.global.f32 spilled, [$6];
+@spill add.f32 sum, sum, spilled;
+@spill st.global.b32 [$6], zero;
+cvt.rn.bf16.f32 result, sum;
+@last st.global.b16 [$4], result;
+@last st.global.b64 [$5], zero;
+mov.b32 $0, 0;
+}""")
+# The 64-bit word a row's splits add into (SPLIT_K <= 8): bits 0-51 the sum of the splits' fixed-point partials,
+# each partial FIX_SCALE (truncated) + FIX_BIAS (so each addend is in [0, 2^49) and 8 of them stay below 2^52); bits
+# 52-55 the arrivals; bits 56-59 how many partials were outside (-FIX_LIMIT, FIX_LIMIT) or not finite, and were
+# added to the row's fp32 word instead
+FIX_SCALE = tl.constexpr(1073741824.0)  # 2^30: the fixed point's fractional bits
+FIX_LIMIT = tl.constexpr(262144.0)  # 2^18: |partial| 2^30 < 2^48
+FIX_BIAS = tl.constexpr(1 << 48)
+FIX_ARRIVAL = tl.constexpr(1 << 52)
+FIX_FLOAT = tl.constexpr(1 << 56)
+FIX_VALUE_MASK = tl.constexpr((1 << 52) - 1)
+
 
 _BUFFERS: dict[tuple[str, str, int | None], torch.Tensor] = {}
 
 
 def _kept_buffer(name: str, device: torch.device, n: int, dtype: torch.dtype) -> torch.Tensor:
     """A zeroed buffer of at least n elements, one per name and device, kept between calls (grown when a call needs
-    more): the arrival counters, which each launch leaves at zero again, and the `x_fixed` fragment blocks, which
-    each launch writes before it reads them."""
+    more): the arrival counters and the fixed-point row words, which each launch leaves at zero again, and the
+    `x_fixed` fragment blocks, which each launch writes before it reads them."""
     key = (name, device.type, device.index)
     buf = _BUFFERS.get(key)
     if buf is None or buf.numel() < n:
@@ -1338,9 +1411,12 @@ def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, b
     """Store the block's 16 HALF rows from the [HALF, 128] accumulators (split-K: this split's fp32 partials, summed
     into out by the last arriving split of the block (SUM_MODE 0) or of each row (1), by `_split_sum_kernel` (2, and
     3: its launch asked for after the partials' store, not at the program's start), or through the cluster's shared
-    memory (4: each split's CTA sums an eighth of the block's rows from the landing buffers))."""
+    memory (4: each split's CTA sums an eighth of the block's rows from the landing buffers), or by the split whose
+    64-bit fixed-point atomic arrives last for the row (5))."""
     if SPLIT_K > 1 and SUM_MODE == 4 and USE_PTX:
         _cluster_rows(acc, out_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K)
+    elif SPLIT_K > 1 and SUM_MODE == 5:
+        _fixed_rows(acc, out_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K, USE_PTX)
     else:
         _own_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K,
                   SUM_MODE, USE_PTX)
@@ -1374,6 +1450,73 @@ def _cluster_rows(acc, out_ptr, n_out, out_row_stride, block, row_m, split, HALF
     mine = block * BLOCK_N + split * OWN + tl.arange(0, OWN)
     tl.store(out_ptr + row_m * out_row_stride + mine,
              tl.sum(landed.to(tl.float32, bitcast=True), axis=0).to(out_ptr.dtype.element_ty), mask=mine < n_out)
+
+
+@triton.jit
+def _fixed_rows(acc, out_ptr, word_ptr, n_out, out_row_stride, block, row_m, split, HALF: tl.constexpr,
+                SPLIT_K: tl.constexpr, USE_PTX: tl.constexpr):
+    """SUM_MODE 5: each row's value goes from the [HALF, 128] accumulators into the row's 64-bit word in one relaxed
+    atomic that carries the partial (fixed point, in units of 1 / FIX_SCALE) and the arrival together, so the split
+    whose atomic arrives last has the sum in the returned word plus its own addend: no partials' store, no barrier,
+    no fence, no second round trip, and a sum that does not depend on the order of arrival. Atomic adds to one word
+    are totally ordered, so the last sees all the others. A partial that fixed point cannot hold (|v| >= FIX_LIMIT,
+    inf, NaN) is added to the row's fp32 word (the second half of word_ptr's buffer) behind a release fence and
+    counted in bits 56-59; the last arriver adds that word after an acquire fence, so any input gives its fp32 sum
+    (fixed point's error: at most 2^-31 a split).
+
+    Who issues it: a row's value sits in the 4 lanes of its n-tile row (qq) and in both columns of a pair (jlo); the
+    tile's rows i = 4 r + w are the thread's repetitions r of warp w's row. Lane qq takes the values (r, jj) with
+    (2 r + jj) // K == qq (K = R / 2 of them), so the picking and summing over r and jlo stay inside the thread: no
+    shuffles, no layout change through shared memory, and every lane issues K atomics."""
+    WARPS: tl.constexpr = 4
+    R: tl.constexpr = HALF // WARPS  # 2 or 4 (block_n 128 or 256)
+    K: tl.constexpr = R // 2  # values a lane takes
+    BLOCK_N: tl.constexpr = 16 * HALF
+    tile = tl.reshape(acc, [R, WARPS, 8, 4, 2, 2])  # (r, w, g, qq, jj, jlo): (4 r + w, 16 g + 4 qq + 2 jj + jlo)
+    r6 = tl.arange(0, R)[:, None, None, None, None, None]
+    qq6 = tl.arange(0, 4)[None, None, None, :, None, None]
+    jj6 = tl.arange(0, 2)[None, None, None, None, :, None]
+    jlo6 = tl.arange(0, 2)[None, None, None, None, None, :]
+    mine = (jlo6 == 0) & ((2 * r6 + jj6) // K == qq6)
+    value = tl.sum(tl.sum(tl.where(mine, tile, 0.0), axis=5), axis=0)  # [w, g, qq, jj]: one r or none a (qq, jj)
+    w = tl.arange(0, WARPS)[:, None, None, None]
+    g = tl.arange(0, 8)[None, :, None, None]
+    qq = tl.arange(0, 4)[None, None, :, None]
+    jj = tl.arange(0, 2)[None, None, None, :]
+    r = qq * K // 2  # the repetition whose values lane qq took
+    flat = block * BLOCK_N + (2 * (4 * r + w) + jj) * 8 + g
+    holds = ((2 * r + jj) // K == qq) & (flat < n_out)
+    word_ptrs = word_ptr + row_m * n_out + flat
+    float_ptrs = (word_ptr + tl.num_programs(1) * n_out + row_m * n_out + flat).to(tl.pointer_type(tl.float32))
+    ok = tl.abs(value) < FIX_LIMIT  # false for NaN
+    fixed = (tl.where(ok, value, 0.0) * FIX_SCALE).to(tl.int64) + FIX_BIAS
+    addend = tl.where(ok, fixed, FIX_FLOAT) + FIX_ARRIVAL
+    if USE_PTX:
+        old = tl.inline_asm_elementwise(
+            _FIX_ADD_PTX, "=l,l,l,r,l,r,f",
+            [tl.cast(word_ptrs, tl.int64), addend, holds.to(tl.int32), tl.cast(float_ptrs, tl.int64),
+             (holds & (ok == 0)).to(tl.int32), value],
+            dtype=tl.int64, is_pure=False, pack=1)
+    else:
+        tl.atomic_add(float_ptrs, value, mask=holds & (ok == 0))
+        old = tl.atomic_add(word_ptrs, addend, mask=holds, sem="acq_rel")
+    last = holds & (((old >> 52) & 15) == SPLIT_K - 1)
+    word = old + addend
+    n_float = (word >> 56) & 15
+    total = ((word & FIX_VALUE_MASK) - (SPLIT_K - n_float) * FIX_BIAS).to(tl.float32) / FIX_SCALE
+    spill = last & (n_float != 0)
+    out_ptrs = out_ptr + row_m * out_row_stride + flat
+    if USE_PTX:
+        tl.inline_asm_elementwise(
+            _FIX_END_PTX, "=r,r,r,f,l,l,l",
+            [last.to(tl.int32), spill.to(tl.int32), total, tl.cast(out_ptrs, tl.int64), tl.cast(word_ptrs, tl.int64),
+             tl.cast(float_ptrs, tl.int64)],
+            dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        total += tl.load(float_ptrs, mask=spill, other=0.0)
+        tl.store(out_ptrs, total.to(out_ptr.dtype.element_ty), mask=last)
+        tl.store(word_ptrs, tl.zeros_like(old), mask=last)  # the next launch finds the words at zero
+        tl.store(float_ptrs, tl.zeros_like(value), mask=spill)
 
 
 @triton.jit
@@ -2002,7 +2145,9 @@ def _split_sum_kernel(partial_ptr, out_ptr, n_out, out_row_stride, SPLIT_K: tl.c
     tl.store(out_ptr + row_m * out_row_stride + n, total.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-SPLIT_SUMS = {"block": 0, "rows": 1, "grid": 2, "grid_late": 3, "cluster": 4}  # make_kernel's split_sum: SUM_MODE
+SPLIT_SUMS = {"block": 0, "rows": 1, "grid": 2, "grid_late": 3, "cluster": 4,
+              "fixed": 5}  # make_kernel's split_sum: SUM_MODE
+FIXED_SPLITS_MAX = 8  # the 64-bit word of split_sum "fixed": 4 arrival bits, 8 addends below 2^49
 CLUSTER_MAX = 8  # the portable thread-block cluster size limit (sm_90)
 
 
@@ -2044,7 +2189,8 @@ def make_kernel(
     the dot asm loads the next group's B registers; `split_sum`: who sums the split-K partials, the last arriving
     program of each row block ("block"), the last arriving thread of each row ("rows"), or a second grid launched
     with `launch_pdl`, which each program lets start at its beginning ("grid") or after its partials' store
-    ("grid_late"); `specialize_shape`: compiled for the weight's shape, one kernel per shape)."""
+    ("grid_late"), or the split whose 64-bit fixed-point atomic arrives last for a row ("fixed");
+    `specialize_shape`: compiled for the weight's shape, one kernel per shape)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
     assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
@@ -2060,6 +2206,8 @@ def make_kernel(
     assert split_sum != "cluster" or (block_n % split_k == 0 and split_k <= CLUSTER_MAX and not maxnreg
                                       and not (x_fixed or xsum_mem)), (
         f"int4_gemv mma: split_sum cluster takes up to {CLUSTER_MAX} splits dividing block_n, no x_fixed or xsum_mem")
+    assert split_sum != "fixed" or (split_k <= FIXED_SPLITS_MAX and num_warps == 4 and block_n in (128, 256)), (
+        f"int4_gemv mma: split_sum fixed takes up to {FIXED_SPLITS_MAX} splits, 4 warps, 128 or 256 rows")
     assert split_sum == "block" or (group_rows is None and x_fixed < 4), (
         "int4_gemv mma: split_sum rows or grid go with the row-pair kernel, not after a prepare grid (x_fixed 4, 5)")
 
@@ -2092,7 +2240,8 @@ def make_kernel(
         use_ptx = os.environ.get("TRITON_INTERPRET", "0") != "1"
         mode = SPLIT_SUMS[split_sum] if splits > 1 else 0
         in_clusters = mode == 4 and use_ptx  # no partials in memory: they travel through the cluster's shared memory
-        partial = out if in_clusters else torch.empty((splits, n_m, n_out), dtype=torch.float32, device=x.device)
+        partial = (out if in_clusters or mode == 5  # 5: the sums travel in the fixed-point row words
+                   else torch.empty((splits, n_m, n_out), dtype=torch.float32, device=x.device))
         if group_rows is not None:
             _int4_gemv_mma_groups_kernel[(n_blocks, n_m, splits)](
                 xpair, w_int4, sz, out, partial, _counters(x.device, n_blocks * n_m), n_out, w_int4.shape[1],
@@ -2120,7 +2269,8 @@ def make_kernel(
             sz_ptr=sz,
             out_ptr=out,
             partial_ptr=partial,
-            counter_ptr=_counters(x.device, n_out * n_m if split_sum == "rows" else n_blocks * n_m),
+            counter_ptr=(_kept_buffer("fixed_sums", x.device, 2 * n_out * n_m, torch.int64) if mode == 5
+                         else _counters(x.device, n_out * n_m if split_sum == "rows" else n_blocks * n_m)),
             xsum_ptr=xsum,
             xq_ptr=xq,
             n_out=n_out,

@@ -945,7 +945,8 @@ def _compiled_job(compile_sm90: ModuleType, variant: str, kernel: str | None = N
                                      "mma_szbrm_bn256_sk8_w4_st3", "mma_szq_bn256_sk8_w4_st3",
                                      "mma_szq_bn128_sk8_w4_st3", "mma_szqr_bn256_sk8_w4_st3",
                                      "mma_szqp_bn256_sk8_w4_st3", "mma_szqpr_bn256_sk8_w4_st3",
-                                     "mma_szbt_bn256_sk8_w4_st3", "mma_szbe_bn256_sk8_w4_st3"])
+                                     "mma_szbt_bn256_sk8_w4_st3", "mma_szbe_bn256_sk8_w4_st3",
+                                     "mma_szbcl_bn256_sk8_w4_st3"])
 def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     """Compiled for sm_90 by this Triton, every inline-asm op of the kernel is in a blocked layout whose lane L holds
     columns 4 L .. 4 L + 3 of one row: sizePerThread [1, 4], threadsPerWarp [1, 32], warps along the rows. (The
@@ -959,9 +960,10 @@ def test_the_asm_blocks_run_in_a_lane_exact_layout(variant: str) -> None:
     assert asm_layouts, "no inline asm in the compiled kernel"
     # an asm on scalars is one Triton hoisted out of a splat: its pack positions (the lane's 4 columns) would all
     # get element 0's results (the first `x_regs` prefetch asm took only a broadcast address, and was wrong)
-    # (`split_sum="rows"` puts its fences on a scalar on purpose: once a thread, nothing per element)
+    # (`split_sum="rows"` puts its fences, "cluster" its cluster barriers, on a scalar on purpose: once a thread)
     scalar_asm = [asm for asm in re.findall(r"elementwise_inline_asm .* : (?:i\d+|f\d+)(?:, (?:i\d+|f\d+))* -> ",
-                                            ttgir) if not asm.startswith('elementwise_inline_asm "fence.')]
+                                            ttgir)
+                  if not asm.startswith(('elementwise_inline_asm "fence.', 'elementwise_inline_asm "barrier.cluster.'))]
     assert not scalar_asm, scalar_asm[0][:200]
     for name in asm_layouts:
         assert "sizePerThread = [1, 4], threadsPerWarp = [1, 32]" in layouts[name], (name, layouts[name])
@@ -1015,6 +1017,114 @@ def test_split_sum_rows_takes_its_tickets_behind_one_fence_and_no_barrier() -> N
     assert fences[0] < atomics[0] < atomics[1] < fences[1], tail
     assert not any(op.startswith("BAR") for op in tail[:fences[1]]), tail
     assert min(i for i, op in enumerate(tail) if op.startswith("LDG")) > fences[1], tail
+
+
+def test_split_sum_cluster_sums_through_shared_memory_behind_one_cluster_barrier() -> None:
+    """`split_sum="cluster"`: the CTA arrives at the cluster barrier at its start (`UCGABAR_ARV` before the loop's
+    first mma) and waits on it before its first remote store, so no store lands in a CTA that has not started; the
+    partials go out as 8 predicated stores a thread through the shared window (`ST.E`, one per accumulator element
+    a lane may hold a row in) and never to global memory (no `STG` but the row's bf16 store, no `ATOMG`); one
+    arrive/wait pair follows them, and only then the landing buffer's `LDS`. Without the first wait a remote store
+    could reach a CTA not yet resident; without the second the sums would read slots not yet written."""
+    skip_without_torch_and_triton()
+    compile_sm90 = _load(REPO / "speedrun" / "compile_sm90.py", "speedrun_compile_sm90_for_mma")
+    sass = _sass_of_job(compile_sm90, "mma_szbcl_bn256_sk8_w4_st3", "_int4_gemv_mma_kernel")
+    ops = re.findall(r"^\s+/\*[0-9a-f]{4}\*/\s+(?:@!?P\d\s+)?([A-Z][A-Z0-9._]*)", sass, re.MULTILINE)  # UCGABAR_ARV
+    assert not any(op.startswith("ATOMG") for op in ops), ops
+    assert [op for op in ops if op.startswith("STG")] == ["STG.E.U16"], [op for op in ops if op.startswith("STG")]
+    arrives = [i for i, op in enumerate(ops) if op == "UCGABAR_ARV"]
+    waits = [i for i, op in enumerate(ops) if op == "UCGABAR_WAIT"]
+    remote = [i for i, op in enumerate(ops) if op == "ST.E"]
+    assert len(arrives) == 2 and len(waits) == 2 and len(remote) == 8, (arrives, waits, remote)
+    assert arrives[0] < ops.index("HMMA.16816.F32.BF16") < waits[0] < remote[0], (arrives, waits, remote)
+    assert remote[-1] < arrives[1] < waits[1], (remote, arrives, waits)
+    landing = [i for i, op in enumerate(ops) if op == "LDS" and i > remote[-1]]
+    assert landing and landing[0] > waits[1], (landing, waits)
+
+
+def test_split_sum_fixed_adds_each_row_in_one_atomic_from_the_tile_with_no_barrier() -> None:
+    """`split_sum="fixed"`: after the loop's last mma the kernel moves nothing through shared memory (no `STS`, no
+    `SHFL`, no block barrier: the lanes that hold a row's value issue its atomic from the tile's own layout), each
+    thread issues 2 64-bit atomic adds (256 rows, 128 threads) and nothing else reaches global memory before them;
+    the fp32 spill of a partial that fixed point cannot hold comes with a release fence before the atomic, and the
+    last arriver's load of the spilled word comes after an acquire fence (`MEMBAR`) behind the atomics."""
+    skip_without_torch_and_triton()
+    compile_sm90 = _load(REPO / "speedrun" / "compile_sm90.py", "speedrun_compile_sm90_for_mma")
+
+    def after_the_loop(variant: str) -> tuple[list[str], list[str]]:
+        """The opcodes after the last mma: up to and after its first block barrier (the pipeline's drain)."""
+        ops = _opcodes(_sass_of_job(compile_sm90, variant, "_int4_gemv_mma_kernel"))
+        after = ops[max(i for i, op in enumerate(ops) if op.startswith("HMMA")):]
+        drain = next(i for i, op in enumerate(after) if op.startswith("BAR.SYNC"))
+        return after[:drain + 1], after[drain + 1:]
+
+    _, kept_tail = after_the_loop("mma_szb_bn256_sk8_w4_st3")  # the last arriver: shuffles, stores, barriers
+    assert [op for op in kept_tail if op.startswith(("BAR", "SHFL", "STS"))], kept_tail
+    _, tail = after_the_loop("mma_szbfx_bn256_sk8_w4_st3")
+    assert not [op for op in tail if op.startswith(("BAR", "SHFL", "STS"))], tail
+    atomics = [i for i, op in enumerate(tail) if op == "ATOMG.E.ADD.64.STRONG.GPU"]
+    spills = [i for i, op in enumerate(tail) if op == "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU"]
+    fences = [i for i, op in enumerate(tail) if op == "MEMBAR.ALL.GPU"]
+    assert len(atomics) == 2 and len(spills) == 2, (atomics, spills)
+    assert not [op for op in tail[:atomics[0]] if op.startswith(("STG", "LDG"))], tail[:atomics[0]]
+    for spill, atomic in zip(spills, atomics, strict=True):  # each spill, then a fence, then its row's atomic
+        assert any(spill < f < atomic for f in fences), (spill, atomic, fences)
+    loads = [i for i, op in enumerate(tail) if op.startswith("LDG")]
+    assert len(loads) == 2 and all(any(atomics[-1] < f < load for f in fences) for load in loads), (loads, fences)
+
+
+def test_split_sum_fixed_gives_the_fp32_sum_for_any_partial_and_leaves_its_words_at_zero() -> None:
+    """In the interpreter `split_sum="fixed"` gives what the kept last-arriver kernel gives, to within the fp32 sum's
+    rounding, for ordinary inputs (every partial in fixed point), for inputs whose partials exceed its range in one
+    split only (that split's partials take the fp32 word, the others the fixed point: both paths in one row's sum),
+    and NaN where an x is NaN; after every call its row words and fp32 words are zero again. Not checked here: the
+    PTX of the atomics, which the interpreter cannot run (the SASS test above checks their order)."""
+    skip_without_torch_and_triton()
+    code = """
+import sys, torch
+sys.path.insert(0, "speedrun")
+import check_variants as cv
+from kernels.int4_gemv import dequantize_groups, quantize_groups
+rows = []
+for n, k, ikt, m, name in ((64, 1024, 8, 1, "mma_szbfx_bn128_sk8_w4_st3"),
+                           (40, 2048, 4, 2, "mma_szbfx_bn256_sk8_w4_st3")):
+    torch.manual_seed(n + k)
+    w = torch.randn(n, k)
+    q, scales, zeros = quantize_groups(w, 128)
+    packed = cv.pack_tinygemm_reference(q, ikt)
+    sz = torch.stack([scales.t(), zeros.t()], dim=-1).contiguous()
+    wd = dequantize_groups(q, scales, zeros, 128).t()
+    x = torch.randn(m, k)
+    big = x.clone()
+    big[:, : k // 8] *= 1e6  # the first split's partials past 2^18
+    nan = x.clone()
+    nan[0, 5] = float("nan")
+    path, _ = cv.variant_index("int4_gemv")[name]
+    module = cv.load_module(path)
+    kept = cv.variant_kernel("int4_gemv", "mma_szb_bn256_sk8_w4_st3")
+    for label, xs in (("plain", x), ("big", big), ("nan", nan)):
+        xb = xs.to(torch.bfloat16)
+        out = cv.variant_kernel("int4_gemv", name)(xb, packed, sz, group_size=128).float()
+        ref = xb.float() @ wd
+        same = kept(xb, packed, sz, group_size=128).float()
+        words = next(buf for key, buf in module._BUFFERS.items() if key[0] == "fixed_sums")
+        finite = ref.isfinite()
+        err = ((out - ref).abs() / ref.abs().clamp_min(1.0))[finite].max().item() if finite.any() else 0.0
+        near = (out - same).abs()[finite].max().item() / same[finite].abs().max().item() if finite.any() else 0.0
+        rows.append((name, label, err, near,
+                     bool(out.isnan().eq(~finite).all()), int(words.count_nonzero()), int((~finite).sum())))
+for row in rows:
+    print(*row)
+"""
+    proc = run_interpreted(code, timeout_s=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line.split() for line in proc.stdout.strip().splitlines()]
+    assert len(rows) == 6, rows
+    for name, label, err, vs_kept, nan_where_expected, nonzero_words, nans in rows:
+        assert float(err) < 1e-2, (name, label, err)
+        assert float(vs_kept) < 1e-2, (name, label, vs_kept)  # bf16 rounding of slightly different fp32 sums
+        assert nan_where_expected == "True" and nonzero_words == "0", (name, label, nan_where_expected, nonzero_words)
+        assert (int(nans) > 0) == (label == "nan"), (name, label, nans)
 
 
 def test_the_mma_loop_has_about_half_the_instructions_of_the_lop3_loop() -> None:
