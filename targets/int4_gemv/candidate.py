@@ -321,11 +321,11 @@ the split's x-sum vector by a block reduction: a shared-memory store, two barrie
 barrier before the buffer is refilled), although every thread reads back only the words it copied itself.
 - With `xsum_mem` the split's x sums are stored once to a per-program slot in global memory (`xsum_ptr`), and each
   group reads its sum with one scalar load (the pipeliner issues it with the words): no block reduction in the loop.
-- With `words_regs` (and `sz_base`) there is no pipeliner: the words of the next two groups wait in registers. The loop takes
-  two groups an iteration, one from each of two register sets (A: even groups, B: odd), and refills each set two
-  groups on right after its dot, so no loaded value is ever copied between registers (a copy would wait for the
-  load) and no shared memory or barrier is left in the loop. It needs 128-k groups and an even number of groups a
-  split (else the shared-memory pipeline).
+- With `words_regs` (and `sz_base`) there is no pipeliner: the words of the next two groups wait in registers.
+  The loop takes two groups an iteration, one from each of two register sets (A: even groups, B: odd), and refills
+  each set two groups on right after its dot, so no loaded value is ever copied between registers (a copy would
+  wait for the load) and no shared memory or barrier is left in the loop. It needs 128-k groups and an even number
+  of groups a split (else the shared-memory pipeline).
 - `mma_szbm_bn256_sk8_w4_st3` (as the kept `mma_szb_bn256_sk8_w4_st3`, x sums from memory): 473 loop instructions
   (480) and two barriers fewer a group at 110 registers.
 - `mma_szbr_bn256_sk8_w4_st3` (as the kept, words in registers): the pipeliner's copies, waits and barriers gone, 945
@@ -334,17 +334,217 @@ barrier before the buffer is refilled), although every thread reads back only th
   927 instructions for two groups (464 a group), 167 registers.
 - `mma_szbrm_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, words in registers, x sums from memory): 512 programs
   of 88 registers, 4 an SM, 16 warps without a barrier in their loops.
+
+They lost (h200_c23: triage 14.45-16.23 us against 14.27 us for `mma_szb_bn256_sk8_w4_st3`; verified 1.394x for the
+x sums from memory and 1.414x for the 128-row words-in-registers grid, against 1.440x for the kept variant again).
+Fewer barriers did not make the loop faster; ncu's source page of `mma_szbrm_bn256_sk8_w4_st3` (h200_c23) has 36% of
+its samples on long-scoreboard waits, most at the first shift of each register set's words: two groups ahead in
+registers arrive later than two groups ahead through cp.async.
+
+Two mma chains (`two_chains`): the fixed-latency waits remain the largest share, and each pair's 8 mmas a group
+form one dependent chain (each mma adds to the accumulator the last one wrote). Here words 1 and 3 accumulate into
+a second set of registers, added at the end of the asm: two chains of 4, 4 more additions a pack.
+- `mma_szb2c_bn256_sk8_w4_st3` (as the kept `mma_szb_bn256_sk8_w4_st3`, two chains): 116 registers, 496 loop
+  instructions (480).
+- `mma_szb2c_bn256_sk16_w4_st3` (256 rows, split-K 16, two chains): 120 registers, so all 512 programs resident
+  (4 an SM, 16 warps).
+
+x in 16-bit fixed point on the integer tensor cores (`x_fixed`, with `sz_base`): the decode is 224 of the kept
+loop's 480 instructions a group, 7 a word (3 shifts, 4 `lop3`), because a bf16 has only 7 mantissa bits and each
+nibble must be shifted to bit 0 of its half. `mma.m16n8k32` with u8 A takes a nibble in any byte: `w & 0x0F0F0F0F`
+and `(w >> 4) & 0x0F0F0F0F` are a word's 8 nibbles as 8 u8 (3 instructions a word), and one mma multiplies a word
+pair's 32 k. B is then integer x: before its loop each program rounds its split's x to x_int = round(x / x_scale)
+with x_scale = max |x| / 32767 over the split, so |x - x_scale x_int| <= max |x| / 65534 (2^-16 of the largest x: as
+fine as bf16 itself for every x within 7 binades of it; the baseline rounds each dequantized weight to bf16, 2^-9
+relative), and writes its high (signed) and low (unsigned) bytes as the B fragments of each group (256 bytes a
+group, `_xq_block_offset`) to its own scratch block. Per word pair two mmas (u8 by s8, u8 by u8) add into int32; the asm
+returns 256 hi + lo, exact, as fp32, the scale step takes (zero - 8 scale) sum x_int, and the partial is multiplied
+by x_scale before the store. A NaN in x makes the split's output NaN (x_scale inf, every x_int 0). 362 loop
+instructions a group (480) at 116 registers with Triton 3.6
+(`benchmarks/evidence/speedrun/compile_sm90_int4_szq_20261202.txt`); the prologue adds a block reduction for max |x|
+and 16 byte stores a thread. The blocks are then asked of L1 (`prefetch.global.L1`, 16 lines at the headline): the
+stores reach L2 only, and the first build, without it, waited for L2 at every group's first mma (h200_c25: 18.2 us
+in triage, 20% of ncu's samples on that one wait).
+- `mma_szq_bn256_sk8_w4_st3` (as the kept `mma_szb_bn256_sk8_w4_st3`, x in fixed point): the kept grid with a
+  quarter fewer loop instructions, 116 registers.
+- `mma_szq_bn256_sk16_w4_st3` (256 rows, split-K 16, 4 warps, 3 stages): 512 programs of 4 groups, all resident
+  (4 an SM, 16 warps), now that a group costs fewer instructions.
+- `mma_szq_bn128_sk8_w4_st3` (128 rows, split-K 8, 4 warps, 3 stages): 512 programs of 78 registers and 214 loop
+  instructions, 4 an SM.
+- `mma_szq_bn256_sk8_w4_st4` (as `mma_szq_bn256_sk8_w4_st3`, 4 stages): three groups' words in flight, for a
+  loop that now reaches its waits sooner.
+
+With the L1 request the first mma still waited (h200_c26: 17.96 us, 19% of the samples there, long scoreboard):
+the fragment load sits right after the pipeliner's barrier and the mma right after it, with 2 warps a scheduler to
+cover it. With `x_fixed` 2, `_XQ_PREFETCH_PTX` loads the next group's B registers while this group's dot runs (16
+registers a lane, as `x_regs` did for the bf16 pairs), so no load stands between a group's words and its mmas.
+- `mma_szqr_bn256_sk8_w4_st3` (as `mma_szq_bn256_sk8_w4_st3`, B a group ahead): the kept grid, whose 2 blocks an
+  SM leave the registers for it.
+- `mma_szqr_bn256_sk16_w4_st3` (as `mma_szq_bn256_sk16_w4_st3`, B a group ahead): 512 programs of 4 groups, the
+  fastest fixed-point grid of h200_c25 and h200_c26.
+- `mma_szqr_bn128_sk8_w4_st3` (as `mma_szq_bn128_sk8_w4_st3`, B a group ahead): 512 programs of 2 pairs a warp,
+  4 an SM, where the 16 registers cost the least.
+
+B a group ahead took the kept grid to 15.65 us (h200_c27; 1.327x verified, against 1.439x for the kept variant),
+and ncu's source page moves the largest waits into the prologue: a quarter of the samples sit in code that runs
+once a program (x's load, the max |x| reduction, the stores and their barrier, the first B load), and the
+pipeline's first word loads are only issued after all of it. With `x_fixed` 3 each program first asks L2 for the
+words of its first NUM_STAGES - 1 groups (one `cp.async.bulk.prefetch.L2` of 512 bytes a group per n-tile, as
+`l2_bulk` did for the whole split), so their DRAM trip overlaps the prologue.
+- `mma_szqw_bn256_sk8_w4_st3` (as `mma_szqr_bn256_sk8_w4_st3`, first words asked early): the kept grid with 2
+  groups of its 8 in flight before the prologue starts.
+- `mma_szqw_bn256_sk16_w4_st3` (256 rows, split-K 16, first words asked early): 512 programs of 4 groups, where
+  the prologue is the larger part of a program.
+- `mma_szqw_bn256_sk8_w4_st4` (as `mma_szqw_bn256_sk8_w4_st3`, 4 stages): 3 groups asked before the prologue and
+  in flight in the loop.
+
+That lost too (h200_c28: 18.0 us, as `l2_bulk` did). Counted by where they run, ncu's samples of `x_fixed` 2
+(h200_c27) against the kept kernel (h200_c22): the loop's fell by 15% (2753 against 3243), the once-a-program
+code's nearly doubled (1723 against 916), and the largest of them waits for the first B load from the blocks just
+written. With `x_fixed` 4 a grid of its own (`_xq_prepare_kernel`, one program a split and row of x) rounds x and
+writes the blocks, the x sums and x_scale once for all row blocks, and the GEMV is launched after it with
+`launch_pdl`: it starts while the prepare grid runs (which launches its dependents first thing), streams its
+first words, and its dot asm waits (`griddepcontrol.wait`) only before the first B load. The GEMV then has no
+x prologue at all, and no x-sum pick in the loop: the dot asm loads the group's sum of x_int with the B registers.
+- `mma_szqp_bn256_sk8_w4_st3` (as `mma_szq_bn256_sk8_w4_st3`, x prepared by a grid before): the kept grid with
+  neither the x load nor the x-sum reduction of its prologue.
+- `mma_szqp_bn256_sk16_w4_st3` (256 rows, split-K 16, x prepared by a grid before): 512 programs of 4 groups,
+  whose prologue was the larger share of each.
+- `mma_szqp_bn128_sk8_w4_st3` (128 rows, split-K 8, x prepared by a grid before): 512 programs of 2 pairs a warp,
+  4 an SM, without the per-program x work that a smaller block repeats more often.
+
+Under ncu (which runs the two grids one after the other, so no PDL overlap) the GEMV alone took 20.1-20.6 us
+(h200_c29, triage 16.8-20.2 us), 37% of its samples at the first two integer mmas of a group, waiting for the B
+loads just issued: the blocks are in L2, read by every program of a split, and each group's load is exposed.
+With `x_fixed` 5 the dot asm also loads the next group's B registers right after the wait, for the next
+iteration, and takes its own from the previous call (the first group loads its own): a whole group of lead
+without a load ahead of the loop, which would sit after the wait and hold back the pipeline's first words.
+- `mma_szqpr_bn256_sk8_w4_st3` (as `mma_szqp_bn256_sk8_w4_st3`, B a group ahead): the kept grid with a group's
+  lead for each B load and no x prologue.
+- `mma_szqpr_bn128_sk8_w4_st3` (as `mma_szqp_bn128_sk8_w4_st3`, B a group ahead): 512 programs, the fastest
+  prepared grid of h200_c29 (16.8 us).
+- `mma_szqpr_bn256_sk16_w4_st3` (256 rows, split-K 16, B a group ahead): 512 programs of 4 groups, one more
+  grid where the first group's own load is a quarter of the loads.
+
+The first build of `x_fixed` 5 was wrong on the card (h200_c30, max error 645): it loaded the next group's registers
+straight into its outputs, and LLVM had given those the registers of the previous call's inputs, so they were
+overwritten before being read (a static test now checks every asm of this module for an output written before the
+last read of an input). Fixed (the loads go to locals, copied out at the end), it is right and slower (h200_c31:
+17.6-20.0 us against 14.1 us; 186 registers at 256 rows, each pack's asm holding its own copy).
+
+None of the fixed-point builds beat the bf16 decode (h200_c25..c31: best triage 15.5 us, best verify 1.333x,
+against 13.9-14.3 us and 1.432x-1.444x for `mma_szb_bn256_sk8_w4_st3` in the same calls): a quarter fewer
+instructions in the loop, but the x work moved into each program's critical path (the rounding, its stores and
+barrier, and the first B load) or, prepared by a grid of its own, a B load per group from L2 that the loop waits
+for. The speedup of the decode itself is real and measured: it needs x in fixed point at no per-program cost,
+which this kernel structure does not give.
+
+Who sums the split-K partials (`split_sum`): the kept kernel's epilogue (`"block"`) is a chain of waits that every
+program runs at the same moment, since all 256 programs are resident at once and finish together: the partial's
+store, a block barrier, a release fence (`MEMBAR.ALL.GPU`, which waits for the stores to reach L2), the arrival
+atomic (an L2 round trip), a second barrier to share its result, and in the last arriver of each row block the
+partials' loads (another round trip) and a reduction through shared memory; ncu put 5.2% of the kept kernel's
+samples on the barrier after the atomic alone (h200_c22). With `"grid"` each program stores its partials and exits,
+and `_split_sum_kernel` (32 programs of 2 warps at the headline) sums them, launched with `launch_pdl`: the GEMV
+signals its dependents at its start, so the sum's programs are resident and parked in `griddepcontrol.wait` while
+the weights stream, as decode attention's combine is (`decode_attention/pdl_two_pass.py`, which beat the
+last-arriver form there).
+- `mma_szbt_bn256_sk8_w4_st3` (as `mma_szb_bn256_sk8_w4_st3`, the sum by a second grid): the kept kernel without
+  its fence, atomic and last-arriver reduction at the end of every program.
+- `mma_szbt_bn256_sk16_w4_st3` (256 rows, split-K 16, the sum by a second grid): 512 programs of 4 groups, all
+  resident, whose epilogue was twice the kept grid's share of the work.
+- `mma_szbt_bn128_sk8_w4_st3` (128 rows, split-K 8, the sum by a second grid): 512 programs of 2 pairs a warp,
+  4 an SM, twice the epilogues of the kept grid, each now a store and an exit.
+
+The sum grid lost (h200_c32: triage 16.0-17.6 us against 13.9 us, verified 1.234x and 1.164x against 1.446x),
+though under ncu its GEMV alone took 13.95 us against the kept kernel's 15.10 us (h200_c22): the epilogue is worth
+about 1.1 us, and a second grid costs more than that here. With `"rows"` the GEMV keeps one launch and drops the
+barriers instead: each thread takes one ticket per row it stored (8192 counters at the headline), and the thread
+that arrives last for a row adds the row's partials and stores it. Per thread the chain is the fence, the atomic
+and (for an eighth of them) the loads, with no block barrier and no shared memory.
+- `mma_szbe_bn256_sk8_w4_st3` (as `mma_szb_bn256_sk8_w4_st3`, a ticket per row): the kept kernel with the
+  barriers, the broadcast of the ticket and the last arriver's shared-memory reduction gone from its epilogue.
+- `mma_szbe_bn256_sk16_w4_st3` (256 rows, split-K 16, a ticket per row): 512 programs of 4 groups, all resident,
+  where the epilogue is a larger share of each program.
+- `mma_szbe_bn128_sk8_w4_st3` (128 rows, split-K 8, a ticket per row): 512 programs, 4 an SM, twice the kept
+  grid's epilogues, each without a barrier.
+
+Timed apart at the kept grid (`benchmarks/device/int4_read_floor.py OUT split_sum`, h200_c34, CUDA-graph replay):
+the last arriver 14.98 us, a ticket per row 14.70 us, the sum grid 18.26 us under `launch_pdl` and 15.44 us
+without, its GEMV alone (the sum not launched) 13.47 us and the sum alone 1.79 us. So the epilogue is 1.5 us of
+the kernel on that card, a plain second grid costs 2 us, and letting the sum grid launch at the GEMV's start cost
+2.8 us more (torch.profiler's eager trace shows the sum kernel's 1.3 us after the GEMV's 11.7 us either way).
+With `"grid_late"` each program asks for the sum grid's launch only after its partials' store, so the launch
+overlaps the GEMV's last programs instead of its whole run.
+- `mma_szbtl_bn256_sk8_w4_st3` (as `mma_szbt_bn256_sk8_w4_st3`, the launch asked for at the end): the GEMV
+  without its epilogue chain (13.47 us), and the sum grid's launch behind its last programs.
+- `mma_szbtl_bn256_sk16_w4_st3` (256 rows, split-K 16, the launch asked for at the end): 512 programs, whose
+  epilogue chains were the larger loss at split-K 16.
+
+That lost as well (h200_c35: 15.77 us against 14.93 us for the last arriver timed apart, verified 1.330x against
+1.437x; speedrun/README.md "Round 13"): the kept kernel's last arriver stays.
+
+With `"cluster"` the 8 splits of a row block are one thread-block cluster (launched with cluster dims by
+`_launch_in_clusters`; the kernel stays a one-CTA Triton kernel), and the partials never reach global memory: each
+lane that holds a row's value stores it (`st.shared::cluster`) into the landing buffer of the CTA that sums that row
+(an eighth of the block's rows each), one cluster barrier (arrive.release, wait.acquire) replaces the block barrier,
+fence, atomic and second barrier, and each CTA adds its rows' 8 slots from its own shared memory and stores them.
+The chain is then one barrier of 8 CTAs over the SM-to-SM network instead of three round trips to L2.
+- `mma_szbcl_bn256_sk8_w4_st3` (as `mma_szb_bn256_sk8_w4_st3`, summed in the cluster): 32 clusters of 8, all
+  resident; 106 registers, 944 SASS instructions against 1032, the loop unchanged.
+- `mma_szbcl_bn256_sk8_w4_st4` (the same, 4 stages): the cluster's epilogue frees the kept kernel's registers for
+  a deeper pipeline (49 KB of shared memory a CTA, 4 CTAs an SM still fit).
+- `mma_szbcl_bn128_sk8_w4_st3` (128 rows, split-K 8, summed in the cluster): 512 CTAs, 4 an SM, twice the
+  epilogues, each now a cheap one.
+
+Compiled for the shape (`specialize_shape`): the kernel takes n_out, the k-outer tiles and the groups a split as
+run-time integers, so every scale and word address step is a multiply by a register and the pipelined loop's trip
+count is unknown when compiled; `rmsnorm/two_pass_l2.py` gained 2% from the same specialization (h200_c36).
+With `STATIC_SHAPE` (n_out, n_k_outer, groups_per_split; (0, 0, 0): at run time) those are constants, one kernel
+per weight shape.
+- `mma_szbc_bn256_sk8_w4_st3` (as `mma_szb_bn256_sk8_w4_st3`, compiled for the shape): the kept kernel with
+  constant address steps and an 8-trip loop known when compiled.
+- `mma_szbc_bn256_sk16_w4_st3` (256 rows, split-K 16, compiled for the shape): 4 trips a program, where the
+  pipeline's prologue and tail are half the loop.
+
+Slower (h200_c37: triage 14.69 and 14.94 us against 14.22 us, verified 1.360x at split-K 16 against 1.438x): the
+loop was already 479 of 480 instructions either way, and the constants moved the schedule around it.
+
+The cluster sum lost too (h200_c38: triage 16.10-17.76 us against 14.20 us, verified 1.246x at 128 rows and 1.159x
+at 256 against 1.433x in the same call; timed apart at the kept grid 17.72 us against 14.48 us for the last
+arriver, 14.64 us for a ticket a row, and 13.47 us for the GEMV with no sum at all); where the cluster form's
+time goes was not profiled.
+
+So the sum costs the kept kernel about 1 us over the GEMV alone (13.47 us bare, 13.88 us under the contract's
+perturbation, h200_c38), and every form so far either kept a chain of round trips or added a launch. With
+`"fixed"` the sum needs no chain: a row's splits add into one 64-bit word with one relaxed atomic each, the
+partial in fixed point (30 fractional bits, biased to be non-negative) in bits 0-51 and the arrival in bits 52-55.
+Atomic adds to one word are totally ordered, so the split whose atomic returns 7 arrivals holds the whole sum
+(the returned word plus its own addend): no partials' store, no barrier, no fence, no second load. Integer adds
+commute exactly, so the sum does not depend on the order of arrival. A partial that fixed point cannot hold
+(|v| >= 2^18, inf, NaN) is added to the row's fp32 word instead, behind a release fence, and counted in bits
+56-59; the last arriver adds that word after an acquire fence, so any input gives its fp32 sum. Fixed point's
+own error is at most 2^-30 a split.
+- `mma_szbfx_bn256_sk8_w4_st3` (as `mma_szb_bn256_sk8_w4_st3`, the fixed-point atomic a row): the kept kernel with
+  its epilogue chain replaced by one atomic round trip, issued from the accumulator tile by the lanes that pick a
+  row's value (2 a lane), with no compaction of the tile first.
+- `mma_szbfx_bn128_sk8_w4_st3` (128 rows, split-K 8, the fixed-point atomic): 512 programs, 4 an SM, twice the
+  kept grid's epilogues, each now one atomic a lane.
+- `mma_szbfx_bn256_sk8_w4_st4` (256 rows, split-K 8, the fixed-point atomic, 4 stages): one more group in flight
+  per program, the kept grid's shared memory (48 KB) still fitting 4 programs an SM.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "mma_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3},
@@ -468,12 +668,81 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "words_regs": True, "xsum_mem": True},
     "mma_szbrm_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
                                    "l2_ahead": 1, "sz_base": True, "words_regs": True, "xsum_mem": True},
+    "mma_szb2c_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "two_chains": True},
+    "mma_szb2c_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                    "sz_carry": True, "l2_ahead": 1, "sz_base": True, "two_chains": True},
+    "mma_szq_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True, "x_fixed": 1},
+    "mma_szq_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 1},
+    "mma_szq_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True, "x_fixed": 1},
+    "mma_szq_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                 "l2_ahead": 1, "sz_base": True, "x_fixed": 1},
+    "mma_szqr_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 2},
+    "mma_szqr_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 2},
+    "mma_szqr_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 2},
+    "mma_szqw_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 3},
+    "mma_szqw_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 3},
+    "mma_szqw_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 3},
+    "mma_szqp_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 4},
+    "mma_szqp_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 4},
+    "mma_szqp_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "x_fixed": 4},
+    "mma_szqpr_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 5},
+    "mma_szqpr_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "x_fixed": 5},
+    "mma_szqpr_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                    "sz_carry": True, "l2_ahead": 1, "sz_base": True, "x_fixed": 5},
+    "mma_szbt_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "split_sum": "grid"},
+    "mma_szbt_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "grid"},
+    "mma_szbt_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "split_sum": "grid"},
+    "mma_szbtl_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "grid_late"},
+    "mma_szbtl_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3,
+                                    "sz_carry": True, "l2_ahead": 1, "sz_base": True, "split_sum": "grid_late"},
+    "mma_szbc_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "specialize_shape": True},
+    "mma_szbc_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "specialize_shape": True},
+    "mma_szbe_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "split_sum": "rows"},
+    "mma_szbe_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "rows"},
+    "mma_szbe_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                  "l2_ahead": 1, "sz_base": True, "split_sum": "rows"},
+    "mma_szbcl_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "cluster"},
+    "mma_szbcl_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "cluster"},
+    "mma_szbcl_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "cluster"},
+    "mma_szbfx_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx_bn128_sk8_w4_st3": {"block_n": 128, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
 
 
-def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = False, sz_next: bool = False) -> str:
+def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = False, sz_next: bool = False,
+                 two_chains: bool = False) -> str:
     """PTX: ($0..$3) += the mma chain of two n-tiles' 4 words (even tile $4..$7, odd tile $8..$11) against x. Per word:
     3 shifts and 4 `lop3` make the 4 bf16x2 pairs 128 + q (exact), 2 mma.m16n8k16 (bf16 in, fp32 accumulate) multiply
     them by x: A rows 0-7 are the even tile's rows, 8-15 the odd tile's; every column of B is x. So d0 = d1 is sum (128
@@ -500,7 +769,10 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
     With `sz_next`, $20..$23 are the addresses of this group's scale/zero words (the even row's in $20, the odd
     row's in $22, as the scale asm takes them) and $24 a byte offset (0 for a split's last group): before anything
     else the asm asks L2 for both rows at that offset, the next group's, a whole dot earlier than the L2-ahead scale
-    asm does; the accumulators move to $28..$31."""
+    asm does; the accumulators move to $28..$31.
+
+    With `two_chains` words 1 and 3 accumulate into a second set of registers, added at the end: two chains of 4
+    dependent mmas instead of one of 8."""
     first = 8 if x_sum else 4  # the first input operand: the even tile's word 0
     even, odd, column, x_addr = first, first + 4, first + 8, first + 12
     regs = ", ".join(f"x{j}_{a}" for j in range(WORDS) for a in range(4))
@@ -523,7 +795,12 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
         assert not (x_in_regs or x_sum), "int4_gemv mma: x_next goes with the plain loading asm"
         lines[4:4] = [".reg .b64 xn;"]
         lines += [f"add.s64 xn, ${x_addr}, ${x_addr + 4};", "prefetch.global.L1 [xn];", "prefetch.global.L1 [xn+128];"]
+    if two_chains:
+        assert not (x_in_regs or x_sum or x_next or sz_next), "int4_gemv mma: two_chains goes with the plain asm"
+        lines[1:1] = [".reg .f32 c0, c1, c2, c3;"]
+        lines += [f"mov.b32 c{n}, 0;" for n in range(4)]
     for j in range(WORDS):
+        acc = "{c0, c1, c2, c3}" if two_chains and j % 2 else "{$0, $1, $2, $3}"
         for tile, word in (("e", f"${even + j}"), ("o", f"${odd + j}")):
             for a in range(4):
                 src = word
@@ -534,9 +811,11 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
         for k_tile in range(2):  # pairs 2 k_tile (k = 2 qq + 16 k_tile) and 2 k_tile + 1 (k + 8)
             lo, hi = 2 * k_tile, 2 * k_tile + 1
             lines.append(
-                f"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{$0, $1, $2, $3}}, "
-                f"{{e{lo}, o{lo}, e{hi}, o{hi}}}, {{x{j}_{lo}, x{j}_{hi}}}, {{$0, $1, $2, $3}};"
+                f"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {acc}, "
+                f"{{e{lo}, o{lo}, e{hi}, o{hi}}}, {{x{j}_{lo}, x{j}_{hi}}}, {acc};"
             )
+    if two_chains:
+        lines += [f"add.f32 ${n}, ${n}, c{n};" for n in range(4)]
     if x_sum:  # lane 4 n + t: B column n is k-tile n, so b0 = pair 8 n + t, b1 = pair 8 n + t + 4
         lines += ["mov.b32 one, 0x3F803F80;",
                   "mov.b32 zero, 0;", "mov.u32 t, %laneid;", "shr.u32 t, t, 2;", "shl.b32 t, t, 3;",
@@ -554,6 +833,7 @@ def _mma_dot_ptx(x_in_regs: bool = False, x_sum: bool = False, x_next: bool = Fa
 
 _MMA_DOT_PTX = tl.constexpr(_mma_dot_ptx())
 _MMA_DOT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,0,1,2,3")
+_MMA_DOT_2C_PTX = tl.constexpr(_mma_dot_ptx(two_chains=True))
 _MMA_DOT_X_PTX = tl.constexpr(_mma_dot_ptx(x_in_regs=True))
 _MMA_DOT_X_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28) + ",0,1,2,3")
 _MMA_DOT_XNEXT_PTX = tl.constexpr(_mma_dot_ptx(x_next=True))
@@ -564,6 +844,101 @@ _MMA_DOT_SZNEXT_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12)
 _MMA_DOT_XSUM_PTX = tl.constexpr(_mma_dot_ptx(x_sum=True))
 _MMA_DOT_XSUM_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 8) + "," + ",".join(["r"] * 12) + ",l,l,l,l,"
                                          + ",".join(str(n) for n in range(8)))
+
+
+def _mma_dot_xq_ptx(b_from: str = "load", prepared: bool = False) -> str:
+    """PTX (`x_fixed`): the group's row dots sum q x_int of two n-tiles' 4 words (even tile $4..$7, odd $8..$11)
+    against x in 16-bit fixed point, x_int = 256 hi + lo (hi signed, lo unsigned bytes), on the integer tensor cores.
+    Per word pair: 2 shifts and 4 `and` make the u8 A fragment (a0, a1: the even and odd words' nibbles 0, 2, 4, 6;
+    a2, a3: nibbles 1, 3, 5, 7), and 2 mma.m16n8k32 (u8 by s8 for the high bytes, u8 by u8 for the low) add its 32
+    k to two int32 accumulators; every column of B is x, so d0 = d1 is the even row's and d2 = d3 the odd row's.
+    B register b0 byte i is x_int at the k of nibble 2 i, b1 byte i at nibble 2 i + 1's; a group's fragment block
+    holds, for word j and qq = lane % 4, 16 bytes at 16 (4 j + qq): b0 and b1 of the high bytes, then of the low ones
+    (`_xq_block_offset`). Out: hi 256 + lo (exact in int32) as fp32 in $0..$3; $12 is the column as in
+    `_mma_dot_ptx`, and a lane that is not hardware lane column / 4 makes every output NaN. Where B comes from:
+    - `load`: the lane loads its B registers from the group's block at $16 (written before the loop);
+    - `regs`: they come in as operands, loaded a group ahead by `_XQ_PREFETCH_PTX`: register n of word j is
+      $(16 + 4 n + j);
+    - `ahead` (`x_fixed` 5, with `prepared`): as `load` for the first group (flag $44 not 0), else the registers the
+      previous call returned ($(48 + 4 n + j)); the call also loads the next group's (block $36) and returns them in
+      $(4 + 4 n + j), so the inputs start at $20 (words $20..$27, column $28, this group's block $32). The next
+      group's loads go to locals and are copied out at the end: an output may be given the register of an input that
+      is dead after the asm (the first build, which loaded straight into the outputs, overwrote the previous call's
+      registers before reading them: wrong on the card, h200_c30).
+
+    With `prepared` (`x_fixed` 4 and 5) the blocks were written by `_xq_prepare_kernel`, the grid before this one:
+    the asm first waits for it (`griddepcontrol.wait`, at once when it is done), and also loads the group's sum of
+    x_int (from $20, or $40 with `ahead`) into $1 and $3 (the copies nothing reads), where the scale step takes it."""
+    assert b_from in ("load", "regs", "ahead") and (prepared or b_from != "ahead"), b_from
+    ahead = b_from == "ahead"
+    even = 20 if ahead else 4  # the first input: the even tile's word 0
+    odd, column, frag = even + 4, even + 8, even + 12
+    x_sum = frag + (8 if ahead else 4)
+    xr = ", ".join(f"x{j}_{n}" for j in range(WORDS) for n in range(4))
+    nr = ", ".join(f"n{j}_{n}" for j in range(WORDS) for n in range(4))
+    loads = [f"ld.global.v4.b32 {{x{j}_0, x{j}_1, x{j}_2, x{j}_3}}, [xa+{64 * j}];" for j in range(WORDS)]
+    lines = ["{"] + ([".reg .pred first;", ".reg .b64 xn;", f".reg .b32 {nr};"] if ahead else [])
+    lines += [f".reg .b32 s, lid, {'xs, ' if prepared else ''}zero, a0, a1, a2, a3, h0, h1, h2, h3, l0, l1, l2, l3;",
+              f".reg .b32 {xr};"] + ([] if b_from == "regs" else [".reg .b64 xa;"]) + [".reg .pred off;"]
+    lines += ["griddepcontrol.wait;"] if prepared else []
+    lines += ["mov.u32 lid, %laneid;", "shl.b32 lid, lid, 2;", f"setp.ne.u32 off, ${column}, lid;"]
+    if b_from != "regs":
+        lines += ["mov.u32 s, %laneid;", "and.b32 s, s, 3;", "mul.wide.u32 xa, s, 16;", f"add.s64 xa, xa, ${frag};"]
+    lines.append("mov.b32 zero, 0;")
+    if b_from == "load":
+        lines += loads
+    elif b_from == "regs":
+        lines += [f"mov.b32 x{j}_{n}, ${frag + 4 * n + j};" for j in range(WORDS) for n in range(4)]
+    else:
+        lines += [f"setp.ne.u32 first, ${frag + 12}, 0;", "mov.u32 s, %laneid;", "and.b32 s, s, 3;",
+                  "mul.wide.u32 xn, s, 16;", f"add.s64 xn, xn, ${frag + 4};"]
+        lines += [f"ld.global.v4.b32 {{n{j}_0, n{j}_1, n{j}_2, n{j}_3}}, [xn+{64 * j}];" for j in range(WORDS)]
+        lines += [f"mov.b32 x{j}_{n}, ${frag + 16 + 4 * n + j};" for j in range(WORDS) for n in range(4)]
+        lines += [f"@first {line}" for line in loads]
+    for j in range(WORDS):
+        lines += [f"and.b32 a0, ${even + j}, 0x0F0F0F0F;", f"and.b32 a1, ${odd + j}, 0x0F0F0F0F;",
+                  f"shr.u32 s, ${even + j}, 4;", "and.b32 a2, s, 0x0F0F0F0F;", f"shr.u32 s, ${odd + j}, 4;",
+                  "and.b32 a3, s, 0x0F0F0F0F;"]
+        for acc, kind, b in (("h", "s8", (0, 1)), ("l", "u8", (2, 3))):
+            d = "{" + ", ".join(f"{acc}{n}" for n in range(4)) + "}"
+            c = "{zero, zero, zero, zero}" if j == 0 else d
+            lines.append(f"mma.sync.aligned.m16n8k32.row.col.s32.u8.{kind}.s32 {d}, {{a0, a1, a2, a3}}, "
+                         f"{{x{j}_{b[0]}, x{j}_{b[1]}}}, {c};")
+    lines += ["mad.lo.s32 h0, h0, 256, l0;", "mad.lo.s32 h2, h2, 256, l2;", "cvt.rn.f32.s32 $0, h0;",
+              "cvt.rn.f32.s32 $2, h2;"]
+    if prepared:
+        lines += [f"ld.global.b32 xs, [${x_sum}];", "mov.b32 $1, xs;", "mov.b32 $3, xs;"]
+    else:
+        lines += ["cvt.rn.f32.s32 $1, h0;", "cvt.rn.f32.s32 $3, h2;"]
+    if ahead:
+        lines += [f"mov.b32 ${4 + 4 * n + j}, n{j}_{n};" for j in range(WORDS) for n in range(4)]
+    lines += [f"@off mov.b32 ${n}, 0x7FC00000;" for n in range(4)]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+_MMA_DOT_XQ_PTX = tl.constexpr(_mma_dot_xq_ptx())
+_MMA_DOT_XQ_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l")
+_MMA_DOT_XQ_PREP_PTX = tl.constexpr(_mma_dot_xq_ptx(prepared=True))
+_MMA_DOT_XQ_PREP_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 12) + ",l,l,l,l,l,l,l,l")
+_MMA_DOT_XQ_AHEAD_PTX = tl.constexpr(_mma_dot_xq_ptx("ahead", prepared=True))
+_MMA_DOT_XQ_AHEAD_CONSTRAINTS = tl.constexpr(",".join(["=f"] * 4 + ["=r"] * 16 + ["r"] * 12 + ["l"] * 12 + ["r"] * 20))
+_MMA_DOT_XQ_REGS_PTX = tl.constexpr(_mma_dot_xq_ptx("regs"))
+_MMA_DOT_XQ_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f," + ",".join(["r"] * 28))
+
+
+def _xq_prefetch_ptx() -> str:
+    """PTX (`x_fixed` 2): one group's B registers, a group before the dot asm takes them: register n of the lane's
+    word j into $(4 n + j), the 16 bytes of block (j, qq) at the group's block address $20 (qq from the column tile
+    $16..$19: an address alone would be a splat, run once and splatted)."""
+    lines = ["{", ".reg .b32 qq;", ".reg .b64 xa;", "shr.u32 qq, $16, 2;", "and.b32 qq, qq, 3;",
+             "mul.wide.u32 xa, qq, 16;", "add.s64 xa, xa, $20;"]
+    lines += [f"ld.global.v4.b32 {{${j}, ${4 + j}, ${8 + j}, ${12 + j}}}, [xa+{64 * j}];" for j in range(WORDS)]
+    return "\n".join(lines + ["}"])
+
+
+_XQ_PREFETCH_PTX = tl.constexpr(_xq_prefetch_ptx())
+_XQ_PREFETCH_CONSTRAINTS = tl.constexpr(",".join(["=r"] * 16) + ",r,r,r,r,l,l,l,l")
 
 
 def _prefetch_ptx(scales: bool = True) -> str:
@@ -663,6 +1038,9 @@ mov.b32 $3, 0;
 """)
 _FIRST_SZ_PREFETCH_CONSTRAINTS = tl.constexpr("=r,=r,=r,=r,l,l,l,l")
 
+# After the `x_fixed` prologue: ask L1 for the 128-byte line at $1; $0 is a dummy (not pure, so it stays)
+_L1_PREFETCH_PTX = tl.constexpr("prefetch.global.L1 [$1];\nmov.b32 $0, 0;")
+
 _SCALE_PF1_PTX = tl.constexpr(_scale_prefetch_ptx(1))
 _SCALE_PF2_PTX = tl.constexpr(_scale_prefetch_ptx(2))
 _SCALE_PF1_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,0,1,2,3")
@@ -675,7 +1053,12 @@ _SCALE_REGS_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,r,r,r,r,f,f,f,f,0,1,
 
 
 
-def _scale_carry_ptx(after: bool, pair_base: bool = False) -> str:
+def _f32_hex(value: float) -> str:
+    """An fp32 constant as PTX writes it after `0f`."""
+    return struct.pack(">f", value).hex().upper()
+
+
+def _scale_carry_ptx(after: bool, pair_base: bool = False, offset: int = 136, x_sum: str = "$12") -> str:
     """PTX: the scale step with the scale/zero words carried in the accumulator's spare slots. Elements 1 and 3 of
     the acc tile are copies nothing reads (only elements 0 and 2, the even and odd rows, are stored), so here they
     hold this group's two scale/zero words, loaded one group earlier: the step reads them from $1 and $3, applies
@@ -687,7 +1070,11 @@ def _scale_carry_ptx(after: bool, pair_base: bool = False) -> str:
     With `pair_base`, $8 (every element of the pack alike) is the address of group g's word of row 0 of the pair's
     even tile: the lane's even row is row %laneid / 4 of it, 4 bytes a row, and its odd row 8 rows (32 bytes) on,
     so each load and prefetch is one address add from this base instead of one a row, and Triton computes one
-    address a pack instead of one an element."""
+    address a pack instead of one an element.
+
+    `offset` is what the dot adds to each q (136 = 128 + 8 for the bf16 decode; 8 for `x_fixed`, whose dot is sum
+    q x_int): the zero-point term is (zero - offset scale) xsum. `x_sum` is the operand that holds it ($5, element 1
+    of the dot tile, for `x_fixed` 4)."""
     lines = ["{", ".reg .b32 t, sz;", ".reg .f32 s, z;", ".reg .b64 pa;"]
     if pair_base:
         lines += [".reg .b32 row;", ".reg .b64 pr;", "mov.u32 row, %laneid;", "shr.u32 row, row, 2;",
@@ -699,8 +1086,9 @@ def _scale_carry_ptx(after: bool, pair_base: bool = False) -> str:
                   "prefetch.global.L2 [pa];"]
     for out, word, dot in (("$0", "$1", "$4"), ("$2", "$3", "$6")):
         lines += [f"mov.b32 sz, {word};", "shl.b32 t, sz, 16;", "mov.b32 s, t;", "and.b32 t, sz, 0xFFFF0000;",
-                  "mov.b32 z, t;", "fma.rn.f32 z, s, 0fC3080000, z;", f"fma.rn.f32 {out}, s, {dot}, {out};",
-                  f"fma.rn.f32 {out}, z, $12, {out};"]
+                  "mov.b32 z, t;", f"fma.rn.f32 z, s, 0f{_f32_hex(-offset)}, z;",
+                  f"fma.rn.f32 {out}, s, {dot}, {out};",
+                  f"fma.rn.f32 {out}, z, {x_sum}, {out};"]
     if pair_base:
         lines += ["add.s64 pa, pr, $16;", "ld.global.nc.b32 $1, [pa];", "ld.global.nc.b32 $3, [pa+32];", "}"]
     else:
@@ -715,6 +1103,10 @@ _SCALE_CARRY_AFTER_PTX = tl.constexpr(_scale_carry_ptx(True))
 _SCALE_CARRY_AFTER_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,f,f,f,f,l,l,l,l,f,f,f,f,l,l,l,l,l,l,l,l,0,1,2,3")
 _SCALE_CARRY_BASE_PTX = tl.constexpr(_scale_carry_ptx(False, pair_base=True))
 _SCALE_CARRY_AFTER_BASE_PTX = tl.constexpr(_scale_carry_ptx(True, pair_base=True))
+_SCALE_CARRY_AFTER_X8_PTX = tl.constexpr(_scale_carry_ptx(True, offset=8))
+_SCALE_CARRY_AFTER_BASE_X8_PTX = tl.constexpr(_scale_carry_ptx(True, pair_base=True, offset=8))
+_SCALE_CARRY_AFTER_X8S_PTX = tl.constexpr(_scale_carry_ptx(True, offset=8, x_sum="$5"))
+_SCALE_CARRY_AFTER_BASE_X8S_PTX = tl.constexpr(_scale_carry_ptx(True, pair_base=True, offset=8, x_sum="$5"))
 # before the loop: the acc tile's first value, 0 in elements 0 and 2 and the first group's scale/zero words (the
 # addresses $4 and $6) in elements 1 and 3
 _CARRY_FIRST_PTX = tl.constexpr("""
@@ -728,17 +1120,108 @@ ld.global.nc.b32 $3, [$6];
 _CARRY_FIRST_CONSTRAINTS = tl.constexpr("=f,=f,=f,=f,l,l,l,l")
 
 
-_COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
+# `split_sum="rows"`: once a thread (on a scalar), around its relaxed row tickets: the release of its partials before
+# them, the acquire of the other splits' partials after (tl.atomic_add with sem="acq_rel" fences each atomic on its
+# own, so a thread's two tickets would be two fence and atomic round trips one after the other)
+_FENCE_PTX = tl.constexpr("fence.acq_rel.gpu;\nmov.b32 $0, $1;")
+
+# `split_sum="cluster"`: the SPLIT_K programs of a row block are one thread-block cluster (make_kernel's
+# `_launch_in_clusters`), and each CTA's landing buffer is the last BLOCK_N fp32 of its dynamic shared memory, past
+# Triton's own (`%dynamic_smem_size` is the launch's size, Triton's plus the buffer). Once a thread, at the start: its
+# arrival at the cluster barrier whose wait comes before the first remote store, so no store lands in a CTA that has
+# not started.
+_CLUSTER_ARRIVE_PTX = tl.constexpr("barrier.cluster.arrive.relaxed.aligned;\nmov.b32 $0, $1;")
+_CLUSTER_WAIT_PTX = tl.constexpr("barrier.cluster.wait.aligned;\nmov.b32 $0, $1;")
+# once a thread, after its remote stores: the release of them to the cluster and the acquire of the others'
+_CLUSTER_SYNC_PTX = tl.constexpr(
+    "barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\nmov.b32 $0, $1;")
+# per element, where $4 is not 0: the fp32 bits $1 into CTA $2's landing buffer at byte $3 from the end of its
+# dynamic shared memory
+_CLUSTER_PUT_PTX = tl.constexpr("""{
+.reg .pred keep;
+.reg .u32 top, local, remote;
+setp.ne.u32 keep, $4, 0;
+mov.u32 top, %dynamic_smem_size;
+mov.u32 local, global_smem;
+add.u32 local, local, top;
+add.u32 local, local, $3;
+mapa.shared::cluster.u32 remote, local, $2;
+@keep st.shared::cluster.b32 [remote], $1;
+mov.b32 $0, 0;
+}""")
+# per element: the fp32 bits at byte $1 from the end of this CTA's dynamic shared memory
+_LANDING_LOAD_PTX = tl.constexpr("""{
+.reg .u32 top, local;
+mov.u32 top, %dynamic_smem_size;
+mov.u32 local, global_smem;
+add.u32 local, local, top;
+add.u32 local, local, $1;
+ld.shared.b32 $0, [local];
+}""")
+
+# `split_sum="fixed"`, per element, in inline PTX so that Triton's coalescing keeps the tile's layout for the memory
+# operations (as tl.atomic_add and tl.store they moved the operands through shared memory, behind barriers):
+# where $5 is not 0, the partial $6 added to the row's fp32 word at $4 and a release fence; then, where $3 is not 0,
+# the addend $2 added to the row's 64-bit word at $1, whose previous value is $0
+_FIX_ADD_PTX = tl.constexpr("""{
+.reg .pred on, spill;
+setp.ne.u32 on, $3, 0;
+setp.ne.u32 spill, $5, 0;
+@spill red.relaxed.gpu.global.add.f32 [$4], $6;
+@spill fence.acq_rel.gpu;
+mov.b64 $0, 0;
+@on atom.relaxed.gpu.global.add.u64 $0, [$1], $2;
+}""")
+# where $1 (the last arriver) is not 0: after an acquire fence and where $2 is not 0, the row's fp32 word at $6 added to
+# the fixed-point sum $3 (and set to 0 again); the row's bf16 result stored at $4 and its 64-bit word at $5 set to 0
+_FIX_END_PTX = tl.constexpr("""{
+.reg .pred last, spill;
+.reg .f32 sum, spilled;
+.reg .b16 result;
+.reg .b64 zero;
+setp.ne.u32 last, $1, 0;
+setp.ne.u32 spill, $2, 0;
+mov.f32 sum, $3;
+mov.b64 zero, 0;
+@spill fence.acq_rel.gpu;
+@spill ld.relaxed.gpu.global.f32 spilled, [$6];
+@spill add.f32 sum, sum, spilled;
+@spill st.global.b32 [$6], zero;
+cvt.rn.bf16.f32 result, sum;
+@last st.global.b16 [$4], result;
+@last st.global.b64 [$5], zero;
+mov.b32 $0, 0;
+}""")
+# The 64-bit word a row's splits add into (SPLIT_K <= 8): bits 0-51 the sum of the splits' fixed-point partials,
+# each partial FIX_SCALE (truncated) + FIX_BIAS (so each addend is in [0, 2^49) and 8 of them stay below 2^52); bits
+# 52-55 the arrivals; bits 56-59 how many partials were outside (-FIX_LIMIT, FIX_LIMIT) or not finite, and were
+# added to the row's fp32 word instead
+FIX_SCALE = tl.constexpr(1073741824.0)  # 2^30: the fixed point's fractional bits
+FIX_LIMIT = tl.constexpr(262144.0)  # 2^18: |partial| 2^30 < 2^48
+FIX_BIAS = tl.constexpr(1 << 48)
+FIX_ARRIVAL = tl.constexpr(1 << 52)
+FIX_FLOAT = tl.constexpr(1 << 56)
+FIX_VALUE_MASK = tl.constexpr((1 << 52) - 1)
+
+
+_BUFFERS: dict[tuple[str, str, int | None], torch.Tensor] = {}
+
+
+def _kept_buffer(name: str, device: torch.device, n: int, dtype: torch.dtype) -> torch.Tensor:
+    """A zeroed buffer of at least n elements, one per name and device, kept between calls (grown when a call needs
+    more): the arrival counters and the fixed-point row words, which each launch leaves at zero again, and the
+    `x_fixed` fragment blocks, which each launch writes before it reads them."""
+    key = (name, device.type, device.index)
+    buf = _BUFFERS.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 1024), dtype=dtype, device=device)
+        _BUFFERS[key] = buf
+    return buf
 
 
 def _counters(device: torch.device, n: int) -> torch.Tensor:
-    """Zeroed int32 arrival counters, kept between calls (each launch leaves them at zero again)."""
-    key = (device.type, device.index)
-    buf = _COUNTERS.get(key)
-    if buf is None or buf.numel() < n:
-        buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
-        _COUNTERS[key] = buf
-    return buf
+    """Zeroed int32 arrival counters (each launch leaves them at zero again)."""
+    return _kept_buffer("counters", device, n, torch.int32)
 
 
 @triton.jit
@@ -775,6 +1258,12 @@ def _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF: tl.constexpr
         part_odd += (((words_odd >> (4 * a)) & 0xF).to(tl.float32) - 8.0) * x_lo + (
             ((words_odd >> (16 + 4 * a)) & 0xF).to(tl.float32) - 8.0
         ) * x_hi
+    return _twin_rows(part_even, part_odd, lane, j, HALF)
+
+
+@triton.jit
+def _twin_rows(part_even, part_odd, lane, j, HALF: tl.constexpr):
+    """Each element's row dot from the per-word parts of its pair's two n-tiles (the twin's mma)."""
     dot_even = tl.sum(tl.reshape(part_even, [HALF, 8, 16]), axis=2)  # [HALF, 8]: col = 16 row + 4 qq + j
     dot_odd = tl.sum(tl.reshape(part_odd, [HALF, 8, 16]), axis=2)
     want = (lane // 4)[:, :, None] == tl.arange(0, 8)[None, None, :]
@@ -784,24 +1273,110 @@ def _twin_dot(words_even, words_odd, x0, x1, x2, x3, lane, j, HALF: tl.constexpr
 
 
 @triton.jit
+def _xq_block_offset(k):
+    """The high byte of x_int at k (0..127) in a group's 256-byte fragment block (`_mma_dot_xq_ptx` reads it there):
+    k = 32 j + 2 qq + 8 (p % 4) + p // 4 is nibble p of lane qq's word j, and its byte is p // 2 of b0 (p even) or b1
+    (p odd) in block (j, qq)."""
+    r = k % 32
+    nibble = r // 8 + 4 * (r % 2)
+    return 16 * (4 * (k // 32) + (r % 8) // 2) + 4 * (nibble % 2) + nibble // 2
+
+
+@triton.jit
+def _to_fixed(v, to_int):
+    """round(v to_int) as int32, half away from zero, clamped to +-32767."""
+    y = v * to_int
+    y = tl.where(y >= 0, y + 0.5, y - 0.5)
+    return tl.minimum(tl.maximum(y, -32767.0), 32767.0).to(tl.int32)
+
+
+@triton.jit
+def _quantize_split(xs, blocks, in_split, PAIRS: tl.constexpr):
+    """x in 16-bit fixed point for one split (`x_fixed`): xs [groups, PAIRS] bf16 pairs; stores each group's 256-byte
+    fragment block at blocks + 256 g (groups where in_split) and returns (sum x_int over each group, x_scale)."""
+    x_lo = _bf16_lo(xs)  # k = 2 p
+    x_hi = _bf16_hi(xs)  # k = 2 p + 1
+    # a NaN counts as infinite: then to_int is 0, every x_int 0 and x_scale inf, so the output is NaN
+    mag_lo = tl.where(x_lo != x_lo, float("inf"), tl.abs(x_lo))
+    mag_hi = tl.where(x_hi != x_hi, float("inf"), tl.abs(x_hi))
+    amax = tl.max(tl.maximum(tl.max(mag_lo, axis=1), tl.max(mag_hi, axis=1)), axis=0)
+    to_int = tl.where(amax > 0, 32767.0 / amax, 1.0)
+    int_lo = _to_fixed(x_lo, to_int)
+    int_hi = _to_fixed(x_hi, to_int)
+    p = tl.arange(0, PAIRS)[None, :]
+    gs = tl.arange(0, xs.shape[0])[:, None]
+    for half in tl.static_range(2):
+        ints = int_lo if half == 0 else int_hi
+        byte = blocks + gs * 256 + _xq_block_offset(2 * p + half)
+        tl.store(byte, ((ints >> 8) & 255).to(tl.uint8), mask=in_split[:, None])
+        tl.store(byte + 8, (ints & 255).to(tl.uint8), mask=in_split[:, None])
+    return tl.sum(int_lo + int_hi, axis=1).to(tl.float32), 1.0 / to_int  # the sums exact: at most 128 * 32767
+
+
+@triton.jit
+def _xq_prepare_kernel(xpair_ptr, xq_ptr, xsum_ptr, xpair_row_stride, groups_per_split, GPS_PAD: tl.constexpr,
+                       PAIRS: tl.constexpr, USE_PDL: tl.constexpr):
+    """`x_fixed` 4: one program a split and row of x writes the split's fragment blocks (xq_ptr + 256 ((row splits
+    + split) GPS_PAD + g)), its groups' sums of x_int (xsum_ptr + (row splits + split) GPS_PAD + g) and its x_scale
+    (xsum_ptr + rows splits GPS_PAD + row splits + split), for the GEMV launched after it with `launch_pdl`; that
+    kernel's dot asm waits for this grid (`griddepcontrol.wait`) before its first read."""
+    if USE_PDL:
+        gdc_launch_dependents()
+    split = tl.program_id(0)
+    row_m = tl.program_id(1)
+    slot = row_m * tl.num_programs(0) + split
+    gs = tl.arange(0, GPS_PAD)
+    in_split = gs < groups_per_split
+    xs = tl.load(xpair_ptr + row_m * xpair_row_stride + (split * groups_per_split + gs)[:, None] * PAIRS
+                 + tl.arange(0, PAIRS)[None, :], mask=in_split[:, None], other=0)
+    x_sums, x_scale = _quantize_split(xs, xq_ptr + slot * GPS_PAD * 256, in_split, PAIRS)
+    tl.store(xsum_ptr + slot * GPS_PAD + gs, x_sums, mask=in_split)
+    tl.store(xsum_ptr + tl.num_programs(0) * tl.num_programs(1) * GPS_PAD + slot, x_scale)
+
+
+@triton.jit
+def _twin_dot_xq(words_even, words_odd, frag, lane, j, HALF: tl.constexpr):
+    """The pure-Triton twin of the `x_fixed` dot asm: each element's row dot sum (q - 8) x_int, with x_int read from
+    the group's fragment block `frag` (bytes) where the PTX reads it: nibble p of lane qq's word j at byte p // 2 of
+    b0 (p even) or b1 (p odd) in block (j, qq). Written from the registers' side, not through `_xq_block_offset`,
+    so the interpreter run checks the prologue's stores against the asm's reads."""
+    part_even = tl.zeros([HALF, 128], dtype=tl.float32)
+    part_odd = tl.zeros([HALF, 128], dtype=tl.float32)
+    block = frag + 16 * (4 * j + (lane % 4))
+    for nibble in tl.static_range(8):
+        byte = block + 4 * (nibble % 2) + nibble // 2
+        high = tl.load(byte).to(tl.int32)
+        x_int = (tl.where(high > 127, high - 256, high) * 256 + tl.load(byte + 8).to(tl.int32)).to(tl.float32)
+        part_even += (((words_even >> (4 * nibble)) & 0xF).to(tl.float32) - 8.0) * x_int
+        part_odd += (((words_odd >> (4 * nibble)) & 0xF).to(tl.float32) - 8.0) * x_int
+    return _twin_rows(part_even, part_odd, lane, j, HALF)
+
+
+@triton.jit
 def _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split, HALF: tl.constexpr,
-                   SZ_BASE: tl.constexpr, L2_AHEAD: tl.constexpr):
+                   SZ_BASE: tl.constexpr, L2_AHEAD: tl.constexpr, X_FIXED: tl.constexpr):
     """The `sz_carry` scale step of group g (its scale/zero words loaded a group earlier, in acc's spare slots 1 and
     3): apply them and load the next group's (with L2_AHEAD 1, after asking L2 for the group after that). sz_loop:
-    the rows' scale words of group 0, one address an element, or with SZ_BASE each pair's row 0."""
+    the rows' scale words of group 0, one address an element, or with SZ_BASE each pair's row 0. X_FIXED: the dot is
+    sum q x_int (offset 8, not 136); 4: and its x sum is the dot tile's element 1 (x_sum_tile unused)."""
     group_bytes = tl.cast(n_out, tl.int64) * 4
     if SZ_BASE:
         sz_addr = tl.broadcast_to(tl.cast(sz_loop + g * n_out, tl.int64), [HALF, 128])
     else:
         sz_addr = tl.cast(sz_loop + g * n_out, tl.int64)
     next_1 = tl.broadcast_to(tl.where(gi + 1 < groups_per_split, group_bytes, 0), [HALF, 128])
+    tl.static_assert(L2_AHEAD == 1 or not X_FIXED, "int4_gemv mma x_fixed: with l2_ahead 1")
     if L2_AHEAD == 0:
         acc = tl.inline_asm_elementwise(_SCALE_CARRY_BASE_PTX if SZ_BASE else _SCALE_CARRY_PTX,
                                         _SCALE_CARRY_CONSTRAINTS, [dot, sz_addr, x_sum_tile, next_1, acc],
                                         dtype=tl.float32, is_pure=True, pack=4)
     else:
         next_2 = tl.broadcast_to(tl.where(gi + 2 < groups_per_split, 2 * group_bytes, 0), [HALF, 128])
-        acc = tl.inline_asm_elementwise(_SCALE_CARRY_AFTER_BASE_PTX if SZ_BASE else _SCALE_CARRY_AFTER_PTX,
+        acc = tl.inline_asm_elementwise((_SCALE_CARRY_AFTER_BASE_X8S_PTX if SZ_BASE else _SCALE_CARRY_AFTER_X8S_PTX)
+                                        if X_FIXED >= 4 else
+                                        (_SCALE_CARRY_AFTER_BASE_X8_PTX if SZ_BASE else _SCALE_CARRY_AFTER_X8_PTX)
+                                        if X_FIXED else
+                                        (_SCALE_CARRY_AFTER_BASE_PTX if SZ_BASE else _SCALE_CARRY_AFTER_PTX),
                                         _SCALE_CARRY_AFTER_CONSTRAINTS,
                                         [dot, sz_addr, x_sum_tile, next_1, next_2, acc], dtype=tl.float32,
                                         is_pure=True, pack=4)
@@ -832,9 +1407,122 @@ def _group_operands(x_row, g, sz_ptr, rows, rows_mask, x_off, n_out, HALF: tl.co
 
 @triton.jit
 def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split,
-                HALF: tl.constexpr, SPLIT_K: tl.constexpr):
-    """Store the block's 16 HALF rows from the [HALF, 128] accumulators (split-K: this split's fp32 partials, and the
-    last arriving split of the block sums them all into out)."""
+                HALF: tl.constexpr, SPLIT_K: tl.constexpr, SUM_MODE: tl.constexpr, USE_PTX: tl.constexpr):
+    """Store the block's 16 HALF rows from the [HALF, 128] accumulators (split-K: this split's fp32 partials, summed
+    into out by the last arriving split of the block (SUM_MODE 0) or of each row (1), by `_split_sum_kernel` (2, and
+    3: its launch asked for after the partials' store, not at the program's start), or through the cluster's shared
+    memory (4: each split's CTA sums an eighth of the block's rows from the landing buffers), or by the split whose
+    64-bit fixed-point atomic arrives last for the row (5))."""
+    if SPLIT_K > 1 and SUM_MODE == 4 and USE_PTX:
+        _cluster_rows(acc, out_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K)
+    elif SPLIT_K > 1 and SUM_MODE == 5:
+        _fixed_rows(acc, out_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K, USE_PTX)
+    else:
+        _own_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K,
+                  SUM_MODE, USE_PTX)
+
+
+@triton.jit
+def _cluster_rows(acc, out_ptr, n_out, out_row_stride, block, row_m, split, HALF: tl.constexpr,
+                  SPLIT_K: tl.constexpr):
+    """SUM_MODE 4: each of the block's rows from the [HALF, 128] accumulators straight into the landing buffer of the
+    cluster's CTA that sums it (CTA r: rows [r OWN, (r + 1) OWN)), at slot (split, row % OWN); after the cluster
+    barrier each CTA adds its rows' SPLIT_K slots and stores them. Only the lanes that hold a row's value store it
+    (qq = 0, j even: the copies stay home), so no compaction of the tile comes first."""
+    BLOCK_N: tl.constexpr = 16 * HALF
+    OWN: tl.constexpr = BLOCK_N // SPLIT_K
+    i = tl.arange(0, HALF)[:, None]
+    col = tl.arange(0, 128)[None, :]
+    qq = (col // 4) % 4
+    j = col % 4
+    row = (2 * i + j // 2) * 8 + col // 16  # element (i, 16 g + 4 qq + 2 jj + jlo) holds row (2 i + jj) 8 + g
+    tl.inline_asm_elementwise(_CLUSTER_WAIT_PTX, "=r,r", [row_m], dtype=tl.int32, is_pure=False, pack=1)
+    tl.inline_asm_elementwise(
+        _CLUSTER_PUT_PTX, "=r,r,r,r,r",
+        [acc.to(tl.int32, bitcast=True), row // OWN, (split * OWN + row % OWN) * 4 - BLOCK_N * 4,
+         ((qq == 0) & (j % 2 == 0)).to(tl.int32)],
+        dtype=tl.int32, is_pure=False, pack=1)
+    tl.inline_asm_elementwise(_CLUSTER_SYNC_PTX, "=r,r", [row_m], dtype=tl.int32, is_pure=False, pack=1)
+    s = tl.arange(0, SPLIT_K)[:, None]
+    o = tl.arange(0, OWN)[None, :]
+    landed = tl.inline_asm_elementwise(
+        _LANDING_LOAD_PTX, "=r,r", [(s * OWN + o) * 4 - BLOCK_N * 4], dtype=tl.int32, is_pure=False, pack=1)
+    mine = block * BLOCK_N + split * OWN + tl.arange(0, OWN)
+    tl.store(out_ptr + row_m * out_row_stride + mine,
+             tl.sum(landed.to(tl.float32, bitcast=True), axis=0).to(out_ptr.dtype.element_ty), mask=mine < n_out)
+
+
+@triton.jit
+def _fixed_rows(acc, out_ptr, word_ptr, n_out, out_row_stride, block, row_m, split, HALF: tl.constexpr,
+                SPLIT_K: tl.constexpr, USE_PTX: tl.constexpr):
+    """SUM_MODE 5: each row's value goes from the [HALF, 128] accumulators into the row's 64-bit word in one relaxed
+    atomic that carries the partial (fixed point, in units of 1 / FIX_SCALE) and the arrival together, so the split
+    whose atomic arrives last has the sum in the returned word plus its own addend: no partials' store, no barrier,
+    no fence, no second round trip, and a sum that does not depend on the order of arrival. Atomic adds to one word
+    are totally ordered, so the last sees all the others. A partial that fixed point cannot hold (|v| >= FIX_LIMIT,
+    inf, NaN) is added to the row's fp32 word (the second half of word_ptr's buffer) behind a release fence and
+    counted in bits 56-59; the last arriver adds that word after an acquire fence, so any input gives its fp32 sum
+    (fixed point's error: at most 2^-31 a split).
+
+    Who issues it: a row's value sits in the 4 lanes of its n-tile row (qq) and in both columns of a pair (jlo); the
+    tile's rows i = 4 r + w are the thread's repetitions r of warp w's row. Lane qq takes the values (r, jj) with
+    (2 r + jj) // K == qq (K = R / 2 of them), so the picking and summing over r and jlo stay inside the thread: no
+    shuffles, no layout change through shared memory, and every lane issues K atomics."""
+    WARPS: tl.constexpr = 4
+    R: tl.constexpr = HALF // WARPS  # 2 or 4 (block_n 128 or 256)
+    K: tl.constexpr = R // 2  # values a lane takes
+    BLOCK_N: tl.constexpr = 16 * HALF
+    tile = tl.reshape(acc, [R, WARPS, 8, 4, 2, 2])  # (r, w, g, qq, jj, jlo): (4 r + w, 16 g + 4 qq + 2 jj + jlo)
+    r6 = tl.arange(0, R)[:, None, None, None, None, None]
+    qq6 = tl.arange(0, 4)[None, None, None, :, None, None]
+    jj6 = tl.arange(0, 2)[None, None, None, None, :, None]
+    jlo6 = tl.arange(0, 2)[None, None, None, None, None, :]
+    mine = (jlo6 == 0) & ((2 * r6 + jj6) // K == qq6)
+    value = tl.sum(tl.sum(tl.where(mine, tile, 0.0), axis=5), axis=0)  # [w, g, qq, jj]: one r or none a (qq, jj)
+    w = tl.arange(0, WARPS)[:, None, None, None]
+    g = tl.arange(0, 8)[None, :, None, None]
+    qq = tl.arange(0, 4)[None, None, :, None]
+    jj = tl.arange(0, 2)[None, None, None, :]
+    r = qq * K // 2  # the repetition whose values lane qq took
+    flat = block * BLOCK_N + (2 * (4 * r + w) + jj) * 8 + g
+    holds = ((2 * r + jj) // K == qq) & (flat < n_out)
+    word_ptrs = word_ptr + row_m * n_out + flat
+    float_ptrs = (word_ptr + tl.num_programs(1) * n_out + row_m * n_out + flat).to(tl.pointer_type(tl.float32))
+    ok = tl.abs(value) < FIX_LIMIT  # false for NaN
+    fixed = (tl.where(ok, value, 0.0) * FIX_SCALE).to(tl.int64) + FIX_BIAS
+    addend = tl.where(ok, fixed, FIX_FLOAT) + FIX_ARRIVAL
+    if USE_PTX:
+        old = tl.inline_asm_elementwise(
+            _FIX_ADD_PTX, "=l,l,l,r,l,r,f",
+            [tl.cast(word_ptrs, tl.int64), addend, holds.to(tl.int32), tl.cast(float_ptrs, tl.int64),
+             (holds & (ok == 0)).to(tl.int32), value],
+            dtype=tl.int64, is_pure=False, pack=1)
+    else:
+        tl.atomic_add(float_ptrs, value, mask=holds & (ok == 0))
+        old = tl.atomic_add(word_ptrs, addend, mask=holds, sem="acq_rel")
+    last = holds & (((old >> 52) & 15) == SPLIT_K - 1)
+    word = old + addend
+    n_float = (word >> 56) & 15
+    total = ((word & FIX_VALUE_MASK) - (SPLIT_K - n_float) * FIX_BIAS).to(tl.float32) / FIX_SCALE
+    spill = last & (n_float != 0)
+    out_ptrs = out_ptr + row_m * out_row_stride + flat
+    if USE_PTX:
+        tl.inline_asm_elementwise(
+            _FIX_END_PTX, "=r,r,r,f,l,l,l",
+            [last.to(tl.int32), spill.to(tl.int32), total, tl.cast(out_ptrs, tl.int64), tl.cast(word_ptrs, tl.int64),
+             tl.cast(float_ptrs, tl.int64)],
+            dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        total += tl.load(float_ptrs, mask=spill, other=0.0)
+        tl.store(out_ptrs, total.to(out_ptr.dtype.element_ty), mask=last)
+        tl.store(word_ptrs, tl.zeros_like(old), mask=last)  # the next launch finds the words at zero
+        tl.store(float_ptrs, tl.zeros_like(value), mask=spill)
+
+
+@triton.jit
+def _own_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split,
+              HALF: tl.constexpr, SPLIT_K: tl.constexpr, SUM_MODE: tl.constexpr, USE_PTX: tl.constexpr):
+    """_store_rows through global memory: the tile compacted to its rows, then stored (SPLIT_K 1) or summed."""
     BLOCK_N: tl.constexpr = 16 * HALF
     col = tl.arange(0, 128)[None, :]
     qq = (col // 4) % 4
@@ -852,19 +1540,38 @@ def _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, b
         tl.store(out_ptrs, result.to(out_ptr.dtype.element_ty), mask=flat_mask)
     else:
         tl.store(partial_ptr + (split * tl.num_programs(1) + row_m) * n_out + flat, result, mask=flat_mask)
-        tl.debug_barrier()  # every thread's partial before the one counter release
-        ticket = block * tl.num_programs(1) + row_m
-        arrived = tl.atomic_add(counter_ptr + ticket, 1, sem="acq_rel")
-        if arrived == SPLIT_K - 1:
-            s = tl.arange(0, SPLIT_K)
-            parts = tl.load(
-                partial_ptr + (s[:, None] * tl.num_programs(1) + row_m) * n_out + flat[None, :],
-                mask=flat_mask[None, :],
-                other=0.0,
-                cache_modifier=".cg",
-            )
-            tl.store(out_ptrs, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=flat_mask)
-            tl.store(counter_ptr + ticket, 0)
+        if SUM_MODE == 0 or SUM_MODE == 4:  # one ticket a row block, behind a block barrier (4: interpreted)
+            tl.debug_barrier()  # every thread's partial before the one counter release
+            ticket = block * tl.num_programs(1) + row_m
+            arrived = tl.atomic_add(counter_ptr + ticket, 1, sem="acq_rel")
+            if arrived == SPLIT_K - 1:
+                s = tl.arange(0, SPLIT_K)
+                parts = tl.load(
+                    partial_ptr + (s[:, None] * tl.num_programs(1) + row_m) * n_out + flat[None, :],
+                    mask=flat_mask[None, :],
+                    other=0.0,
+                    cache_modifier=".cg",
+                )
+                tl.store(out_ptrs, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=flat_mask)
+                tl.store(counter_ptr + ticket, 0)
+        elif SUM_MODE == 1:  # one ticket a row, taken by the thread that stored the row's partial: no barrier
+            tickets = counter_ptr + row_m * n_out + flat
+            if USE_PTX:  # one release fence for the thread's rows, their atomics in flight together, one acquire
+                tl.inline_asm_elementwise(_FENCE_PTX, "=r,r", [row_m], dtype=tl.int32, is_pure=False, pack=1)
+                arrived = tl.atomic_add(tickets, 1, mask=flat_mask, sem="relaxed")
+                tl.inline_asm_elementwise(_FENCE_PTX, "=r,r", [row_m], dtype=tl.int32, is_pure=False, pack=1)
+            else:
+                arrived = tl.atomic_add(tickets, 1, mask=flat_mask, sem="acq_rel")
+            last = flat_mask & (arrived == SPLIT_K - 1)
+            total = tl.zeros([BLOCK_N], dtype=tl.float32)
+            for s in tl.static_range(SPLIT_K):
+                total += tl.load(partial_ptr + (s * tl.num_programs(1) + row_m) * n_out + flat, mask=last, other=0.0,
+                                 cache_modifier=".cg")
+            tl.store(out_ptrs, total.to(out_ptr.dtype.element_ty), mask=last)
+            tl.store(tickets, 0, mask=last)
+        elif SUM_MODE == 3 and USE_PTX:  # `_split_sum_kernel` sums them; its launch may start now
+            gdc_launch_dependents()
+        # SUM_MODE 2: `_split_sum_kernel`, the grid launched after this one, sums the partials
 
 
 @triton.jit
@@ -876,6 +1583,7 @@ def _int4_gemv_mma_kernel(
     partial_ptr,
     counter_ptr,
     xsum_ptr,
+    xq_ptr,
     n_out,
     n_k_outer,
     xpair_row_stride,
@@ -900,16 +1608,32 @@ def _int4_gemv_mma_kernel(
     SZ_BASE: tl.constexpr,
     XSUM_MEM: tl.constexpr,
     WORDS_REGS: tl.constexpr,
+    TWO_CHAINS: tl.constexpr,
+    X_FIXED: tl.constexpr,
+    SUM_MODE: tl.constexpr,
+    STATIC_SHAPE: tl.constexpr,
 ):
+    if STATIC_SHAPE[0]:  # compiled for (n_out, n_k_outer, groups_per_split): constant address steps and trip counts
+        n_out = STATIC_SHAPE[0]
+        n_k_outer = STATIC_SHAPE[1]
+        groups_per_split = STATIC_SHAPE[2]
+    if SUM_MODE == 2 and USE_PTX:  # the sum grid's programs may take their places now and wait for this grid's end
+        gdc_launch_dependents()
     CHUNKS: tl.constexpr = GROUP // 128  # 128 k: 4 words per lane (32 k each)
     WPL: tl.constexpr = IKT // 2  # words per lane in one k-outer tile (16 IKT k)
     KO_WORDS: tl.constexpr = 32 * WPL  # words of one 8-row n-tile in one k-outer tile
     PAIRS: tl.constexpr = GROUP // 2  # x pairs of one group
     BLOCK_N: tl.constexpr = 8 * TILES
     HALF: tl.constexpr = TILES // 2  # pairs of n-tiles (one mma's 16 rows)
-    block = tl.program_id(0)
+    if SUM_MODE == 4:  # a row block's splits are consecutive programs of axis 0, one cluster on the card
+        block = tl.program_id(0) // SPLIT_K
+        split = tl.program_id(0) % SPLIT_K
+        if USE_PTX:
+            tl.inline_asm_elementwise(_CLUSTER_ARRIVE_PTX, "=r,r", [split], dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        block = tl.program_id(0)
+        split = tl.program_id(2)
     row_m = tl.program_id(1)
-    split = tl.program_id(2)
     # [HALF, 128] tiles: row i is an n-tile pair, column 4 lane + j the lane's word j of a 128-k chunk (k = 32 j +
     # 2 qq + 8 (p % 4) + p // 4), so an n-tile's 512 contiguous bytes are one warp's 16-byte loads
     i = tl.arange(0, HALF)[:, None]
@@ -932,14 +1656,40 @@ def _int4_gemv_mma_kernel(
     g_start = split * groups_per_split
     # the sum of x over each group of this split (for the zero-point terms): once before the loop for up to 16 groups
     # a split, else per group inside it
-    XSUM_FIRST: tl.constexpr = (GPS_PAD <= 16) and (not XSUM_ASM)
+    XSUM_FIRST: tl.constexpr = (GPS_PAD <= 16) and (not XSUM_ASM) and (X_FIXED < 4)
     tl.static_assert(XSUM_FIRST or not XSUM_MEM, "int4_gemv mma xsum_mem: the x sums computed up front")
     gs = tl.arange(0, GPS_PAD if XSUM_FIRST else 1)
     p = tl.arange(0, PAIRS)
+    tl.static_assert(not X_FIXED or ((XSUM_FIRST or X_FIXED >= 4) and CHUNKS == 1 and SZ_CARRY
+                                     and not (X_REGS or XSUM_MEM)),
+                     "int4_gemv mma x_fixed: 128-k groups, up to 16 a split, with the plain sz_carry loop")
+    if X_FIXED >= 4:  # written by _xq_prepare_kernel: this (row, split)'s blocks, x sums and x_scale
+        slot = row_m * tl.num_programs(2) + split
+        xq_prog = xq_ptr + slot * GPS_PAD * 256
+        xsum_prog = xsum_ptr + slot * GPS_PAD
+        x_scale_ptr = xsum_ptr + tl.num_programs(1) * tl.num_programs(2) * GPS_PAD + slot
+    if USE_PTX and X_FIXED == 3:  # the pipeline's first groups of words asked of L2 before the prologue's work
+        tiles = block * TILES + tl.arange(0, TILES)
+        tile_first = w_ptr + (tl.cast(tiles, tl.int64) * n_k_outer + g_start * GROUP // (16 * IKT)) * KO_WORDS
+        tl.inline_asm_elementwise(
+            _BULK_PREFETCH_PTX, _BULK_PREFETCH_CONSTRAINTS,
+            [tl.cast(tile_first, tl.int64),
+             tl.full([TILES], tl.minimum(NUM_STAGES - 1, groups_per_split) * GROUP * 4, tl.int32),
+             tl.where(tiles < n_out // 8, 1, 0)],
+            dtype=tl.int32, is_pure=False, pack=1)
     if XSUM_FIRST:
         xs = tl.load(x_row + (g_start + gs)[:, None] * PAIRS + p[None, :], mask=(gs < groups_per_split)[:, None],
                      other=0)
-        x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
+        if X_FIXED:  # x_int = round(x / x_scale) in +-32767, one x_scale for the split; its fragment blocks
+            xq_prog = xq_ptr + ((split * tl.num_programs(1) + row_m) * tl.num_programs(0) + block) * GPS_PAD * 256
+            x_sums, x_scale = _quantize_split(xs, xq_prog, gs < groups_per_split, PAIRS)
+            tl.debug_barrier()  # every block written before any lane of the program reads one
+            if USE_PTX:  # and into L1: the stores went to L2 only, and each group's loads would wait for L2
+                lines = xq_prog + tl.arange(0, GPS_PAD * 2) * 128
+                tl.inline_asm_elementwise(_L1_PREFETCH_PTX, "=r,l", [tl.cast(lines, tl.int64)], dtype=tl.int32,
+                                          is_pure=False, pack=1)
+        else:
+            x_sums = tl.sum(_bf16_lo(xs) + _bf16_hi(xs), axis=1)
         if XSUM_MEM:  # this program's slot: one scalar load a group in the loop instead of a block reduction
             xsum_slot = xsum_ptr + ((split * tl.num_programs(1) + row_m) * tl.num_programs(0) + block) * GPS_PAD
             tl.store(xsum_slot + gs, x_sums)
@@ -1010,8 +1760,8 @@ def _int4_gemv_mma_kernel(
                 acc += tl.where(j % 2 == 0, _bf16_lo(szv) * dot + _bf16_hi(szv) * x_sum, 0.0)
             x0, x1, x2, x3, szv = nx0, nx1, nx2, nx3, nszv
     elif USE_PTX and SZ_CARRY and WORDS_REGS:  # and the words of the next two groups in registers, no shared memory
-        tl.static_assert(CHUNKS == 1 and SZ_BASE and not (X_REGS or XSUM_ASM),
-                         "int4_gemv mma words_regs: 128-k groups, with sz_base, without x_regs and xsum_asm")
+        tl.static_assert(CHUNKS == 1 and SZ_BASE and not (X_REGS or XSUM_ASM or X_FIXED),
+                         "int4_gemv mma words_regs: 128-k groups, with sz_base, without x_regs, xsum_asm, x_fixed")
         sz_loop = sz_ptr + tl.minimum(even_tile, n_out // 8 - 2) * 8  # each pair's row 0 (sz_base)
         acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
                                         [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
@@ -1053,7 +1803,7 @@ def _int4_gemv_mma_kernel(
                     words_odd_b = tl.load(w_odd + ko_next * KO_WORDS, mask=odd_mask & more, other=0,
                                           eviction_policy="evict_first")
                 acc = _carried_scale(acc, dot, sz_loop, tl.broadcast_to(x_sum, [HALF, 128]), g, gi + half, n_out,
-                                     groups_per_split, HALF, SZ_BASE, L2_AHEAD)
+                                     groups_per_split, HALF, SZ_BASE, L2_AHEAD, False)
     elif USE_PTX and SZ_CARRY:  # the scale/zero words a group ahead in the acc tile's spare slots (1 and 3)
         if SZ_BASE:  # row 0 of each pair's even tile (a pair past N reads the last pair's, not stored)
             sz_loop = sz_ptr + tl.minimum(even_tile, n_out // 8 - 2) * 8
@@ -1062,6 +1812,16 @@ def _int4_gemv_mma_kernel(
         acc = tl.inline_asm_elementwise(_CARRY_FIRST_PTX, _CARRY_FIRST_CONSTRAINTS,
                                         [tl.cast(sz_rows + g_start * n_out, tl.int64)], dtype=tl.float32,
                                         is_pure=True, pack=4)
+        if X_FIXED == 5:  # the B registers a group ahead: the first group's load their own
+            f0 = tl.zeros([HALF, 128], dtype=tl.int32)
+            f1 = tl.zeros([HALF, 128], dtype=tl.int32)
+            f2 = tl.zeros([HALF, 128], dtype=tl.int32)
+            f3 = tl.zeros([HALF, 128], dtype=tl.int32)
+        elif X_FIXED >= 2:  # the first group's B registers (`_XQ_PREFETCH_PTX`)
+            f0, f1, f2, f3 = tl.inline_asm_elementwise(
+                _XQ_PREFETCH_PTX, _XQ_PREFETCH_CONSTRAINTS,
+                [col + tl.zeros([HALF, 128], dtype=tl.int32), tl.broadcast_to(tl.cast(xq_prog, tl.int64), [HALF, 128])],
+                dtype=(tl.int32,) * 4, is_pure=True, pack=4)
         if X_REGS:  # and the x pairs a group ahead in registers (`_X_PREFETCH_PTX`)
             tl.static_assert(CHUNKS == 1, "int4_gemv mma x_regs: one 128-k chunk per group (group_size 128)")
             x0, x1, x2, x3 = tl.inline_asm_elementwise(
@@ -1075,7 +1835,7 @@ def _int4_gemv_mma_kernel(
                 x_sum = tl.load(xsum_slot + gi)
             elif XSUM_FIRST:
                 x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
-            elif not XSUM_ASM:
+            elif not (XSUM_ASM or X_FIXED >= 4):
                 xg = tl.load(x_row + g * PAIRS + p)
                 x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
             dot = tl.zeros([HALF, 128], dtype=tl.float32)
@@ -1104,6 +1864,43 @@ def _int4_gemv_mma_kernel(
                         _MMA_DOT_XSUM_PTX, _MMA_DOT_XSUM_CONSTRAINTS, [words_even, words_odd, col, x_chunk, dot,
                                                                        x_sum_tile],
                         dtype=(tl.float32, tl.float32), is_pure=True, pack=4)
+            elif X_FIXED:  # x_int on the integer tensor cores, from the group's fragment block (not pure: it reads
+                # what the program stored before the loop, so it must stay after that barrier)
+                ko = (g * GROUP) // (16 * IKT)
+                words_even = tl.load(w_even + ko * KO_WORDS, mask=pair_mask, other=0, eviction_policy="evict_first")
+                words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
+                if X_FIXED == 5:  # and the next group's B registers, loaded here for the next iteration
+                    nxt = xq_prog + tl.minimum(gi + 1, groups_per_split - 1) * 256
+                    dot, f0, f1, f2, f3 = tl.inline_asm_elementwise(
+                        _MMA_DOT_XQ_AHEAD_PTX, _MMA_DOT_XQ_AHEAD_CONSTRAINTS,
+                        [words_even, words_odd, col,
+                         tl.broadcast_to(tl.cast(xq_prog + gi * 256, tl.int64), [HALF, 128]),
+                         tl.broadcast_to(tl.cast(nxt, tl.int64), [HALF, 128]),
+                         tl.broadcast_to(tl.cast(xsum_prog + gi, tl.int64), [HALF, 128]),
+                         tl.broadcast_to(tl.where(gi == 0, 1, 0), [HALF, 128]), f0, f1, f2, f3],
+                        dtype=(tl.float32, tl.int32, tl.int32, tl.int32, tl.int32), is_pure=False, pack=4)
+                elif X_FIXED == 4:  # after waiting for the prepare grid; the group's x sum comes in elements 1, 3
+                    frag = tl.broadcast_to(tl.cast(xq_prog + gi * 256, tl.int64), [HALF, 128])
+                    dot = tl.inline_asm_elementwise(
+                        _MMA_DOT_XQ_PREP_PTX, _MMA_DOT_XQ_PREP_CONSTRAINTS,
+                        [words_even, words_odd, col, frag,
+                         tl.broadcast_to(tl.cast(xsum_prog + gi, tl.int64), [HALF, 128])],
+                        dtype=tl.float32, is_pure=False, pack=4)
+                elif X_FIXED >= 2:  # the next group's B registers first (the last group loads its own again)
+                    frag = tl.cast(xq_prog + tl.minimum(gi + 1, groups_per_split - 1) * 256, tl.int64)
+                    nf0, nf1, nf2, nf3 = tl.inline_asm_elementwise(
+                        _XQ_PREFETCH_PTX, _XQ_PREFETCH_CONSTRAINTS,
+                        [col + tl.zeros([HALF, 128], dtype=tl.int32), tl.broadcast_to(frag, [HALF, 128])],
+                        dtype=(tl.int32,) * 4, is_pure=True, pack=4)
+                    dot = tl.inline_asm_elementwise(_MMA_DOT_XQ_REGS_PTX, _MMA_DOT_XQ_REGS_CONSTRAINTS,
+                                                    [words_even, words_odd, col, f0, f1, f2, f3],
+                                                    dtype=tl.float32, is_pure=True, pack=4)
+                    f0, f1, f2, f3 = nf0, nf1, nf2, nf3
+                else:
+                    frag = tl.broadcast_to(tl.cast(xq_prog + gi * 256, tl.int64), [HALF, 128])
+                    dot = tl.inline_asm_elementwise(_MMA_DOT_XQ_PTX, _MMA_DOT_XQ_CONSTRAINTS,
+                                                    [words_even, words_odd, col, frag], dtype=tl.float32,
+                                                    is_pure=False, pack=4)
             else:
                 for c in tl.static_range(CHUNKS):
                     ko = (g * GROUP + 128 * c) // (16 * IKT)
@@ -1111,18 +1908,22 @@ def _int4_gemv_mma_kernel(
                                          eviction_policy="evict_first")
                     words_odd = tl.load(w_odd + ko * KO_WORDS, mask=odd_mask, other=0, eviction_policy="evict_first")
                     x_chunk = tl.broadcast_to(tl.cast(x_row + g * PAIRS + 64 * c, tl.int64), [HALF, 128])
-                    dot = tl.inline_asm_elementwise(_MMA_DOT_PTX, _MMA_DOT_CONSTRAINTS,
-                                                    [words_even, words_odd, col, x_chunk, dot], dtype=tl.float32,
-                                                    is_pure=True, pack=4)
-            if not XSUM_ASM:
+                    dot = tl.inline_asm_elementwise(_MMA_DOT_2C_PTX if TWO_CHAINS else _MMA_DOT_PTX,
+                                                    _MMA_DOT_CONSTRAINTS, [words_even, words_odd, col, x_chunk, dot],
+                                                    dtype=tl.float32, is_pure=True, pack=4)
+            if X_FIXED >= 4:
+                x_sum_tile = dot  # not read: the scale asm takes the x sum from the dot's element 1
+            elif not XSUM_ASM:
                 x_sum_tile = tl.broadcast_to(x_sum, [HALF, 128])
             acc = _carried_scale(acc, dot, sz_loop, x_sum_tile, g, gi, n_out, groups_per_split, HALF, SZ_BASE,
-                                 L2_AHEAD)
+                                 L2_AHEAD, X_FIXED)
     else:
         for gi in tl.range(0, groups_per_split, num_stages=NUM_STAGES):
             g = g_start + gi
             if XSUM_FIRST:
                 x_sum = tl.sum(tl.where(gs == gi, x_sums, 0.0), axis=0)
+            elif X_FIXED >= 4:
+                x_sum = tl.load(xsum_prog + gi)
             else:
                 xg = tl.load(x_row + g * PAIRS + p)
                 x_sum = tl.sum(_bf16_lo(xg) + _bf16_hi(xg), axis=0)
@@ -1164,6 +1965,8 @@ def _int4_gemv_mma_kernel(
                         is_pure=True,
                         pack=4,
                     )
+                elif X_FIXED:  # pure-Triton twin of the x_fixed asm: x_int from the group's fragment block
+                    dot += _twin_dot_xq(words_even, words_odd, xq_prog + gi * 256, lane, j, HALF)
                 else:  # pure-Triton twin (interpreter): each element's row dot from its n-tile's words
                     x_ptrs = x_row + g * PAIRS + 64 * c + x_off
                     dot += _twin_dot(words_even, words_odd, tl.load(x_ptrs), tl.load(x_ptrs + 4),
@@ -1195,7 +1998,12 @@ def _int4_gemv_mma_kernel(
             else:
                 sz = tl.load(sz_ptr + g * n_out + rows, mask=rows_mask, other=0)
                 acc += tl.where(j % 2 == 0, _bf16_lo(sz) * dot + _bf16_hi(sz) * x_sum, 0.0)
-    _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K)
+    if X_FIXED >= 4:  # after the loop, whose asm waited for the prepare grid
+        acc = acc * tl.load(x_scale_ptr)
+    elif X_FIXED:  # x = x_scale x_int
+        acc = acc * x_scale
+    _store_rows(acc, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split, HALF, SPLIT_K,
+                SUM_MODE, USE_PTX)
 
 
 @triton.jit
@@ -1316,7 +2124,53 @@ def _int4_gemv_mma_groups_kernel(
     # the pair's rows: sum its GROUP_ROWS rows of groups
     per_pair = tl.sum(tl.reshape(acc, [PAIRS_PER_PROGRAM, GROUP_ROWS, 128]), axis=1)
     _store_rows(per_pair, out_ptr, partial_ptr, counter_ptr, n_out, out_row_stride, block, row_m, split,
-                PAIRS_PER_PROGRAM, SPLIT_K)
+                PAIRS_PER_PROGRAM, SPLIT_K, 0, USE_PTX)
+
+
+@triton.jit
+def _split_sum_kernel(partial_ptr, out_ptr, n_out, out_row_stride, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
+                      USE_PDL: tl.constexpr):
+    """`split_sum="grid"`: out[m, n] = sum over s of partial[s, m, n] for BLOCK columns of one row of x, launched
+    after the GEMV with `launch_pdl`: its programs wait (`griddepcontrol.wait`) for the GEMV grid's end, which
+    replaces the GEMV's block barrier, release fence, arrival atomic and last-arriver loads."""
+    if USE_PDL:
+        gdc_wait()
+    row_m = tl.program_id(1)
+    n = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = n < n_out
+    total = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        total += tl.load(partial_ptr + (s * tl.num_programs(1) + row_m) * n_out + n, mask=mask, other=0.0,
+                         cache_modifier=".cg")
+    tl.store(out_ptr + row_m * out_row_stride + n, total.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+SPLIT_SUMS = {"block": 0, "rows": 1, "grid": 2, "grid_late": 3, "cluster": 4,
+              "fixed": 5}  # make_kernel's split_sum: SUM_MODE
+FIXED_SPLITS_MAX = 8  # the 64-bit word of split_sum "fixed": 4 arrival bits, 8 addends below 2^49
+CLUSTER_MAX = 8  # the portable thread-block cluster size limit (sm_90)
+
+
+def _launch_in_clusters(fn: triton.JITFunction, grid: tuple[int, int, int], cluster: int, landing_bytes: int,
+                        num_warps: int, **kwargs: Any) -> None:
+    """Launch `fn` on (grid[0] * cluster, grid[1], grid[2]) programs in thread-block clusters of `cluster` along axis
+    0, with `landing_bytes` of dynamic shared memory past Triton's own. Triton's launcher takes the cluster size from
+    the packed metadata's num_ctas (Triton 3.6: (num_warps, num_ctas, shared), the x grid multiplied by it); a kernel
+    compiled with num_ctas=1 keeps its one-CTA layouts and sees %ctaid.x, which is what this needs."""
+    compiled = fn.warmup(grid=grid, num_warps=num_warps, **kwargs)  # compiles once, then a cache lookup
+    launcher = compiled.run  # loads the module: compiled.function is set from here on
+    assert len(compiled.packed_metadata) == 3 and compiled.packed_metadata[1] == 1, (
+        f"int4_gemv cluster launch: Triton's packed metadata {compiled.packed_metadata} is not (warps, 1, shared)")
+    shared = -(-compiled.metadata.shared // 16) * 16 + landing_bytes
+    assert compiled.metadata.shared > 49152 or shared <= 49152, (
+        f"int4_gemv cluster launch: {shared} bytes of shared memory need the opt-in Triton sets only past 48 KiB")
+    args = [kwargs[name] for name in fn.arg_names]
+    stream = torch.cuda.current_stream().cuda_stream
+    launcher(grid[0], grid[1], grid[2], stream, compiled.function, (num_warps, cluster, shared),
+             compiled.launch_metadata(grid, stream, *args), triton.knobs.runtime.launch_enter_hook,
+             triton.knobs.runtime.launch_exit_hook, *args)
+SUM_BLOCK = 256  # columns per program of `_split_sum_kernel`: 32 programs of 2 warps at the headline
+SUM_WARPS = 2
 
 
 def make_kernel(
@@ -1324,15 +2178,38 @@ def make_kernel(
     group_rows: int | None = None, l2_ahead: int = 0, l2_bulk: bool = False, l2_first: bool = False,
     x_next: bool = False, sz_early: bool = False, sz_carry: bool = False,
     x_regs: bool = False, xsum_asm: bool = False, sz_base: bool = False, xsum_mem: bool = False,
-    words_regs: bool = False, maxnreg: int | None = None
+    words_regs: bool = False, two_chains: bool = False, x_fixed: int = 0, split_sum: str = "block",
+    specialize_shape: bool = False,
+    maxnreg: int | None = None
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(x, w_int4, scales_and_zeros, *, group_size=128)` at one parameter set (`group_rows`: the
-    groups-as-rows kernel, `block_n` // 16 n-tile pairs per program)."""
+    groups-as-rows kernel, `block_n` // 16 n-tile pairs per program; `x_fixed` 1: the dot asm loads its B registers,
+    2: they are loaded a group ahead, 3: and the first groups' words are asked of L2 before the prologue, 4: a
+    grid before the GEMV prepares them, once for all row blocks, and the GEMV is launched with `launch_pdl`; 5: and
+    the dot asm loads the next group's B registers; `split_sum`: who sums the split-K partials, the last arriving
+    program of each row block ("block"), the last arriving thread of each row ("rows"), or a second grid launched
+    with `launch_pdl`, which each program lets start at its beginning ("grid") or after its partials' store
+    ("grid_late"), or the split whose 64-bit fixed-point atomic arrives last for a row ("fixed");
+    `specialize_shape`: compiled for the weight's shape, one kernel per shape)."""
     assert group_rows is None or (block_n % 16 == 0 and not prefetch), "int4_gemv mma groups: block_n 16 p, no prefetch"
     assert l2_ahead in (0, 1, 2) and not (l2_ahead and prefetch), "int4_gemv mma: l2_ahead 0, 1 or 2, not with prefetch"
     assert not (sz_base or xsum_mem) or (sz_carry and not (x_regs or xsum_asm)), (
         "int4_gemv mma: sz_base and xsum_mem go with the plain sz_carry loop")
     assert not words_regs or (sz_base and group_rows is None), "int4_gemv mma: words_regs goes with sz_base"
+    assert not two_chains or (sz_carry and not (x_regs or xsum_asm or words_regs)), (
+        "int4_gemv mma: two_chains goes with the plain sz_carry loop")
+    assert x_fixed in (0, 1, 2, 3, 4, 5), "int4_gemv mma: x_fixed 0 to 5"
+    assert not x_fixed or (sz_carry and l2_ahead == 1 and not (x_regs or xsum_asm or xsum_mem or words_regs
+                                                               or two_chains)), (
+        "int4_gemv mma: x_fixed goes with the plain sz_carry loop, l2_ahead 1")
+    assert split_sum in SPLIT_SUMS, f"int4_gemv mma: split_sum one of {sorted(SPLIT_SUMS)}"
+    assert split_sum != "cluster" or (block_n % split_k == 0 and split_k <= CLUSTER_MAX and not maxnreg
+                                      and not (x_fixed or xsum_mem)), (
+        f"int4_gemv mma: split_sum cluster takes up to {CLUSTER_MAX} splits dividing block_n, no x_fixed or xsum_mem")
+    assert split_sum != "fixed" or (split_k <= FIXED_SPLITS_MAX and num_warps == 4 and block_n in (128, 256)), (
+        f"int4_gemv mma: split_sum fixed takes up to {FIXED_SPLITS_MAX} splits, 4 warps, 128 or 256 rows")
+    assert split_sum == "block" or (group_rows is None and x_fixed < 4), (
+        "int4_gemv mma: split_sum rows or grid go with the row-pair kernel, not after a prepare grid (x_fixed 4, 5)")
 
     def kernel(
         x: torch.Tensor, w_int4: torch.Tensor, scales_and_zeros: torch.Tensor, *, group_size: int = 128
@@ -1348,6 +2225,7 @@ def make_kernel(
         assert x.dtype == torch.bfloat16, "int4_gemv: x must be bf16 (its pairs are the mma's A registers)"
         assert group_size % 128 == 0, f"int4_gemv: group_size {group_size} must be a multiple of 128"
         assert group_size == 128 or not prefetch, f"int4_gemv: this variant prefetches 128-k groups, not {group_size}"
+        assert group_size == 128 or not x_fixed, f"int4_gemv: this variant takes 128-k groups, not {group_size}"
         n_groups = n_k // group_size
         assert scales_and_zeros.shape == (n_groups, n_out, 2), "int4_gemv: scales_and_zeros must be [K/g, N, 2]"
         assert scales_and_zeros.dtype == torch.bfloat16, "int4_gemv: scales_and_zeros must be bf16"
@@ -1359,8 +2237,11 @@ def make_kernel(
         sz = scales_and_zeros.contiguous().view(torch.int32).view(n_groups, n_out)  # scale: low half, zero: high
         xpair = x.contiguous().view(torch.int32)  # [M, K / 2]: (x[2i], x[2i + 1]) in the low and high halves
         out = torch.empty((n_m, n_out), dtype=x.dtype, device=x.device)
-        partial = torch.empty((splits, n_m, n_out), dtype=torch.float32, device=x.device)
         use_ptx = os.environ.get("TRITON_INTERPRET", "0") != "1"
+        mode = SPLIT_SUMS[split_sum] if splits > 1 else 0
+        in_clusters = mode == 4 and use_ptx  # no partials in memory: they travel through the cluster's shared memory
+        partial = (out if in_clusters or mode == 5  # 5: the sums travel in the fixed-point row words
+                   else torch.empty((splits, n_m, n_out), dtype=torch.float32, device=x.device))
         if group_rows is not None:
             _int4_gemv_mma_groups_kernel[(n_blocks, n_m, splits)](
                 xpair, w_int4, sz, out, partial, _counters(x.device, n_blocks * n_m), n_out, w_int4.shape[1],
@@ -1374,19 +2255,29 @@ def make_kernel(
         in_regs = words_regs and base and group_size == 128 and gps % 2 == 0  # else the shared-memory pipeline
         xsum = (torch.empty(n_blocks * n_m * splits * triton.next_power_of_2(gps), dtype=torch.float32,
                             device=x.device) if xsum_mem else partial)
-        _int4_gemv_mma_kernel[(n_blocks, n_m, splits)](
-            xpair,
-            w_int4,
-            sz,
-            out,
-            partial,
-            _counters(x.device, n_blocks * n_m),
-            xsum,
-            n_out,
-            w_int4.shape[1],
-            xpair.stride(0),
-            out.stride(0),
-            n_groups // splits,
+        assert gps <= 16 or not x_fixed, f"int4_gemv: x_fixed takes up to 16 groups a split, not {gps}"
+        gps_pad = triton.next_power_of_2(gps)
+        xq = _kept_buffer("xq", x.device, (1 if x_fixed >= 4 else n_blocks) * n_m * splits * gps_pad * 256
+                          if x_fixed else 1, torch.uint8)
+        if x_fixed >= 4:  # the x sums of each (row, split, group), then each (row, split)'s x_scale
+            xsum = torch.empty(n_m * splits * (gps_pad + 1), dtype=torch.float32, device=x.device)
+            _xq_prepare_kernel[(splits, n_m)](xpair, xq, xsum, xpair.stride(0), gps, GPS_PAD=gps_pad, PAIRS=64,
+                                              USE_PDL=use_ptx, num_warps=4)
+        args = dict(
+            xpair_ptr=xpair,
+            w_ptr=w_int4,
+            sz_ptr=sz,
+            out_ptr=out,
+            partial_ptr=partial,
+            counter_ptr=(_kept_buffer("fixed_sums", x.device, 2 * n_out * n_m, torch.int64) if mode == 5
+                         else _counters(x.device, n_out * n_m if split_sum == "rows" else n_blocks * n_m)),
+            xsum_ptr=xsum,
+            xq_ptr=xq,
+            n_out=n_out,
+            n_k_outer=w_int4.shape[1],
+            xpair_row_stride=xpair.stride(0),
+            out_row_stride=out.stride(0),
+            groups_per_split=n_groups // splits,
             GROUP=group_size,
             IKT=ikt,
             TILES=block_n // 8,
@@ -1406,16 +2297,31 @@ def make_kernel(
             SZ_BASE=base,
             XSUM_MEM=xsum_mem and gps <= 16,
             WORDS_REGS=in_regs,
+            TWO_CHAINS=two_chains,
+            X_FIXED=x_fixed,
+            SUM_MODE=mode,
+            STATIC_SHAPE=(n_out, w_int4.shape[1], n_groups // splits) if specialize_shape else (0, 0, 0),
+        )
+        if in_clusters:  # the splits of a row block: one cluster, their partials summed through its shared memory
+            _launch_in_clusters(_int4_gemv_mma_kernel, (n_blocks, n_m, 1), splits, block_n * 4, num_warps, **args)
+            return out
+        _int4_gemv_mma_kernel[(n_blocks * splits, n_m, 1) if mode == 4 else (n_blocks, n_m, splits)](
+            **args,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}),
+            **({"launch_pdl": True} if x_fixed >= 4 and use_ptx else {}),
         )
+        if split_sum in ("grid", "grid_late") and splits > 1:
+            _split_sum_kernel[(triton.cdiv(n_out, SUM_BLOCK), n_m)](
+                partial, out, n_out, out.stride(0), SPLIT_K=splits, BLOCK=SUM_BLOCK, USE_PDL=use_ptx,
+                num_warps=SUM_WARPS, launch_pdl=use_ptx)
         return out
 
     return kernel
 
 
-kernel = make_kernel(**VARIANTS["mma_szb_bn256_sk8_w4_st3"])
-WHO = 'Claude (Anthropic), Triton kernel speedrun/int4_gemv/mma.py, variant mma_szb_bn256_sk8_w4_st3'
+kernel = make_kernel(**VARIANTS["mma_szbfx_bn256_sk8_w4_st3"])
+WHO = 'Claude (Anthropic), Triton kernel speedrun/int4_gemv/mma.py, variant mma_szbfx_bn256_sk8_w4_st3'
 
 
 if __name__ == "__main__":  # python targets/<name>/candidate.py: one run under the workspace's contract
