@@ -532,6 +532,11 @@ own error is at most 2^-30 a split.
   kept grid's epilogues, each now one atomic a lane.
 - `mma_szbfx_bn256_sk8_w4_st4` (256 rows, split-K 8, the fixed-point atomic, 4 stages): one more group in flight
   per program, the kept grid's shared memory (48 KB) still fitting 4 programs an SM.
+- `mma_szbfx_bn256_sk8_w4_st2` (the kept fixed-point kernel at 2 stages): one group less in flight, less shared
+  memory a program.
+- `mma_szbfx_bn128_sk4_w4_st3` (128 rows, split-K 4, the fixed-point atomic): 256 programs as in the kept grid, each
+  16 groups of half as many rows, so half the atomics a row.
+- `mma_szbfx2_bn256_sk8_w4_st3` (the kept fixed-point kernel asking L2 two groups ahead instead of one).
 """
 
 from __future__ import annotations
@@ -736,6 +741,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
     "mma_szbfx_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
                                    "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx_bn256_sk8_w4_st2": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 2, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx_bn128_sk4_w4_st3": {"block_n": 128, "split_k": 4, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx2_bn256_sk8_w4_st3": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                    "l2_ahead": 2, "sz_base": True, "split_sum": "fixed"},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
