@@ -536,7 +536,8 @@ own error is at most 2^-30 a split.
   memory a program.
 - `mma_szbfx_bn128_sk4_w4_st3` (128 rows, split-K 4, the fixed-point atomic): 256 programs as in the kept grid, each
   16 groups of half as many rows, so half the atomics a row.
-- `mma_szbfx2_bn256_sk8_w4_st3` (the kept fixed-point kernel asking L2 two groups ahead instead of one).
+- `mma_szbfx2_bn256_sk8_w4_st3` (256 rows, split-K 8, the fixed-point atomic, L2 two groups ahead): the kept
+  fixed-point kernel asking L2 for the words two groups ahead instead of one, so a late group waits less.
 """
 
 from __future__ import annotations

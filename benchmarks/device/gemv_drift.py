@@ -1,0 +1,91 @@
+"""Does the gemv baseline's time move with the process or with where its weight lies in memory?
+
+Two syncs on one H200 (benchmarks/evidence/h200_sync/run_1320/) timed the Triton candidate at 32.94 us both times
+and torch.mv (cuBLAS) at 35.54 us, then 34.82 us: the second headline fell outside the first's interval. This
+times both, in one process, on ``--placements`` weights allocated side by side (each a different physical range),
+by CUDA-graph replay of ``--iters`` calls alternating over two rotated weights as the contract does, and names the
+kernel cuBLAS ran. Run it in several fresh processes: a spread across placements in one process points at memory
+placement, a spread only across processes at per-process state.
+
+Usage (CUDA, repo root): python benchmarks/device/gemv_drift.py OUT.jsonl [--placements 6] [--iters 256] [--reps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+from pathlib import Path
+
+import torch
+
+from kernels.gemv import gemv as baseline
+
+
+def load_candidate() -> object:
+    """The kept gemv candidate's ``kernel`` (targets/gemv/candidate.py)."""
+    spec = importlib.util.spec_from_file_location("gemv_candidate", Path("targets/gemv/candidate.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.kernel
+
+
+def replay_ms(fn: object, weights: list[torch.Tensor], x: torch.Tensor, iters: int, reps: int) -> list[float]:
+    """Per-call ms of ``iters`` calls alternating over ``weights``, captured in one CUDA graph, ``reps`` replays."""
+    for w in weights:
+        fn(w, x)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(iters):
+            fn(weights[i % len(weights)], x)
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / iters)
+    return times
+
+
+def cublas_kernel_name(w: torch.Tensor, x: torch.Tensor) -> str:
+    """The name of the CUDA kernel torch.mv launches for this weight."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        baseline(w, x)
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return names[0] if names else "?"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="JSONL file to append one line per placement to")
+    parser.add_argument("--placements", type=int, default=6, help="weight pairs allocated side by side")
+    parser.add_argument("--iters", type=int, default=256, help="calls per CUDA-graph replay")
+    parser.add_argument("--reps", type=int, default=5, help="replays timed per placement and side")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    candidate = load_candidate()
+    x = torch.randn(8192, device="cuda", dtype=torch.bfloat16)
+    pairs = [[torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+             for _ in range(args.placements)]
+    kernel = cublas_kernel_name(pairs[0][0], x)
+    with args.out.open("a") as out:
+        for index, weights in enumerate(pairs):
+            row = {"pid": os.getpid(), "placement": index, "address": weights[0].data_ptr(), "cublas_kernel": kernel}
+            for side, fn in (("baseline", baseline), ("candidate", candidate)):
+                times = replay_ms(fn, weights, x, args.iters, args.reps)
+                row[f"{side}_us"] = round(statistics.median(times) * 1e3, 3)
+            row["speedup"] = round(row["baseline_us"] / row["candidate_us"], 4)
+            out.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
