@@ -4,10 +4,12 @@ Two syncs on one H200 (benchmarks/evidence/h200_sync/run_1320/) timed the Triton
 and torch.mv (cuBLAS) at 35.54 us, then 34.82 us: the second headline fell outside the first's interval. This
 times both, in one process, on ``--placements`` weights allocated side by side (each a different physical range),
 by CUDA-graph replay of ``--iters`` calls alternating over two rotated weights as the contract does, and names the
-kernel cuBLAS ran. Run it in several fresh processes: a spread across placements in one process points at memory
-placement, a spread only across processes at per-process state.
+kernel cuBLAS ran. The placements are timed in order, then again in reverse (``--passes 2``): a placement that keeps
+its time in both passes, while others keep theirs, points at memory placement rather than drift in time; run it in
+several fresh processes to see what moves only from process to process.
 
-Usage (CUDA, repo root): python benchmarks/device/gemv_drift.py OUT.jsonl [--placements 6] [--iters 256] [--reps 5]
+Usage (CUDA, repo root):
+    python benchmarks/device/gemv_drift.py OUT.jsonl [--placements 6] [--passes 2] [--iters 256] [--reps 5]
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="JSONL file to append one line per placement to")
     parser.add_argument("--placements", type=int, default=6, help="weight pairs allocated side by side")
+    parser.add_argument("--passes", type=int, default=2, help="passes over the placements, every other reversed")
     parser.add_argument("--iters", type=int, default=256, help="calls per CUDA-graph replay")
     parser.add_argument("--reps", type=int, default=5, help="replays timed per placement and side")
     args = parser.parse_args()
@@ -77,8 +80,12 @@ def main() -> None:
              for _ in range(args.placements)]
     kernel = cublas_kernel_name(pairs[0][0], x)
     with args.out.open("a") as out:
-        for index, weights in enumerate(pairs):
-            row = {"pid": os.getpid(), "placement": index, "address": weights[0].data_ptr(), "cublas_kernel": kernel}
+        order = [(p, i) for p in range(args.passes) for i in (range(len(pairs)) if p % 2 == 0
+                                                              else reversed(range(len(pairs))))]
+        for pass_index, index in order:
+            weights = pairs[index]
+            row = {"pid": os.getpid(), "pass": pass_index, "placement": index, "address": weights[0].data_ptr(),
+                   "cublas_kernel": kernel}
             for side, fn in (("baseline", baseline), ("candidate", candidate)):
                 times = replay_ms(fn, weights, x, args.iters, args.reps)
                 row[f"{side}_us"] = round(statistics.median(times) * 1e3, 3)
