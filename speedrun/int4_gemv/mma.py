@@ -538,6 +538,11 @@ own error is at most 2^-30 a split.
   16 groups of half as many rows, so half the atomics a row.
 - `mma_szbfx2_bn256_sk8_w4_st3` (256 rows, split-K 8, the fixed-point atomic, L2 two groups ahead): the kept
   fixed-point kernel asking L2 for the words two groups ahead instead of one, so a late group waits less.
+
+`mma_szbfx_bn256_sk8_w4_st3` won (h200_c39: verified 1.499x [1.493, 1.504] against 1.438x for
+`mma_szb_bn256_sk8_w4_st3` in the same call; 14.50 us under ncu against 15.10 us) and is kept; its neighbours lost or
+tied (128 rows 1.472x, 4 stages 1.328x; h200_c40: L2 two groups ahead 1.498x, 2 stages and split-K 4 slower in
+triage).
 """
 
 from __future__ import annotations
