@@ -6,10 +6,12 @@ times both, in one process, on ``--placements`` weights allocated side by side (
 by CUDA-graph replay of ``--iters`` calls alternating over two rotated weights as the contract does, and names the
 kernel cuBLAS ran. The placements are timed in order, then again in reverse (``--passes 2``): a placement that keeps
 its time in both passes, while others keep theirs, points at memory placement rather than drift in time; run it in
-several fresh processes to see what moves only from process to process.
+several fresh processes to see what moves only from process to process. ``--pad-mib`` allocates that much before
+anything else, which moves every later allocation: fresh processes with the same pad show whether the same
+allocations land in the same place, and different pads whether the time follows.
 
 Usage (CUDA, repo root):
-    python benchmarks/device/gemv_drift.py OUT.jsonl [--placements 6] [--passes 2] [--iters 256] [--reps 5]
+    python benchmarks/device/gemv_drift.py OUT.jsonl [--placements 6] [--passes 2] [--pad-mib 0] [--iters 256] [--reps 5]
 """
 
 from __future__ import annotations
@@ -70,10 +72,12 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="JSONL file to append one line per placement to")
     parser.add_argument("--placements", type=int, default=6, help="weight pairs allocated side by side")
     parser.add_argument("--passes", type=int, default=2, help="passes over the placements, every other reversed")
+    parser.add_argument("--pad-mib", type=int, default=0, help="MiB allocated (and kept) before the inputs")
     parser.add_argument("--iters", type=int, default=256, help="calls per CUDA-graph replay")
     parser.add_argument("--reps", type=int, default=5, help="replays timed per placement and side")
     args = parser.parse_args()
     torch.manual_seed(0)
+    pad = torch.empty(args.pad_mib << 20, device="cuda", dtype=torch.uint8) if args.pad_mib else None
     candidate = load_candidate()
     x = torch.randn(8192, device="cuda", dtype=torch.bfloat16)
     pairs = [[torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
@@ -84,14 +88,15 @@ def main() -> None:
                                                               else reversed(range(len(pairs))))]
         for pass_index, index in order:
             weights = pairs[index]
-            row = {"pid": os.getpid(), "pass": pass_index, "placement": index, "address": weights[0].data_ptr(),
-                   "cublas_kernel": kernel}
+            row = {"pid": os.getpid(), "pad_mib": args.pad_mib, "pass": pass_index, "placement": index,
+                   "address": weights[0].data_ptr(), "cublas_kernel": kernel}
             for side, fn in (("baseline", baseline), ("candidate", candidate)):
                 times = replay_ms(fn, weights, x, args.iters, args.reps)
                 row[f"{side}_us"] = round(statistics.median(times) * 1e3, 3)
             row["speedup"] = round(row["baseline_us"] / row["candidate_us"], 4)
             out.write(json.dumps(row) + "\n")
             print(json.dumps(row), flush=True)
+    del pad
 
 
 if __name__ == "__main__":
