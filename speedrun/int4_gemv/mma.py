@@ -1479,7 +1479,7 @@ def _fixed_rows(acc, out_ptr, word_ptr, n_out, out_row_stride, block, row_m, spl
     are totally ordered, so the last sees all the others. A partial that fixed point cannot hold (|v| >= FIX_LIMIT,
     inf, NaN) is added to the row's fp32 word (the second half of word_ptr's buffer) behind a release fence and
     counted in bits 56-59; the last arriver adds that word after an acquire fence, so any input gives its fp32 sum
-    (fixed point's error: at most 2^-31 a split).
+    (fixed point's error: under 2^-30 a split, truncated).
 
     Who issues it: a row's value sits in the 4 lanes of its n-tile row (qq) and in both columns of a pair (jlo); the
     tile's rows i = 4 r + w are the thread's repetitions r of warp w's row. Lane qq takes the values (r, jj) with
