@@ -20,24 +20,29 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
+import sys
 from pathlib import Path
 
-import torch
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "speedrun")]
 
-from kernels.gemv import gemv as baseline
+import torch  # noqa: E402
+from check_variants import graph_replay_ms  # noqa: E402
+
+from kernels.gemv import gemv as baseline  # noqa: E402
 
 
 def load_candidate() -> object:
     """The kept gemv candidate's ``kernel`` (targets/gemv/candidate.py)."""
-    spec = importlib.util.spec_from_file_location("gemv_candidate", Path("targets/gemv/candidate.py"))
+    spec = importlib.util.spec_from_file_location("gemv_candidate", ROOT / "targets" / "gemv" / "candidate.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.kernel
 
 
-def replay_ms(fn: object, weights: list[torch.Tensor], x: torch.Tensor, iters: int, reps: int) -> list[float]:
-    """Per-call ms of ``iters`` calls alternating over ``weights``, captured in one CUDA graph, ``reps`` replays."""
+def replay_ms(fn: object, weights: list[torch.Tensor], x: torch.Tensor, iters: int, reps: int) -> float:
+    """Median per-call ms of ``iters`` calls alternating over ``weights``, captured in one CUDA graph, over ``reps``
+    replays (speedrun/check_variants.py's `graph_replay_ms`)."""
     for w in weights:
         fn(w, x)
     torch.cuda.synchronize()
@@ -47,15 +52,7 @@ def replay_ms(fn: object, weights: list[torch.Tensor], x: torch.Tensor, iters: i
             fn(weights[i % len(weights)], x)
     graph.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / iters)
-    return times
+    return graph_replay_ms(graph, iters, reps)
 
 
 def cublas_kernel_name(w: torch.Tensor, x: torch.Tensor) -> str:
@@ -91,8 +88,7 @@ def main() -> None:
             row = {"pid": os.getpid(), "pad_mib": args.pad_mib, "pass": pass_index, "placement": index,
                    "address": weights[0].data_ptr(), "cublas_kernel": kernel}
             for side, fn in (("baseline", baseline), ("candidate", candidate)):
-                times = replay_ms(fn, weights, x, args.iters, args.reps)
-                row[f"{side}_us"] = round(statistics.median(times) * 1e3, 3)
+                row[f"{side}_us"] = round(replay_ms(fn, weights, x, args.iters, args.reps) * 1e3, 3)
             row["speedup"] = round(row["baseline_us"] / row["candidate_us"], 4)
             out.write(json.dumps(row) + "\n")
             print(json.dumps(row), flush=True)
