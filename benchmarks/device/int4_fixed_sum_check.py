@@ -1,12 +1,12 @@
 """`split_sum="fixed"` on the GPU: its inline PTX (the atomics, fences and spill path the interpreter cannot run)
-against the fp32 reference and the kept last-arriver kernel, at the headline shape.
+against the fp32 reference and the last-arriver kernel kept before it (`KEPT`), at the headline shape.
 
 Usage (device, repo root): python3 benchmarks/device/int4_fixed_sum_check.py OUT.jsonl [VARIANT ...]
 
 Inputs, each for 20 calls in a row: `plain` (x ~ N(0, 1): every partial in fixed point), `big` (the first split's
 x times 1e6: that split's partials past 2^18 take the fp32 word, the others fixed point, in the same row sums),
 `nan` (one x NaN: every output NaN). Each line: the worst error against the reference (relative to max(|ref|, 1))
-and against the kept kernel (relative to its largest output), whether the 20 calls gave bit-identical outputs,
+and against that kernel (`err_vs_kept`, relative to its largest output), whether the 20 calls gave bit-identical outputs,
 whether NaN is exactly where the reference has it, and the row words' non-zero count after the calls (each launch
 must leave them at zero).
 """
@@ -26,7 +26,7 @@ import torch  # noqa: E402
 
 from kernels.int4_gemv import dequantize_groups, quantize_groups, quantize_weight  # noqa: E402
 
-KEPT = "mma_szb_bn256_sk8_w4_st3"
+KEPT = "mma_szb_bn256_sk8_w4_st3"  # the last arriver, kept until round 16
 N = K = int(os.environ.get("HK_FIXED_CHECK_SIZE", "8192"))  # smaller for a CPU run under TRITON_INTERPRET=1
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 CALLS = int(os.environ.get("HK_FIXED_CHECK_CALLS", "20"))

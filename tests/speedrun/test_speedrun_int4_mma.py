@@ -1074,11 +1074,11 @@ def test_split_sum_fixed_adds_each_row_in_one_atomic_from_the_tile_with_no_barri
 
 
 def test_split_sum_fixed_gives_the_fp32_sum_for_any_partial_and_leaves_its_words_at_zero() -> None:
-    """In the interpreter `split_sum="fixed"` gives what the kept last-arriver kernel gives, to within the fp32 sum's
-    rounding, for ordinary inputs (every partial in fixed point), for inputs whose partials exceed its range in one
-    split only (that split's partials take the fp32 word, the others the fixed point: both paths in one row's sum),
-    and NaN where an x is NaN; after every call its row words and fp32 words are zero again. Not checked here: the
-    PTX of the atomics, which the interpreter cannot run (the SASS test above checks their order)."""
+    """In the interpreter `split_sum="fixed"` gives what the last-arriver kernel (kept before it) gives, within the
+    fp32 sum's rounding, for ordinary inputs (every partial in fixed point), for inputs whose partials exceed its
+    range in one split only (that split's partials take the fp32 word, the others the fixed point: both paths in one
+    row's sum), and NaN where an x is NaN; after every call its row words and fp32 words are zero again. Not checked
+    here: the PTX of the atomics, which the interpreter cannot run (the SASS test above checks their order)."""
     skip_without_torch_and_triton()
     code = """
 import sys, torch
