@@ -1073,6 +1073,31 @@ def test_split_sum_fixed_adds_each_row_in_one_atomic_from_the_tile_with_no_barri
     assert len(loads) == 2 and all(any(atomics[-1] < f < load for f in fences) for load in loads), (loads, fences)
 
 
+def test_l2_ahead_2_in_the_sz_carry_loop_compiles_the_l2_ahead_1_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """make_kernel refuses `sz_carry` with `l2_ahead` 2 because the sz_carry scale step already asks L2 for the
+    group after next at 1: compiled for sm_90 with L2_AHEAD 2, the kept fixed-point kernel's SASS is its SASS at 1,
+    instruction for instruction (h200_c40 verified such a variant at 1.498x against the kept kernel's 1.499x). If the
+    loop ever gives 2 a meaning of its own, this fails and the refusal should go."""
+    skip_without_torch_and_triton()
+    with pytest.raises(AssertionError, match="sz_carry loop"):
+        _mma_module().make_kernel(block_n=256, split_k=8, num_warps=4, num_stages=3, sz_carry=True, l2_ahead=2,
+                                  sz_base=True, split_sum="fixed")
+    compile_sm90 = _load(REPO / "speedrun" / "compile_sm90.py", "speedrun_compile_sm90_for_mma")
+    variant = "mma_szbfx_bn256_sk8_w4_st3"
+    at_1 = _opcodes(_sass_of_job(compile_sm90, variant, "_int4_gemv_mma_kernel"))
+    original = compile_sm90.variant_index
+
+    def at_l2_ahead_2(target: str) -> dict:
+        index = dict(original(target))
+        path, params = index[variant]
+        index[variant] = (path, {**params, "l2_ahead": 2})
+        return index
+
+    monkeypatch.setattr(compile_sm90, "variant_index", at_l2_ahead_2)
+    at_2 = _opcodes(_sass_of_job(compile_sm90, variant, "_int4_gemv_mma_kernel"))
+    assert at_1 == at_2 and len(at_1) > 500, (len(at_1), len(at_2))
+
+
 def test_split_sum_fixed_gives_the_fp32_sum_for_any_partial_and_leaves_its_words_at_zero() -> None:
     """In the interpreter `split_sum="fixed"` gives what the last-arriver kernel (kept before it) gives, within the
     fp32 sum's rounding, for ordinary inputs (every partial in fixed point), for inputs whose partials exceed its
