@@ -17,7 +17,6 @@ Usage (CUDA, repo root):
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -27,17 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "speedrun")]
 
 import torch  # noqa: E402
-from check_variants import graph_replay_ms  # noqa: E402
+from check_variants import graph_replay_ms, load_module  # noqa: E402
 
 from kernels.gemv import gemv as baseline  # noqa: E402
-
-
-def load_candidate() -> object:
-    """The kept gemv candidate's ``kernel`` (targets/gemv/candidate.py)."""
-    spec = importlib.util.spec_from_file_location("gemv_candidate", ROOT / "targets" / "gemv" / "candidate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.kernel
 
 
 def replay_ms(fn: object, weights: list[torch.Tensor], x: torch.Tensor, iters: int, reps: int) -> float:
@@ -75,7 +66,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     pad = torch.empty(args.pad_mib << 20, device="cuda", dtype=torch.uint8) if args.pad_mib else None
-    candidate = load_candidate()
+    candidate = load_module(ROOT / "targets" / "gemv" / "candidate.py").kernel
     x = torch.randn(8192, device="cuda", dtype=torch.bfloat16)
     pairs = [[torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
              for _ in range(args.placements)]

@@ -71,9 +71,8 @@ def test_hostile_manifest_is_one_line_error_in_well_under_two_seconds(case: str)
 def test_too_many_values_are_refused_at_the_limit_not_after_the_whole_file() -> None:
     """MAX_NODES bounds the parse: a manifest of 100,000 values (12 times the limit) is refused at the line where
     the limit is passed, in about the CPU time a manifest just under the limit takes to load. Measured against that
-    load in the same process, not in absolute seconds: a manifest at the limit costs about 1 s of CPU on a 2-core
-    CI machine and half as much again when the machine is busy, while a parser that read the whole file first
-    would take 12 times as long."""
+    load in the same process, not in absolute seconds: what a manifest at the limit costs depends on the machine
+    and how busy it is, while a parser that read the whole file first would take 12 times as long."""
     per_line = 102
     head_nodes = 11  # version, targets, t, its mapping, from, torch:neg, shapes, the list, 8x8, kwargs, its mapping
     under = (MAX_NODES - head_nodes) // per_line
