@@ -164,7 +164,8 @@ SPLIT_SUM_JOBS = (("mma_szbt_bn256_sk8_w4_st3", 256, 8, 2), ("mma_szbt_bn256_sk1
                   ("mma_szbcl_bn256_sk8_w4_st3", 256, 8, 4), ("mma_szbcl_bn256_sk8_w4_st4", 256, 8, 4),
                   ("mma_szbcl_bn128_sk8_w4_st3", 128, 8, 4), ("mma_szbfx_bn256_sk8_w4_st3", 256, 8, 5),
                   ("mma_szbfx_bn128_sk8_w4_st3", 128, 8, 5), ("mma_szbfx_bn256_sk8_w4_st4", 256, 8, 5),
-                  ("mma_szbfx_bn256_sk8_w4_st2", 256, 8, 5), ("mma_szbfx_bn128_sk4_w4_st3", 128, 4, 5))
+                  ("mma_szbfx_bn256_sk8_w4_st2", 256, 8, 5), ("mma_szbfx_bn128_sk4_w4_st3", 128, 4, 5),
+                  ("mma_szbfx_bn256_sk16_w4_st3", 256, 16, 5), ("mma_szbfx_bn256_sk16_w4_st2", 256, 16, 5))
 # (target, variant, kernel, argument types (an int: an integer argument's value), shape-derived constexprs and
 # FIXED_LAUNCH options, at the headline shape)
 JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [

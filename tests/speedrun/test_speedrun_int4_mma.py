@@ -1112,7 +1112,8 @@ import check_variants as cv
 from kernels.int4_gemv import dequantize_groups, quantize_groups
 rows = []
 for n, k, ikt, m, name in ((64, 1024, 8, 1, "mma_szbfx_bn128_sk8_w4_st3"),
-                           (40, 2048, 4, 2, "mma_szbfx_bn256_sk8_w4_st3")):
+                           (40, 2048, 4, 2, "mma_szbfx_bn256_sk8_w4_st3"),
+                           (40, 2048, 4, 1, "mma_szbfx_bn256_sk16_w4_st3")):
     torch.manual_seed(n + k)
     w = torch.randn(n, k)
     q, scales, zeros = quantize_groups(w, 128)
@@ -1144,7 +1145,7 @@ for row in rows:
     proc = run_interpreted(code, timeout_s=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [line.split() for line in proc.stdout.strip().splitlines()]
-    assert len(rows) == 6, rows
+    assert len(rows) == 9, rows
     for name, label, err, vs_kept, nan_where_expected, nonzero_words, nans in rows:
         assert float(err) < 1e-2, (name, label, err)
         assert float(vs_kept) < 1e-2, (name, label, vs_kept)  # bf16 rounding of slightly different fp32 sums
