@@ -532,6 +532,24 @@ own error is at most 2^-30 a split.
   kept grid's epilogues, each now one atomic a lane.
 - `mma_szbfx_bn256_sk8_w4_st4` (256 rows, split-K 8, the fixed-point atomic, 4 stages): one more group in flight
   per program, the kept grid's shared memory (48 KB) still fitting 4 programs an SM.
+- `mma_szbfx_bn256_sk8_w4_st2` (the kept fixed-point kernel at 2 stages): one group less in flight, less shared
+  memory a program.
+- `mma_szbfx_bn128_sk4_w4_st3` (128 rows, split-K 4, the fixed-point atomic): 256 programs as in the kept grid, each
+  16 groups of half as many rows, so half the atomics a row.
+- `mma_szbfx_bn256_sk16_w4_st3` (256 rows, split-K 16, the fixed-point atomic): 512 programs of 4 groups, all
+  resident (108 registers, 32 KB of shared memory: 4 an SM, 16 warps where the kept grid has 8). Split-K 16 lost
+  before (`mma_szb_bn256_sk16_w4_st3`, 1.349x against 1.436x) with the last-arriver chain, twice as many of them
+  ending at once; here each program's sum is one atomic a lane, and the 16-split word halves the bias and the limit.
+- `mma_szbfx_bn256_sk16_w4_st2` (256 rows, split-K 16, the fixed-point atomic, 2 stages): a program of 4 groups
+  with one group in flight ahead instead of two, and half the shared memory.
+
+`mma_szbfx_bn256_sk8_w4_st3` won (h200_c39: verified 1.499x [1.493, 1.504] against 1.438x for
+`mma_szb_bn256_sk8_w4_st3` in the same call; 14.50 us under ncu against 15.10 us) and is kept; its neighbours lost or
+tied (128 rows 1.472x, 4 stages 1.328x; h200_c40: 2 stages and split-K 4 slower in triage). h200_c40 also
+verified `mma_szbfx2_bn256_sk8_w4_st3`, meant to ask L2 two groups ahead: 1.498x [1.493, 1.502]. It was the kept
+kernel again: the `sz_carry` loop already asks L2 for the group after next at `l2_ahead` 1 and compiles the same
+SASS at 2, so the variant is gone and make_kernel refuses the pair; its verify stands as a second one of the kept
+kernel, in another call.
 """
 
 from __future__ import annotations
@@ -736,6 +754,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                    "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
     "mma_szbfx_bn256_sk8_w4_st4": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 4, "sz_carry": True,
                                    "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx_bn256_sk8_w4_st2": {"block_n": 256, "split_k": 8, "num_warps": 4, "num_stages": 2, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx_bn128_sk4_w4_st3": {"block_n": 128, "split_k": 4, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                   "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx_bn256_sk16_w4_st3": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 3, "sz_carry": True,
+                                    "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
+    "mma_szbfx_bn256_sk16_w4_st2": {"block_n": 256, "split_k": 16, "num_warps": 4, "num_stages": 2, "sz_carry": True,
+                                    "l2_ahead": 1, "sz_base": True, "split_sum": "fixed"},
 }
 
 WORDS = 4  # words per lane per 128-k chunk (32 k each)
@@ -1195,7 +1221,9 @@ mov.b32 $0, 0;
 # The 64-bit word a row's splits add into (SPLIT_K <= 8): bits 0-51 the sum of the splits' fixed-point partials,
 # each partial FIX_SCALE (truncated) + FIX_BIAS (so each addend is in [0, 2^49) and 8 of them stay below 2^52); bits
 # 52-55 the arrivals; bits 56-59 how many partials were outside (-FIX_LIMIT, FIX_LIMIT) or not finite, and were
-# added to the row's fp32 word instead
+# added to the row's fp32 word instead. With 16 splits the bias and the limit are halved (16 addends below 2^48
+# each), and the last arrival carries the arrival bits into bit 56, so the last arriver counts the fp32 partials
+# from the word its atomic returned plus its own
 FIX_SCALE = tl.constexpr(1073741824.0)  # 2^30: the fixed point's fractional bits
 FIX_LIMIT = tl.constexpr(262144.0)  # 2^18: |partial| 2^30 < 2^48
 FIX_BIAS = tl.constexpr(1 << 48)
@@ -1462,7 +1490,7 @@ def _fixed_rows(acc, out_ptr, word_ptr, n_out, out_row_stride, block, row_m, spl
     are totally ordered, so the last sees all the others. A partial that fixed point cannot hold (|v| >= FIX_LIMIT,
     inf, NaN) is added to the row's fp32 word (the second half of word_ptr's buffer) behind a release fence and
     counted in bits 56-59; the last arriver adds that word after an acquire fence, so any input gives its fp32 sum
-    (fixed point's error: at most 2^-31 a split).
+    (fixed point's error: under 2^-30 a split, truncated).
 
     Who issues it: a row's value sits in the 4 lanes of its n-tile row (qq) and in both columns of a pair (jlo); the
     tile's rows i = 4 r + w are the thread's repetitions r of warp w's row. Lane qq takes the values (r, jj) with
@@ -1488,8 +1516,9 @@ def _fixed_rows(acc, out_ptr, word_ptr, n_out, out_row_stride, block, row_m, spl
     holds = ((2 * r + jj) // K == qq) & (flat < n_out)
     word_ptrs = word_ptr + row_m * n_out + flat
     float_ptrs = (word_ptr + tl.num_programs(1) * n_out + row_m * n_out + flat).to(tl.pointer_type(tl.float32))
-    ok = tl.abs(value) < FIX_LIMIT  # false for NaN
-    fixed = (tl.where(ok, value, 0.0) * FIX_SCALE).to(tl.int64) + FIX_BIAS
+    WIDE: tl.constexpr = SPLIT_K // 9  # 1 for 16 splits: half the bias and the limit
+    ok = tl.abs(value) < FIX_LIMIT / (1 + WIDE)  # false for NaN
+    fixed = (tl.where(ok, value, 0.0) * FIX_SCALE).to(tl.int64) + (FIX_BIAS >> WIDE)
     addend = tl.where(ok, fixed, FIX_FLOAT) + FIX_ARRIVAL
     if USE_PTX:
         old = tl.inline_asm_elementwise(
@@ -1502,8 +1531,11 @@ def _fixed_rows(acc, out_ptr, word_ptr, n_out, out_row_stride, block, row_m, spl
         old = tl.atomic_add(word_ptrs, addend, mask=holds, sem="acq_rel")
     last = holds & (((old >> 52) & 15) == SPLIT_K - 1)
     word = old + addend
-    n_float = (word >> 56) & 15
-    total = ((word & FIX_VALUE_MASK) - (SPLIT_K - n_float) * FIX_BIAS).to(tl.float32) / FIX_SCALE
+    if WIDE:  # the 16th arrival carried into bit 56
+        n_float = ((old >> 56) & 15) + (ok == 0).to(tl.int64)
+    else:
+        n_float = (word >> 56) & 15
+    total = ((word & FIX_VALUE_MASK) - (SPLIT_K - n_float) * (FIX_BIAS >> WIDE)).to(tl.float32) / FIX_SCALE
     spill = last & (n_float != 0)
     out_ptrs = out_ptr + row_m * out_row_stride + flat
     if USE_PTX:
@@ -2147,7 +2179,7 @@ def _split_sum_kernel(partial_ptr, out_ptr, n_out, out_row_stride, SPLIT_K: tl.c
 
 SPLIT_SUMS = {"block": 0, "rows": 1, "grid": 2, "grid_late": 3, "cluster": 4,
               "fixed": 5}  # make_kernel's split_sum: SUM_MODE
-FIXED_SPLITS_MAX = 8  # the 64-bit word of split_sum "fixed": 4 arrival bits, 8 addends below 2^49
+FIXED_SPLITS_MAX = 16  # the 64-bit word of split_sum "fixed": 4 arrival bits, 16 addends below 2^48
 CLUSTER_MAX = 8  # the portable thread-block cluster size limit (sm_90)
 
 
@@ -2198,6 +2230,8 @@ def make_kernel(
     assert not words_regs or (sz_base and group_rows is None), "int4_gemv mma: words_regs goes with sz_base"
     assert not two_chains or (sz_carry and not (x_regs or xsum_asm or words_regs)), (
         "int4_gemv mma: two_chains goes with the plain sz_carry loop")
+    assert not (sz_carry and l2_ahead == 2), (
+        "int4_gemv mma: the sz_carry loop asks L2 two groups ahead at l2_ahead 1; 2 compiles the same kernel")
     assert x_fixed in (0, 1, 2, 3, 4, 5), "int4_gemv mma: x_fixed 0 to 5"
     assert not x_fixed or (sz_carry and l2_ahead == 1 and not (x_regs or xsum_asm or xsum_mem or words_regs
                                                                or two_chains)), (
