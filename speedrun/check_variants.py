@@ -124,10 +124,12 @@ def candidate_source(target: str, name: str) -> str:
 
 
 def variant_hypothesis(target: str, name: str) -> str:
-    """The hypothesis of one variant: its ``- `name` (...): ...`` entry in the module docstring, on one line."""
+    """The hypothesis of one variant: its ``- `name` (...): ...`` entry in the module docstring, on one line (up to
+    the next entry, a blank line or the end)."""
     path, _ = variant_index(target)[name]
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-    found = re.search(rf"^- `{re.escape(name)}` \((.*?)\): (.*?)(?=^- `|\Z)", doc, re.MULTILINE | re.DOTALL)
+    found = re.search(rf"^- `{re.escape(name)}` \((.*?)\): (.*?)(?=^- `|\n[ \t]*\n|\Z)", doc,
+                      re.MULTILINE | re.DOTALL)
     assert found, f"{path}: no hypothesis for variant {name}"
     return " ".join(found.group(2).split())
 

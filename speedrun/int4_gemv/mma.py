@@ -124,7 +124,8 @@ weight is requested within the first microseconds and the loop's cp.async and sc
   each n-tile asked for at once.
 - `mma_l2b_bn256_sk8_w8_st4` (256 rows, split-K 8, 8 warps, 4 stages, bulk prefetch): 256 programs of 8 warps and
   8 groups; half the split-K partials of the kept grid.
-- `mma_l2b_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages, bulk prefetch): 2048 small programs.
+- `mma_l2b_bn64_sk16_w2_st3` (64 rows, split-K 16, 2 warps, 3 stages, bulk prefetch): 2048 small programs, the
+  bulk requests spread over as many programs as the grid has.
 
 It lost (h200_c11: 21.7-39.3 us against 15.1 us for `mma_l2pf1_bn256_sk16_w4_st3` in the same triage): the whole
 weight asked of L2 at once does not arrive sooner, and the loop's reads wait behind it.

@@ -78,6 +78,13 @@ def test_every_variant_has_one_hypothesis_and_no_stale_one() -> None:
         assert len(CV.variant_hypothesis(target, name)) > 40, f"{target}/{name}: no real hypothesis"
 
 
+def test_a_hypothesis_ends_at_the_blank_line_after_its_entry() -> None:
+    """The last entry of a list is followed by a blank line and the module's prose (a record's note once carried
+    that prose: results/int4_gemv/20261203T163934Z.json)."""
+    hypothesis = CV.variant_hypothesis("int4_gemv", "mma_szbfx_bn256_sk16_w4_st2")
+    assert hypothesis.endswith("and half the shared memory."), hypothesis
+
+
 def _readme_table() -> dict[tuple[str, str], tuple[str, dict]]:
     """(target, old file stem) -> (module file, parameters) from the table in speedrun/README.md."""
     rows = {}
