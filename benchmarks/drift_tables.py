@@ -1,0 +1,82 @@
+"""The tables docs/speedrun.md quotes from two H200 evidence folders, recomputed from their raw files.
+
+    python benchmarks/drift_tables.py rows  benchmarks/evidence/speedrun/h200_c41/row_waves.jsonl ...
+    python benchmarks/drift_tables.py watch benchmarks/evidence/h200_sync/drift_watch_1655
+
+`rows`: per row count, each kernel's GB/s from `benchmarks/device/row_waves.py` and the kept kernels' share of what
+`torch.neg` moves on the same bytes. `watch`: per verify of the drift watch (`hotkernel verify --json` outputs and
+the `steps.txt` lines "ROUND TARGET rc=.. wall_s=S at=END"), the speedup, both sides' median times, and the mean
+GPU temperature, memory temperature, power and the SM clocks of its busy seconds (SMs over 20% busy) in
+`nvidia-smi dmon -o DT`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+SHARE_OF_NEG = ("rmsnorm_candidate", "softmax_candidate")
+
+
+def rows_table(paths: list[Path]) -> str:
+    """Markdown: one line per (file, row count), GB/s of every kernel and the kept kernels' share of neg's."""
+    lines = []
+    for path in paths:
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        kernels = list(dict.fromkeys(r["kernel"] for r in rows))
+        lines += [f"{path}:", "", "| rows | rows an SM | " + " | ".join(f"{k} GB/s" for k in kernels)
+                  + " | " + " | ".join(f"{k} / neg" for k in SHARE_OF_NEG) + " |",
+                  "| " + " | ".join(["---"] * (2 + len(kernels) + len(SHARE_OF_NEG))) + " |"]
+        gbps = {(r["kernel"], r["rows"]): r["gbps"] for r in rows}
+        for n in sorted({r["rows"] for r in rows}):
+            per_sm = next(r["rows_per_sm"] for r in rows if r["rows"] == n)
+            shares = [f"{100 * gbps[(k, n)] / gbps[('neg', n)]:.1f}%" for k in SHARE_OF_NEG]
+            lines.append(f"| {n} | {per_sm} | " + " | ".join(f"{gbps[(k, n)]:.0f}" for k in kernels) + " | "
+                         + " | ".join(shares) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _dmon(path: Path) -> list[tuple[dt.datetime, float, float, float, int, int]]:
+    """(time, GPU temperature C, memory temperature C, power W, SM clock MHz, SM busy %) per second of
+    `nvidia-smi dmon -s pucm -o DT`."""
+    samples = []
+    for line in path.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        f = line.split()
+        samples.append((dt.datetime.strptime(f[0] + f[1], "%Y%m%d%H:%M:%S"), float(f[4]), float(f[5]),
+                        float(f[3]), int(f[13]), int(f[6])))
+    return samples
+
+
+def watch_table(folder: Path) -> str:
+    """Markdown: one line per verify of the drift watch, with the card's state over its seconds."""
+    samples = _dmon(folder / "dmon.txt")
+    lines = ["| verify | target | speedup [interval] | baseline us | candidate us | GPU C | memory C | W | SM MHz |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for step in (folder / "steps.txt").read_text().splitlines():
+        index, target, _, wall, at = step.split()
+        end = dt.datetime.strptime(at.removeprefix("at="), "%Y-%m-%dT%H:%M:%SZ")
+        window = [s for s in samples if end - dt.timedelta(seconds=int(wall.removeprefix("wall_s="))) <= s[0] <= end]
+        result = json.loads((folder / f"verify_{index}_{target}.json").read_text())
+        low, high = result["interval"]
+        busy = sorted({s[4] for s in window if s[5] > 20})  # the clocks of the seconds the SMs were > 20% busy
+        mean = [sum(s[i] for s in window) / len(window) for i in (1, 2, 3)]
+        lines.append(f"| {index} | {target} | {result['speedup']:.4f} [{low:.4f}, {high:.4f}] | "
+                     f"{1e3 * result['baseline']['stats']['median_ms']:.3f} | "
+                     f"{1e3 * result['candidate']['stats']['median_ms']:.3f} | {mean[0]:.1f} | {mean[1]:.1f} | "
+                     f"{mean[2]:.0f} | {', '.join(map(str, busy))} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 2 or argv[0] not in ("rows", "watch"):
+        sys.exit("usage: python benchmarks/drift_tables.py rows FILE.jsonl ... | watch FOLDER")
+    print(rows_table([Path(p) for p in argv[1:]]) if argv[0] == "rows" else watch_table(Path(argv[1])))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,33 @@
+"""benchmarks/drift_tables.py on the committed H200 evidence: the figures docs/speedrun.md quotes from the row-count
+sweep and the drift watch come out of the raw files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import drift_tables  # noqa: E402
+
+EVIDENCE = ROOT / "benchmarks" / "evidence"
+
+
+def _cells(table: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines() if line.startswith("| ")]
+
+
+def test_rows_table_gives_the_kept_kernels_share_of_neg_at_the_headline_and_twice_it() -> None:
+    table = drift_tables.rows_table([EVIDENCE / "speedrun" / "h200_c41" / "row_waves.jsonl"])
+    rows = {r[0]: r for r in _cells(table)[2:]}
+    assert rows["4096"][1:3] == ["31.03", "3917"] and rows["4096"][-2:] == ["96.4%", "98.1%"], rows["4096"]
+    assert rows["8192"][-2] == "99.6%" and rows["4224"][2] == "3923", (rows["8192"], rows["4224"])
+
+
+def test_watch_table_has_each_verify_with_the_clock_of_its_busy_seconds() -> None:
+    rows = _cells(drift_tables.watch_table(EVIDENCE / "h200_sync" / "drift_watch_1655"))[2:]
+    assert [r[1] for r in rows] == ["gemv", "int4_gemv"] * 6
+    assert {r[-1] for r in rows} == {"1980"}
+    gemv = [float(r[2].split()[0]) for r in rows if r[1] == "gemv"]
+    candidate_us = [float(r[4]) for r in rows if r[1] == "gemv"]
+    assert (min(gemv), max(gemv)) == (1.0588, 1.0662) and max(candidate_us) - min(candidate_us) < 0.05
