@@ -21,6 +21,17 @@ def _speedup(row: LeaderboardRow | None) -> str:
     return f"{row.speedup:.3f}x{interval}"
 
 
+def same_files_cell(entry: BestEntry) -> str:
+    """Every counted run of the best candidate's very files on its device: how many, and their speedups' range
+    (the spread between runs, which one verify's interval does not show)."""
+    if entry.same_files_runs == 0 or entry.same_files_low is None or entry.same_files_high is None:
+        return ""
+    if entry.same_files_runs == 1:
+        return "1 run"
+    others = f", {entry.same_files_not_faster} not faster" if entry.same_files_not_faster else ""
+    return f"{entry.same_files_runs} runs: {entry.same_files_low:.3f}-{entry.same_files_high:.3f}x{others}"
+
+
 def _vs(entry: BestEntry) -> str:
     if entry.competitor is None:
         return "none recorded"
@@ -53,19 +64,22 @@ def headline_block(devices: list[tuple[str, str, float | None, list[BestEntry], 
             f"**{device}** (best counted record per target; [roofline chart]({chart}); every row is in "
             "[LEADERBOARD.md](LEADERBOARD.md)):",
             "",
-            f"| target | shape, dtype | baseline (`from`) | speedup over the baseline [interval] | vs the best "
-            f"competitor | share of {measured} |",
-            "| --- | --- | --- | --- | --- | --- |",
+            f"| target | shape, dtype | baseline (`from`) | speedup over the baseline [interval] | every run of "
+            f"the same files | vs the best competitor | share of {measured} |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         for entry in entries:
             any_row = entry.best or entry.competitor or newest.get(entry.target)
             shape = ", ".join(x for x in (any_row.shape, any_row.dtype) if x) if any_row is not None else ""
             baseline = f"`{any_row.baseline_from}`" if any_row is not None and any_row.baseline_from else ""
-            lines.append(f"| {entry.target} | {shape} | {baseline} | {_speedup(entry.best)} | {_vs(entry)} | "
+            lines.append(f"| {entry.target} | {shape} | {baseline} | {_speedup(entry.best)} | "
+                         f"{same_files_cell(entry)} | {_vs(entry)} | "
                          f"{_share(entry.best, newest.get(entry.target), ceiling)} |")
         lines.append("")
-    lines += ["The share is the manifest's `bytes` over the median time (the candidate's; the baseline's where "
-              "nothing beat it) against that ceiling.", "", HEADLINE_END]
+    lines += ["The runs are the counted records of the same baseline, candidate and contract files on that card "
+              "(their speedups' range is the spread between runs, which one verify's interval does not show). The "
+              "share is the manifest's `bytes` over the median time (the candidate's; the baseline's where nothing "
+              "beat it) against that ceiling.", "", HEADLINE_END]
     return "\n".join(lines)
 
 

@@ -29,7 +29,7 @@ from hotkernel._util.fs import atomic_write_text, sha256_file
 from hotkernel._util.git import git_output
 from hotkernel.errors import HotkernelError
 from hotkernel.run.render import contract_module
-from hotkernel.store.headline import HEADLINE_END, START_PREFIX, headline_block, replace_block
+from hotkernel.store.headline import HEADLINE_END, START_PREFIX, headline_block, replace_block, same_files_cell
 from hotkernel.store.models import RECORD_KIND, BestEntry, BoardSummary, LeaderboardRow, Record
 from hotkernel.store.roofline_svg import chart_name, render_roofline_svg, spec_for
 from hotkernel.store.summary import suite_summaries
@@ -203,6 +203,13 @@ def judge_ceiling_gbps(record: Record) -> float | None:
     return max((c for c in found if c is not None), default=None)
 
 
+def files_key(record: Record) -> str | None:
+    """The sha256s of the baseline, candidate and contract a record measured, joined; None when one is missing."""
+    result = record.result
+    shas = (result.baseline.sha256, result.candidate.sha256, result.contract_sha256)
+    return ":".join(shas) if all(shas) else None  # type: ignore[arg-type]
+
+
 def leaderboard_rows(records: list[tuple[str, Record]], protocol: int) -> list[LeaderboardRow]:
     """One row per record, sorted by (target, device, path), with the best candidate per (target, device)
     marked (a competitor is never the best)."""
@@ -234,6 +241,7 @@ def leaderboard_rows(records: list[tuple[str, Record]], protocol: int) -> list[L
                 flops=_float(contract.get("flops")),
                 bytes=_float(contract.get("bytes")),
                 ceiling_gbps=judge_ceiling_gbps(record),
+                files=files_key(record),
             )
         )
     rows.sort(key=lambda r: (r.target, r.device, r.path))
@@ -276,6 +284,12 @@ def best_entries(rows: list[LeaderboardRow]) -> list[BestEntry]:
     for entry in entries.values():
         if entry.best is not None and entry.best.speedup and entry.competitor_speedup:
             entry.vs_competitor = entry.best.speedup / entry.competitor_speedup
+        if entry.best is not None and entry.best.files is not None:
+            same = [r for r in rows if r.role == "candidate" and r.counted and r.files == entry.best.files
+                    and (r.target, r.device) == (entry.target, entry.device)]
+            speedups = [r.speedup for r in same if r.verdict == "faster" and r.speedup is not None]
+            entry.same_files_runs, entry.same_files_not_faster = len(same), len(same) - len(speedups)
+            entry.same_files_low, entry.same_files_high = min(speedups), max(speedups)
     return [entries[key] for key in sorted(entries)]
 
 
@@ -367,25 +381,29 @@ def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: Resu
     lines += [
         "## Best so far",
         "",
-        "Speedups are over the baseline; *vs competitor* is the best candidate's speedup over the fastest "
-        "competitor's (each over the baseline of its own verify; below 1.000x the competitor is faster).",
+        "Speedups are over the baseline; *every run of its files* is how many counted records measured the same "
+        "baseline, candidate and contract files on that device, and the range of their speedups: the spread "
+        "between runs, which one verify's interval does not show; *vs competitor* is the best candidate's "
+        "speedup over the fastest competitor's (each over the baseline of its own verify; below 1.000x the "
+        "competitor is faster).",
         "",
-        "| target | device | speedup | interval | vs competitor | best competitor | baseline ms | candidate ms "
-        "| who | note | record |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| target | device | speedup | interval | every run of its files | vs competitor | best competitor "
+        "| baseline ms | candidate ms | who | note | record |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     entries = best_entries(rows)
     if not entries:
-        lines.append(f"| (no record of protocol {protocol} yet: run `hotkernel sync`) | | | | | | | | | | |")
+        lines.append(f"| (no record of protocol {protocol} yet: run `hotkernel sync`) | | | | | | | | | | | |")
     for entry in entries:
         best, rival = entry.best, entry.competitor
         rival_cell = "" if rival is None else f"{_cell(rival.who)} ({entry.competitor_speedup:.3f}x)"
         head = f"| {_cell(entry.target)} | {_cell(entry.device)} |"
         if best is None:
-            lines.append(f"{head} no gain | | {_vs_cell(entry)} | {rival_cell} | | | | | |")
+            lines.append(f"{head} no gain | | | {_vs_cell(entry)} | {rival_cell} | | | | | |")
             continue
         lines.append(
-            f"{head} {speedup_cell(best)} | {_interval_cell(best)} | {_vs_cell(entry)} | {rival_cell} | "
+            f"{head} {speedup_cell(best)} | {_interval_cell(best)} | {same_files_cell(entry)} | {_vs_cell(entry)} | "
+            f"{rival_cell} | "
             f"{_ms(best.baseline_ms)} | {_ms(best.candidate_ms)} | {_cell(best.who)} | {_cell(best.note)} | "
             f"[{_cell(Path(best.path).name)}]({best.path}) |"
         )

@@ -148,6 +148,10 @@ class LeaderboardRow(_Model):
     ceiling_gbps: float | None = Field(
         default=None, description="the highest copy ceiling the judge measured during the record's runs, GB/s"
     )
+    files: str | None = Field(
+        default=None, description="the sha256 of the baseline, the candidate and the contract the record measured, "
+        "joined by ':' (None when one is missing): records with the same files ran the same experiment",
+    )
 
 
 class BestEntry(_Model):
@@ -166,6 +170,13 @@ class BestEntry(_Model):
         default=None, description="best candidate's speedup / best competitor's speedup (each over the baseline "
         "of its own verify); below 1: slower than the competitor",
     )
+    same_files_runs: int = Field(
+        default=0, description="counted records on this device of the best candidate's very files (baseline, "
+        "candidate, contract), the best included; 0 when its files are not known",
+    )
+    same_files_low: float | None = Field(default=None, description="the lowest speedup of those that were faster")
+    same_files_high: float | None = Field(default=None, description="the highest speedup of those that were faster")
+    same_files_not_faster: int = Field(default=0, description="how many of those were not faster")
 
 
 class SuiteSummary(_Model):

@@ -15,6 +15,7 @@ from store.record_factory import make_workspace, provenance, synthetic_result, w
 
 from hotkernel._util.fs import sha256_file
 from hotkernel.errors import HotkernelError
+from hotkernel.run.render import expected_baseline_sha256
 from hotkernel.store.leaderboard import (
     GENERATED_MARKER,
     check_leaderboard,
@@ -25,7 +26,7 @@ from hotkernel.store.leaderboard import (
     store_problems,
     write_leaderboard,
 )
-from hotkernel.store.record import invalidate_record, record
+from hotkernel.store.record import invalidate_record, record, target_spec
 from hotkernel.workspace.lockfile import read_lock, write_lock
 from hotkernel.workspace.paths import Workspace
 
@@ -277,3 +278,31 @@ def test_a_symlinked_target_folder_never_counts_and_is_never_written(tmp_path: P
     with pytest.raises(HotkernelError, match="results/gemv is a symlink"):
         record(ws, "gemv", synthetic_result("gemv", "faster", 1.6), note="n", who="w", provenance=provenance())
     assert sorted(p.name for p in elsewhere.iterdir()) == sorted([Path(honest.path).name, forged.name])
+
+
+def test_best_row_counts_every_run_of_its_very_files_and_their_range(tmp_path: Path) -> None:
+    """The best candidate's row says how many counted records on its device measured the same baseline, candidate
+    and contract files, and the range of their speedups: three runs of files A (1.20x, 1.30x, one inconclusive),
+    one of files B (1.25x) and one of files A on another device; the 1.30x record is best, and its cell counts
+    the three runs of A on Dev A only."""
+    ws = make_workspace(tmp_path)
+    spec, _ = target_spec(ws, "rmsnorm", synthetic_result("rmsnorm", "faster", 1.2))
+    baseline_sha = expected_baseline_sha256(spec)  # record refuses a baseline the manifest no longer renders
+
+    def result(verdict: str, speedup: float | None, candidate_sha: str, device: str = "Dev A"):
+        res = synthetic_result("rmsnorm", verdict, speedup, device=device)
+        return res.model_copy(update={
+            "contract_sha256": "c" * 64,
+            "baseline": res.baseline.model_copy(update={"sha256": baseline_sha}),
+            "candidate": res.candidate.model_copy(update={"sha256": candidate_sha}),
+        })
+
+    for verdict, speedup, sha, device in (("faster", 1.20, "a" * 64, "Dev A"), ("faster", 1.30, "a" * 64, "Dev A"),
+                                          ("inconclusive", None, "a" * 64, "Dev A"),
+                                          ("faster", 1.25, "f" * 64, "Dev A"), ("faster", 1.9, "a" * 64, "Dev B")):
+        record(ws, "rmsnorm", result(verdict, speedup, sha, device), note="run", who="test author",
+               provenance=provenance(device))
+    write_leaderboard(ws)
+    best = _best_section(ws)
+    assert "| rmsnorm | Dev A | 1.300x | [1.287, 1.313] | 3 runs: 1.200-1.300x, 1 not faster |" in best, best
+    assert "| rmsnorm | Dev B | 1.900x | [1.881, 1.919] | 1 run |" in best, best
