@@ -2,12 +2,15 @@
 
     python benchmarks/drift_tables.py rows  benchmarks/evidence/speedrun/h200_c41/row_waves.jsonl ...
     python benchmarks/drift_tables.py watch benchmarks/evidence/h200_sync/drift_watch_1655
+    python benchmarks/drift_tables.py spread benchmarks/evidence/h200_sync/placement_ab_1729/verify_*_plain.json ...
 
 `rows`: per row count, each kernel's GB/s from `benchmarks/device/row_waves.py` and the kept kernels' share of what
 `torch.neg` moves on the same bytes. `watch`: per verify of the drift watch (`hotkernel verify --json` outputs and
 the `steps.txt` lines "ROUND TARGET rc=.. wall_s=S at=END"), the speedup, both sides' median times, and the mean
 GPU temperature, memory temperature, power and the SM clocks of its busy seconds (SMs over 20% busy) in
-`nvidia-smi dmon -o DT`.
+`nvidia-smi dmon -o DT`. `spread`: for one group of verifies of the same files (the paths given, each a
+`hotkernel verify --json` output), the range of their speedups, their intervals' widths, and the share of ordered
+pairs (i, j), i != j, whose speedup j lies inside interval i: how often a rerun lands inside a verify's interval.
 """
 
 from __future__ import annotations
@@ -72,10 +75,30 @@ def watch_table(folder: Path) -> str:
     return "\n".join(lines)
 
 
+def spread_line(paths: list[Path]) -> str:
+    """One line: how many verifies, their speedups' range, their intervals' widths (% of the speedup), and the
+    share of ordered pairs whose second speedup lies inside the first's interval."""
+    results = [json.loads(path.read_text()) for path in sorted(paths)]
+    files = {(r["target"], r["baseline"]["sha256"], r["candidate"]["sha256"]) for r in results}
+    if len(files) != 1:
+        raise SystemExit(f"spread: give verifies of one target's same baseline and candidate, got {len(files)} "
+                         f"(targets {', '.join(sorted({f[0] for f in files}))})")
+    speedups = [r["speedup"] for r in results]
+    widths = sorted(100 * (r["interval"][1] - r["interval"][0]) / r["speedup"] for r in results)
+    pairs = [(a, b) for a in results for b in results if a is not b]
+    inside = sum(a["interval"][0] <= b["speedup"] <= a["interval"][1] for a, b in pairs)
+    contracts = sorted({r["contract_sha256"][:8] for r in results})
+    return (f"{len(results)} verifies (contract {', '.join(contracts)}): {min(speedups):.4f}-{max(speedups):.4f}x "
+            f"({100 * (max(speedups) / min(speedups) - 1):.2f}%), intervals {widths[0]:.2f}-{widths[-1]:.2f}% wide, "
+            f"{inside}/{len(pairs)} reruns inside an interval")
+
+
 def main(argv: list[str]) -> None:
-    if len(argv) < 2 or argv[0] not in ("rows", "watch"):
-        sys.exit("usage: python benchmarks/drift_tables.py rows FILE.jsonl ... | watch FOLDER")
-    print(rows_table([Path(p) for p in argv[1:]]) if argv[0] == "rows" else watch_table(Path(argv[1])))
+    modes = {"rows": lambda paths: rows_table(paths), "watch": lambda paths: watch_table(paths[0]),
+             "spread": lambda paths: spread_line(paths)}
+    if len(argv) < 2 or argv[0] not in modes:
+        sys.exit("usage: python benchmarks/drift_tables.py rows FILE.jsonl ... | watch FOLDER | spread VERIFY.json ...")
+    print(modes[argv[0]]([Path(p) for p in argv[1:]]))
 
 
 if __name__ == "__main__":

@@ -31,3 +31,17 @@ def test_watch_table_has_each_verify_with_the_clock_of_its_busy_seconds() -> Non
     gemv = [float(r[2].split()[0]) for r in rows if r[1] == "gemv"]
     candidate_us = [float(r[4]) for r in rows if r[1] == "gemv"]
     assert (min(gemv), max(gemv)) == (1.0588, 1.0662) and max(candidate_us) - min(candidate_us) < 0.05
+
+
+def test_spread_shows_the_placement_pad_keeping_reruns_inside_the_interval() -> None:
+    """gemv on one card, verifies alternating between the contract as it is and one whose workers first allocate a
+    pad of random size (benchmarks/device/placement_pad_patch.py): the reruns land inside each other's intervals
+    with the pad (all 90 ordered pairs of ten verifies), not without it (4 of 12)."""
+    ab = EVIDENCE / "h200_sync" / "placement_ab_1729"
+    padded = sorted(ab.glob("verify_*_padded.json")) + sorted(
+        (EVIDENCE / "h200_sync" / "placement_pad_1724").glob("verify_?_gemv.json"))
+    assert drift_tables.spread_line(padded).endswith("(0.31%), intervals 0.60-1.00% wide, 90/90 reruns inside an "
+                                                     "interval")
+    plain = drift_tables.spread_line(sorted(ab.glob("verify_*_plain.json")))
+    assert plain.startswith("4 verifies (contract 2660899c): 1.0602-1.0662x") and plain.endswith("4/12 reruns inside "
+                                                                                                  "an interval")
