@@ -3,6 +3,7 @@
     python benchmarks/drift_tables.py rows  benchmarks/evidence/speedrun/h200_c41/row_waves.jsonl ...
     python benchmarks/drift_tables.py watch benchmarks/evidence/h200_sync/drift_watch_1655
     python benchmarks/drift_tables.py spread benchmarks/evidence/h200_sync/placement_ab_1729/verify_*_plain.json ...
+    python benchmarks/drift_tables.py records gemv rows_bm4_bk2048_w4
 
 `rows`: per row count, each kernel's GB/s from `benchmarks/device/row_waves.py` and the kept kernels' share of what
 `torch.neg` moves on the same bytes. `watch`: per verify of the drift watch (`hotkernel verify --json` outputs and
@@ -11,6 +12,9 @@ GPU temperature, memory temperature, power and the SM clocks of its busy seconds
 `nvidia-smi dmon -o DT`. `spread`: for one group of verifies of the same files (the paths given, each a
 `hotkernel verify --json` output), the range of their speedups, their intervals' widths, and the share of ordered
 pairs (i, j), i != j, whose speedup j lies inside interval i: how often a rerun lands inside a verify's interval.
+`records TARGET VARIANT`: the `faster` candidate records under `results/` whose `who` names VARIANT (vouched, not
+invalidated), all of them and then per (contract, candidate file): how many, their speedups' range, on how many
+cards, and their intervals' widths.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ import json
 import sys
 from pathlib import Path
 
+from hotkernel.store.leaderboard import load_records
+
+ROOT = Path(__file__).resolve().parents[1]
 SHARE_OF_NEG = ("rmsnorm_candidate", "softmax_candidate")
 
 
@@ -72,6 +79,27 @@ def watch_table(folder: Path) -> str:
                      f"{1e3 * result['baseline']['stats']['median_ms']:.3f} | "
                      f"{1e3 * result['candidate']['stats']['median_ms']:.3f} | {mean[0]:.1f} | {mean[1]:.1f} | "
                      f"{mean[2]:.0f} | {', '.join(map(str, busy))} |")
+    temperatures = [s[1] for s in samples]
+    lines.append(f"GPU temperature over the watch: {min(temperatures):.0f}-{max(temperatures):.0f} C")
+    return "\n".join(lines)
+
+
+def records_lines(target: str, variant: str, results_dir: Path = ROOT / "results") -> str:
+    """One line for every counted `faster` record of the variant, then one per (contract, candidate file)."""
+    found = [record for _, record in load_records(results_dir)
+             if record.target == target and record.role == "candidate" and record.invalidated is None
+             and record.result.verdict == "faster" and (record.who or "").split()[-1:] == [variant]]
+    groups: dict[str, list] = {"all": found}
+    for record in found:
+        key = f"contract {record.result.contract_sha256[:8]}, candidate {record.result.candidate.sha256[:8]}"
+        groups.setdefault(key, []).append(record)
+    lines = []
+    for label, records in groups.items():
+        speedups = [r.result.speedup for r in records]
+        widths = [100 * (r.result.interval[1] - r.result.interval[0]) / r.result.speedup for r in records]
+        cards = {r.provenance.gpu_uuid for r in records}
+        lines.append(f"{target} {variant} {label}: {len(records)} records, {min(speedups):.4f}-{max(speedups):.4f}x, "
+                     f"{len(cards)} cards, intervals {min(widths):.2f}-{max(widths):.2f}% wide")
     return "\n".join(lines)
 
 
@@ -96,8 +124,12 @@ def spread_line(paths: list[Path]) -> str:
 def main(argv: list[str]) -> None:
     modes = {"rows": lambda paths: rows_table(paths), "watch": lambda paths: watch_table(paths[0]),
              "spread": lambda paths: spread_line(paths)}
+    if argv[:1] == ["records"] and len(argv) == 3:
+        print(records_lines(argv[1], argv[2]))
+        return
     if len(argv) < 2 or argv[0] not in modes:
-        sys.exit("usage: python benchmarks/drift_tables.py rows FILE.jsonl ... | watch FOLDER | spread VERIFY.json ...")
+        sys.exit("usage: python benchmarks/drift_tables.py rows FILE.jsonl ... | watch FOLDER | spread VERIFY.json ... "
+                 "| records TARGET VARIANT")
     print(modes[argv[0]]([Path(p) for p in argv[1:]]))
 
 

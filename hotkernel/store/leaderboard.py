@@ -206,8 +206,8 @@ def judge_ceiling_gbps(record: Record) -> float | None:
 def files_key(record: Record) -> str | None:
     """The sha256s of the baseline, candidate and contract a record measured, joined; None when one is missing."""
     result = record.result
-    shas = (result.baseline.sha256, result.candidate.sha256, result.contract_sha256)
-    return ":".join(shas) if all(shas) else None  # type: ignore[arg-type]
+    shas = [sha for sha in (result.baseline.sha256, result.candidate.sha256, result.contract_sha256) if sha]
+    return ":".join(shas) if len(shas) == 3 else None
 
 
 def leaderboard_rows(records: list[tuple[str, Record]], protocol: int) -> list[LeaderboardRow]:
@@ -274,7 +274,10 @@ def best_entries(rows: list[LeaderboardRow]) -> list[BestEntry]:
     """One entry per (target, device), sorted: the best candidate, the fastest counted competitor, and the best
     candidate's speedup over that competitor (the ratio of the two speedups over the baseline)."""
     entries: dict[tuple[str, str], BestEntry] = {}
+    runs: dict[tuple[str, str, str], list[LeaderboardRow]] = {}  # counted candidate rows by (target, device, files)
     for row in rows:
+        if row.role == "candidate" and row.counted and row.files is not None:
+            runs.setdefault((row.target, row.device, row.files), []).append(row)
         entry = entries.setdefault((row.target, row.device), BestEntry(target=row.target, device=row.device))
         if row.best:
             entry.best = row
@@ -285,8 +288,7 @@ def best_entries(rows: list[LeaderboardRow]) -> list[BestEntry]:
         if entry.best is not None and entry.best.speedup and entry.competitor_speedup:
             entry.vs_competitor = entry.best.speedup / entry.competitor_speedup
         if entry.best is not None and entry.best.files is not None:
-            same = [r for r in rows if r.role == "candidate" and r.counted and r.files == entry.best.files
-                    and (r.target, r.device) == (entry.target, entry.device)]
+            same = runs[(entry.target, entry.device, entry.best.files)]
             speedups = [r.speedup for r in same if r.verdict == "faster" and r.speedup is not None]
             entry.same_files_runs, entry.same_files_not_faster = len(same), len(same) - len(speedups)
             entry.same_files_low, entry.same_files_high = min(speedups), max(speedups)

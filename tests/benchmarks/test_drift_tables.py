@@ -45,3 +45,18 @@ def test_spread_shows_the_placement_pad_keeping_reruns_inside_the_interval() -> 
     plain = drift_tables.spread_line(sorted(ab.glob("verify_*_plain.json")))
     assert plain.startswith("4 verifies (contract 2660899c): 1.0602-1.0662x") and plain.endswith("4/12 reruns inside "
                                                                                                   "an interval")
+
+
+def test_records_gives_the_spread_the_docs_quote_for_the_kept_gemv_and_int4_kernels() -> None:
+    """docs/speedrun.md and docs/leaderboard.md: gemv's 16 records of one contract and candidate file on nine cards,
+    1.057-1.077x, intervals 0.4-1.8% wide; the int4 kernel's six records on four cards, 1.495-1.507x."""
+    gemv = drift_tables.records_lines("gemv", "rows_bm4_bk2048_w4").splitlines()
+    assert "contract 2660899c, candidate 8fdde4b0: 16 records, 1.0574-1.0773x, 9 cards, intervals 0.38-1.80% wide" \
+        in "\n".join(gemv), gemv
+    int4 = drift_tables.records_lines("int4_gemv", "mma_szbfx_bn256_sk8_w4_st3").splitlines()
+    assert int4[0].endswith("all: 6 records, 1.4951-1.5065x, 4 cards, intervals 0.27-0.73% wide"), int4
+
+
+def test_watch_ends_with_the_temperature_range_of_the_whole_watch() -> None:
+    table = drift_tables.watch_table(EVIDENCE / "h200_sync" / "drift_watch_1655")
+    assert table.splitlines()[-1] == "GPU temperature over the watch: 36-51 C"
