@@ -68,6 +68,9 @@ MAX_ROTATION = {"cuda": 64, "cpu": 16}  # ... and at most this (tiny inputs stay
 MAX_ROTATION_BYTES = 8 << 30  # K is also capped so the rotated sets take at most this many bytes
 CACHE_MULTIPLE = 2.0  # rotated sets together exceed this multiple of the L2 (CPU: last-level cache)
 CPU_CACHE_FALLBACK_BYTES = 32 << 20  # when /sys does not say
+PLACEMENT_PAD_MAX_BYTES = 1 << 30  # a CUDA worker first holds a pad of random size up to this, so each run's
+PLACEMENT_PAD_STEP_BYTES = 2 << 20  # ... tensors land on other memory (sizes in steps of the allocator's 2 MiB) ...
+PLACEMENT_PAD_FREE_SHARE = 16  # ... and at most 1/16 of the free memory; released when a shape needs it
 PERTURB_MIN_ABS = 2.0  # the element a timed call sees changed is set to +-[MIN, MAX] (raw inputs: a tail value of
 PERTURB_MAX_ABS = 3.0  # the inputs' own N(0, 1), so honest kernels stay as accurate; derived inputs: another element)
 SAMPLED_EARLY = 2  # besides the last sample, one random checked call of this many earlier samples is judged
@@ -647,6 +650,36 @@ def rotation_with_outputs(wanted: int, per_set_bytes: int, output_bytes: int, ca
     it evicts the inputs by itself, and more sets would only multiply the kept output copies (KernelBench's
     9_Tall_skinny at K = 15 kept 33 outputs of 4 GiB and ran out of the H200's memory)."""
     return min(wanted, rotation_count(per_set_bytes + output_bytes, cache, device_kind)[0])
+
+
+def placement_pad_bytes(draw: int, free: int) -> int:
+    """The pad for a random ``draw`` (a non-negative int): 0 to PLACEMENT_PAD_MAX_BYTES in steps of
+    PLACEMENT_PAD_STEP_BYTES, and at most 1/PLACEMENT_PAD_FREE_SHARE of ``free`` bytes."""
+    cap = min(PLACEMENT_PAD_MAX_BYTES, max(free, 0) // PLACEMENT_PAD_FREE_SHARE)
+    return draw % (cap // PLACEMENT_PAD_STEP_BYTES + 1) * PLACEMENT_PAD_STEP_BYTES
+
+
+class PlacementPad:
+    """Device memory of random size a CUDA worker holds from before its first tensor to its exit.
+
+    Every run is a fresh process that allocates the same sizes in the same order, so without it every run of a
+    verify lands its inputs and workspaces on the same physical memory, and a placement that makes a kernel
+    slower or faster holds for a whole verify: the speedup moves between verifies by more than its interval
+    says (benchmarks/evidence/h200_sync/placement_*). The pad makes placement vary from run to run, so the
+    interval covers it. It yields to the target: ``release`` when a shape would not fit beside it."""
+
+    def __init__(self) -> None:
+        self.block: Any = None
+        self.bytes = 0
+
+    def allocate(self, torch: Any, draw: int, free: int) -> int:
+        self.bytes = placement_pad_bytes(draw, free)
+        self.block = torch.empty(self.bytes, dtype=torch.uint8, device="cuda") if self.bytes else None
+        return self.bytes
+
+    def release(self) -> None:
+        """Back to the allocator (still counted as usable memory, see ``free_bytes``)."""
+        self.block, self.bytes = None, 0
 
 
 def poison_memory(torch: Any, sizes: list[int], device: str) -> None:
@@ -1832,6 +1865,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     marks = {"start": time.perf_counter()}
     if device_kind == "cuda":
         torch.cuda.init()  # the context, timed apart from the script's import
+        placement_pad.allocate(torch, int.from_bytes(os.urandom(8), "little"), free_bytes(torch, device_kind))
     marks["cuda_init"] = time.perf_counter()
     try:
         derive = load_function(spec["derive"], root) if spec.get("derive") else None
@@ -1883,10 +1917,11 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     job_phases = {f"{b}": round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)}
     return {"status": "measured", "reason": None, "device": name, "device_kind": device_kind,
             "torch": torch.__version__, "seed_policy": seeds.policy, "cache_bytes": cache, "shapes": shapes_out,
-            "job_phases_s": job_phases}
+            "job_phases_s": job_phases, "placement_pad_bytes": placement_pad.bytes}
 
 
 keep_alive: list[Any] = []
+placement_pad = PlacementPad()
 
 
 def shutdown_compile_pool() -> None:
@@ -1898,11 +1933,11 @@ def shutdown_compile_pool() -> None:
 
 
 def free_bytes(torch: Any, device_kind: str, held_host_bytes: int = 0) -> int | None:
-    """Memory this run may still use: the device's free memory plus what our allocator holds (cuda), or the
-    host's MemAvailable plus ``held_host_bytes``, what the run has allocated already (cpu)."""
+    """Memory this run may still use: the device's free memory plus what our allocator holds but the placement
+    pad (cuda), or the host's MemAvailable plus ``held_host_bytes``, what the run has allocated already (cpu)."""
     if device_kind == "cuda":
         free, _total = torch.cuda.mem_get_info()
-        return int(free) + int(torch.cuda.memory_reserved())
+        return int(free) + int(torch.cuda.memory_reserved()) - placement_pad.bytes
     return host_available_bytes() + held_host_bytes
 
 
@@ -1917,9 +1952,14 @@ def await_previous_run(await_exit: list[tuple[int, int | None]]) -> None:
 def fitted_rotation(sizes: tuple[int, int, int], wanted: int, free: int | None, read_free: Callable[[], int | None],
                     await_exit: list[tuple[int, int | None]], device_kind: str, label: str) -> tuple[int, int | None]:
     """``(K, free)``: the rotation that fits ``free`` bytes for ``(rotated, shared, output)`` bytes, or
-    ``fits_memory``. A refusal while the previous run's processes still exit (they hold their memory until then)
-    waits for them and reads the free memory again (``read_free``) before it stands."""
+    ``fits_memory``. A refusal while the placement pad is held releases it, and one while the previous run's
+    processes still exit (they hold their memory until then) waits for them; each reads the free memory again
+    (``read_free``) before the refusal stands."""
     n_sets, problem = fit_rotation(*sizes, wanted, free, device_kind)
+    if problem and placement_pad.bytes:
+        placement_pad.release()
+        free = read_free()
+        n_sets, problem = fit_rotation(*sizes, wanted, free, device_kind)
     if problem and await_exit:
         await_previous_run(await_exit)
         free = read_free()
@@ -2849,6 +2889,7 @@ def merge_run(result: dict[str, Any], record: dict[str, Any], reply: dict[str, A
         per_shape=per_shape, checks=reply.get("checks") or [], torch=record.get("torch"),
         ceiling_gbps=reply.get("ceiling_gbps"), tolerances=reply.get("tolerances"),
         reference_precision=reply.get("reference_precision"), transport=head.get("transport"),
+        placement_pad_bytes=record.get("placement_pad_bytes"),
     )
     if result["status"] != "ok" and not result.get("reason"):
         result["reason"] = "crashed: judge gave no reason"

@@ -11,6 +11,9 @@ a random size (0 to PAD_MAX_MIB in 2 MiB steps, from os.urandom) and keeps it fo
 somewhere else. Run on a scratch copy of the tree only (the device's); it refuses a tree whose contract it does not
 recognise, and never runs in CI.
 
+The contract has held such a pad itself since (``PlacementPad`` in hotkernel/contract/inputs.py); this script
+reproduces the experiment at the trees before that and refuses a tree whose contract already pads.
+
 Usage (device, repo root): python3 benchmarks/device/placement_pad_patch.py [PAD_MAX_MIB]
 """
 
@@ -34,6 +37,7 @@ def main() -> None:
     template = ROOT / "templates" / "hk_contract.py"
     text = template.read_text(encoding="utf-8")
     assert text.count(ANCHOR) == 1, f"{template}: the worker's CUDA init line is not where this patch expects it"
+    assert "placement_pad.allocate" not in text, f"{template}: this contract pads already (PlacementPad)"
     template.write_text(text.replace(ANCHOR, ANCHOR + PAD.format(half=pad_max_mib // 2)), encoding="utf-8")
     shutil.copyfile(template, ROOT / "targets" / "hk_contract.py")
     print(f"patched {template} and targets/hk_contract.py: a pad of 0-{pad_max_mib} MiB before each CUDA run")

@@ -19,6 +19,9 @@ from .knobs import (
     MIN_ROTATION,
     PERTURB_MAX_ABS,
     PERTURB_MIN_ABS,
+    PLACEMENT_PAD_FREE_SHARE,
+    PLACEMENT_PAD_MAX_BYTES,
+    PLACEMENT_PAD_STEP_BYTES,
     CheckFailed,
 )
 from .spec import Problem, mix_seed
@@ -187,6 +190,36 @@ def rotation_with_outputs(wanted: int, per_set_bytes: int, output_bytes: int, ca
     it evicts the inputs by itself, and more sets would only multiply the kept output copies (KernelBench's
     9_Tall_skinny at K = 15 kept 33 outputs of 4 GiB and ran out of the H200's memory)."""
     return min(wanted, rotation_count(per_set_bytes + output_bytes, cache, device_kind)[0])
+
+
+def placement_pad_bytes(draw: int, free: int) -> int:
+    """The pad for a random ``draw`` (a non-negative int): 0 to PLACEMENT_PAD_MAX_BYTES in steps of
+    PLACEMENT_PAD_STEP_BYTES, and at most 1/PLACEMENT_PAD_FREE_SHARE of ``free`` bytes."""
+    cap = min(PLACEMENT_PAD_MAX_BYTES, max(free, 0) // PLACEMENT_PAD_FREE_SHARE)
+    return draw % (cap // PLACEMENT_PAD_STEP_BYTES + 1) * PLACEMENT_PAD_STEP_BYTES
+
+
+class PlacementPad:
+    """Device memory of random size a CUDA worker holds from before its first tensor to its exit.
+
+    Every run is a fresh process that allocates the same sizes in the same order, so without it every run of a
+    verify lands its inputs and workspaces on the same physical memory, and a placement that makes a kernel
+    slower or faster holds for a whole verify: the speedup moves between verifies by more than its interval
+    says (benchmarks/evidence/h200_sync/placement_*). The pad makes placement vary from run to run, so the
+    interval covers it. It yields to the target: ``release`` when a shape would not fit beside it."""
+
+    def __init__(self) -> None:
+        self.block: Any = None
+        self.bytes = 0
+
+    def allocate(self, torch: Any, draw: int, free: int) -> int:
+        self.bytes = placement_pad_bytes(draw, free)
+        self.block = torch.empty(self.bytes, dtype=torch.uint8, device="cuda") if self.bytes else None
+        return self.bytes
+
+    def release(self) -> None:
+        """Back to the allocator (still counted as usable memory, see ``free_bytes``)."""
+        self.block, self.bytes = None, 0
 
 
 def poison_memory(torch: Any, sizes: list[int], device: str) -> None:

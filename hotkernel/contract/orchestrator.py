@@ -441,6 +441,7 @@ def merge_run(result: dict[str, Any], record: dict[str, Any], reply: dict[str, A
         per_shape=per_shape, checks=reply.get("checks") or [], torch=record.get("torch"),
         ceiling_gbps=reply.get("ceiling_gbps"), tolerances=reply.get("tolerances"),
         reference_precision=reply.get("reference_precision"), transport=head.get("transport"),
+        placement_pad_bytes=record.get("placement_pad_bytes"),
     )
     if result["status"] != "ok" and not result.get("reason"):
         result["reason"] = "crashed: judge gave no reason"

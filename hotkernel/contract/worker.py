@@ -17,6 +17,7 @@ from typing import Any
 from .checks import check_wall_clock, fit_rotation
 from .hygiene import die_with_parent, wait_exited
 from .inputs import (
+    PlacementPad,
     as_outputs,
     bits_view,
     cache_bytes,
@@ -193,6 +194,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     marks = {"start": time.perf_counter()}
     if device_kind == "cuda":
         torch.cuda.init()  # the context, timed apart from the script's import
+        placement_pad.allocate(torch, int.from_bytes(os.urandom(8), "little"), free_bytes(torch, device_kind))
     marks["cuda_init"] = time.perf_counter()
     try:
         derive = load_function(spec["derive"], root) if spec.get("derive") else None
@@ -244,10 +246,11 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     job_phases = {f"{b}": round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)}
     return {"status": "measured", "reason": None, "device": name, "device_kind": device_kind,
             "torch": torch.__version__, "seed_policy": seeds.policy, "cache_bytes": cache, "shapes": shapes_out,
-            "job_phases_s": job_phases}
+            "job_phases_s": job_phases, "placement_pad_bytes": placement_pad.bytes}
 
 
 keep_alive: list[Any] = []
+placement_pad = PlacementPad()
 
 
 def shutdown_compile_pool() -> None:
@@ -259,11 +262,11 @@ def shutdown_compile_pool() -> None:
 
 
 def free_bytes(torch: Any, device_kind: str, held_host_bytes: int = 0) -> int | None:
-    """Memory this run may still use: the device's free memory plus what our allocator holds (cuda), or the
-    host's MemAvailable plus ``held_host_bytes``, what the run has allocated already (cpu)."""
+    """Memory this run may still use: the device's free memory plus what our allocator holds but the placement
+    pad (cuda), or the host's MemAvailable plus ``held_host_bytes``, what the run has allocated already (cpu)."""
     if device_kind == "cuda":
         free, _total = torch.cuda.mem_get_info()
-        return int(free) + int(torch.cuda.memory_reserved())
+        return int(free) + int(torch.cuda.memory_reserved()) - placement_pad.bytes
     return host_available_bytes() + held_host_bytes
 
 
@@ -278,9 +281,14 @@ def await_previous_run(await_exit: list[tuple[int, int | None]]) -> None:
 def fitted_rotation(sizes: tuple[int, int, int], wanted: int, free: int | None, read_free: Callable[[], int | None],
                     await_exit: list[tuple[int, int | None]], device_kind: str, label: str) -> tuple[int, int | None]:
     """``(K, free)``: the rotation that fits ``free`` bytes for ``(rotated, shared, output)`` bytes, or
-    ``fits_memory``. A refusal while the previous run's processes still exit (they hold their memory until then)
-    waits for them and reads the free memory again (``read_free``) before it stands."""
+    ``fits_memory``. A refusal while the placement pad is held releases it, and one while the previous run's
+    processes still exit (they hold their memory until then) waits for them; each reads the free memory again
+    (``read_free``) before the refusal stands."""
     n_sets, problem = fit_rotation(*sizes, wanted, free, device_kind)
+    if problem and placement_pad.bytes:
+        placement_pad.release()
+        free = read_free()
+        n_sets, problem = fit_rotation(*sizes, wanted, free, device_kind)
     if problem and await_exit:
         await_previous_run(await_exit)
         free = read_free()

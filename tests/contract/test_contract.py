@@ -20,7 +20,7 @@ hk = render.contract_module()
 REQUIRED_FIELDS = ("protocol", "status", "ok", "reason", "ms", "target", "role", "shapes", "dtype",
                    "seed_policy", "iters", "contract_sha256", "script_sha256", "device", "device_kind",
                    "rotation", "bytes", "flops", "max_error", "timer", "launch_bound", "per_shape", "checks",
-                   "wall_s", "tolerances", "reference_precision", "transport")
+                   "wall_s", "tolerances", "reference_precision", "transport", "placement_pad_bytes")
 
 
 def test_contract_imports_only_stdlib_at_top_level() -> None:
@@ -118,6 +118,7 @@ def test_standalone_script_prints_exactly_one_json_line(tmp_path: Path) -> None:
     assert result["contract_sha256"] == render.contract_sha256()
     assert result["rotation"] >= 2 and result["per_shape"][0]["shape"] == "64x256"
     assert result["timer"] == "cpu-perf-counter" and result["ms"] > 0
+    assert result["placement_pad_bytes"] == 0  # the pad is for CUDA runs only
 
 
 @pytest.mark.slow
