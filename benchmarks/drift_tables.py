@@ -72,10 +72,11 @@ def watch_table(folder: Path) -> str:
         end = dt.datetime.strptime(at.removeprefix("at="), "%Y-%m-%dT%H:%M:%SZ")
         window = [s for s in samples if end - dt.timedelta(seconds=int(wall.removeprefix("wall_s="))) <= s[0] <= end]
         result = json.loads((folder / f"verify_{index}_{target}.json").read_text())
-        low, high = result["interval"]
+        decision = result["decision"]  # an inconclusive verify has its speedup and interval here only
+        speedup, low, high = decision["speedup"], decision["speedup_low"], decision["speedup_high"]
         busy = sorted({s[4] for s in window if s[5] > 20})  # the clocks of the seconds the SMs were > 20% busy
         mean = [sum(s[i] for s in window) / len(window) for i in (1, 2, 3)]
-        lines.append(f"| {index} | {target} | {result['speedup']:.4f} [{low:.4f}, {high:.4f}] | "
+        lines.append(f"| {index} | {target} | {speedup:.4f} [{low:.4f}, {high:.4f}] | "
                      f"{1e3 * result['baseline']['stats']['median_ms']:.3f} | "
                      f"{1e3 * result['candidate']['stats']['median_ms']:.3f} | {mean[0]:.1f} | {mean[1]:.1f} | "
                      f"{mean[2]:.0f} | {', '.join(map(str, busy))} |")
