@@ -4,6 +4,9 @@
     python benchmarks/drift_tables.py watch benchmarks/evidence/h200_sync/drift_watch_1655
     python benchmarks/drift_tables.py spread benchmarks/evidence/h200_sync/placement_ab_1729/verify_*_plain.json ...
     python benchmarks/drift_tables.py records gemv rows_bm4_bk2048_w4
+    python benchmarks/drift_tables.py pair benchmarks/evidence/h200_sync/run_1933
+    python benchmarks/drift_tables.py rounds benchmarks/evidence/h200_sync/drift_watch_1941/verify_*_decode*.json
+    python benchmarks/drift_tables.py ideal
 
 `rows`: per row count, each kernel's GB/s from `benchmarks/device/row_waves.py` and the kept kernels' share of what
 `torch.neg` moves on the same bytes. `watch`: per verify of the drift watch (`hotkernel verify --json` outputs and
@@ -14,16 +17,22 @@ GPU temperature, memory temperature, power and the SM clocks of its busy seconds
 pairs (i, j), i != j, whose speedup j lies inside interval i: how often a rerun lands inside a verify's interval.
 `records TARGET VARIANT`: the `faster` candidate records under `results/` whose `who` names VARIANT (vouched, not
 invalidated), all of them and then per (contract, candidate file): how many, their speedups' range, on how many
-cards, and their intervals' widths.
+cards, and their intervals' widths. `pair FOLDER`: a sync pair's headlines (`sync_1.json`, `sync_2.json` and their
+records), each second speedup against the first run's interval. `rounds`: each side's per-round times with their
+runs' placement pads. `ideal`: how often a rerun would land inside the interval if rounds were independent normal
+draws, the model the interval assumes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import random
+import statistics
 import sys
 from pathlib import Path
 
+from hotkernel.run.verdict import student_t_quantile
 from hotkernel.store.leaderboard import load_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,15 +131,83 @@ def spread_line(paths: list[Path]) -> str:
             f"{inside}/{len(pairs)} reruns inside an interval")
 
 
+def _decision(record_path: str) -> tuple[float, float, float, str, str]:
+    """(speedup, low, high, verdict, who) of a recorded verify (an inconclusive one has them in its decision)."""
+    record = json.loads((ROOT / record_path).read_text())
+    decision = record["result"]["decision"]
+    return decision["speedup"], decision["speedup_low"], decision["speedup_high"], decision["verdict"], record["who"]
+
+
+def pair_table(folder: Path) -> str:
+    """Markdown: each headline of a sync pair (``sync_1.json``, ``sync_2.json`` in FOLDER, their records under
+    ``results/``), the first run's speedup and interval, the second run's speedup, and whether it lies inside;
+    outside, by how much beyond the nearer end, in % of that end. Ends with the count inside."""
+    runs = [{item["name"]: item for item in json.loads((folder / f"sync_{i}.json").read_text())["items"]}
+            for i in (1, 2)]
+    lines = ["| target | run 1 [99% interval] | run 2 | inside run 1's interval |", "| --- | --- | --- | --- |"]
+    inside_count = 0
+    for name, first in runs[0].items():
+        speedup, low, high, _, who = _decision(first["record"])
+        again, _, _, verdict, _ = _decision(runs[1][name]["record"])
+        label = name if " competitor " in name else f"{name} (`{who.split()[-1]}`)"
+        inside = low <= again <= high
+        inside_count += inside
+        beyond = 100 * (again / (high if again > high else low) - 1)
+        where = "yes" if inside else f"**no** ({beyond:+.1f}%)" if abs(beyond) >= 0.05 else f"**no** ({beyond:+.3f}%)"
+        second = f"{again:.3f}x" + ("" if verdict == "faster" else f" ({verdict})")
+        lines.append(f"| {label} | {speedup:.3f}x [{low:.3f}, {high:.3f}] | {second} | {where} |")
+    lines.append(f"{inside_count} of {len(runs[0])} second-run speedups inside the first run's interval")
+    return "\n".join(lines)
+
+
+def rounds_lines(paths: list[Path]) -> str:
+    """Per verify (``hotkernel verify --json`` outputs, or records), each side's per-round time in order and its
+    run's placement pad; then, over all of them, each side's correlation of time with pad size."""
+    lines, pairs = [], {"baseline": [], "candidate": []}
+    for path in paths:
+        data = json.loads(path.read_text())
+        runs = data.get("result", data)["runs"]
+        for role in pairs:
+            mine = [(run["data"]["ms"] * 1e3, run["data"]["placement_pad_bytes"] >> 20) for run in runs
+                    if run["role"] == role and run["data"].get("ms")]
+            pairs[role] += mine
+            lines.append(f"{path.name} {role} us (pad MiB): " + " ".join(f"{us:.2f} ({pad})" for us, pad in mine))
+    for role, points in pairs.items():
+        lines.append(f"{role}: correlation of time with pad over {len(points)} runs: "
+                     f"{statistics.correlation([p[0] for p in points], [p[1] for p in points]):+.2f}")
+    return "\n".join(lines)
+
+
+def ideal_line(rounds: int = 7, headlines: int = 7, trials: int = 100_000, seed: int = 1) -> str:
+    """How often a rerun lands inside a verify's 99% interval when every round is independent and normal (the
+    verify's own model): simulated verifies of ``rounds`` log-ratios, the t interval of the first, the mean of
+    the second; and how often all of ``headlines`` such pairs do."""
+    rng = random.Random(seed)
+    t_critical = student_t_quantile(0.995, rounds - 1)  # verify's two-sided 99% interval
+    inside = 0
+    for _ in range(trials):
+        first = [rng.gauss(0.0, 1.0) for _ in range(rounds)]
+        second = statistics.fmean(rng.gauss(0.0, 1.0) for _ in range(rounds))
+        half = t_critical * statistics.stdev(first) / rounds**0.5
+        inside += abs(second - statistics.fmean(first)) <= half
+    rate = inside / trials
+    return (f"independent normal rounds, n={rounds}: a rerun inside the 99% interval in {100 * rate:.1f}% of "
+            f"{trials} simulated pairs; all {headlines} headlines of a sync pair inside: {100 * rate**headlines:.0f}%")
+
+
 def main(argv: list[str]) -> None:
     modes = {"rows": lambda paths: rows_table(paths), "watch": lambda paths: watch_table(paths[0]),
-             "spread": lambda paths: spread_line(paths)}
+             "spread": lambda paths: spread_line(paths), "pair": lambda paths: pair_table(paths[0]),
+             "rounds": lambda paths: rounds_lines(paths)}
+    if argv[:1] == ["ideal"]:
+        print(ideal_line())
+        return
     if argv[:1] == ["records"] and len(argv) == 3:
         print(records_lines(argv[1], argv[2]))
         return
     if len(argv) < 2 or argv[0] not in modes:
         sys.exit("usage: python benchmarks/drift_tables.py rows FILE.jsonl ... | watch FOLDER | spread VERIFY.json ... "
-                 "| records TARGET VARIANT")
+                 "| records TARGET VARIANT | pair FOLDER | rounds VERIFY.json ... | ideal")
     print(modes[argv[0]]([Path(p) for p in argv[1:]]))
 
 

@@ -49,12 +49,47 @@ def test_spread_shows_the_placement_pad_keeping_reruns_inside_the_interval() -> 
 
 def test_records_gives_the_spread_the_docs_quote_for_the_kept_gemv_and_int4_kernels() -> None:
     """docs/speedrun.md and docs/leaderboard.md: gemv's 16 records of one contract and candidate file on nine cards,
-    1.057-1.077x, intervals 0.4-1.8% wide; the int4 kernel's six records on four cards, 1.495-1.507x."""
-    gemv = drift_tables.records_lines("gemv", "rows_bm4_bk2048_w4").splitlines()
+    1.057-1.077x, intervals 0.4-1.8% wide; the int4 kernel's six records on four cards under that contract,
+    1.495-1.507x, and four on two cards under the contract with the placement pad, 1.494-1.504x."""
+    gemv = drift_tables.records_lines("gemv", "rows_bm4_bk2048_w4")
     assert "contract 2660899c, candidate 8fdde4b0: 16 records, 1.0574-1.0773x, 9 cards, intervals 0.38-1.80% wide" \
-        in "\n".join(gemv), gemv
-    int4 = drift_tables.records_lines("int4_gemv", "mma_szbfx_bn256_sk8_w4_st3").splitlines()
-    assert int4[0].endswith("all: 6 records, 1.4951-1.5065x, 4 cards, intervals 0.27-0.73% wide"), int4
+        in gemv, gemv
+    assert "contract 41b7e6fa, candidate 8fdde4b0: 4 records, 1.0577-1.0637x, 2 cards, intervals 0.69-1.25% wide" \
+        in gemv, gemv
+    int4 = drift_tables.records_lines("int4_gemv", "mma_szbfx_bn256_sk8_w4_st3")
+    for line in ("contract 2660899c, candidate a46cee2a: 3 records, 1.4951-1.4985x, 2 cards",
+                 "contract 2660899c, candidate e4c78d4f: 3 records, 1.4997-1.5065x, 2 cards",
+                 "contract 41b7e6fa, candidate e4c78d4f: 4 records, 1.4937-1.5042x, 2 cards, intervals 0.87-1.26%"):
+        assert line in int4, int4
+
+
+def test_pair_gives_each_second_speedup_against_the_first_interval() -> None:
+    """docs/speedrun.md's reproducibility tables: 4 of 7 at 3eb5ecf (before the placement pad), 6 of 7 in each of
+    the two pairs with it; outside, by how much beyond the interval's nearer end."""
+    before = drift_tables.pair_table(EVIDENCE / "h200_sync" / "run_1647").splitlines()
+    assert before[-1].startswith("4 of 7") and "| 1.057x [1.055, 1.060] | 1.067x | **no** (+0.7%) |" in before[3]
+    first = drift_tables.pair_table(EVIDENCE / "h200_sync" / "run_1933").splitlines()
+    assert first[-1].startswith("6 of 7")
+    assert first[2] == ("| decode_attention (`pdl_2wave_bn64_st4`) | 1.024x [1.019, 1.029] | 1.016x (inconclusive) | "
+                        "**no** (-0.3%) |")
+    second = drift_tables.pair_table(EVIDENCE / "h200_sync" / "run_1950").splitlines()
+    assert second[-1].startswith("6 of 7") and second[5].endswith("| 1.566x | **no** (-0.027%) |"), second[5]
+    assert sum(line.endswith("| yes |") for line in first + second) == 12
+
+
+def test_rounds_shows_decode_candidate_slow_and_fast_stretches_the_pad_does_not_set() -> None:
+    watch = EVIDENCE / "h200_sync" / "drift_watch_1941"
+    lines = drift_tables.rounds_lines(sorted(watch.glob("verify_*_decode_attention.json"))).splitlines()
+    fifth = [line for line in lines if line.startswith("verify_5_decode_attention.json candidate")][0]
+    times = [float(word) for word in fifth.split(": ")[1].split()[::2]]
+    assert min(times) >= 38.24 and len(times) == 7  # all seven rounds slow, whatever their pads
+    assert lines[-1] == "candidate: correlation of time with pad over 35 runs: +0.38"
+
+
+def test_ideal_rounds_land_a_rerun_inside_the_interval_about_96_percent_of_the_time() -> None:
+    line = drift_tables.ideal_line(trials=20_000)
+    rate = float(line.split(" in ")[1].split("%")[0])
+    assert 95.0 <= rate <= 97.0, line
 
 
 def test_watch_ends_with_the_temperature_range_of_the_whole_watch() -> None:
