@@ -121,14 +121,17 @@ def spread_line(paths: list[Path]) -> str:
     if len(files) != 1:
         raise SystemExit(f"spread: give verifies of one target's same baseline and candidate, got {len(files)} "
                          f"(targets {', '.join(sorted({f[0] for f in files}))})")
-    speedups = [r["speedup"] for r in results]
-    widths = sorted(100 * (r["interval"][1] - r["interval"][0]) / r["speedup"] for r in results)
-    pairs = [(a, b) for a in results for b in results if a is not b]
-    inside = sum(a["interval"][0] <= b["speedup"] <= a["interval"][1] for a, b in pairs)
+    decisions = [r["decision"] for r in results]  # an inconclusive verify has its speedup and interval here only
+    speedups = [d["speedup"] for d in decisions]
+    widths = sorted(100 * (d["speedup_high"] - d["speedup_low"]) / d["speedup"] for d in decisions)
+    pairs = [(a, b) for a in decisions for b in decisions if a is not b]
+    inside = sum(a["speedup_low"] <= b["speedup"] <= a["speedup_high"] for a, b in pairs)
+    verdicts = sorted({d["verdict"] for d in decisions} - {"faster"})
     contracts = sorted({r["contract_sha256"][:8] for r in results})
     return (f"{len(results)} verifies (contract {', '.join(contracts)}): {min(speedups):.4f}-{max(speedups):.4f}x "
             f"({100 * (max(speedups) / min(speedups) - 1):.2f}%), intervals {widths[0]:.2f}-{widths[-1]:.2f}% wide, "
-            f"{inside}/{len(pairs)} reruns inside an interval")
+            f"{inside}/{len(pairs)} reruns inside an interval"
+            + "".join(f", {sum(d['verdict'] == v for d in decisions)} {v}" for v in verdicts))
 
 
 def _decision(record_path: str) -> tuple[float, float, float, str, str]:

@@ -220,7 +220,8 @@ JOBS: list[tuple[str, str, str, dict[str, str | int], dict[str, Any]]] = [
        {**DECODE_C, "SPLITS_PAD": next_power_of_2(n)})
       for v, n in (("sm_split_last_arriver", 32), ("fused_s32_bn64_st4", 32), ("fused_2wave_bn32_st6", 33),
                    ("fused_3wave_bn32_st4", 49), ("fused_1wave_bn64_st5_w8", 16))],
-    *[job for v, n in (("pdl_s32_bn64_st4", 32), ("pdl_2wave_bn64_st4", 33), ("pdl_3wave_bn64_st3", 49))
+    *[job for v, n in (("pdl_s32_bn64_st4", 32), ("pdl_2wave_bn64_st4", 33), ("pdl_3wave_bn64_st3", 49),
+                       ("pdl_2wave_il_bn64_st4", 33), ("pdl_3wave_il_bn64_st3", 49))
       for job in (("decode_attention", v, "_pdl_split_kernel", {**DECODE, "n_splits": n},
                    {**DECODE_C, "USE_PDL": True}),
                   ("decode_attention", v, "_pdl_combine_kernel", {**DECODE, "n_splits": n},

@@ -10,7 +10,8 @@ the launch gap and the combine's own start-up leave the critical path. What rema
 L2 read of the partials and one store. The combine runs as (batch x query heads) x (D / `block_d`) programs, each
 reducing a [splits, block_d] fp32 tile with one vectorised load. Splits are tile-balanced (split s covers tiles
 [s T / S, (s + 1) T / S)); their number is `splits`, or programs_per_sm x SMs / KV heads when `splits` is 0.
-Parameters: `splits`, `programs_per_sm`, `block_n`, `num_warps`, `num_stages`, `block_d`. In the interpreter
+Parameters: `splits`, `programs_per_sm`, `block_n`, `num_warps`, `num_stages`, `block_d`, `interleave` (split s
+takes tiles s, s + S, s + 2S, ... instead of one contiguous range; default off). In the interpreter
 (no griddepcontrol there) both kernels run as a plain two-pass pair.
 
 Variants:
@@ -28,6 +29,14 @@ Variants:
   programs, 3 resident per SM at about 64 KiB of shared memory each, 2 tiles in flight per program, about 10.4
   tiles each). Three interleaved pipelines per SM hide one program's ramp-up and drain behind the others; with the
   combine parked early, 49 partials per query head cost one slightly larger vectorised load.
+- `pdl_2wave_il_bn64_st4` (`pdl_2wave_bn64_st4` with `interleave`): under the contract's placement pad the kept
+  pair runs at two speeds, about 37.95 and 38.1-38.4 us, in stretches of rounds, while cuDNN does not move
+  (docs/speedrun.md, "Reproducibility with the placement pad"). Its 33 splits of a KV head each stream their own
+  254 KB range, 33 streams 254 KB apart in K and in V; which DRAM channels those concurrent streams hit depends on
+  the physical pages under them. Interleaved, the 33 splits of a head read 33 adjacent 16 KB tiles at a time, one
+  528 KB window moving through K and V, so the channels see the same spread whatever the pages: the slow
+  placements should go, and the kernel run at its fast speed in every round.
+- `pdl_3wave_il_bn64_st3` (`pdl_3wave_bn64_st3` with `interleave`): the same with 49 splits, a window of 49 tiles.
 """
 
 from __future__ import annotations
@@ -50,6 +59,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
                            "block_d": 32},
     "pdl_3wave_bn64_st3": {"splits": 0, "programs_per_sm": 3, "block_n": 64, "num_warps": 4, "num_stages": 3,
                            "block_d": 32},
+    "pdl_2wave_il_bn64_st4": {"splits": 0, "programs_per_sm": 2, "block_n": 64, "num_warps": 4, "num_stages": 4,
+                              "block_d": 32, "interleave": True},
+    "pdl_3wave_il_bn64_st3": {"splits": 0, "programs_per_sm": 3, "block_n": 64, "num_warps": 4, "num_stages": 3,
+                              "block_d": 32, "interleave": True},
 }
 
 
@@ -73,7 +86,7 @@ def _pdl_split_kernel(q_ptr, k_ptr, v_ptr, acc_ptr, m_ptr, l_ptr, seq_len, n_til
                       n_splits, stride_qb, stride_qh, stride_kb, stride_kh, stride_kn, stride_vb, stride_vh,
                       stride_vn, GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
                       BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, USE_PDL: tl.constexpr,
-                      DOT_IN_FP32: tl.constexpr):
+                      DOT_IN_FP32: tl.constexpr, INTERLEAVE: tl.constexpr = False):
     if USE_PDL:  # the combine grid may launch now; it waits for this grid's completion itself
         gdc_launch_dependents()
     bh = tl.program_id(0)
@@ -90,13 +103,19 @@ def _pdl_split_kernel(q_ptr, k_ptr, v_ptr, acc_ptr, m_ptr, l_ptr, seq_len, n_til
         q = q.to(tl.float32)
     k_base = k_ptr + batch.to(tl.int64) * stride_kb + kv_head.to(tl.int64) * stride_kh
     v_base = v_ptr + batch.to(tl.int64) * stride_vb + kv_head.to(tl.int64) * stride_vh
-    start = (split * n_tiles // n_splits) * BLOCK_N
-    end = tl.minimum(((split + 1) * n_tiles // n_splits) * BLOCK_N, seq_len)
+    if INTERLEAVE:  # split s takes tiles s, s + S, s + 2S, ...: the splits of a head read one contiguous window
+        start = split * BLOCK_N
+        end = seq_len
+        step = n_splits * BLOCK_N
+    else:
+        start = (split * n_tiles // n_splits) * BLOCK_N
+        end = tl.minimum(((split + 1) * n_tiles // n_splits) * BLOCK_N, seq_len)
+        step = BLOCK_N
     m_i = tl.full([GROUP_PAD], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
     acc = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
     n = tl.arange(0, BLOCK_N)
-    for n0 in tl.range(start, end, BLOCK_N, num_stages=NUM_STAGES):
+    for n0 in tl.range(start, end, step, num_stages=NUM_STAGES):
         tokens = n0 + n
         valid = tokens < end
         k = tl.load(k_base + tl.cast(tokens, tl.int64)[:, None] * stride_kn + d[None, :], mask=valid[:, None],
@@ -147,6 +166,7 @@ def make_kernel(
     num_warps: int,
     num_stages: int,
     block_d: int,
+    interleave: bool = False,
 ) -> Callable[..., torch.Tensor]:
     """The candidate `kernel(q, k, v, *, enable_gqa=True, scale=None, is_causal=False)` at one parameter set."""
 
@@ -180,7 +200,7 @@ def make_kernel(
             q, k, v, acc_part, m_part, l_part, seq_len, n_tiles, sm_scale * LOG2E, n_kv_heads, n_splits,
             q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1),
             v.stride(2), GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)), HEAD_DIM=head_dim,
-            BLOCK_N=block_n, NUM_STAGES=num_stages, USE_PDL=USE_PDL, DOT_IN_FP32=DOT_IN_FP32,
+            BLOCK_N=block_n, NUM_STAGES=num_stages, USE_PDL=USE_PDL, DOT_IN_FP32=DOT_IN_FP32, INTERLEAVE=interleave,
             num_warps=num_warps)
         d_block = min(block_d, head_dim)
         _pdl_combine_kernel[(batch * n_q_heads, head_dim // d_block)](
