@@ -71,6 +71,13 @@ def _dmon(path: Path) -> list[tuple[dt.datetime, float, float, float, int, int]]
     return samples
 
 
+def decided(result: dict) -> tuple[float, float, float, str]:
+    """(speedup, low, high, verdict) of a verify's result: from its decision, which an inconclusive verify also
+    carries (its top-level ``speedup`` and ``interval`` are then null)."""
+    decision = result["decision"]
+    return decision["speedup"], decision["speedup_low"], decision["speedup_high"], decision["verdict"]
+
+
 def watch_table(folder: Path) -> str:
     """Markdown: one line per verify of the drift watch, with the card's state over its seconds."""
     samples = _dmon(folder / "dmon.txt")
@@ -81,8 +88,7 @@ def watch_table(folder: Path) -> str:
         end = dt.datetime.strptime(at.removeprefix("at="), "%Y-%m-%dT%H:%M:%SZ")
         window = [s for s in samples if end - dt.timedelta(seconds=int(wall.removeprefix("wall_s="))) <= s[0] <= end]
         result = json.loads((folder / f"verify_{index}_{target}.json").read_text())
-        decision = result["decision"]  # an inconclusive verify has its speedup and interval here only
-        speedup, low, high = decision["speedup"], decision["speedup_low"], decision["speedup_high"]
+        speedup, low, high, _ = decided(result)
         busy = sorted({s[4] for s in window if s[5] > 20})  # the clocks of the seconds the SMs were > 20% busy
         mean = [sum(s[i] for s in window) / len(window) for i in (1, 2, 3)]
         lines.append(f"| {index} | {target} | {speedup:.4f} [{low:.4f}, {high:.4f}] | "
@@ -121,24 +127,17 @@ def spread_line(paths: list[Path]) -> str:
     if len(files) != 1:
         raise SystemExit(f"spread: give verifies of one target's same baseline and candidate, got {len(files)} "
                          f"(targets {', '.join(sorted({f[0] for f in files}))})")
-    decisions = [r["decision"] for r in results]  # an inconclusive verify has its speedup and interval here only
-    speedups = [d["speedup"] for d in decisions]
-    widths = sorted(100 * (d["speedup_high"] - d["speedup_low"]) / d["speedup"] for d in decisions)
+    decisions = [decided(r) for r in results]
+    speedups = [d[0] for d in decisions]
+    widths = sorted(100 * (high - low) / speedup for speedup, low, high, _ in decisions)
     pairs = [(a, b) for a in decisions for b in decisions if a is not b]
-    inside = sum(a["speedup_low"] <= b["speedup"] <= a["speedup_high"] for a, b in pairs)
-    verdicts = sorted({d["verdict"] for d in decisions} - {"faster"})
+    inside = sum(a[1] <= b[0] <= a[2] for a, b in pairs)
+    verdicts = sorted({d[3] for d in decisions} - {"faster"})
     contracts = sorted({r["contract_sha256"][:8] for r in results})
     return (f"{len(results)} verifies (contract {', '.join(contracts)}): {min(speedups):.4f}-{max(speedups):.4f}x "
             f"({100 * (max(speedups) / min(speedups) - 1):.2f}%), intervals {widths[0]:.2f}-{widths[-1]:.2f}% wide, "
             f"{inside}/{len(pairs)} reruns inside an interval"
-            + "".join(f", {sum(d['verdict'] == v for d in decisions)} {v}" for v in verdicts))
-
-
-def _decision(record_path: str) -> tuple[float, float, float, str, str]:
-    """(speedup, low, high, verdict, who) of a recorded verify (an inconclusive one has them in its decision)."""
-    record = json.loads((ROOT / record_path).read_text())
-    decision = record["result"]["decision"]
-    return decision["speedup"], decision["speedup_low"], decision["speedup_high"], decision["verdict"], record["who"]
+            + "".join(f", {sum(d[3] == v for d in decisions)} {v}" for v in verdicts))
 
 
 def pair_table(folder: Path) -> str:
@@ -150,8 +149,10 @@ def pair_table(folder: Path) -> str:
     lines = ["| target | run 1 [99% interval] | run 2 | inside run 1's interval |", "| --- | --- | --- | --- |"]
     inside_count = 0
     for name, first in runs[0].items():
-        speedup, low, high, _, who = _decision(first["record"])
-        again, _, _, verdict, _ = _decision(runs[1][name]["record"])
+        record = json.loads((ROOT / first["record"]).read_text())
+        speedup, low, high, _ = decided(record["result"])
+        again, _, _, verdict = decided(json.loads((ROOT / runs[1][name]["record"]).read_text())["result"])
+        who = record["who"]
         label = name if " competitor " in name else f"{name} (`{who.split()[-1]}`)"
         inside = low <= again <= high
         inside_count += inside
