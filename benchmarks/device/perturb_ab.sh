@@ -1,0 +1,30 @@
+#!/bin/bash
+# What the per-call perturbation costs each side: ROUNDS times, for each TARGET, `hotkernel verify -n N --json`
+# under the contract as it is (verify_<round>_<target>_perturbed.json), then under
+# benchmarks/device/no_perturb_patch.py (verify_<round>_<target>_plain.json), the contract restored after each.
+# A line per verify in steps.txt. Nothing is recorded. Stops starting rounds after BUDGET_S.
+# `python benchmarks/drift_tables.py perturb OUT` prints the table.
+# Usage (device, repo root; .whl/ carried): bash benchmarks/device/perturb_ab.sh OUT ROUNDS N BUDGET_S TARGET...
+set -u
+OUT=${1:?usage: perturb_ab.sh OUT ROUNDS N BUDGET_S TARGET...}; ROUNDS=${2:?}; N=${3:?}; BUDGET_S=${4:?}; shift 4
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/gpu.csv"
+SAVED=$(mktemp -d)
+cp templates/hk_contract.py "$SAVED/template.py"
+S=$SECONDS
+for i in $(seq 1 "$ROUNDS"); do
+  for t in "$@"; do
+    for mode in perturbed plain; do
+      [ $((SECONDS - S)) -gt "$BUDGET_S" ] && break 3
+      cp "$SAVED/template.py" templates/hk_contract.py; cp "$SAVED/template.py" targets/hk_contract.py
+      [ "$mode" = plain ] && { python3 benchmarks/device/no_perturb_patch.py > /dev/null || exit 1; }
+      t0=$SECONDS
+      timeout 150 python3 -m hotkernel verify "targets/$t/baseline.py" "targets/$t/candidate.py" -n "$N" --json \
+        > "$OUT/verify_${i}_${t}_$mode.json" 2> "$OUT/verify_${i}_${t}_$mode.err"
+      echo "$i $t $mode rc=$? wall_s=$((SECONDS - t0)) at=$(date -u +%FT%TZ)" | tee -a "$OUT/steps.txt"
+    done
+  done
+done
+cp "$SAVED/template.py" templates/hk_contract.py; cp "$SAVED/template.py" targets/hk_contract.py
