@@ -718,8 +718,7 @@ def poison_tensors(torch: Any, outputs: list[list[Any]], protected: list[Any]) -
 # fp32 cuBLAS matmul miss atol 1e-4 by one element on the H200); derived inputs and a module problem's inputs get
 # another element of the same tensor (keeps the derive hook's invariants and the problem's own distribution: a
 # positive input stays positive, an index stays in range). Cost: 3 x N elements of memory and two one-element
-# copies per call, run beside the kernels in a CUDA graph (timer.py, ``perturbation`` in the run JSON), else
-# timed alone and subtracted (``overhead_ms``).
+# copies per call, timed alone and subtracted (``overhead_ms`` in the run JSON).
 def perturb_slot(torch: Any, first_set: list[Any], per_set: list[bool]) -> int | None:
     """Index of the input a timed call sees perturbed: the first per-set, contiguous, non-empty tensor."""
     for index, (tensor, own) in enumerate(zip(first_set, per_set, strict=False)):
@@ -1316,78 +1315,6 @@ def capture_graph(
     return graph, kept, ptrs
 
 
-class SplitCall(NamedTuple):
-    """One timed call in its three parts, for the graph that runs the perturbation beside the kernels."""
-
-    kernel: Callable[[int], Any]  # the kernel on set j % K; returns its output
-    perturb: Callable[[int], None]  # writes call j's perturbation into set j % K
-    restore: Callable[[int], None]  # undoes it
-
-
-def side_stream_schedule(n_calls: int, n_sets: int) -> list[tuple[str, str, int]]:
-    """The timed graph's work in capture order, as (stream, step, call): on "main" each kernel waits for its
-    perturbation ("ready") and marks its end ("done"); on "side" call j's perturbation waits for the end of call
-    j - K, the last to read set j % K, and restores that call's element first; every set is restored at the end."""
-    steps: list[tuple[str, str, int]] = []
-    for j in range(n_calls):
-        if j >= n_sets:
-            steps += [("side", "wait_done", j - n_sets), ("side", "restore", j - n_sets)]
-        steps += [("side", "perturb", j), ("side", "ready", j),
-                  ("main", "wait_ready", j), ("main", "kernel", j), ("main", "done", j)]
-    for j in range(max(0, n_calls - n_sets), n_calls):
-        steps += [("side", "wait_done", j), ("side", "restore", j)]
-    return steps
-
-
-def capture_side_stream_graph(
-    torch: Any, split: SplitCall, n_calls: int, n_sets: int, keep: set[int], pointers: Callable[[Any], tuple]
-) -> tuple[Any, dict[int, Any], list[tuple]]:
-    """``capture_graph`` for a ``split`` call: the kernels on the capture stream, the perturbations beside them
-    (``side_stream_schedule``); the side stream forks from the capture stream and joins it at the end."""
-    torch.cuda.synchronize()
-    warm = torch.cuda.Stream()
-    warm.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(warm):
-        for j in range(min(n_calls, 2)):
-            split.perturb(j)
-            split.kernel(j)
-            split.restore(j)
-    torch.cuda.current_stream().wait_stream(warm)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    kept: dict[int, Any] = {}
-    ptrs: list[tuple] = []
-    ready = [torch.cuda.Event() for _ in range(n_calls)]
-    done = [torch.cuda.Event() for _ in range(n_calls)]
-    side = torch.cuda.Stream()
-    with torch.cuda.graph(graph):
-        main = torch.cuda.current_stream()
-        side.wait_stream(main)
-        for stream_name, step, j in side_stream_schedule(n_calls, n_sets):
-            stream = side if stream_name == "side" else main
-            with torch.cuda.stream(stream):
-                if step == "wait_done":
-                    stream.wait_event(done[j])
-                elif step == "restore":
-                    split.restore(j)
-                elif step == "perturb":
-                    split.perturb(j)
-                elif step == "ready":
-                    ready[j].record(stream)
-                elif step == "wait_ready":
-                    stream.wait_event(ready[j])
-                elif step == "kernel":
-                    out = split.kernel(j)
-                    ptrs.append(pointers(out))
-                    if j in keep:
-                        kept[j] = out
-                else:
-                    done[j].record(stream)
-        main.wait_stream(side)
-    torch.cuda.synchronize()
-    return graph, kept, ptrs
-
-
 def last_writers(kept: dict[int, Any], ptrs: list[tuple]) -> dict[int, int]:
     """For each kept call, the last call that returned the same buffers (whose result the buffers hold)."""
     last: dict[tuple, int] = {}
@@ -1416,7 +1343,6 @@ def measure(
     samples: int = SAMPLES,
     min_sample_ms: float = MIN_SAMPLE_KERNEL_MS,
     n_calls: int | None = None,
-    split: SplitCall | None = None,
 ) -> dict[str, Any]:
     """Time ``call(j)``: per-call ms, the median of ``samples`` samples (see the module docstring)."""
     cuda = device_kind == "cuda"
@@ -1475,10 +1401,7 @@ def measure(
         with contextlib.suppress(Exception):  # a capture failure is seen (and flagged) at step 3
             resize(n_short)
             prepare(-1)
-            if split is not None:
-                short, _, _ = capture_side_stream_graph(torch, split, n_short, n_sets, set(), pointers)
-            else:
-                short, _, _ = capture_graph(torch, call, n_short, set(), pointers)
+            short, _, _ = capture_graph(torch, call, n_short, set(), pointers)
             short.replay()
             best = min(replay(short)[0] for _ in range(SIZING_REPLAYS))
             estimate_ms, sized_by = max(best / n_short, 1e-6), "graph"
@@ -1493,25 +1416,19 @@ def measure(
 
     # 3. the timed graph, 4. the perturbation overhead.
     graph, kept, ptrs, timer, capture_error = None, {}, [], "cpu-perf-counter", None
-    overhead_ms, perturbation = 0.0, "inline"
+    overhead_ms = 0.0
     if cuda:
         timer = "cuda-graph"
         try:
-            if split is not None:  # the perturbation runs beside the kernels: nothing to subtract
-                graph, kept, ptrs = capture_side_stream_graph(torch, split, n_calls, n_sets, pick_calls(n_calls),
-                                                              pointers)
-                graph.replay()  # the first replay uploads the graph: never timed
-                perturbation = "side-stream"
-            else:
-                graph, kept, ptrs = capture_graph(torch, call, n_calls, pick_calls(n_calls), pointers)
-                graph.replay()  # the first replay uploads the graph: never timed
-                alone, _, _ = capture_graph(torch, overhead_call, n_calls, set(), lambda _out: ())
-                alone.replay()
-                overhead_ms = statistics.median(replay(alone)[0] for _ in range(OVERHEAD_REPLAYS)) / n_calls
-                del alone
+            graph, kept, ptrs = capture_graph(torch, call, n_calls, pick_calls(n_calls), pointers)
+            graph.replay()  # the first replay uploads the graph: never timed
+            alone, _, _ = capture_graph(torch, overhead_call, n_calls, set(), lambda _out: ())
+            alone.replay()
+            overhead_ms = statistics.median(replay(alone)[0] for _ in range(OVERHEAD_REPLAYS)) / n_calls
+            del alone
         except Exception as err:  # noqa: BLE001 - any capture failure means: time eagerly, flagged
             capture_error = f"{type(err).__name__}: {str(err)[:200]}"
-            graph, kept, ptrs, timer, perturbation = None, {}, [], "cuda-eager", "inline"
+            graph, kept, ptrs, timer = None, {}, [], "cuda-eager"
             with contextlib.suppress(Exception):
                 torch.cuda.synchronize()
     if graph is None:
@@ -1554,7 +1471,6 @@ def measure(
         "eager_estimate_ms": eager_ms,
         "sized_by": sized_by,
         "overhead_ms": overhead_ms,
-        "perturbation": perturbation,
         "capture_error": capture_error,
         "launch_bound": ms < LAUNCH_BOUND_MS,
         "event_total_ms": event_total,
@@ -2164,9 +2080,6 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         restore(j, k)
         return out
 
-    split = SplitCall(kernel=lambda j: kernel(*sets[j % n_sets], **kwargs),
-                      perturb=lambda j: perturb(j, j % n_sets), restore=lambda j: restore(j, j % n_sets))
-
     def overhead_call(j: int) -> None:
         k = j % n_sets
         perturb(j, k)
@@ -2243,7 +2156,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind, resize=resize,
                      prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
                      poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
-                     n_calls=spec.get("iters"), split=split)
+                     n_calls=spec.get("iters"))
     sync_device(torch, device_kind)
     marks["timer"] = time.perf_counter()
     names = list(marks)
@@ -2252,8 +2165,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         "output_bytes": out_bytes, "cache_resident": cache_resident, "n_calls": timing["n_calls"],
         "timer": timing["timer"], "ms": timing["ms"], "samples_ms": timing["samples_ms"],
         "launch_bound": timing["launch_bound"], "capture_error": timing["capture_error"],
-        "overhead_ms": timing["overhead_ms"], "perturbation": timing["perturbation"], "sized_by": timing["sized_by"],
-        "perturbed_input": slot,
+        "overhead_ms": timing["overhead_ms"], "sized_by": timing["sized_by"], "perturbed_input": slot,
         "timed_kernel_s": round(timing["event_total_ms"] / 1e3, 6),
         "perturb_derived": own_elements,
         "timing": {k: timing[k] for k in ("event_total_ms", "enqueue_total_ms", "wall_total_ms", "samples",
@@ -2962,7 +2874,6 @@ def merge_run(result: dict[str, Any], record: dict[str, Any], reply: dict[str, A
             "rotation": shape["rotation"], "n_calls": shape["n_calls"], "timer": shape["timer"],
             "launch_bound": shape["launch_bound"], "cache_resident": shape["cache_resident"],
             "capture_error": shape.get("capture_error"), "overhead_ms": shape.get("overhead_ms"),
-            "perturbation": shape.get("perturbation"),
             "sized_by": shape.get("sized_by"), "output_bytes": shape.get("output_bytes"),
             "timed_kernel_s": shape.get("timed_kernel_s"),
             "transport": verdict.get("transport"), "bytes": verdict.get("bytes"),

@@ -258,8 +258,7 @@ def poison_tensors(torch: Any, outputs: list[list[Any]], protected: list[Any]) -
 # fp32 cuBLAS matmul miss atol 1e-4 by one element on the H200); derived inputs and a module problem's inputs get
 # another element of the same tensor (keeps the derive hook's invariants and the problem's own distribution: a
 # positive input stays positive, an index stays in range). Cost: 3 x N elements of memory and two one-element
-# copies per call, run beside the kernels in a CUDA graph (timer.py, ``perturbation`` in the run JSON), else
-# timed alone and subtracted (``overhead_ms``).
+# copies per call, timed alone and subtracted (``overhead_ms`` in the run JSON).
 def perturb_slot(torch: Any, first_set: list[Any], per_set: list[bool]) -> int | None:
     """Index of the input a timed call sees perturbed: the first per-set, contiguous, non-empty tensor."""
     for index, (tensor, own) in enumerate(zip(first_set, per_set, strict=False)):

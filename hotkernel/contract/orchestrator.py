@@ -426,7 +426,6 @@ def merge_run(result: dict[str, Any], record: dict[str, Any], reply: dict[str, A
             "rotation": shape["rotation"], "n_calls": shape["n_calls"], "timer": shape["timer"],
             "launch_bound": shape["launch_bound"], "cache_resident": shape["cache_resident"],
             "capture_error": shape.get("capture_error"), "overhead_ms": shape.get("overhead_ms"),
-            "perturbation": shape.get("perturbation"),
             "sized_by": shape.get("sized_by"), "output_bytes": shape.get("output_bytes"),
             "timed_kernel_s": shape.get("timed_kernel_s"),
             "transport": verdict.get("transport"), "bytes": verdict.get("bytes"),

@@ -6,14 +6,10 @@
 2. sizing: on CUDA a short graph of at most SIZING_CALLS_MAX calls is captured and replayed SIZING_REPLAYS
    times; its fastest replay per call sizes N so that one sample covers >= MIN_SAMPLE_KERNEL_MS of kernel
    time (the eager estimate is only used to bound the short graph; on CPU the eager loop sizes N);
-3. the timed graph: N calls cycling through the K sets, captured once (CUDA). Given ``split`` (the kernel, the
-   perturbation and its restore apart), the kernels run back to back on one stream and each call's perturbation
-   runs on a second one (``side_stream_schedule``): after the kernel K calls earlier, the last to read that set,
-   and beside the kernel before it. Inline, two one-element copies around every kernel cost it 0.5-1.4 us per
-   call on the H200 beyond their own time (benchmarks/evidence/contract_v2/perturb_ab_1846/). When capture
-   fails the same N calls run eagerly, flagged ``cuda-eager``;
-4. overhead: inline (eager, CPU, or no ``split``) the perturbation alone (N calls of it, same graph or loop) is
-   timed OVERHEAD_REPLAYS times and its median per call is subtracted from every sample; beside, nothing is;
+3. the timed graph: N calls cycling through the K sets, captured once (CUDA); when capture fails the same N
+   calls run eagerly, flagged ``cuda-eager``;
+4. overhead: the perturbation alone (N calls of it, same graph or loop) is timed OVERHEAD_REPLAYS times and
+   its median per call is subtracted from every sample;
 5. SAMPLES samples; before each: outputs poisoned, every input refilled from fresh seeds and a fresh
    perturbation drawn (``prepare``), the L2 swept with a read (``flush``); then one replay (or loop) between
    two events; sample = elapsed / N - overhead. CUDA eager: the larger of the events and the wall clock up to
@@ -28,7 +24,7 @@ import contextlib
 import math
 import statistics
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from .knobs import (
     LAUNCH_BOUND_MS,
@@ -73,78 +69,6 @@ def capture_graph(
     return graph, kept, ptrs
 
 
-class SplitCall(NamedTuple):
-    """One timed call in its three parts, for the graph that runs the perturbation beside the kernels."""
-
-    kernel: Callable[[int], Any]  # the kernel on set j % K; returns its output
-    perturb: Callable[[int], None]  # writes call j's perturbation into set j % K
-    restore: Callable[[int], None]  # undoes it
-
-
-def side_stream_schedule(n_calls: int, n_sets: int) -> list[tuple[str, str, int]]:
-    """The timed graph's work in capture order, as (stream, step, call): on "main" each kernel waits for its
-    perturbation ("ready") and marks its end ("done"); on "side" call j's perturbation waits for the end of call
-    j - K, the last to read set j % K, and restores that call's element first; every set is restored at the end."""
-    steps: list[tuple[str, str, int]] = []
-    for j in range(n_calls):
-        if j >= n_sets:
-            steps += [("side", "wait_done", j - n_sets), ("side", "restore", j - n_sets)]
-        steps += [("side", "perturb", j), ("side", "ready", j),
-                  ("main", "wait_ready", j), ("main", "kernel", j), ("main", "done", j)]
-    for j in range(max(0, n_calls - n_sets), n_calls):
-        steps += [("side", "wait_done", j), ("side", "restore", j)]
-    return steps
-
-
-def capture_side_stream_graph(
-    torch: Any, split: SplitCall, n_calls: int, n_sets: int, keep: set[int], pointers: Callable[[Any], tuple]
-) -> tuple[Any, dict[int, Any], list[tuple]]:
-    """``capture_graph`` for a ``split`` call: the kernels on the capture stream, the perturbations beside them
-    (``side_stream_schedule``); the side stream forks from the capture stream and joins it at the end."""
-    torch.cuda.synchronize()
-    warm = torch.cuda.Stream()
-    warm.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(warm):
-        for j in range(min(n_calls, 2)):
-            split.perturb(j)
-            split.kernel(j)
-            split.restore(j)
-    torch.cuda.current_stream().wait_stream(warm)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    kept: dict[int, Any] = {}
-    ptrs: list[tuple] = []
-    ready = [torch.cuda.Event() for _ in range(n_calls)]
-    done = [torch.cuda.Event() for _ in range(n_calls)]
-    side = torch.cuda.Stream()
-    with torch.cuda.graph(graph):
-        main = torch.cuda.current_stream()
-        side.wait_stream(main)
-        for stream_name, step, j in side_stream_schedule(n_calls, n_sets):
-            stream = side if stream_name == "side" else main
-            with torch.cuda.stream(stream):
-                if step == "wait_done":
-                    stream.wait_event(done[j])
-                elif step == "restore":
-                    split.restore(j)
-                elif step == "perturb":
-                    split.perturb(j)
-                elif step == "ready":
-                    ready[j].record(stream)
-                elif step == "wait_ready":
-                    stream.wait_event(ready[j])
-                elif step == "kernel":
-                    out = split.kernel(j)
-                    ptrs.append(pointers(out))
-                    if j in keep:
-                        kept[j] = out
-                else:
-                    done[j].record(stream)
-        main.wait_stream(side)
-    torch.cuda.synchronize()
-    return graph, kept, ptrs
-
-
 def last_writers(kept: dict[int, Any], ptrs: list[tuple]) -> dict[int, int]:
     """For each kept call, the last call that returned the same buffers (whose result the buffers hold)."""
     last: dict[tuple, int] = {}
@@ -173,7 +97,6 @@ def measure(
     samples: int = SAMPLES,
     min_sample_ms: float = MIN_SAMPLE_KERNEL_MS,
     n_calls: int | None = None,
-    split: SplitCall | None = None,
 ) -> dict[str, Any]:
     """Time ``call(j)``: per-call ms, the median of ``samples`` samples (see the module docstring)."""
     cuda = device_kind == "cuda"
@@ -232,10 +155,7 @@ def measure(
         with contextlib.suppress(Exception):  # a capture failure is seen (and flagged) at step 3
             resize(n_short)
             prepare(-1)
-            if split is not None:
-                short, _, _ = capture_side_stream_graph(torch, split, n_short, n_sets, set(), pointers)
-            else:
-                short, _, _ = capture_graph(torch, call, n_short, set(), pointers)
+            short, _, _ = capture_graph(torch, call, n_short, set(), pointers)
             short.replay()
             best = min(replay(short)[0] for _ in range(SIZING_REPLAYS))
             estimate_ms, sized_by = max(best / n_short, 1e-6), "graph"
@@ -250,25 +170,19 @@ def measure(
 
     # 3. the timed graph, 4. the perturbation overhead.
     graph, kept, ptrs, timer, capture_error = None, {}, [], "cpu-perf-counter", None
-    overhead_ms, perturbation = 0.0, "inline"
+    overhead_ms = 0.0
     if cuda:
         timer = "cuda-graph"
         try:
-            if split is not None:  # the perturbation runs beside the kernels: nothing to subtract
-                graph, kept, ptrs = capture_side_stream_graph(torch, split, n_calls, n_sets, pick_calls(n_calls),
-                                                              pointers)
-                graph.replay()  # the first replay uploads the graph: never timed
-                perturbation = "side-stream"
-            else:
-                graph, kept, ptrs = capture_graph(torch, call, n_calls, pick_calls(n_calls), pointers)
-                graph.replay()  # the first replay uploads the graph: never timed
-                alone, _, _ = capture_graph(torch, overhead_call, n_calls, set(), lambda _out: ())
-                alone.replay()
-                overhead_ms = statistics.median(replay(alone)[0] for _ in range(OVERHEAD_REPLAYS)) / n_calls
-                del alone
+            graph, kept, ptrs = capture_graph(torch, call, n_calls, pick_calls(n_calls), pointers)
+            graph.replay()  # the first replay uploads the graph: never timed
+            alone, _, _ = capture_graph(torch, overhead_call, n_calls, set(), lambda _out: ())
+            alone.replay()
+            overhead_ms = statistics.median(replay(alone)[0] for _ in range(OVERHEAD_REPLAYS)) / n_calls
+            del alone
         except Exception as err:  # noqa: BLE001 - any capture failure means: time eagerly, flagged
             capture_error = f"{type(err).__name__}: {str(err)[:200]}"
-            graph, kept, ptrs, timer, perturbation = None, {}, [], "cuda-eager", "inline"
+            graph, kept, ptrs, timer = None, {}, [], "cuda-eager"
             with contextlib.suppress(Exception):
                 torch.cuda.synchronize()
     if graph is None:
@@ -311,7 +225,6 @@ def measure(
         "eager_estimate_ms": eager_ms,
         "sized_by": sized_by,
         "overhead_ms": overhead_ms,
-        "perturbation": perturbation,
         "capture_error": capture_error,
         "launch_bound": ms < LAUNCH_BOUND_MS,
         "event_total_ms": event_total,

@@ -60,7 +60,7 @@ from .spec import (
     read_spec,
     workspace_root,
 )
-from .timer import SplitCall, measure
+from .timer import measure
 from .transport import export_outputs
 
 
@@ -409,9 +409,6 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         restore(j, k)
         return out
 
-    split = SplitCall(kernel=lambda j: kernel(*sets[j % n_sets], **kwargs),
-                      perturb=lambda j: perturb(j, j % n_sets), restore=lambda j: restore(j, j % n_sets))
-
     def overhead_call(j: int) -> None:
         k = j % n_sets
         perturb(j, k)
@@ -488,7 +485,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind, resize=resize,
                      prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
                      poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
-                     n_calls=spec.get("iters"), split=split)
+                     n_calls=spec.get("iters"))
     sync_device(torch, device_kind)
     marks["timer"] = time.perf_counter()
     names = list(marks)
@@ -497,8 +494,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         "output_bytes": out_bytes, "cache_resident": cache_resident, "n_calls": timing["n_calls"],
         "timer": timing["timer"], "ms": timing["ms"], "samples_ms": timing["samples_ms"],
         "launch_bound": timing["launch_bound"], "capture_error": timing["capture_error"],
-        "overhead_ms": timing["overhead_ms"], "perturbation": timing["perturbation"], "sized_by": timing["sized_by"],
-        "perturbed_input": slot,
+        "overhead_ms": timing["overhead_ms"], "sized_by": timing["sized_by"], "perturbed_input": slot,
         "timed_kernel_s": round(timing["event_total_ms"] / 1e3, 6),
         "perturb_derived": own_elements,
         "timing": {k: timing[k] for k in ("event_total_ms", "enqueue_total_ms", "wall_total_ms", "samples",

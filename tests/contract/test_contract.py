@@ -119,8 +119,6 @@ def test_standalone_script_prints_exactly_one_json_line(tmp_path: Path) -> None:
     assert result["rotation"] >= 2 and result["per_shape"][0]["shape"] == "64x256"
     assert result["timer"] == "cpu-perf-counter" and result["ms"] > 0
     assert result["placement_pad_bytes"] == 0  # the pad is for CUDA runs only
-    shape = result["per_shape"][0]  # no graph on CPU: the perturbation runs inline, its cost subtracted
-    assert shape["perturbation"] == "inline" and shape["overhead_ms"] > 0
 
 
 @pytest.mark.slow
