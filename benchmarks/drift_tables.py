@@ -7,6 +7,8 @@
     python benchmarks/drift_tables.py pair benchmarks/evidence/h200_sync/run_1933
     python benchmarks/drift_tables.py rounds benchmarks/evidence/h200_sync/drift_watch_1941/verify_*_decode*.json
     python benchmarks/drift_tables.py ideal
+    python benchmarks/drift_tables.py perturb benchmarks/evidence/contract_v2/perturb_ab_1846
+    python benchmarks/drift_tables.py reruns benchmarks/evidence/h200_sync/run_1933 ...
 
 `rows`: per row count, each kernel's GB/s from `benchmarks/device/row_waves.py` and the kept kernels' share of what
 `torch.neg` moves on the same bytes. `watch`: per verify of the drift watch (`hotkernel verify --json` outputs and
@@ -20,13 +22,18 @@ invalidated), all of them and then per (contract, candidate file): how many, the
 cards, and their intervals' widths. `pair FOLDER`: a sync pair's headlines (`sync_1.json`, `sync_2.json` and their
 records), each second speedup against the first run's interval. `rounds`: each side's per-round times with their
 runs' placement pads. `ideal`: how often a rerun would land inside the interval if rounds were independent normal
-draws, the model the interval assumes.
+draws, the model the interval assumes. `perturb FOLDER`: per target, the verify under the contract ("perturbed")
+against the one without the per-call perturbation (``benchmarks/device/perturb_ab.sh``, "plain"), and what the
+perturbation cost each side beyond what the timer subtracts. `reruns FOLDER...`: over the sync pairs' headlines,
+each difference between the two runs' log speedups in units of its standard error from the verifies' own
+round-to-round spread, whose variance the interval's model puts at about 1.2 (simulated with the same rounds).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import random
 import statistics
 import sys
@@ -199,10 +206,78 @@ def ideal_line(rounds: int = 7, headlines: int = 7, trials: int = 100_000, seed:
             f"{trials} simulated pairs; all {headlines} headlines of a sync pair inside: {100 * rate**headlines:.0f}%")
 
 
+def _median_us(result: dict, role: str) -> float:
+    return 1e3 * statistics.median(run["data"]["ms"] for run in result["runs"] if run["role"] == role)
+
+
+def perturb_table(folder: Path) -> str:
+    """Markdown: per target of a ``perturb_ab.sh`` folder (round 1), the speedup with and without the per-call
+    perturbation, each side's median time in both, and the difference: what the perturbation cost that side
+    beyond the overhead the timer subtracted."""
+    lines = ["| target | perturbed [99% interval] | plain [99% interval] | baseline us (perturbed / plain / cost) | "
+             "candidate us (perturbed / plain / cost) | subtracted overhead us |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for path in sorted(folder.glob("verify_1_*_perturbed.json")):
+        target = path.name.removeprefix("verify_1_").removesuffix("_perturbed.json")
+        results = {mode: json.loads((folder / f"verify_1_{target}_{mode}.json").read_text())
+                   for mode in ("perturbed", "plain")}
+        cells = []
+        for mode in ("perturbed", "plain"):
+            speedup, low, high, verdict = decided(results[mode])
+            cells.append(f"{speedup:.3f}x [{low:.3f}, {high:.3f}]" + ("" if verdict == "faster" else f" ({verdict})"))
+        for role in ("baseline", "candidate"):
+            with_, without = (_median_us(results[mode], role) for mode in ("perturbed", "plain"))
+            cells.append(f"{with_:.2f} / {without:.2f} / {with_ - without:+.2f}")
+        overhead = statistics.median(run["data"]["per_shape"][0]["overhead_ms"] for run in results["perturbed"]["runs"])
+        lines.append(f"| {target} | " + " | ".join(cells) + f" | {1e3 * overhead:.2f} |")
+    return "\n".join(lines)
+
+
+def _pair_z(folder: Path) -> list[tuple[str, float]]:
+    """(headline, z) for each headline of a sync pair: the second run's log speedup minus the first's, over the
+    standard error the two verifies' round-to-round spreads give it."""
+    runs = [{item["name"]: item for item in json.loads((folder / f"sync_{i}.json").read_text())["items"]}
+            for i in (1, 2)]
+    found = []
+    for name in runs[0]:
+        a, b = (json.loads((ROOT / run[name]["record"]).read_text())["result"]["decision"] for run in runs)
+        error = (a["log_ratio_sd"] ** 2 / a["n"] + b["log_ratio_sd"] ** 2 / b["n"]) ** 0.5
+        found.append((name, (math.log(b["speedup"]) - math.log(a["speedup"])) / error))
+    return found
+
+
+def model_z_variance(rounds: int = 7, trials: int = 100_000, seed: int = 1) -> float:
+    """The variance of that z when both verifies' rounds are independent normal draws (the interval's model)."""
+    rng = random.Random(seed)
+    total = 0.0
+    for _ in range(trials):
+        a, b = ([rng.gauss(0.0, 1.0) for _ in range(rounds)] for _ in range(2))
+        error = (statistics.variance(a) / rounds + statistics.variance(b) / rounds) ** 0.5
+        total += ((statistics.fmean(b) - statistics.fmean(a)) / error) ** 2
+    return total / trials
+
+
+def reruns_lines(folders: list[Path], trials: int = 100_000) -> str:
+    """Per sync pair its headlines' z, then over all pairs their mean (a second run that leans one way) and mean
+    square against the model's."""
+    lines, zs = [], []
+    for folder in folders:
+        pair = _pair_z(folder)
+        zs += [z for _, z in pair]
+        lines.append(f"{folder.name}: " + ", ".join(f"{name} {z:+.2f}" for name, z in pair))
+    observed = statistics.fmean(z * z for z in zs)
+    lines.append(f"{len(zs)} headlines in {len(folders)} pairs: mean z {statistics.fmean(zs):+.2f}, mean z^2 "
+                 f"{observed:.2f}, against "
+                 f"{model_z_variance(trials=trials):.2f} if rounds were independent normal draws; "
+                 f"{sum(abs(z) > 2.58 for z in zs)} beyond |z| 2.58")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> None:
     modes = {"rows": lambda paths: rows_table(paths), "watch": lambda paths: watch_table(paths[0]),
              "spread": lambda paths: spread_line(paths), "pair": lambda paths: pair_table(paths[0]),
-             "rounds": lambda paths: rounds_lines(paths)}
+             "rounds": lambda paths: rounds_lines(paths), "perturb": lambda paths: perturb_table(paths[0]),
+             "reruns": lambda paths: reruns_lines(paths)}
     if argv[:1] == ["ideal"]:
         print(ideal_line())
         return
@@ -211,7 +286,8 @@ def main(argv: list[str]) -> None:
         return
     if len(argv) < 2 or argv[0] not in modes:
         sys.exit("usage: python benchmarks/drift_tables.py rows FILE.jsonl ... | watch FOLDER | spread VERIFY.json ... "
-                 "| records TARGET VARIANT | pair FOLDER | rounds VERIFY.json ... | ideal")
+                 "| records TARGET VARIANT | pair FOLDER | rounds VERIFY.json ... | ideal | perturb FOLDER "
+                 "| reruns FOLDER ...")
     print(modes[argv[0]]([Path(p) for p in argv[1:]]))
 
 
