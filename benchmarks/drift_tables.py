@@ -269,7 +269,7 @@ def reruns_lines(folders: list[Path], trials: int = 100_000) -> str:
     lines.append(f"{len(zs)} headlines in {len(folders)} pairs: mean z {statistics.fmean(zs):+.2f}, mean z^2 "
                  f"{observed:.2f}, against "
                  f"{model_z_variance(trials=trials):.2f} if rounds were independent normal draws; "
-                 f"{sum(abs(z) > 2.58 for z in zs)} beyond |z| 2.58")
+                 f"{sum(abs(z) > 2.58 for z in zs)} beyond |z| 2.58; {sum(z < 0 for z in zs)} second runs lower")
     return "\n".join(lines)
 
 
