@@ -35,8 +35,8 @@ CALLS = 20  # calls per captured graph, cycling through the sets
 Q_SHAPE, KV_SHAPE = (1, 32, 1, 128), (1, 8, 32768, 128)
 
 
-def timed_us(fn, sets: list[tuple[torch.Tensor, ...]]) -> float:
-    """Median us per call of ``fn`` over CALLS calls cycling through ``sets``, replayed from one CUDA graph."""
+def capture(fn, sets: list[tuple[torch.Tensor, ...]]) -> torch.cuda.CUDAGraph:
+    """One CUDA graph of CALLS calls of ``fn`` cycling through ``sets`` (after one eager call of each set)."""
     for args in sets:
         fn(*args, enable_gqa=True)
     torch.cuda.synchronize()
@@ -44,6 +44,12 @@ def timed_us(fn, sets: list[tuple[torch.Tensor, ...]]) -> float:
     with torch.cuda.graph(graph):
         for i in range(CALLS):
             fn(*sets[i % len(sets)], enable_gqa=True)
+    return graph
+
+
+def timed_us(fn, sets: list[tuple[torch.Tensor, ...]]) -> float:
+    """Median us per call of ``fn`` over CALLS calls cycling through ``sets``, replayed from a new CUDA graph."""
+    graph = capture(fn, sets)
     us = 1e3 * graph_replay_ms(graph, CALLS)
     del graph
     return us
