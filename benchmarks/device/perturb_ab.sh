@@ -1,7 +1,8 @@
 #!/bin/bash
 # What the per-call perturbation costs each side: ROUNDS times, for each TARGET, `hotkernel verify -n N --json`
-# under the contract as it is (verify_<round>_<target>_perturbed.json), then under
-# benchmarks/device/no_perturb_patch.py (verify_<round>_<target>_plain.json), the contract restored after each.
+# in each mode of HK_MODES (default "perturbed plain"): "perturbed" under the contract as it is, "plain" under
+# benchmarks/device/no_perturb_patch.py, "fused" under benchmarks/device/fused_perturb_patch.py
+# (verify_<round>_<target>_<mode>.json), the contract restored before each.
 # A line per verify in steps.txt. Nothing is recorded. Stops starting rounds after BUDGET_S.
 # `python benchmarks/drift_tables.py perturb OUT` prints the table.
 # Usage (device, repo root; .whl/ carried): bash benchmarks/device/perturb_ab.sh OUT ROUNDS N BUDGET_S TARGET...
@@ -16,10 +17,13 @@ cp templates/hk_contract.py "$SAVED/template.py"
 S=$SECONDS
 for i in $(seq 1 "$ROUNDS"); do
   for t in "$@"; do
-    for mode in perturbed plain; do
+    for mode in ${HK_MODES:-perturbed plain}; do
       [ $((SECONDS - S)) -gt "$BUDGET_S" ] && break 3
       cp "$SAVED/template.py" templates/hk_contract.py; cp "$SAVED/template.py" targets/hk_contract.py
-      [ "$mode" = plain ] && { python3 benchmarks/device/no_perturb_patch.py > /dev/null || exit 1; }
+      case $mode in
+        plain) python3 benchmarks/device/no_perturb_patch.py > /dev/null || exit 1 ;;
+        fused) python3 benchmarks/device/fused_perturb_patch.py > /dev/null || exit 1 ;;
+      esac
       t0=$SECONDS
       timeout 150 python3 -m hotkernel verify "targets/$t/baseline.py" "targets/$t/candidate.py" -n "$N" --json \
         > "$OUT/verify_${i}_${t}_$mode.json" 2> "$OUT/verify_${i}_${t}_$mode.err"
