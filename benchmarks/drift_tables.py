@@ -211,23 +211,27 @@ def _median_us(result: dict, role: str) -> float:
 
 
 def perturb_table(folder: Path) -> str:
-    """Markdown: per target of a ``perturb_ab.sh`` folder (round 1), the speedup with and without the per-call
-    perturbation, each side's median time in both, and the difference: what the perturbation cost that side
-    beyond the overhead the timer subtracted."""
-    lines = ["| target | perturbed [99% interval] | plain [99% interval] | baseline us (perturbed / plain / cost) | "
-             "candidate us (perturbed / plain / cost) | subtracted overhead us |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    """Markdown: per target of a ``perturb_ab.sh`` folder (round 1), the speedup in each mode it ran ("perturbed",
+    the contract; "fused", one copy a call, when present; "plain", no perturbation), each side's median time in
+    each, and the cost: its time in a mode less its time in "plain", what that mode's copies cost the side beyond
+    the overhead the timer subtracted."""
+    modes = [m for m in ("perturbed", "fused", "plain") if any(folder.glob(f"verify_1_*_{m}.json"))]
+    times = " / ".join(modes)
+    costs = " / ".join(f"{m} cost" for m in modes if m != "plain")
+    lines = ["| target | " + " | ".join(f"{m} [99% interval]" for m in modes) + f" | baseline us ({times} / {costs}) | "
+             f"candidate us ({times} / {costs}) | subtracted overhead us |",
+             "| " + " | ".join(["---"] * (len(modes) + 4)) + " |"]
     for path in sorted(folder.glob("verify_1_*_perturbed.json")):
         target = path.name.removeprefix("verify_1_").removesuffix("_perturbed.json")
-        results = {mode: json.loads((folder / f"verify_1_{target}_{mode}.json").read_text())
-                   for mode in ("perturbed", "plain")}
+        results = {mode: json.loads((folder / f"verify_1_{target}_{mode}.json").read_text()) for mode in modes}
         cells = []
-        for mode in ("perturbed", "plain"):
+        for mode in modes:
             speedup, low, high, verdict = decided(results[mode])
             cells.append(f"{speedup:.3f}x [{low:.3f}, {high:.3f}]" + ("" if verdict == "faster" else f" ({verdict})"))
         for role in ("baseline", "candidate"):
-            with_, without = (_median_us(results[mode], role) for mode in ("perturbed", "plain"))
-            cells.append(f"{with_:.2f} / {without:.2f} / {with_ - without:+.2f}")
+            us = {mode: _median_us(results[mode], role) for mode in modes}
+            cells.append(" / ".join(f"{us[m]:.2f}" for m in modes) + "".join(
+                f" / {us[m] - us['plain']:+.2f}" for m in modes if m != "plain"))
         overhead = statistics.median(run["data"]["per_shape"][0]["overhead_ms"] for run in results["perturbed"]["runs"])
         lines.append(f"| {target} | " + " | ".join(cells) + f" | {1e3 * overhead:.2f} |")
     return "\n".join(lines)

@@ -3,6 +3,7 @@ sweep and the drift watch come out of the raw files."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -101,6 +102,19 @@ def test_perturb_gives_what_the_inline_perturbation_costs_each_side() -> None:
     costs = [float(rows[t][i].split(" / ")[2]) for t in rows for i in (3, 4)]
     assert (min(costs), max(costs)) == (0.46, 1.41) and len(costs) == 10
     assert rows["softmax"][4] == "35.09 / 34.00 / +1.09" and rows["gemv"][5] == "2.86"
+
+
+def test_perturb_adds_the_fused_mode_when_the_folder_has_it(tmp_path: Path) -> None:
+    """perturb_ab.sh with HK_MODES='perturbed fused plain': a column per mode, and each mode's cost against plain
+    (here the "fused" verifies are copies of the plain ones, so their cost is zero)."""
+    source = EVIDENCE / "contract_v2" / "perturb_ab_1846"
+    for path in source.glob("verify_1_gemv_*.json"):
+        shutil.copyfile(path, tmp_path / path.name)
+    shutil.copyfile(source / "verify_1_gemv_plain.json", tmp_path / "verify_1_gemv_fused.json")
+    header, _, row = _cells(drift_tables.perturb_table(tmp_path))
+    assert header[1:4] == ["perturbed [99% interval]", "fused [99% interval]", "plain [99% interval]"]
+    assert row[2] == row[3] == "1.041x [1.032, 1.050]"
+    assert row[4] == "34.56 / 33.43 / 33.43 / +1.14 / +0.00", row[4]
 
 
 def test_rounds_shows_decode_candidate_slow_and_fast_stretches_the_pad_does_not_set() -> None:
