@@ -4,6 +4,7 @@ their raw files (benchmarks/evidence/speedrun/decode_*).
     python benchmarks/decode_tables.py placement benchmarks/evidence/speedrun/decode_placement_1829
     python benchmarks/decode_tables.py drift benchmarks/evidence/speedrun/decode_drift_1838
     python benchmarks/decode_tables.py small_pad benchmarks/evidence/speedrun/decode_small_pad_1842
+    python benchmarks/decode_tables.py contract benchmarks/evidence/speedrun/decode_small_pad_1842
 
 A folder stands for the experiment's own `<mode's script>.jsonl` in it; a file is read as it is.
 
@@ -12,7 +13,7 @@ candidate's trend with the placement's index, what a repeated pad gave, and cuDN
 right after the candidate. `drift` (decode_drift.py): per phase the ranges, the baseline-minus-candidate difference
 and the ratio of medians; then cuDNN per placement after the candidate, in its own second capture, and first.
 `small_pad` (decode_small_pad.py): the ranges over the small block's sizes, how well a size's two timings agree, and
-the per-size speedup.
+the per-size speedup. `contract`: the contract's verifies on the same card against that bare graph, per side.
 """
 
 from __future__ import annotations
@@ -91,10 +92,31 @@ def small_pad_lines(path: Path) -> str:
     return "\n".join(lines)
 
 
+def contract_lines(folder: Path) -> str:
+    """The contract's verifies in FOLDER (``verify_*.json``) against the bare graph of ``decode_small_pad.jsonl``
+    on the same card: each side's median time in the verifies' rounds, in the bare graph, and the difference."""
+    rounds: dict[str, list[float]] = {"candidate": [], "baseline": []}
+    for path in sorted(folder.glob("verify_*.json")):
+        for run in json.loads(path.read_text())["runs"]:
+            rounds[run["role"]].append(1e3 * run["data"]["ms"])
+    bare = _rows(folder / "decode_small_pad.jsonl")
+    lines = []
+    for name, times in rounds.items():
+        contract = statistics.median(times)
+        graph = statistics.median(r["us"] for r in bare if r["function"] == name)
+        lines.append(f"{name}: contract rounds {_span(times)} us (median {contract:.2f}), bare graph median "
+                     f"{graph:.2f} us, {contract - graph:+.2f} us in the contract")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> None:
     modes = {"placement": placement_lines, "drift": drift_lines, "small_pad": small_pad_lines}
+    if argv[:1] == ["contract"] and len(argv) == 2:
+        print(contract_lines(Path(argv[1])))
+        return
     if len(argv) != 2 or argv[0] not in modes:
-        sys.exit("usage: python benchmarks/decode_tables.py placement|drift|small_pad FOLDER|FILE.jsonl")
+        sys.exit("usage: python benchmarks/decode_tables.py placement|drift|small_pad FOLDER|FILE.jsonl "
+                 "| contract FOLDER")
     path = Path(argv[1])
     print(modes[argv[0]](path / f"decode_{argv[0]}.jsonl" if path.is_dir() else path))
 

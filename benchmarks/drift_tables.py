@@ -8,6 +8,7 @@
     python benchmarks/drift_tables.py rounds benchmarks/evidence/h200_sync/drift_watch_1941/verify_*_decode*.json
     python benchmarks/drift_tables.py ideal
     python benchmarks/drift_tables.py perturb benchmarks/evidence/contract_v2/perturb_ab_1846
+    python benchmarks/drift_tables.py shares benchmarks/evidence/contract_v2/perturb_ab_1846
     python benchmarks/drift_tables.py reruns benchmarks/evidence/h200_sync/run_1933 ...
 
 `rows`: per row count, each kernel's GB/s from `benchmarks/device/row_waves.py` and the kept kernels' share of what
@@ -24,7 +25,8 @@ records), each second speedup against the first run's interval. `rounds`: each s
 runs' placement pads. `ideal`: how often a rerun would land inside the interval if rounds were independent normal
 draws, the model the interval assumes. `perturb FOLDER`: per target, the verify under the contract ("perturbed")
 against the one without the per-call perturbation (``benchmarks/device/perturb_ab.sh``, "plain"), and what the
-perturbation cost each side beyond what the timer subtracts. `reruns FOLDER...`: over the sync pairs' headlines,
+perturbation cost each side beyond what the timer subtracts. `shares FOLDER`: the candidates' times there as shares of
+the calibrated copy ceiling. `reruns FOLDER...`: over the sync pairs' headlines,
 each difference between the two runs' log speedups in units of its standard error from the verifies' own
 round-to-round spread, whose variance the interval's model puts at about 1.2 (simulated with the same rounds).
 """
@@ -38,6 +40,8 @@ import random
 import statistics
 import sys
 from pathlib import Path
+
+from speedrun_summary import copy_ceiling_gbps
 
 from hotkernel.run.verdict import student_t_quantile
 from hotkernel.store.leaderboard import load_records
@@ -237,6 +241,24 @@ def perturb_table(folder: Path) -> str:
     return "\n".join(lines)
 
 
+def shares_lines(folder: Path) -> str:
+    """Per target and mode of a ``perturb_ab.sh`` folder (round 1), the candidate's median time and its share of the
+    calibrated copy ceiling: the manifest's bytes per call (the run's ``bytes``) over that time."""
+    ceiling = copy_ceiling_gbps()
+    lines = []
+    for path in sorted(folder.glob("verify_1_*_perturbed.json")):
+        target = path.name.removeprefix("verify_1_").removesuffix("_perturbed.json")
+        cells = []
+        for mode in ("perturbed", "fused", "plain"):
+            if not (folder / f"verify_1_{target}_{mode}.json").is_file():
+                continue
+            result = json.loads((folder / f"verify_1_{target}_{mode}.json").read_text())
+            us = _median_us(result, "candidate")
+            cells.append(f"{mode} {us:.2f} us, {100 * result['runs'][0]['data']['bytes'] / us / 1e3 / ceiling:.1f}%")
+        lines.append(f"{target} candidate: " + "; ".join(cells) + f" of the {ceiling:.0f} GB/s copy ceiling")
+    return "\n".join(lines)
+
+
 def _pair_z(folder: Path) -> list[tuple[str, float]]:
     """(headline, z) for each headline of a sync pair: the second run's log speedup minus the first's, over the
     standard error the two verifies' round-to-round spreads give it."""
@@ -281,6 +303,7 @@ def main(argv: list[str]) -> None:
     modes = {"rows": lambda paths: rows_table(paths), "watch": lambda paths: watch_table(paths[0]),
              "spread": lambda paths: spread_line(paths), "pair": lambda paths: pair_table(paths[0]),
              "rounds": lambda paths: rounds_lines(paths), "perturb": lambda paths: perturb_table(paths[0]),
+             "shares": lambda paths: shares_lines(paths[0]),
              "reruns": lambda paths: reruns_lines(paths)}
     if argv[:1] == ["ideal"]:
         print(ideal_line())
@@ -291,7 +314,7 @@ def main(argv: list[str]) -> None:
     if len(argv) < 2 or argv[0] not in modes:
         sys.exit("usage: python benchmarks/drift_tables.py rows FILE.jsonl ... | watch FOLDER | spread VERIFY.json ... "
                  "| records TARGET VARIANT | pair FOLDER | rounds VERIFY.json ... | ideal | perturb FOLDER "
-                 "| reruns FOLDER ...")
+                 "| shares FOLDER | reruns FOLDER ...")
     print(modes[argv[0]]([Path(p) for p in argv[1:]]))
 
 

@@ -34,8 +34,13 @@ def kept_variant(who: str) -> str:
     return found.group(1) if found else "-"
 
 
+def copy_ceiling_gbps() -> float:
+    """The calibrated copy ceiling the shares of ceiling are taken against (GB/s, read + write counted)."""
+    return json.loads((ROOT / "benchmarks/evidence/calibration/calibrate_h200.json").read_text())["copy_gbps"]
+
+
 def main() -> None:
-    ceiling_gbps = json.loads((ROOT / "benchmarks/evidence/calibration/calibrate_h200.json").read_text())["copy_gbps"]
+    ceiling_gbps = copy_ceiling_gbps()
     manifest = load_manifest(ROOT / "hotkernel.yaml")
     records = [(path, rec) for path, rec in load_records(ROOT / "results")
                if rec.invalidated is None and rec.role == "candidate"]

@@ -37,3 +37,11 @@ def test_small_pad_puts_the_pair_level_with_cudnn_in_a_bare_graph() -> None:
     assert lines[2] == "speedup per size 1.0014-1.0087x, median 1.0054x"
     after = decode_tables.small_pad_lines(EVIDENCE / "decode_small_pad_1842" / "decode_small_pad_after.jsonl")
     assert after.endswith("median 1.0031x")
+
+
+def test_contract_puts_more_on_cudnn_than_on_the_pair_against_the_bare_graph() -> None:
+    """docs/speedrun.md: on GPU-12d4823c cuDNN took about 1.7 us more per call in the contract's rounds than in the
+    bare graph, the pair about 0.8 us more."""
+    lines = decode_tables.contract_lines(EVIDENCE / "decode_small_pad_1842").splitlines()
+    assert lines[0].endswith("bare graph median 36.79 us, +0.78 us in the contract"), lines[0]
+    assert lines[1].endswith("bare graph median 36.98 us, +1.69 us in the contract"), lines[1]
