@@ -20,13 +20,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "# experiment: fused perturbation (benchmarks/device/fused_perturb_patch.py)"
-EDITS = (  # (anchor, text inserted after it), each anchor once in the contract
+TIMED_CALL = "        perturb(j, k)\n        out = kernel(*sets[k], **kwargs)\n        restore(j, k)\n"
+ALONE = "    def overhead_call(j: int) -> None:\n        k = j % n_sets\n        perturb(j, k)\n        restore(j, k)\n"
+REPLACEMENTS = (  # (text, what it becomes), each text once in the contract
     ("                     orig=[orig[j:j + 1] for j in range(n)])\n",
+     "                     orig=[orig[j:j + 1] for j in range(n)])\n"
      "        fpos = torch.zeros(n, 2, dtype=torch.int64, device=device)  " + MARK + "\n"
      "        fval = torch.zeros(n, 2, dtype=flats[0].dtype, device=device)\n"
      "        state.update(fpos=fpos, fval=fval, fpos_rows=[fpos[j] for j in range(n)],\n"
      "                     fval_rows=[fval[j] for j in range(n)])\n"),
     ("        buf_orig.copy_(gather_per_set(torch, flats, pos))\n",
+     "        buf_orig.copy_(gather_per_set(torch, flats, pos))\n"
      "        prev = torch.arange(state['n'], device=device) - len(flats)  " + MARK + "\n"
      "        had = prev >= 0\n"
      "        prev = prev.clamp(min=0)\n"
@@ -34,50 +38,27 @@ EDITS = (  # (anchor, text inserted after it), each anchor once in the contract
      "        state['fpos'][:, 1].copy_(buf_pos)\n"
      "        state['fval'][:, 0].copy_(torch.where(had, buf_orig[prev], buf_val))\n"
      "        state['fval'][:, 1].copy_(buf_val)\n"),
+    ("    def call(j: int) -> Any:\n",
+     "    def fused(j: int, k: int) -> None:  " + MARK + "\n"
+     "        if flats:\n"
+     "            flats[k].index_copy_(0, state[\"fpos_rows\"][j], state[\"fval_rows\"][j])\n\n"
+     "    def finish(j: int) -> None:\n"
+     "        if flats and j == state[\"n\"] - 1:\n"
+     "            for i in range(max(0, j - n_sets + 1), j + 1):\n"
+     "                restore(i, i % n_sets)\n\n"
+     "    def call(j: int) -> Any:\n"),
+    (TIMED_CALL, "        fused(j, k)\n        out = kernel(*sets[k], **kwargs)\n        finish(j)\n"),
+    (ALONE, "    def overhead_call(j: int) -> None:\n        fused(j, j % n_sets)\n        finish(j)\n"),
 )
-CALLS_BEFORE = """    def call(j: int) -> Any:
-        k = j % n_sets
-        perturb(j, k)
-        out = kernel(*sets[k], **kwargs)
-        restore(j, k)
-        return out
-
-    def overhead_call(j: int) -> None:
-        k = j % n_sets
-        perturb(j, k)
-        restore(j, k)
-"""
-CALLS_AFTER = """    def fused(j: int, k: int) -> None:  """ + MARK + """
-        if flats:
-            flats[k].index_copy_(0, state["fpos_rows"][j], state["fval_rows"][j])
-
-    def finish(j: int) -> None:
-        if flats and j == state["n"] - 1:
-            for i in range(max(0, j - n_sets + 1), j + 1):
-                restore(i, i % n_sets)
-
-    def call(j: int) -> Any:
-        k = j % n_sets
-        fused(j, k)
-        out = kernel(*sets[k], **kwargs)
-        finish(j)
-        return out
-
-    def overhead_call(j: int) -> None:
-        fused(j, j % n_sets)
-        finish(j)
-"""
-
 
 def main() -> None:
     template = ROOT / "templates" / "hk_contract.py"
     text = template.read_text(encoding="utf-8")
     assert MARK not in text, f"{template}: patched already"
-    for anchor, insert in EDITS:
-        assert text.count(anchor) == 1, f"{template}: {anchor.strip()!r} is not where this patch expects it"
-        text = text.replace(anchor, anchor + insert)
-    assert text.count(CALLS_BEFORE) == 1, f"{template}: the timed call is not the one this patch expects"
-    template.write_text(text.replace(CALLS_BEFORE, CALLS_AFTER), encoding="utf-8")
+    for before, after in REPLACEMENTS:
+        assert text.count(before) == 1, f"{template}: {before.strip()[:60]!r} is not where this patch expects it"
+        text = text.replace(before, after)
+    template.write_text(text, encoding="utf-8")
     shutil.copyfile(template, ROOT / "targets" / "hk_contract.py")
     print(f"patched {template} and targets/hk_contract.py: one copy kernel per timed call")
 
