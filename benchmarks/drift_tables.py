@@ -151,18 +151,24 @@ def spread_line(paths: list[Path]) -> str:
             + "".join(f", {sum(d[3] == v for d in decisions)} {v}" for v in verdicts))
 
 
-def pair_table(folder: Path) -> str:
-    """Markdown: each headline of a sync pair (``sync_1.json``, ``sync_2.json`` in FOLDER, their records under
-    ``results/``), the first run's speedup and interval, the second run's speedup, and whether it lies inside;
-    outside, by how much beyond the nearer end, in % of that end. Ends with the count inside."""
+def pair_records(folder: Path) -> list[tuple[str, dict, dict]]:
+    """(headline, first run's record, second run's record) for each headline of a sync pair (``sync_1.json``,
+    ``sync_2.json`` in FOLDER, their records under ``results/``)."""
     runs = [{item["name"]: item for item in json.loads((folder / f"sync_{i}.json").read_text())["items"]}
             for i in (1, 2)]
+    return [(name, *(json.loads((ROOT / run[name]["record"]).read_text()) for run in runs)) for name in runs[0]]
+
+
+def pair_table(folder: Path) -> str:
+    """Markdown: each headline of a sync pair (``pair_records``), the first run's speedup and interval, the second
+    run's speedup, and whether it lies inside; outside, by how much beyond the nearer end, in % of that end. Ends
+    with the count inside."""
+    pairs = pair_records(folder)
     lines = ["| target | run 1 [99% interval] | run 2 | inside run 1's interval |", "| --- | --- | --- | --- |"]
     inside_count = 0
-    for name, first in runs[0].items():
-        record = json.loads((ROOT / first["record"]).read_text())
+    for name, record, again_record in pairs:
         speedup, low, high, _ = decided(record["result"])
-        again, _, _, verdict = decided(json.loads((ROOT / runs[1][name]["record"]).read_text())["result"])
+        again, _, _, verdict = decided(again_record["result"])
         who = record["who"]
         label = name if " competitor " in name else f"{name} (`{who.split()[-1]}`)"
         inside = low <= again <= high
@@ -171,7 +177,7 @@ def pair_table(folder: Path) -> str:
         where = "yes" if inside else f"**no** ({beyond:+.1f}%)" if abs(beyond) >= 0.05 else f"**no** ({beyond:+.3f}%)"
         second = f"{again:.3f}x" + ("" if verdict == "faster" else f" ({verdict})")
         lines.append(f"| {label} | {speedup:.3f}x [{low:.3f}, {high:.3f}] | {second} | {where} |")
-    lines.append(f"{inside_count} of {len(runs[0])} second-run speedups inside the first run's interval")
+    lines.append(f"{inside_count} of {len(pairs)} second-run speedups inside the first run's interval")
     return "\n".join(lines)
 
 
@@ -214,20 +220,32 @@ def _median_us(result: dict, role: str) -> float:
     return 1e3 * statistics.median(run["data"]["ms"] for run in result["runs"] if run["role"] == role)
 
 
+def perturb_results(folder: Path) -> dict[str, dict[str, dict]]:
+    """target -> mode -> verify result of a ``perturb_ab.sh`` folder (round 1), modes in the order perturbed (the
+    contract), fused (one copy a call), plain (no perturbation), each where the folder has it."""
+    found: dict[str, dict[str, dict]] = {}
+    for path in sorted(folder.glob("verify_1_*_perturbed.json")):
+        target = path.name.removeprefix("verify_1_").removesuffix("_perturbed.json")
+        found[target] = {mode: json.loads((folder / f"verify_1_{target}_{mode}.json").read_text())
+                         for mode in ("perturbed", "fused", "plain")
+                         if (folder / f"verify_1_{target}_{mode}.json").is_file()}
+    return found
+
+
 def perturb_table(folder: Path) -> str:
-    """Markdown: per target of a ``perturb_ab.sh`` folder (round 1), the speedup in each mode it ran ("perturbed",
-    the contract; "fused", one copy a call, when present; "plain", no perturbation), each side's median time in
-    each, and the cost: its time in a mode less its time in "plain", what that mode's copies cost the side beyond
-    the overhead the timer subtracted."""
-    modes = [m for m in ("perturbed", "fused", "plain") if any(folder.glob(f"verify_1_*_{m}.json"))]
+    """Markdown: per target (``perturb_results``) the speedup in each mode, each side's median time in each, and the
+    cost: its time in a mode less its time in "plain", what that mode's copies cost the side beyond the overhead
+    the timer subtracted."""
+    results_by_target = perturb_results(folder)
+    if not results_by_target:
+        raise SystemExit(f"perturb: {folder} has no verify_1_*_perturbed.json (benchmarks/device/perturb_ab.sh)")
+    modes = list(next(iter(results_by_target.values())))
     times = " / ".join(modes)
     costs = " / ".join(f"{m} cost" for m in modes if m != "plain")
     lines = ["| target | " + " | ".join(f"{m} [99% interval]" for m in modes) + f" | baseline us ({times} / {costs}) | "
              f"candidate us ({times} / {costs}) | subtracted overhead us |",
              "| " + " | ".join(["---"] * (len(modes) + 4)) + " |"]
-    for path in sorted(folder.glob("verify_1_*_perturbed.json")):
-        target = path.name.removeprefix("verify_1_").removesuffix("_perturbed.json")
-        results = {mode: json.loads((folder / f"verify_1_{target}_{mode}.json").read_text()) for mode in modes}
+    for target, results in results_by_target.items():
         cells = []
         for mode in modes:
             speedup, low, high, verdict = decided(results[mode])
@@ -242,17 +260,13 @@ def perturb_table(folder: Path) -> str:
 
 
 def shares_lines(folder: Path) -> str:
-    """Per target and mode of a ``perturb_ab.sh`` folder (round 1), the candidate's median time and its share of the
-    calibrated copy ceiling: the manifest's bytes per call (the run's ``bytes``) over that time."""
+    """Per target and mode (``perturb_results``) the candidate's median time and its share of the calibrated copy
+    ceiling: the manifest's bytes per call (the run's ``bytes``) over that time."""
     ceiling = copy_ceiling_gbps()
     lines = []
-    for path in sorted(folder.glob("verify_1_*_perturbed.json")):
-        target = path.name.removeprefix("verify_1_").removesuffix("_perturbed.json")
+    for target, results in perturb_results(folder).items():
         cells = []
-        for mode in ("perturbed", "fused", "plain"):
-            if not (folder / f"verify_1_{target}_{mode}.json").is_file():
-                continue
-            result = json.loads((folder / f"verify_1_{target}_{mode}.json").read_text())
+        for mode, result in results.items():
             us = _median_us(result, "candidate")
             cells.append(f"{mode} {us:.2f} us, {100 * result['runs'][0]['data']['bytes'] / us / 1e3 / ceiling:.1f}%")
         lines.append(f"{target} candidate: " + "; ".join(cells) + f" of the {ceiling:.0f} GB/s copy ceiling")
@@ -262,11 +276,9 @@ def shares_lines(folder: Path) -> str:
 def _pair_z(folder: Path) -> list[tuple[str, float]]:
     """(headline, z) for each headline of a sync pair: the second run's log speedup minus the first's, over the
     standard error the two verifies' round-to-round spreads give it."""
-    runs = [{item["name"]: item for item in json.loads((folder / f"sync_{i}.json").read_text())["items"]}
-            for i in (1, 2)]
     found = []
-    for name in runs[0]:
-        a, b = (json.loads((ROOT / run[name]["record"]).read_text())["result"]["decision"] for run in runs)
+    for name, first, second in pair_records(folder):
+        a, b = first["result"]["decision"], second["result"]["decision"]
         error = (a["log_ratio_sd"] ** 2 / a["n"] + b["log_ratio_sd"] ** 2 / b["n"]) ** 0.5
         found.append((name, (math.log(b["speedup"]) - math.log(a["speedup"])) / error))
     return found
