@@ -711,14 +711,17 @@ def poison_tensors(torch: Any, outputs: list[list[Any]], protected: list[Any]) -
 
 # ---- the per-call perturbation ----------------------------------------------------------------------------
 # Before timed call j (on set k = j % K) one element of one per-set input is set to a value drawn from this
-# sample's perturbation seed, and restored after the call: the content a call sees is new at an unpredictable
-# place, so an output cached under any key that misses that element is stale, and checked calls are judged
-# against the perturbed inputs. Raw inputs get +-[PERTURB_MIN_ABS, PERTURB_MAX_ABS] (a tail value of their own
-# N(0, 1): in distribution, so an honest kernel is as accurate there as anywhere; a value of 4-8 made an honest
-# fp32 cuBLAS matmul miss atol 1e-4 by one element on the H200); derived inputs and a module problem's inputs get
-# another element of the same tensor (keeps the derive hook's invariants and the problem's own distribution: a
-# positive input stays positive, an index stays in range). Cost: 3 x N elements of memory and two one-element
-# copies per call, timed alone and subtracted (``overhead_ms`` in the run JSON).
+# sample's perturbation seed: the content a call sees is new at an unpredictable place, so an output cached under
+# any key that misses that element is stale, and checked calls are judged against the perturbed inputs. Raw inputs
+# get +-[PERTURB_MIN_ABS, PERTURB_MAX_ABS] (a tail value of their own N(0, 1): in distribution, so an honest kernel
+# is as accurate there as anywhere; a value of 4-8 made an honest fp32 cuBLAS matmul miss atol 1e-4 by one element
+# on the H200); derived inputs and a module problem's inputs get another element of the same tensor (keeps the
+# derive hook's invariants and the problem's own distribution: a positive input stays positive, an index stays in
+# range). One copy kernel per call does both writes: it restores the element call j - K changed in the same set
+# and sets call j's (``fused_perturbation``); the last K calls are restored after the last kernel. Every call
+# sees its set with exactly its own element changed. A second copy per call cost each kernel 0.2-0.5 us more on
+# the H200 (benchmarks/evidence/contract_v2/fused_ab_2041/). Cost: 7 x N elements of memory and one copy per
+# call, timed alone and subtracted (``overhead_ms`` in the run JSON).
 def perturb_slot(torch: Any, first_set: list[Any], per_set: list[bool]) -> int | None:
     """Index of the input a timed call sees perturbed: the first per-set, contiguous, non-empty tensor."""
     for index, (tensor, own) in enumerate(zip(first_set, per_set, strict=False)):
@@ -768,6 +771,18 @@ def gather_per_set(torch: Any, flats: list[Any], index: Any) -> Any:
         picks = torch.arange(k, index.numel(), k_sets, device=index.device)
         out[picks] = flats[k][index[picks]]
     return out
+
+
+def fused_perturbation(torch: Any, pos: Any, values: Any, orig: Any, k_sets: int) -> tuple[Any, Any]:
+    """Per call j, the two (position, value) writes of its one copy: ``[:, 0]`` restores call j - K's element
+    (call j's own write for the first K calls, and call j's value where both positions coincide, so that the
+    copy's order never matters), ``[:, 1]`` sets call j's. Shapes (n, 2)."""
+    prev = torch.arange(pos.numel(), device=pos.device) - k_sets
+    had = prev >= 0
+    prev = prev.clamp(min=0)
+    first_pos = torch.where(had, pos[prev], pos)
+    first_val = torch.where(had & (pos[prev] != pos), orig[prev], values)
+    return torch.stack([first_pos, pos], dim=1), torch.stack([first_val, values], dim=1)
 
 
 def apply_perturbation(torch: Any, inputs: list[Any], slot: int, position: int, value_bits: Any) -> None:
@@ -1741,11 +1756,12 @@ def pristine_table(torch: Any) -> dict[str, tuple[Any, str]]:
 
     table: dict[str, tuple[Any, str]] = {}
     for name in ("allclose", "isclose", "equal", "randn", "rand", "randint", "empty", "empty_like", "save",
-                 "Generator", "manual_seed", "arange", "index_select"):
+                 "Generator", "manual_seed", "arange", "index_select", "where", "stack"):
         table[f"torch.{name}"] = (torch, name)
     table["torch.testing.assert_close"] = (torch.testing, "assert_close")
     for name in ("copy_", "clone", "to", "cpu", "float", "double", "fill_", "sum", "abs", "max", "reshape",
-                 "detach", "isfinite", "data_ptr", "__eq__", "__sub__", "index_copy_", "view"):
+                 "detach", "isfinite", "data_ptr", "__eq__", "__sub__", "index_copy_", "view", "clamp", "__ge__",
+                 "__ne__", "__and__"):
         table[f"torch.Tensor.{name}"] = (torch.Tensor, name)
     for name in ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "process_time"):
         table[f"time.{name}"] = (time, name)
@@ -2042,7 +2058,7 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     # The per-call perturbation (inputs.py): buffers sized by the timer through `resize`.
     slot = perturb_slot(torch, first, per_set_flags)
     flats = [bits_view(torch, s[slot]) for s in sets] if slot is not None else []
-    state: dict[str, Any] = {"pos": [], "val": [], "orig": [], "n": 0}
+    state: dict[str, Any] = {"n": 0}
 
     def resize(n: int) -> None:
         if not flats:
@@ -2050,9 +2066,12 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         state["buffers"] = (torch.zeros(n, dtype=torch.int64, device=device),
                             torch.zeros(n, dtype=flats[0].dtype, device=device),
                             torch.zeros(n, dtype=flats[0].dtype, device=device))
-        pos, val, orig = state["buffers"]
-        state.update(n=n, pos=[pos[j:j + 1] for j in range(n)], val=[val[j:j + 1] for j in range(n)],
-                     orig=[orig[j:j + 1] for j in range(n)])
+        state["writes"] = (torch.zeros(n, 2, dtype=torch.int64, device=device),
+                           torch.zeros(n, 2, dtype=flats[0].dtype, device=device))
+        pos, _, orig = state["buffers"]
+        write_pos, write_val = state["writes"]
+        state.update(n=n, pos=[pos[j:j + 1] for j in range(n)], orig=[orig[j:j + 1] for j in range(n)],
+                     write_pos=[write_pos[j] for j in range(n)], write_val=[write_val[j] for j in range(n)])
 
     def draw(seed: int) -> None:
         if not flats:
@@ -2064,26 +2083,31 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         buf_pos.copy_(pos)
         buf_val.copy_(values)
         buf_orig.copy_(gather_per_set(torch, flats, pos))
+        write_pos, write_val = fused_perturbation(torch, buf_pos, buf_val, buf_orig, n_sets)
+        state["writes"][0].copy_(write_pos)
+        state["writes"][1].copy_(write_val)
 
     def perturb(j: int, k: int) -> None:
+        """One copy: call j - K's element restored, call j's set."""
         if flats:
-            flats[k].index_copy_(0, state["pos"][j], state["val"][j])
+            flats[k].index_copy_(0, state["write_pos"][j], state["write_val"][j])
 
-    def restore(j: int, k: int) -> None:
-        if flats:
-            flats[k].index_copy_(0, state["pos"][j], state["orig"][j])
+    def settle(j: int) -> None:
+        """After the last call of a sample, the last K calls' elements restored."""
+        if flats and j == state["n"] - 1:
+            for i in range(max(0, j + 1 - n_sets), j + 1):
+                flats[i % n_sets].index_copy_(0, state["pos"][i], state["orig"][i])
 
     def call(j: int) -> Any:
         k = j % n_sets
         perturb(j, k)
         out = kernel(*sets[k], **kwargs)
-        restore(j, k)
+        settle(j)
         return out
 
     def overhead_call(j: int) -> None:
-        k = j % n_sets
-        perturb(j, k)
-        restore(j, k)
+        perturb(j, j % n_sets)
+        settle(j)
 
     sample_seeds: dict[int, tuple[list[int], int, int]] = {}
 

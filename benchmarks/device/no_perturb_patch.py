@@ -1,11 +1,11 @@
 """An experiment, not the contract: time every call without the per-call perturbation, to see what it costs.
 
-Each timed call of the contract is ``perturb`` (one element of an input rewritten), the kernel, ``restore``: two
-one-element kernels around the measured one, whose cost alone (the same graph without the kernel) is subtracted.
-In one process on one H200 the decode pair and cuDNN ran 36.73 and 36.84 us back to back (1.003x,
-benchmarks/evidence/speedrun/decode_small_pad_1842/), where the contract's verifies on the same card gave 1.028x
-(medians: cuDNN 38.7 us, the pair 37.6 us): the two small kernels cost each side a different amount beyond what is
-subtracted. This patches the working copy's contract (templates/hk_contract.py, which verify runs, and
+Each timed call of the contract is one copy kernel (call j - K's element restored, call j's changed) and the
+kernel; the copies' cost alone (the same graph without the kernel) is subtracted. Until the contract fused them
+there were two copies per call; in one process on one H200 the decode pair and cuDNN ran 36.73 and 36.84 us back
+to back (1.003x, benchmarks/evidence/speedrun/decode_small_pad_1842/), where the contract's verifies on the same
+card gave 1.028x (medians: cuDNN 38.7 us, the pair 37.6 us): the small kernels cost each side a different amount
+beyond what is subtracted. This patches the working copy's contract (templates/hk_contract.py, which verify runs, and
 targets/hk_contract.py, the workspace copy that must equal it) so that no input is perturbed (``perturb_slot``
 returns None, the path the contract already takes for a target without a perturbable input): the timed graph is
 the kernel alone, back to back over the rotated sets. Outputs are still checked against the reference. Run on a

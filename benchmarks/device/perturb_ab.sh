@@ -1,8 +1,9 @@
 #!/bin/bash
 # What the per-call perturbation costs each side: ROUNDS times, for each TARGET, `hotkernel verify -n N --json`
 # in each mode of HK_MODES (default "perturbed plain"): "perturbed" under the contract as it is, "plain" under
-# benchmarks/device/no_perturb_patch.py, "fused" under benchmarks/device/fused_perturb_patch.py
-# (verify_<round>_<target>_<mode>.json), the contract restored before each.
+# benchmarks/device/no_perturb_patch.py (verify_<round>_<target>_<mode>.json), the contract restored before each.
+# (At f4279c7 a third mode, "fused", ran the one-copy perturbation the contract now has, as a patch of the
+# contract's two copies: benchmarks/evidence/contract_v2/fused_ab_2041/.)
 # A line per verify in steps.txt. Nothing is recorded. Stops starting rounds after BUDGET_S.
 # `python benchmarks/drift_tables.py perturb OUT` prints the table.
 # Usage (device, repo root; .whl/ carried): bash benchmarks/device/perturb_ab.sh OUT ROUNDS N BUDGET_S TARGET...
@@ -22,7 +23,6 @@ for i in $(seq 1 "$ROUNDS"); do
       cp "$SAVED/template.py" templates/hk_contract.py; cp "$SAVED/template.py" targets/hk_contract.py
       case $mode in
         plain) python3 benchmarks/device/no_perturb_patch.py > /dev/null || exit 1 ;;
-        fused) python3 benchmarks/device/fused_perturb_patch.py > /dev/null || exit 1 ;;
       esac
       t0=$SECONDS
       timeout 150 python3 -m hotkernel verify "targets/$t/baseline.py" "targets/$t/candidate.py" -n "$N" --json \

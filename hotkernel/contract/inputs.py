@@ -251,14 +251,17 @@ def poison_tensors(torch: Any, outputs: list[list[Any]], protected: list[Any]) -
 
 # ---- the per-call perturbation ----------------------------------------------------------------------------
 # Before timed call j (on set k = j % K) one element of one per-set input is set to a value drawn from this
-# sample's perturbation seed, and restored after the call: the content a call sees is new at an unpredictable
-# place, so an output cached under any key that misses that element is stale, and checked calls are judged
-# against the perturbed inputs. Raw inputs get +-[PERTURB_MIN_ABS, PERTURB_MAX_ABS] (a tail value of their own
-# N(0, 1): in distribution, so an honest kernel is as accurate there as anywhere; a value of 4-8 made an honest
-# fp32 cuBLAS matmul miss atol 1e-4 by one element on the H200); derived inputs and a module problem's inputs get
-# another element of the same tensor (keeps the derive hook's invariants and the problem's own distribution: a
-# positive input stays positive, an index stays in range). Cost: 3 x N elements of memory and two one-element
-# copies per call, timed alone and subtracted (``overhead_ms`` in the run JSON).
+# sample's perturbation seed: the content a call sees is new at an unpredictable place, so an output cached under
+# any key that misses that element is stale, and checked calls are judged against the perturbed inputs. Raw inputs
+# get +-[PERTURB_MIN_ABS, PERTURB_MAX_ABS] (a tail value of their own N(0, 1): in distribution, so an honest kernel
+# is as accurate there as anywhere; a value of 4-8 made an honest fp32 cuBLAS matmul miss atol 1e-4 by one element
+# on the H200); derived inputs and a module problem's inputs get another element of the same tensor (keeps the
+# derive hook's invariants and the problem's own distribution: a positive input stays positive, an index stays in
+# range). One copy kernel per call does both writes: it restores the element call j - K changed in the same set
+# and sets call j's (``fused_perturbation``); the last K calls are restored after the last kernel. Every call
+# sees its set with exactly its own element changed. A second copy per call cost each kernel 0.2-0.5 us more on
+# the H200 (benchmarks/evidence/contract_v2/fused_ab_2041/). Cost: 7 x N elements of memory and one copy per
+# call, timed alone and subtracted (``overhead_ms`` in the run JSON).
 def perturb_slot(torch: Any, first_set: list[Any], per_set: list[bool]) -> int | None:
     """Index of the input a timed call sees perturbed: the first per-set, contiguous, non-empty tensor."""
     for index, (tensor, own) in enumerate(zip(first_set, per_set, strict=False)):
@@ -308,6 +311,18 @@ def gather_per_set(torch: Any, flats: list[Any], index: Any) -> Any:
         picks = torch.arange(k, index.numel(), k_sets, device=index.device)
         out[picks] = flats[k][index[picks]]
     return out
+
+
+def fused_perturbation(torch: Any, pos: Any, values: Any, orig: Any, k_sets: int) -> tuple[Any, Any]:
+    """Per call j, the two (position, value) writes of its one copy: ``[:, 0]`` restores call j - K's element
+    (call j's own write for the first K calls, and call j's value where both positions coincide, so that the
+    copy's order never matters), ``[:, 1]`` sets call j's. Shapes (n, 2)."""
+    prev = torch.arange(pos.numel(), device=pos.device) - k_sets
+    had = prev >= 0
+    prev = prev.clamp(min=0)
+    first_pos = torch.where(had, pos[prev], pos)
+    first_val = torch.where(had & (pos[prev] != pos), orig[prev], values)
+    return torch.stack([first_pos, pos], dim=1), torch.stack([first_val, values], dim=1)
 
 
 def apply_perturbation(torch: Any, inputs: list[Any], slot: int, position: int, value_bits: Any) -> None:

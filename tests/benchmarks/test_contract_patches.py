@@ -1,6 +1,6 @@
 """The device experiments that patch a scratch copy of the contract (benchmarks/device/*_patch.py) still apply to
-today's contract and keep its judge: a CPU run of an honest candidate under each is ok, and under the fused
-perturbation a memoizing candidate is still caught."""
+today's contract: a CPU run of an honest candidate under each is ok; without the perturbation a memoizing
+candidate passes, which the contract's own perturbation catches (tests/adversarial/cases.py)."""
 
 from __future__ import annotations
 
@@ -41,18 +41,11 @@ def standalone(ws, candidate: str | None = None) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("patch", ["no_perturb_patch", "fused_perturb_patch"])
-def test_an_honest_candidate_passes_under_each_patch(tmp_path: Path, patch: str) -> None:
-    ws = patched_workspace(tmp_path, patch)
+def test_an_honest_candidate_passes_without_the_perturbation(tmp_path: Path) -> None:
+    ws = patched_workspace(tmp_path, "no_perturb_patch")
     assert "experiment" in (ws.root / "targets" / "hk_contract.py").read_text()
     result = standalone(ws)
     assert result["status"] == "ok", result.get("reason")
-
-
-@pytest.mark.slow
-def test_the_fused_perturbation_still_catches_memoized_outputs(tmp_path: Path) -> None:
-    result = standalone(patched_workspace(tmp_path, "fused_perturb_patch"), "memo_strided_sample")
-    assert result["status"] == "incorrect" and "timed_outputs_match_reference" in result["reason"], result
 
 
 @pytest.mark.slow

@@ -185,6 +185,34 @@ def test_perturbation_seen_by_the_worker_is_what_the_judge_rebuilds() -> None:
     assert float(seen[0].reshape(-1)[5]) == 6.0 and torch.equal(seen[0].reshape(-1)[6:], sets[0][0].reshape(-1)[6:])
 
 
+def test_one_copy_per_call_shows_each_call_its_set_with_only_its_own_element_changed() -> None:
+    """The worker's fused writes, replayed on K sets: before each call its set differs from the clean set at
+    exactly the call's position (positions that repeat within a set included), and the K restores after the
+    last call leave every set clean, whatever order the copy writes its two elements in."""
+    torch = pytest.importorskip("torch")
+    k_sets, n_calls = 3, 30
+    clean = [torch.randint(-1000, 1000, (4,), dtype=torch.int16) for _ in range(k_sets)]
+    pos = torch.randint(0, 4, (n_calls,), generator=torch.Generator().manual_seed(7))  # 4 places: many repeats
+    values = torch.arange(2000, 2000 + n_calls, dtype=torch.int16)
+    orig = hk.gather_per_set(torch, clean, pos)
+    write_pos, write_val = hk.fused_perturbation(torch, pos, values, orig, k_sets)
+    assert write_pos.shape == (n_calls, 2) and write_val.shape == (n_calls, 2)
+    repeats = sum(int(pos[j]) == int(pos[j - k_sets]) for j in range(k_sets, n_calls))
+    assert repeats >= 3  # the case where the copy's two positions coincide is exercised
+    for order in ((0, 1), (1, 0)):
+        flats = [c.clone() for c in clean]
+        for j in range(n_calls):
+            k = j % k_sets
+            for column in order:
+                flats[k][write_pos[j, column]] = write_val[j, column]
+            expected = clean[k].clone()
+            expected[pos[j]] = values[j]
+            assert torch.equal(flats[k], expected), (order, j)
+        for i in range(n_calls - k_sets, n_calls):
+            flats[i % k_sets].index_copy_(0, pos[i:i + 1], orig[i:i + 1])
+        assert all(torch.equal(f, c) for f, c in zip(flats, clean, strict=True))
+
+
 def test_reference_upcasts_module_parameters_and_says_so() -> None:
     torch = pytest.importorskip("torch")
     norm = torch.nn.LayerNorm(16)
