@@ -248,12 +248,16 @@ def perturb_table(folder: Path) -> str:
     for target, results in results_by_target.items():
         cells = []
         for mode in modes:
+            if mode not in results:  # the budget stopped the run before this verify
+                cells.append("not run")
+                continue
             speedup, low, high, verdict = decided(results[mode])
             cells.append(f"{speedup:.3f}x [{low:.3f}, {high:.3f}]" + ("" if verdict == "faster" else f" ({verdict})"))
         for role in ("baseline", "candidate"):
-            us = {mode: _median_us(results[mode], role) for mode in modes}
-            cells.append(" / ".join(f"{us[m]:.2f}" for m in modes) + "".join(
-                f" / {us[m] - us['plain']:+.2f}" for m in modes if m != "plain"))
+            us = {mode: _median_us(results[mode], role) for mode in modes if mode in results}
+            cells.append(" / ".join(f"{us[m]:.2f}" if m in us else "-" for m in modes) + "".join(
+                f" / {us[m] - us['plain']:+.2f}" if m in us and "plain" in us else " / -"
+                for m in modes if m != "plain"))
         overhead = statistics.median(run["data"]["per_shape"][0]["overhead_ms"] for run in results["perturbed"]["runs"])
         lines.append(f"| {target} | " + " | ".join(cells) + f" | {1e3 * overhead:.2f} |")
     return "\n".join(lines)
