@@ -93,7 +93,16 @@ class RecordResult(_Model):
         description="True when verdict is faster and the speedup exceeds every earlier counted record of "
         "this target on this device (the loop keeps a change only then)"
     )
+    clear_of_best: bool = Field(
+        default=False,
+        description="True when beats_best and this record's interval lies wholly above the previous best's (or "
+        "there was none): the two verifies' noise does not explain the order. beats_best without it: verify the "
+        "kept candidate against the new one head to head before keeping the new one",
+    )
     previous_best: float | None = Field(default=None, description="best counted speedup before this record")
+    previous_best_interval: list[float] | None = Field(
+        default=None, description="[low, high] interval of the previous best's speedup"
+    )
     previous_best_path: str | None = Field(default=None, description="record holding the previous best")
     leaderboard: str = Field(description="path of the regenerated LEADERBOARD.md")
     tampered: list[str] = Field(

@@ -164,17 +164,17 @@ def _one_line(value: str, what: str) -> str:
 
 
 def best_counted(ws: Workspace, target: str, device: str, protocol: int,
-                 lock: Lock | None = None) -> tuple[float | None, str | None]:
-    """(best counted faster speedup, its record path) for ``target`` on ``device``: vouched candidate records only
-    (a competitor never becomes the best)."""
-    best: tuple[float | None, str | None] = (None, None)
+                 lock: Lock | None = None) -> tuple[str, Record] | None:
+    """(path, record) of the best counted faster speedup of ``target`` on ``device``, or None: vouched candidate
+    records only (a competitor never becomes the best)."""
+    best: tuple[str, Record] | None = None
     for path, rec in scan_results(ws, lock).records:
         if (rec.target != target or device_of(rec) != device or rec.role != "candidate"
                 or not_counted_reason(rec, protocol) is not None):
             continue
         if rec.result.verdict == "faster" and rec.result.speedup is not None:
-            if best[0] is None or rec.result.speedup > best[0]:
-                best = (rec.result.speedup, path)
+            if best is None or rec.result.speedup > (best[1].result.speedup or 0.0):
+                best = (path, rec)
     return best
 
 
@@ -310,7 +310,7 @@ def record(
                                      "only inside the workspace; replace it with a folder (git checkout -- results/)")
         tampered = changed_since(ws, before) if before is not None else []
         lock = before.lock.model_copy(deep=True) if tampered and before is not None else read_lock(ws)
-        previous, previous_path = best_counted(ws, target, device, protocol, lock)
+        best = best_counted(ws, target, device, protocol, lock)
         now = utc_now()
         at = now.isoformat(timespec="seconds").replace("+00:00", "Z")
         rec = Record(
@@ -327,6 +327,8 @@ def record(
         leaderboard = write_leaderboard(ws) if board else ws.leaderboard
     counted = not_counted_reason(rec, protocol) is None
     speedup = verify_result.speedup
+    previous = best[1].result.speedup if best else None
+    previous_interval = best[1].result.interval if best else None
     beats = (
         counted
         and competitor is None
@@ -334,6 +336,9 @@ def record(
         and speedup is not None
         and (previous is None or speedup > previous)
     )
+    # Clear: the two verifies' intervals do not overlap, so neither one's noise explains the order.
+    clear = beats and (previous is None or (verify_result.interval is not None and previous_interval is not None
+                                            and verify_result.interval[0] > previous_interval[1]))
     return RecordResult(
         path=rel,
         target=target,
@@ -341,8 +346,10 @@ def record(
         verdict=verify_result.verdict,
         speedup=speedup if verify_result.verdict in ("faster", "slower") else None,
         beats_best=bool(beats),
+        clear_of_best=bool(clear),
         previous_best=previous,
-        previous_best_path=previous_path,
+        previous_best_interval=previous_interval,
+        previous_best_path=best[0] if best else None,
         leaderboard=leaderboard.relative_to(ws.root).as_posix(),
         tampered=tampered,
     )

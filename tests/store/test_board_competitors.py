@@ -49,7 +49,7 @@ def test_competitor_records_are_never_best_and_show_their_own_rows(tmp_path: Pat
                     who="torch.compile (max-autotune)")
     _record(ws, "rmsnorm", "inconclusive", None, competitor="./k.py:f", who="./k.py:f")
     assert rival.beats_best is False
-    assert best_counted(ws, "rmsnorm", H200, current_protocol())[0] == pytest.approx(1.5)
+    assert best_counted(ws, "rmsnorm", H200, current_protocol())[1].result.speedup == pytest.approx(1.5)
     rows = board_rows(ws)
     assert [r.role for r in rows if r.best] == ["candidate"]
     entry = next(e for e in best_entries(rows) if e.target == "rmsnorm")

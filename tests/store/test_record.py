@@ -13,6 +13,7 @@ import pytest
 from store.record_factory import FP32_TOLERANCES, make_workspace, provenance, synthetic_result
 
 from hotkernel._util.fs import sha256_file
+from hotkernel.cli.commands.record import best_line
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
 from hotkernel.store import record as record_module
@@ -101,6 +102,29 @@ def test_beats_best_only_when_faster_than_every_counted_record(tmp_path: Path) -
     other_device = record(ws, "softmax", synthetic_result("softmax", "faster", 1.01, device="Other"),
                           note="x", who="agent", provenance=provenance("Other"))
     assert other_device.beats_best  # best-so-far is per device
+
+
+def test_a_best_inside_the_noise_of_the_previous_one_is_not_clear_of_it(tmp_path: Path) -> None:
+    """beats_best compares point estimates; clear_of_best asks for intervals that do not overlap (the synthetic
+    intervals are +-1%), so a re-verify that beats the best by noise says so."""
+    ws = make_workspace(tmp_path)
+
+    def rec(speedup: float) -> object:
+        return record(ws, "softmax", synthetic_result("softmax", "faster", speedup), note="x", who="agent",
+                      provenance=provenance())
+
+    first = rec(1.2)
+    assert first.beats_best and first.clear_of_best and first.previous_best_interval is None
+    clear = rec(1.3)  # [1.287, 1.313] against [1.188, 1.212]
+    assert clear.beats_best and clear.clear_of_best
+    assert clear.previous_best_interval == pytest.approx([1.188, 1.212])
+    noisy = rec(1.31)  # [1.2969, 1.3231] overlaps [1.287, 1.313]
+    assert noisy.beats_best and not noisy.clear_of_best and noisy.previous_best == 1.3
+    assert not rec(1.0).clear_of_best  # not a best at all
+    assert best_line(clear) == "beats the best so far"
+    assert best_line(noisy).startswith("beats the best so far only inside the two verifies' noise (previous best "
+                                       "1.300x [1.287, 1.313], results/softmax/")
+    assert best_line(noisy).endswith("verify the kept candidate against this one head to head before keeping it")
 
 
 def test_record_content_and_history(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from hotkernel.cli.commands.bench import console, print_json
 from hotkernel.errors import HotkernelError
 from hotkernel.reconcile.sync import record_and_keep
 from hotkernel.run.models import VerifyResult
+from hotkernel.store.models import RecordResult
 from hotkernel.workspace.paths import find_workspace
 
 
@@ -56,6 +57,18 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(result)
             return
-        best = "beats the best so far" if result.beats_best else "does not beat the best so far"
+        best = best_line(result)
         speed = f" {result.speedup:.3f}x" if result.speedup is not None else ""
         console().print(f"recorded {result.path}: {result.verdict}{speed}; {best}")
+
+
+def best_line(result: RecordResult) -> str:
+    """Whether the record beats the best so far, and when it does only by the two verifies' noise, what to do."""
+    if not result.beats_best:
+        return "does not beat the best so far"
+    if result.clear_of_best or not result.previous_best_interval or result.previous_best is None:
+        return "beats the best so far"
+    low, high = result.previous_best_interval
+    return (f"beats the best so far only inside the two verifies' noise (previous best {result.previous_best:.3f}x "
+            f"[{low:.3f}, {high:.3f}], {result.previous_best_path}): verify the kept candidate against this one "
+            "head to head before keeping it")

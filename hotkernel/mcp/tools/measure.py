@@ -156,8 +156,10 @@ def record(
     """Keep a verify result as results/<target>/<UTC time>.json and regenerate LEADERBOARD.md.
 
     Record every verify, win or lose: the record says whether it beats the best so far (beats_best). Keep the
-    change only when it does; otherwise revert the candidate. Only a verify this server ran can be recorded (a
-    result cannot be typed in). To re-run and record everything out of date use sync instead.
+    change only when it does; otherwise revert the candidate. beats_best without clear_of_best: the two
+    intervals overlap, so verify once more and keep the change only when it beats the previous best again.
+    Only a verify this server ran can be recorded (a result cannot be typed in). To re-run and record
+    everything out of date use sync instead.
     """
     ws = workspace_of(ctx)
     known_target(ws, target)
