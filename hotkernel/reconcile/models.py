@@ -80,6 +80,8 @@ class SyncItem(_Model):
     speedup: float | None = Field(default=None, description="speedup recorded (faster/slower only)")
     record: str | None = Field(default=None, description="workspace-relative record path written")
     beats_best: bool | None = Field(default=None, description="whether the record beats the best so far")
+    clear_of_best: bool | None = Field(default=None, description="whether its interval lies wholly above the "
+                                       "previous best's (beats_best without it: inside the two verifies' noise)")
     who: str | None = Field(default=None, description="the author recorded: --who, else the candidate's WHO, "
                             "else HOTKERNEL_WHO or git's user.name (when recorded)")
 

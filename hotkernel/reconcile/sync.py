@@ -408,7 +408,8 @@ def _record_outcome(ws: Workspace, ready: _Prepared, outcome: Outcome, *, who: s
             write_lock(ws, lock)
         say(f"done: {result.verdict}")
         return SyncItem(name=name, status="recorded", verdict=result.verdict, speedup=rec.speedup,
-                        record=rec.path, beats_best=rec.beats_best, reason=result.reason, who=author)
+                        record=rec.path, beats_best=rec.beats_best, clear_of_best=rec.clear_of_best,
+                        reason=result.reason, who=author)
     except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
         return failed_item(name, err, say)
 

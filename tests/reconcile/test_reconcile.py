@@ -16,6 +16,7 @@ from store.record_factory import provenance, synthetic_result
 from hotkernel._util.fs import sha256_file
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
+from hotkernel.reconcile.models import SyncItem
 from hotkernel.reconcile.plan import plan, plan_lines
 from hotkernel.reconcile.sync import sync
 from hotkernel.run.render import contract_sha256, expected_baseline_sha256, render_target
@@ -374,6 +375,23 @@ def test_sync_on_a_fresh_clone_shows_each_target_and_the_best_rows(tmp_path: Pat
     assert lines[2].startswith("gpu_only.... up to date; last record: inconclusive on Test GPU (results/gpu_only/")
     assert lines[3:] == ["Sync: 3 up to date.", "Best so far (LEADERBOARD.md):",
                          f"  alpha: faster 1.250x [1.238, 1.262] on cpu ({faster.path})"]
+
+
+def test_sync_says_when_a_new_best_is_inside_the_noise(tmp_path: Path, capsys) -> None:
+    from hotkernel.cli.commands.sync import print_report
+
+    ws = _workspace(tmp_path)
+    _mark_up_to_date(ws)
+    report = sync(ws, gpu_name=None)
+    items = [SyncItem(name="alpha", status="recorded", verdict="faster", speedup=1.3, record="results/alpha/a.json",
+                      beats_best=True, clear_of_best=False),
+             SyncItem(name="beta", status="recorded", verdict="faster", speedup=1.5, record="results/beta/b.json",
+                      beats_best=True, clear_of_best=True)]
+    print_report(report.model_copy(update={"items": items}), [])
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].endswith("faster 1.300x, beats the best so far (inside the two verifies' noise) "
+                             "(results/alpha/a.json)"), lines[0]
+    assert lines[1].endswith("faster 1.500x, beats the best so far (results/beta/b.json)"), lines[1]
 
 
 def test_sync_rewrites_a_stale_board_and_says_so(tmp_path: Path) -> None:

@@ -85,6 +85,7 @@ def print_report(report: Any, problems: list[str]) -> None:
         if item.status == "recorded":
             speed = f" {item.speedup:.3f}x" if item.speedup is not None and item.verdict == "faster" else ""
             best = ", beats the best so far" if item.beats_best else ""
+            best += " (inside the two verifies' noise)" if item.beats_best and not item.clear_of_best else ""
             detail = f": {item.verdict}{speed}{best} ({item.record})"
             if item.verdict in ("incorrect", "invalid"):
                 detail += f" reason: {item.reason}"
