@@ -13,11 +13,7 @@
 # Writes $OUT/profile_diff/ (CSV pages, JSON results, the .ncu-rep files under 2 MB, log.txt); about 2 minutes.
 set -u
 OUT_ROOT=${1:?usage: capture_profile_diff.sh OUT_DIR}
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || exit 1
-fi
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+. benchmarks/device/env.sh
 DIR=$OUT_ROOT/profile_diff
 WORK=/tmp/hk_profile_diff
 NCU=${NCU:-/usr/local/cuda/bin/ncu}

@@ -11,11 +11,7 @@
 set -u
 OUT_ROOT=${1:?usage: capture_target_diff.sh OUT_DIR TARGET KERNEL_REGEX [LAUNCHES]}; TARGET=${2:?target}
 REGEX=${3:?kernel regex}; LAUNCHES=${4:-4}
-if [ -d .whl ] && [ ! -d /tmp/site/pydantic ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || exit 1
-fi
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3
+. benchmarks/device/env.sh
 DIR=$OUT_ROOT/target_diff_$TARGET
 WORK=/tmp/hk_target_diff_$TARGET
 NCU=${NCU:-$(command -v ncu)}

@@ -7,11 +7,10 @@
 set -u
 OUTDIR=${1:?usage: contract_v2.sh OUT_DIR [contract_v2.py options]}
 shift
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3 HK_KB_DIR=${HK_KB_DIR:-$PWD/kb}
+. benchmarks/device/env.sh
+export HK_KB_DIR=${HK_KB_DIR:-$PWD/kb}
 mkdir -p "$OUTDIR"
-nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv > "$OUTDIR/gpu.csv" 2>&1
+gpu_csv "$OUTDIR/gpu.csv" name,driver_version,memory.total,memory.used
 timeout 570 python3 benchmarks/device/contract_v2.py "$OUTDIR" --budget-s 540 "$@" 2> "$OUTDIR/contract_v2.err"
 echo "contract_v2 rc=$?"
 tail -5 "$OUTDIR/contract_v2.err"

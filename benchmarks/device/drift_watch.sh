@@ -7,10 +7,9 @@
 # Usage (device, repo root; .whl/ carried): bash benchmarks/device/drift_watch.sh OUT ROUNDS BUDGET_S TARGET...
 set -u
 OUT=${1:?usage: drift_watch.sh OUT ROUNDS BUDGET_S TARGET...}; ROUNDS=${2:?}; BUDGET_S=${3:?}; shift 3
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3
+. benchmarks/device/env.sh
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/gpu.csv"
+gpu_csv "$OUT/gpu.csv"
 nvidia-smi dmon -s pucm -o DT > "$OUT/dmon.txt" 2>&1 &
 DMON=$!
 sleep 3

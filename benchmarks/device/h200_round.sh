@@ -27,12 +27,12 @@
 #   HOTKERNEL_GIT_COMMIT=<commit> bash benchmarks/device/h200_round.sh OUT timing,sync,margins
 set -u
 OUT=${1:?usage: h200_round.sh OUT STEPS}; STEPS=${2:?steps, e.g. timing,sync,margins}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3 HK_KB_DIR=$PWD/kb
+. benchmarks/device/env.sh
+export HK_KB_DIR=$PWD/kb
 WORK=$(mktemp -d /tmp/hk_round_XXXX)
 SPEEDRUN_TARGETS=${HK_SPEEDRUN_TARGETS:-int4_gemv decode_attention}
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/gpu.csv" 2>&1
+gpu_csv "$OUT/gpu.csv"
 step() {  # step NAME COMMAND...: runs it, logs its wall time and exit code
   local name=$1; shift; local t0=$SECONDS
   "$@" > "$WORK/$name/stdout.txt" 2> "$WORK/$name/stderr.txt"

@@ -7,14 +7,13 @@
 # OUT/records.tar.gz holds results/, hotkernel.lock and LEADERBOARD.md; OUT/sync_<i>.json the reports.
 set -u
 OUT=${1:?usage: h200_sync.sh OUT BUDGET_S}; BUDGET_S=${2:-300}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3
+. benchmarks/device/env.sh
 # The device's copy of the tree may carry a stale .git: records must name the commit that actually ran
 # (HOTKERNEL_GIT_COMMIT), so git is kept from finding any repository here.
 export GIT_DIR=/nonexistent-hotkernel-git-dir
 : "${HOTKERNEL_GIT_COMMIT:?set HOTKERNEL_GIT_COMMIT to the commit being run}"
 TARGETS="rmsnorm softmax gemv int4_gemv decode_attention"
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/gpu.csv"
+gpu_csv "$OUT/gpu.csv"
 S=$SECONDS
 for i in 1 2; do
   if [ "$i" -gt 1 ] && [ $((SECONDS - S)) -gt $((BUDGET_S / 2)) ]; then echo "run $i skipped: budget"; break; fi

@@ -14,11 +14,7 @@
 set -u
 OUT=${1:?usage: ncu_stalls.sh OUT_DIR TARGET KERNEL_REGEX VARIANT...}; TARGET=${2:?target}; REGEX=${3:?kernel regex}
 shift 3
-if [ -d .whl ] && [ ! -d /tmp/site/pydantic ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || exit 1
-fi
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3
+. benchmarks/device/env.sh
 NCU=${NCU:-$(command -v ncu)}
 mkdir -p "$OUT" && : > "$OUT/log.txt"
 for variant in "$@"; do

@@ -9,10 +9,9 @@
 # Usage (device, repo root; .whl/ carried): bash benchmarks/device/perturb_ab.sh OUT ROUNDS N BUDGET_S TARGET...
 set -u
 OUT=${1:?usage: perturb_ab.sh OUT ROUNDS N BUDGET_S TARGET...}; ROUNDS=${2:?}; N=${3:?}; BUDGET_S=${4:?}; shift 4
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3
+. benchmarks/device/env.sh
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/gpu.csv"
+gpu_csv "$OUT/gpu.csv"
 SAVED=$(mktemp -d)
 cp templates/hk_contract.py "$SAVED/template.py"
 S=$SECONDS

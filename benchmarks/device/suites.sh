@@ -9,11 +9,10 @@
 set -u
 OUTDIR=${1:?usage: suites.sh OUT_DIR [suites.py options]}
 shift
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3 HK_KB_DIR=${HK_KB_DIR:-$PWD/kb}
+. benchmarks/device/env.sh
+export HK_KB_DIR=${HK_KB_DIR:-$PWD/kb}
 mkdir -p "$OUTDIR"
-nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv > "$OUTDIR/gpu.csv" 2>&1
+gpu_csv "$OUTDIR/gpu.csv" name,driver_version,memory.total,memory.used
 BUDGET_S=${SUITES_BUDGET_S:-330}  # the script stops starting verifies after this; timeout is 25 s later
 timeout $((BUDGET_S + 25)) python3 benchmarks/device/suites.py "$OUTDIR" --budget-s "$BUDGET_S" "$@" \
   2> "$OUTDIR/suites.err"

@@ -10,10 +10,9 @@
 set -u
 OUT=${1:?usage: variant_ab.sh OUT TARGET ROUNDS BUDGET_S VARIANT...}; TARGET=${2:?}; ROUNDS=${3:?}; BUDGET_S=${4:?}
 shift 4
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOTKERNEL_PYTHON=python3
+. benchmarks/device/env.sh
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/gpu.csv"
+gpu_csv "$OUT/gpu.csv"
 CANDIDATE=targets/$TARGET/candidate.py
 cp "$CANDIDATE" "$OUT/kept_candidate.py.orig"
 timeout 200 python3 speedrun/check_variants.py --device cuda --shapes headline --time --targets "$TARGET" \
