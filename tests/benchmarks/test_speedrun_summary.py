@@ -38,3 +38,16 @@ def test_the_docs_table_is_the_scripts_output(capsys: pytest.CaptureFixture[str]
     section = doc.split("### The same table from today's records", 1)[1]
     quoted = [line for line in section.split("\n\n")[2].splitlines() if line.startswith("| ")]
     assert quoted == printed, "run `python benchmarks/speedrun_summary.py` and paste its table into docs/speedrun.md"
+
+
+def test_docs_calibration_quotes_the_judge_ceilings_the_records_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/calibration.md gives the range of the judge's per-run copy ceilings over the counted H200 records: the
+    line the script prints, so a new record that widens it must update the doc."""
+    speedrun_summary.main()
+    line = capsys.readouterr().out.splitlines()[1]
+    count, span = line.split("over the ")[1].split(" counted NVIDIA H200 records: ")
+    doc = " ".join((ROOT / "docs" / "calibration.md").read_text(encoding="utf-8").split())
+    assert f"Over the {count} counted NVIDIA H200 records in `results/`" in doc, line
+    assert f"they read {span} (`python benchmarks/speedrun_summary.py`" in doc, line
+    n, low, high = speedrun_summary.judge_ceilings_gbps()
+    assert n == int(count) and low < high <= speedrun_summary.copy_ceiling_gbps()
