@@ -97,7 +97,7 @@ class RecordResult(_Model):
         default=False,
         description="True when beats_best and this record's interval lies wholly above the previous best's (or "
         "there was none): the two verifies' noise does not explain the order. beats_best without it: verify the "
-        "kept candidate against the new one head to head before keeping the new one",
+        "new candidate once more and keep it only when that verify beats the previous best again",
     )
     previous_best: float | None = Field(default=None, description="best counted speedup before this record")
     previous_best_interval: list[float] | None = Field(

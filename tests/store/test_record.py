@@ -124,7 +124,8 @@ def test_a_best_inside_the_noise_of_the_previous_one_is_not_clear_of_it(tmp_path
     assert best_line(clear) == "beats the best so far"
     assert best_line(noisy).startswith("beats the best so far only inside the two verifies' noise (previous best "
                                        "1.300x [1.287, 1.313], results/softmax/")
-    assert best_line(noisy).endswith("verify the kept candidate against this one head to head before keeping it")
+    assert best_line(noisy).endswith("verify it once more and keep it only when that verify beats the previous "
+                                     "best again")
 
 
 def test_record_content_and_history(tmp_path: Path) -> None:

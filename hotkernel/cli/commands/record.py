@@ -70,5 +70,5 @@ def best_line(result: RecordResult) -> str:
         return "beats the best so far"
     low, high = result.previous_best_interval
     return (f"beats the best so far only inside the two verifies' noise (previous best {result.previous_best:.3f}x "
-            f"[{low:.3f}, {high:.3f}], {result.previous_best_path}): verify the kept candidate against this one "
-            "head to head before keeping it")
+            f"[{low:.3f}, {high:.3f}], {result.previous_best_path}): verify it once more and keep it only when "
+            "that verify beats the previous best again")
