@@ -222,7 +222,8 @@ def _median_us(result: dict, role: str) -> float:
 
 def perturb_results(folder: Path) -> dict[str, dict[str, dict]]:
     """target -> mode -> verify result of a ``perturb_ab.sh`` folder (round 1), modes in the order perturbed (the
-    contract), fused (one copy a call), plain (no perturbation), each where the folder has it."""
+    contract of the day), fused (the one-copy patch, only in ``fused_ab_2041``), plain (no perturbation), each
+    where the folder has it."""
     found: dict[str, dict[str, dict]] = {}
     for path in sorted(folder.glob("verify_1_*_perturbed.json")):
         target = path.name.removeprefix("verify_1_").removesuffix("_perturbed.json")

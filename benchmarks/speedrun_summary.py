@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from hotkernel.manifest import load_manifest
-from hotkernel.store.leaderboard import board_rows, load_records
+from hotkernel.store.leaderboard import ResultsScan, board_rows, scan_results
 from hotkernel.workspace.paths import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,10 +41,12 @@ def copy_ceiling_gbps() -> float:
     return json.loads((ROOT / "benchmarks/evidence/calibration/calibrate_h200.json").read_text())["copy_gbps"]
 
 
-def judge_ceilings_gbps(device: str = "NVIDIA H200") -> tuple[int, float, float]:
+def judge_ceilings_gbps(scan: ResultsScan | None = None, device: str = "NVIDIA H200") -> tuple[int, float, float]:
     """(records, lowest, highest) of the copy ceiling each verify's judge measured (``ceiling_gbps``), over the
-    counted records on ``device``: the README headline and the roofline chart use the highest."""
-    found = [row.ceiling_gbps for row in board_rows(Workspace(ROOT))
+    counted records on ``device`` (of ``scan``, else a new scan of results/): the README headline and the roofline
+    chart use the highest."""
+    ws = Workspace(ROOT)
+    found = [row.ceiling_gbps for row in board_rows(ws, scan=scan or scan_results(ws))
              if row.device == device and row.counted and row.ceiling_gbps]
     return len(found), min(found), max(found)
 
@@ -52,9 +54,9 @@ def judge_ceilings_gbps(device: str = "NVIDIA H200") -> tuple[int, float, float]
 def main() -> None:
     ceiling_gbps = copy_ceiling_gbps()
     manifest = load_manifest(ROOT / "hotkernel.yaml")
-    records = [(path, rec) for path, rec in load_records(ROOT / "results")
-               if rec.invalidated is None and rec.role == "candidate"]
-    n_judged, low, high = judge_ceilings_gbps()
+    scan = scan_results(Workspace(ROOT))
+    records = [(path, rec) for path, rec in scan.records if rec.invalidated is None and rec.role == "candidate"]
+    n_judged, low, high = judge_ceilings_gbps(scan)
     print(f"Copy ceiling (calibrated): {ceiling_gbps:.0f} GB/s")
     print(f"Copy ceiling each verify's judge measured, over the {n_judged} counted NVIDIA H200 records: "
           f"{low / 1e3:.2f}-{high / 1e3:.2f} TB/s\n")

@@ -33,10 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "speedrun"), str(ROOT / "benchmarks" / "device")]
 
-import decode_placement as placement  # noqa: E402
 import torch  # noqa: E402
 from check_variants import graph_replay_ms, load_module  # noqa: E402
-from decode_placement import capture, timed_us  # noqa: E402
+from decode_placement import CALLS, KV_SHAPE, Q_SHAPE, ROTATION, SEED, capture, drawn_pad_bytes, timed_us  # noqa: E402
 
 STEADY_S, REST_S, AGAIN_S, FRESH_S = 60.0, 30.0, 20.0, 20.0  # seconds of each phase
 FIRST_PLACEMENTS = 16
@@ -67,29 +66,29 @@ def main() -> None:
     out_path = Path(sys.argv[1])
     candidate = load_module(ROOT / "targets" / "decode_attention" / "candidate.py").kernel
     baseline = load_module(ROOT / "targets" / "decode_attention" / "baseline.py").kernel
-    gen = torch.Generator(device="cuda").manual_seed(placement.SEED)
-    master = [torch.randn(placement.Q_SHAPE, generator=gen, device="cuda", dtype=torch.bfloat16)]
-    master += [torch.randn(placement.KV_SHAPE, generator=gen, device="cuda", dtype=torch.bfloat16) for _ in range(2 * placement.ROTATION)]
-    sets = [(master[0], master[1 + 2 * s], master[2 + 2 * s]) for s in range(placement.ROTATION)]
+    gen = torch.Generator(device="cuda").manual_seed(SEED)
+    master = [torch.randn(Q_SHAPE, generator=gen, device="cuda", dtype=torch.bfloat16)]
+    master += [torch.randn(KV_SHAPE, generator=gen, device="cuda", dtype=torch.bfloat16) for _ in range(2 * ROTATION)]
+    sets = [(master[0], master[1 + 2 * s], master[2 + 2 * s]) for s in range(ROTATION)]
     with out_path.open("w") as out:
         graphs = {"candidate": capture(candidate, sets), "baseline": capture(baseline, sets)}
 
         def replayed() -> tuple[float, float]:
-            c = 1e3 * graph_replay_ms(graphs["candidate"], placement.CALLS)
-            return c, 1e3 * graph_replay_ms(graphs["baseline"], placement.CALLS)
+            c = 1e3 * graph_replay_ms(graphs["candidate"], CALLS)
+            return c, 1e3 * graph_replay_ms(graphs["baseline"], CALLS)
 
         per_second("steady", STEADY_S, replayed, out)
         time.sleep(REST_S)
         per_second("again", AGAIN_S, replayed, out)
         per_second("fresh", FRESH_S, lambda: (timed_us(candidate, sets), timed_us(baseline, sets)), out)
         graphs.clear()
-        draw = random.Random(placement.SEED + 1)
+        draw = random.Random(SEED + 1)
         functions = {"candidate": candidate, "baseline": baseline}
         for index in range(FIRST_PLACEMENTS):
-            pad_bytes = draw.randrange(placement.PAD_MAX_BYTES // placement.PAD_STEP_BYTES + 1) * placement.PAD_STEP_BYTES
+            pad_bytes = drawn_pad_bytes(draw)
             pad = torch.empty(pad_bytes, dtype=torch.uint8, device="cuda") if pad_bytes else None
             copies = [t.clone() for t in master]
-            fresh = [(copies[0], copies[1 + 2 * s], copies[2 + 2 * s]) for s in range(placement.ROTATION)]
+            fresh = [(copies[0], copies[1 + 2 * s], copies[2 + 2 * s]) for s in range(ROTATION)]
             order = ["candidate", "baseline"] if index % 2 == 0 else ["baseline", "candidate"]
             times = {name: [timed_us(functions[name], fresh), timed_us(functions[name], fresh)] for name in order}
             row = {"phase": "first", "index": index, "pad_mib": pad_bytes >> 20, "first": order[0],

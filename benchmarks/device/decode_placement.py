@@ -35,6 +35,11 @@ CALLS = 20  # calls per captured graph, cycling through the sets
 Q_SHAPE, KV_SHAPE = (1, 32, 1, 128), (1, 8, 32768, 128)
 
 
+def drawn_pad_bytes(draw: random.Random) -> int:
+    """A pad size as the contract draws one: a multiple of PAD_STEP_BYTES in [0, PAD_MAX_BYTES]."""
+    return draw.randrange(PAD_MAX_BYTES // PAD_STEP_BYTES + 1) * PAD_STEP_BYTES
+
+
 def capture(fn, sets: list[tuple[torch.Tensor, ...]]) -> torch.cuda.CUDAGraph:
     """One CUDA graph of CALLS calls of ``fn`` cycling through ``sets`` (after one eager call of each set)."""
     for args in sets:
@@ -62,7 +67,7 @@ def main() -> None:
     candidate = load_module(ROOT / "targets" / "decode_attention" / "candidate.py").kernel
     baseline = load_module(ROOT / "targets" / "decode_attention" / "baseline.py").kernel
     draw = random.Random(SEED)
-    pads = [draw.randrange(PAD_MAX_BYTES // PAD_STEP_BYTES + 1) * PAD_STEP_BYTES for _ in range(placements)]
+    pads = [drawn_pad_bytes(draw) for _ in range(placements)]
     pads += pads[:repeats]
     gen = torch.Generator(device="cuda").manual_seed(SEED)
     master = [torch.randn(Q_SHAPE, generator=gen, device="cuda", dtype=torch.bfloat16)]

@@ -162,15 +162,10 @@ def test_the_one_copy_records_subtract_half_the_two_copy_overhead() -> None:
     """docs/speedrun.md, "One copy per call": the 14 GPU records of the pair at 4012007 subtracted 1.41-1.68 us per
     call, where two copies took about 2.85 (perturb_ab_1846's subtracted overhead: 2.85-2.92 us)."""
 
-    def overheads(node: object) -> list[float]:
-        if isinstance(node, dict):
-            return [v for k, v in node.items() if k == "overhead_ms" and v] + [
-                x for k, v in node.items() if k != "overhead_ms" for x in overheads(v)]
-        return [x for v in node for x in overheads(v)] if isinstance(node, list) else []
-
     records = sorted((ROOT / "results").glob("*/20261204T205*.json"))
-    found = [x for path in records for x in overheads(json.loads(path.read_text()))]
-    assert len(records) == 14 and len(found) == 14 * 16
+    found = [run["data"]["per_shape"][0]["overhead_ms"] for path in records
+             for run in json.loads(path.read_text())["result"]["runs"]]
+    assert len(records) == 14 and len(found) == 14 * 14  # seven rounds, two runs each
     assert (round(1e3 * min(found), 2), round(1e3 * max(found), 2)) == (1.41, 1.68)
 
 
