@@ -183,7 +183,7 @@ def test_aa_false_verdict_rates_parametric() -> None:
     """Unchanged candidates: decide errs <= 1% (~alpha without the margin); the seed rule errs ~6-7%.
 
     Little shared drift here: drift common to a round cancels in the pairs but inflates the seed rule's
-    unpaired variance, which makes the seed rule conservative (benchmarks/verdict_sim.py shows both regimes).
+    unpaired variance, which makes the seed rule conservative (lab/benchmarks/verdict_sim.py shows both regimes).
     """
     rng = random.Random(20261130)
     simulations, n = 20000, 7
