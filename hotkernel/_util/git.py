@@ -12,8 +12,9 @@ GIT_TIMEOUT_S = 10.0
 def git_output(args: list[str], *, root: Path) -> str | None:
     """Stripped stdout of ``git -C root ARGS``, None when git is missing, fails or times out."""
     try:
-        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                             timeout=GIT_TIMEOUT_S, check=False)
+        out = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None

@@ -59,7 +59,10 @@ def main() -> None:
     except Exception as err:
         if os.environ.get("HOTKERNEL_DEBUG"):
             raise
-        print(f"error: internal error: {type(err).__name__}: {err} (a bug in hotkernel: rerun with "
-              "HOTKERNEL_DEBUG=1 for the traceback and report it)", file=sys.stderr)
+        print(
+            f"error: internal error: {type(err).__name__}: {err} (a bug in hotkernel: rerun with "
+            "HOTKERNEL_DEBUG=1 for the traceback and report it)",
+            file=sys.stderr,
+        )
         sys.exit(3)
     sys.exit(code if isinstance(code, int) else 0)

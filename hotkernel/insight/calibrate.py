@@ -153,8 +153,9 @@ class Params(BaseModel):
     ] = "cuda"
     size_mib: Annotated[
         int,
-        Field(description="buffer size in MiB, 0 to 65536; default 0 = sized by the probe (over 2x L2)", ge=0,
-              le=65536),
+        Field(
+            description="buffer size in MiB, 0 to 65536; default 0 = sized by the probe (over 2x L2)", ge=0, le=65536
+        ),
         Cli(("--mib",), "MiB per buffer (default: 8x L2, at least 256)"),
     ] = 0
     timeout_s: Annotated[
@@ -166,8 +167,10 @@ class Params(BaseModel):
         str | None,
         Field(description="interpreter with torch", max_length=4096),
         CLI_ONLY,
-        Cli(("--python",), "interpreter with torch (default: HOTKERNEL_PYTHON, hotkernel.yaml defaults.python, "
-            "python on PATH)"),
+        Cli(
+            ("--python",),
+            "interpreter with torch (default: HOTKERNEL_PYTHON, hotkernel.yaml defaults.python, python on PATH)",
+        ),
     ] = None
 
 
@@ -183,4 +186,3 @@ def run(params: Params, ctx: InsightContext) -> CalibrationEntry:
     )
     ctx.progress(1, 1, "done")
     return entry
-

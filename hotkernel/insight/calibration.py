@@ -60,8 +60,7 @@ def load_calibration(ws: Workspace | Path) -> dict[str, CalibrationEntry]:
         return {uuid: CalibrationEntry.model_validate(entry) for uuid, entry in devices.items()}
     except (ValueError, TypeError, AttributeError) as exc:
         raise HotkernelError(
-            f"{path} is not a valid calibration file ({type(exc).__name__}); "
-            "delete it and run `hotkernel calibrate`"
+            f"{path} is not a valid calibration file ({type(exc).__name__}); delete it and run `hotkernel calibrate`"
         ) from None
 
 

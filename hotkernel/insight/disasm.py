@@ -25,9 +25,7 @@ from hotkernel.workspace.paths import MAX_PATH
 
 TRITON_CACHE = "triton-cache"
 DISASM_TIMEOUT_S = 120.0
-SASS_LINE_RE = re.compile(
-    r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)"
-)
+SASS_LINE_RE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
 FUNCTION_RE = re.compile(r"^\s*Function\s*:\s*(\S+)")
 RES_FUNCTION_RE = re.compile(r"^\s*Function\s+([^:\s]+):")
 RES_FIELD_RE = re.compile(r"([A-Z_]+(?:\[\d+\])?):(\d+)")
@@ -56,17 +54,13 @@ class SassSummary(BaseModel):
     instructions: int
     registers: int | None = Field(default=None, description="per thread (cuobjdump -res-usage)")
     stack_bytes: int | None = None
-    local_bytes: int | None = Field(
-        default=None, description="local memory per thread; > 0 often means spills"
-    )
+    local_bytes: int | None = Field(default=None, description="local memory per thread; > 0 often means spills")
     shared_bytes: int | None = Field(default=None, description="static shared memory (cuobjdump -res-usage)")
     triton_shared_bytes: int | None = Field(default=None, description="'shared' in the Triton metadata")
     num_warps: int | None = None
     num_stages: int | None = None
     memory_ops: dict[str, int] = Field(default_factory=dict, description="e.g. {'LDG.128': 8, 'STG.128': 4}")
-    matrix_ops: dict[str, int] = Field(
-        default_factory=dict, description="HMMA / HGMMA (wgmma) / IMMA / QGMMA"
-    )
+    matrix_ops: dict[str, int] = Field(default_factory=dict, description="HMMA / HGMMA (wgmma) / IMMA / QGMMA")
     local_loads: int = Field(default=0, description="LDL: local-memory (spill) loads")
     local_stores: int = Field(default=0, description="STL: local-memory (spill) stores")
     barriers: dict[str, int] = Field(default_factory=dict)
@@ -142,14 +136,13 @@ def triton_builds(name: str | None, cache_dirs: list[Path] | None = None) -> lis
     dirs = [d for d in (cache_dirs or triton_cache_dirs()) if d.is_dir()]
     if not dirs:
         searched = ", ".join(str(d) for d in (cache_dirs or triton_cache_dirs()))
-        raise HotkernelError(
-            f"disasm: no Triton cache at {searched}; run the kernel once, or set TRITON_CACHE_DIR"
-        )
+        raise HotkernelError(f"disasm: no Triton cache at {searched}; run the kernel once, or set TRITON_CACHE_DIR")
     cubins = [p for d in dirs for p in d.glob("*/*.cubin")]
     if not name:
         if not cubins:
-            raise HotkernelError(f"disasm: the Triton cache ({', '.join(map(str, dirs))}) holds no kernel yet; "
-                                 "run the kernel once")
+            raise HotkernelError(
+                f"disasm: the Triton cache ({', '.join(map(str, dirs))}) holds no kernel yet; run the kernel once"
+            )
         return [max(cubins, key=lambda p: p.stat().st_mtime)]
     exact = [p for p in cubins if p.stem == name]
     matches = exact or [p for p in cubins if name.lower() in p.stem.lower()]
@@ -205,17 +198,13 @@ def memory_key(opcode: str) -> str | None:
     return f"{base}.{width}"
 
 
-def summarise_sass(
-    lines: list[str], usage: dict[str, int] | None = None, meta: dict | None = None
-) -> SassSummary:
+def summarise_sass(lines: list[str], usage: dict[str, int] | None = None, meta: dict | None = None) -> SassSummary:
     """Count what matters in one function's SASS lines; add resource usage and Triton metadata if given."""
     ops = opcodes(lines)
     counts = Counter(ops)
     memory = Counter(key for key in map(memory_key, ops) if key)
     matrix = Counter(op for op in ops if op.split(".")[0] in MATRIX_PREFIXES)
-    barriers = Counter(
-        op for op in ops if op.split(".")[0] in ("BAR", "BSYNC", "WARPSYNC", "SYNCS", "MEMBAR")
-    )
+    barriers = Counter(op for op in ops if op.split(".")[0] in ("BAR", "BSYNC", "WARPSYNC", "SYNCS", "MEMBAR"))
     usage = usage or {}
     summary = SassSummary(
         instructions=len(ops),
@@ -246,9 +235,7 @@ def sass_hints(summary: SassSummary) -> list[str]:
             f"{summary.local_bytes or 0} B/thread): likely register spills"
         )
     narrow = {
-        k: v
-        for k, v in summary.memory_ops.items()
-        if k.split(".")[0] in ("LDG", "STG") and int(k.split(".")[1]) < 128
+        k: v for k, v in summary.memory_ops.items() if k.split(".")[0] in ("LDG", "STG") and int(k.split(".")[1]) < 128
     }
     if narrow:
         hints.append(f"global accesses narrower than 128 bit: {narrow} (vectorise if the data is contiguous)")
@@ -278,11 +265,7 @@ def summarise_ptx(text: str) -> dict[str, int]:
 
 
 def _cut_listing(text: str, max_lines: int) -> tuple[str, int, int, str | None]:
-    lines = [
-        line
-        for line in text.splitlines()
-        if line.strip() and not re.match(r"^\s+/\* 0x[0-9a-f]+ \*/\s*$", line)
-    ]
+    lines = [line for line in text.splitlines() if line.strip() and not re.match(r"^\s+/\* 0x[0-9a-f]+ \*/\s*$", line)]
     shown = lines[:max_lines] if max_lines > 0 else lines
     note = None
     if len(shown) < len(lines):
@@ -327,9 +310,7 @@ def disasm(
         if ptx:
             path = path.with_suffix(".ptx")
             if not path.is_file():
-                raise HotkernelError(
-                    f"disasm: the Triton cache entry {path.parent} has no .ptx next to the cubin"
-                )
+                raise HotkernelError(f"disasm: the Triton cache entry {path.parent} has no .ptx next to the cubin")
         kernel = path.stem
     else:
         path = Path(target)
@@ -344,8 +325,20 @@ def disasm(
         text = path.read_text(errors="replace")
         if ".version" not in text and ".entry" not in text:
             raise HotkernelError(f"disasm: {path} does not look like PTX (no .version/.entry directive)")
-        return _result(path, kernel, "ptx", None, text, None, summarise_ptx(text), max_lines, out_path, meta_path,
-                       _ptx_functions(text), others)
+        return _result(
+            path,
+            kernel,
+            "ptx",
+            None,
+            text,
+            None,
+            summarise_ptx(text),
+            max_lines,
+            out_path,
+            meta_path,
+            _ptx_functions(text),
+            others,
+        )
     tool = find_cuobjdump()
     if tool is None:
         raise HotkernelError(
@@ -356,8 +349,20 @@ def disasm(
         text = _run_cuobjdump(tool, ["-ptx"], path)
         if not text.strip():
             raise HotkernelError(f"disasm: {path} holds no embedded PTX (only SASS); drop --ptx for the SASS")
-        return _result(path, kernel, "ptx", tool, text, None, summarise_ptx(text), max_lines, out_path, meta_path,
-                       _ptx_functions(text), others)
+        return _result(
+            path,
+            kernel,
+            "ptx",
+            tool,
+            text,
+            None,
+            summarise_ptx(text),
+            max_lines,
+            out_path,
+            meta_path,
+            _ptx_functions(text),
+            others,
+        )
     sass = _run_cuobjdump(tool, ["-sass"], path)
     usage = parse_res_usage(_run_cuobjdump(tool, ["-res-usage"], path))
     functions = split_functions(sass)
@@ -432,9 +437,7 @@ def _result(
     full = None
     if out_path is not None or note is not None:
         full_path = (
-            Path(out_path)
-            if out_path is not None
-            else _scratch_file(f"hotkernel-{kernel or path.stem}-", f".{kind}")
+            Path(out_path) if out_path is not None else _scratch_file(f"hotkernel-{kernel or path.stem}-", f".{kind}")
         )
         full_path.write_text(text)
         full = str(full_path)
@@ -553,7 +556,9 @@ class Params(BaseModel):
         Cli(("--max-lines",), "listing lines to print (0: summary only)"),
     ] = 200
     out: Annotated[
-        str | None, Field(description="write the full listing to this file", max_length=MAX_PATH), CLI_ONLY,
+        str | None,
+        Field(description="write the full listing to this file", max_length=MAX_PATH),
+        CLI_ONLY,
         Cli(("--out",), "write the full listing to this file"),
     ] = None
 
@@ -570,4 +575,3 @@ def run(params: Params, ctx: InsightContext) -> DisasmResult:
         stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in (params.kernel or Path(source).stem or "newest"))
         out_path = out_dir / f"{stem[:80]}.{'ptx' if params.ptx else 'sass'}"
     return disasm(source, kernel=params.kernel, ptx=params.ptx, max_lines=params.max_lines, out_path=out_path)
-

@@ -18,9 +18,21 @@ from hotkernel.insight.base import Hints, InsightContext
 from hotkernel.insight.specs import find_gpu
 
 SMI_FIELDS = (
-    "index", "name", "uuid", "driver_version", "memory.total", "memory.used", "power.limit",
-    "power.max_limit", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "temperature.gpu",
-    "compute_cap", "pci.bus_id",
+    "index",
+    "name",
+    "uuid",
+    "driver_version",
+    "memory.total",
+    "memory.used",
+    "power.limit",
+    "power.max_limit",
+    "clocks.sm",
+    "clocks.mem",
+    "clocks.max.sm",
+    "clocks.max.mem",
+    "temperature.gpu",
+    "compute_cap",
+    "pci.bus_id",
 )
 SMI_HEADER_ALIASES = {  # nvidia-smi prints some query fields under their long names in the CSV header
     "clocks.current.sm": "clocks.sm",
@@ -84,11 +96,13 @@ def gpu_info() -> GpuInfo:
         return _with_roofline(info)
     smi = find_executable("nvidia-smi")
     if smi is None:
-        return GpuInfo(source="none", message=f"{NO_GPU} (NVML failed and nvidia-smi is not on PATH)",
-                       warnings=warnings)
+        return GpuInfo(
+            source="none", message=f"{NO_GPU} (NVML failed and nvidia-smi is not on PATH)", warnings=warnings
+        )
     result = run_command(
         [str(smi), f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits"],
-        timeout_s=SMI_TIMEOUT_S, name="nvidia-smi",
+        timeout_s=SMI_TIMEOUT_S,
+        name="nvidia-smi",
     )
     if not result.ok:
         why = _first_line(result.output(2000)) or f"exit {result.returncode}"
@@ -96,13 +110,19 @@ def gpu_info() -> GpuInfo:
     gpus = parse_smi_csv(result.stdout(), SMI_FIELDS)
     apps = run_command(
         [str(smi), f"--query-compute-apps={','.join(SMI_APP_FIELDS)}", "--format=csv,noheader,nounits"],
-        timeout_s=SMI_TIMEOUT_S, name="nvidia-smi-apps",
+        timeout_s=SMI_TIMEOUT_S,
+        name="nvidia-smi-apps",
     )
     if apps.ok:
         _attach_processes(gpus, apps.stdout())
     driver = _smi_driver(result.stdout(), SMI_FIELDS)
-    info = GpuInfo(source="nvidia-smi", driver_version=driver, gpus=gpus, warnings=warnings,
-                   message=None if gpus else f"{NO_GPU} (nvidia-smi listed no GPU)")
+    info = GpuInfo(
+        source="nvidia-smi",
+        driver_version=driver,
+        gpus=gpus,
+        warnings=warnings,
+        message=None if gpus else f"{NO_GPU} (nvidia-smi listed no GPU)",
+    )
     if not gpus:
         info.source = "none"
     return _with_roofline(info)
@@ -128,22 +148,24 @@ def parse_smi_csv(text: str, fields: tuple[str, ...] | list[str] = SMI_FIELDS) -
         if len(row) != len(names):
             continue
         raw = {name: _smi_value(cell) for name, cell in zip(names, row, strict=True)}
-        gpus.append(GpuDevice(
-            index=int(_number(raw.get("index")) or len(gpus)),
-            name=raw.get("name") or "unknown",
-            uuid=raw.get("uuid"),
-            pci_bus_id=raw.get("pci.bus_id"),
-            memory_total_mib=_number(raw.get("memory.total")),
-            memory_used_mib=_number(raw.get("memory.used")),
-            power_limit_w=_number(raw.get("power.limit")),
-            power_max_w=_number(raw.get("power.max_limit")),
-            compute_capability=raw.get("compute_cap"),
-            sm_clock_mhz=_int(raw.get("clocks.sm")),
-            mem_clock_mhz=_int(raw.get("clocks.mem")),
-            sm_clock_max_mhz=_int(raw.get("clocks.max.sm")),
-            mem_clock_max_mhz=_int(raw.get("clocks.max.mem")),
-            temperature_c=_int(raw.get("temperature.gpu")),
-        ))
+        gpus.append(
+            GpuDevice(
+                index=int(_number(raw.get("index")) or len(gpus)),
+                name=raw.get("name") or "unknown",
+                uuid=raw.get("uuid"),
+                pci_bus_id=raw.get("pci.bus_id"),
+                memory_total_mib=_number(raw.get("memory.total")),
+                memory_used_mib=_number(raw.get("memory.used")),
+                power_limit_w=_number(raw.get("power.limit")),
+                power_max_w=_number(raw.get("power.max_limit")),
+                compute_capability=raw.get("compute_cap"),
+                sm_clock_mhz=_int(raw.get("clocks.sm")),
+                mem_clock_mhz=_int(raw.get("clocks.mem")),
+                sm_clock_max_mhz=_int(raw.get("clocks.max.sm")),
+                mem_clock_max_mhz=_int(raw.get("clocks.max.mem")),
+                temperature_c=_int(raw.get("temperature.gpu")),
+            )
+        )
     return gpus
 
 
@@ -203,32 +225,40 @@ def nvml_snapshot(nvml: Any) -> GpuInfo:
         constraints = _try(nvml.nvmlDeviceGetPowerManagementLimitConstraints, handle)
         cc = _try(nvml.nvmlDeviceGetCudaComputeCapability, handle)
         procs = _try(nvml.nvmlDeviceGetComputeRunningProcesses, handle) or []
-        gpus.append(GpuDevice(
-            index=index,
-            name=_text(_try(nvml.nvmlDeviceGetName, handle)) or "unknown",
-            uuid=_text(_try(nvml.nvmlDeviceGetUUID, handle)),
-            pci_bus_id=_text(getattr(_try(nvml.nvmlDeviceGetPciInfo, handle), "busId", None)),
-            memory_total_mib=round(memory.total / 2**20, 1) if memory is not None else None,
-            memory_used_mib=round(memory.used / 2**20, 1) if memory is not None else None,
-            power_limit_w=power / 1000 if power is not None else None,
-            power_max_w=constraints[1] / 1000 if constraints else None,
-            compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
-            sm_clock_mhz=_try(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM),
-            mem_clock_mhz=_try(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_MEM),
-            sm_clock_max_mhz=_try(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_SM),
-            mem_clock_max_mhz=_try(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_MEM),
-            temperature_c=_try(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU),
-            processes=[_nvml_process(nvml, p) for p in procs],
-        ))
-    return GpuInfo(source="nvml", driver_version=driver, cuda_driver_version=cuda_text, gpus=gpus,
-                   message=None if gpus else f"{NO_GPU} (NVML lists no device)")
+        gpus.append(
+            GpuDevice(
+                index=index,
+                name=_text(_try(nvml.nvmlDeviceGetName, handle)) or "unknown",
+                uuid=_text(_try(nvml.nvmlDeviceGetUUID, handle)),
+                pci_bus_id=_text(getattr(_try(nvml.nvmlDeviceGetPciInfo, handle), "busId", None)),
+                memory_total_mib=round(memory.total / 2**20, 1) if memory is not None else None,
+                memory_used_mib=round(memory.used / 2**20, 1) if memory is not None else None,
+                power_limit_w=power / 1000 if power is not None else None,
+                power_max_w=constraints[1] / 1000 if constraints else None,
+                compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
+                sm_clock_mhz=_try(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM),
+                mem_clock_mhz=_try(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_MEM),
+                sm_clock_max_mhz=_try(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_SM),
+                mem_clock_max_mhz=_try(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_MEM),
+                temperature_c=_try(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU),
+                processes=[_nvml_process(nvml, p) for p in procs],
+            )
+        )
+    return GpuInfo(
+        source="nvml",
+        driver_version=driver,
+        cuda_driver_version=cuda_text,
+        gpus=gpus,
+        message=None if gpus else f"{NO_GPU} (NVML lists no device)",
+    )
 
 
 def _nvml_process(nvml: Any, proc: Any) -> GpuProcess:
     used = getattr(proc, "usedGpuMemory", None)
     name = _text(_try(getattr(nvml, "nvmlSystemGetProcessName", None), proc.pid))
-    return GpuProcess(pid=int(proc.pid), name=name,
-                      used_memory_mib=round(used / 2**20, 1) if isinstance(used, int) else None)
+    return GpuProcess(
+        pid=int(proc.pid), name=name, used_memory_mib=round(used / 2**20, 1) if isinstance(used, int) else None
+    )
 
 
 def _try(func: Any, *args: Any) -> Any:
@@ -269,10 +299,7 @@ def summary_lines(info: GpuInfo) -> list[str]:
     """One line per GPU (plus driver line), for people and agents."""
     if not info.gpus:
         return [info.message or NO_GPU]
-    lines = [
-        f"driver {info.driver_version or '?'}, CUDA driver {info.cuda_driver_version or '?'} "
-        f"(via {info.source})"
-    ]
+    lines = [f"driver {info.driver_version or '?'}, CUDA driver {info.cuda_driver_version or '?'} (via {info.source})"]
     for gpu in info.gpus:
         memory = f"{gpu.memory_used_mib or 0:.0f}/{gpu.memory_total_mib or 0:.0f} MiB"
         lines.append(
@@ -314,4 +341,3 @@ class Params(BaseModel):
 def run(params: Params, ctx: InsightContext) -> GpuInfo:
     """Every GPU here (``gpu_info()``)."""
     return gpu_info()
-

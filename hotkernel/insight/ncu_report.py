@@ -23,9 +23,7 @@ def ncu_python_dirs() -> list[Path]:
         real = ncu.resolve()
         dirs += [real.parent / "extras" / "python", real.parent.parent / "extras" / "python"]
     dirs += [Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python"), reverse=True)]
-    dirs += [
-        Path(p) for p in sorted(glob.glob("/usr/local/cuda*/nsight-compute*/extras/python"), reverse=True)
-    ]
+    dirs += [Path(p) for p in sorted(glob.glob("/usr/local/cuda*/nsight-compute*/extras/python"), reverse=True)]
     return [d for d in dirs if (d / "ncu_report.py").is_file()]
 
 
@@ -100,7 +98,10 @@ def launches_from_ncu_report(module: Any, path: Path, metric_names: list[str]) -
 
 
 def read_ncu_rep(
-    path: Path, metric_names: list[str], from_csv: Callable[[str], list[dict[str, Any]]], who: str,
+    path: Path,
+    metric_names: list[str],
+    from_csv: Callable[[str], list[dict[str, Any]]],
+    who: str,
     page: str = "raw",
 ) -> list[dict[str, Any]]:
     """Launches of an ``.ncu-rep``: NVIDIA's module reads ``metric_names``; else ``ncu --import --page PAGE``,

@@ -207,19 +207,13 @@ def profile(
     """Profile ``command`` (an argument list) with ``tool``; bad arguments raise, tool failures diagnose."""
     command = [str(part) for part in command]
     if not command:
-        raise HotkernelError(
-            "profile: no command given; put it after `--`, e.g. `hotkernel profile -- python x.py`"
-        )
+        raise HotkernelError("profile: no command given; put it after `--`, e.g. `hotkernel profile -- python x.py`")
     if tool not in ("ncu", "nsys"):
         raise HotkernelError(f"profile: tool {tool!r} unknown; use ncu (kernel metrics) or nsys (timeline)")
     if cache_control not in CACHE_CONTROL:
-        raise HotkernelError(
-            f"profile: cache_control {cache_control!r} must be one of {', '.join(CACHE_CONTROL)}"
-        )
+        raise HotkernelError(f"profile: cache_control {cache_control!r} must be one of {', '.join(CACHE_CONTROL)}")
     if clock_control not in CLOCK_CONTROL:
-        raise HotkernelError(
-            f"profile: clock_control {clock_control!r} must be one of {', '.join(CLOCK_CONTROL)}"
-        )
+        raise HotkernelError(f"profile: clock_control {clock_control!r} must be one of {', '.join(CLOCK_CONTROL)}")
     for label, value in (("launch_count", launch_count), ("launch_skip", launch_skip)):
         if value is not None and value < 0:
             raise HotkernelError(f"profile: {label}={value} must be >= 0")
@@ -349,9 +343,7 @@ def _drop_qdstrm(directory: Path) -> list[str]:
     for raw in directory.glob("*.qdstrm"):
         size = raw.stat().st_size
         raw.unlink()
-        notes.append(
-            f"removed {raw} ({size / 2**30:.1f} GiB) that nsys could not import (keep_qdstrm keeps it)"
-        )
+        notes.append(f"removed {raw} ({size / 2**30:.1f} GiB) that nsys could not import (keep_qdstrm keeps it)")
     return notes
 
 
@@ -400,8 +392,7 @@ class Params(BaseModel):
     target: Annotated[
         str | None,
         Field(
-            description="profile this target's rendered script (see role); give target or script; default "
-            "None",
+            description="profile this target's rendered script (see role); give target or script; default None",
             pattern=TARGET_NAME_RE.pattern,
             max_length=64,
         ),
@@ -412,8 +403,10 @@ class Params(BaseModel):
     ] = "candidate"
     script: Annotated[
         str | None,
-        Field(description="instead of a target: a workspace-relative .py script to run in the user's python",
-              max_length=MAX_PATH),
+        Field(
+            description="instead of a target: a workspace-relative .py script to run in the user's python",
+            max_length=MAX_PATH,
+        ),
     ] = None
     script_args: Annotated[
         list[Annotated[str, Field(max_length=MAX_PATH)]] | None,
@@ -427,17 +420,14 @@ class Params(BaseModel):
     kernel_regex: Annotated[
         str | None,
         Field(
-            description="ncu only: profile kernels whose name matches this regex (e.g. 'rms|norm'); default "
-            "None "
-            "= all",
+            description="ncu only: profile kernels whose name matches this regex (e.g. 'rms|norm'); default None = all",
             max_length=200,
         ),
         Cli(("--kernel-regex", "-k"), "profile only kernels matching"),
     ] = None
     launch_count: Annotated[
         int | None,
-        Field(description="ncu only: launches to profile, 1 to 1000; default None = 5 when no regex", ge=1,
-              le=1000),
+        Field(description="ncu only: launches to profile, 1 to 1000; default None = 5 when no regex", ge=1, le=1000),
         Cli(("--launch-count", "-c"), "stop after N profiled launches"),
     ] = None
     cache_control: Annotated[
@@ -456,24 +446,36 @@ class Params(BaseModel):
         Cli(("--timeout",), "seconds before the profiler is killed"),
     ] = DEFAULT_TIMEOUT_S
     launch_skip: Annotated[
-        int | None, Field(description="skip the first N matching launches", ge=0, le=10**6), CLI_ONLY,
+        int | None,
+        Field(description="skip the first N matching launches", ge=0, le=10**6),
+        CLI_ONLY,
         Cli(("--launch-skip", "-s"), "skip the first N matching launches"),
     ] = None
     clock_control: Annotated[
-        Literal["none", "base", "boost", "reset"], Field(description="ncu clock control"), CLI_ONLY,
+        Literal["none", "base", "boost", "reset"],
+        Field(description="ncu clock control"),
+        CLI_ONLY,
         Cli(("--clock-control",), "none (default), base, boost"),
     ] = "none"
     section_set: Annotated[
-        str | None, Field(description="ncu section set", max_length=200), CLI_ONLY,
+        str | None,
+        Field(description="ncu section set", max_length=200),
+        CLI_ONLY,
         Cli(("--set",), "ncu section set (default: ncu's basic)"),
     ] = None
     out: Annotated[
-        str | None, Field(description="directory for the report", max_length=MAX_PATH), CLI_ONLY,
-        Cli(("--out",), "directory for the report (default: .hotkernel/profiles/<time> in a workspace, else a "
-            "temp dir)"),
+        str | None,
+        Field(description="directory for the report", max_length=MAX_PATH),
+        CLI_ONLY,
+        Cli(
+            ("--out",), "directory for the report (default: .hotkernel/profiles/<time> in a workspace, else a temp dir)"
+        ),
     ] = None
     command: Annotated[
-        list[str] | None, Field(description="the command to profile"), CLI_ONLY, Cli(trailing=True),
+        list[str] | None,
+        Field(description="the command to profile"),
+        CLI_ONLY,
+        Cli(trailing=True),
     ] = None
 
 
@@ -519,4 +521,3 @@ def run(params: Params, ctx: InsightContext) -> ProfileResult:
         raise HotkernelError(f"profile: {result.diagnosis.one_line()}")
     ctx.progress(1, 1, "done")
     return result
-

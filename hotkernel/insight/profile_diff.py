@@ -92,15 +92,18 @@ HASH_SUFFIX = re.compile(r"(_[0-9][0-9a-z]*|_[0-9a-f]{8,})+$")
 class MetricChange(BaseModel):
     """One metric of one kernel on both sides (per launch, mean over the launches); None: not in that report."""
 
-    metric: str = Field(description="time_us | dram_pct | sm_pct | occupancy_pct | registers | instructions | "
-                        "local_bytes")
+    metric: str = Field(
+        description="time_us | dram_pct | sm_pct | occupancy_pct | registers | instructions | local_bytes"
+    )
     unit: str
     a: float | None
     b: float | None
     delta: float | None = Field(description="b - a (points for a % metric)")
     rel_pct: float | None = Field(description="100 * (b - a) / a; None when a is 0 or missing")
-    moved: bool = Field(description=f"|rel_pct| >= {MOVED_REL_PCT:g} (time, counts) or |delta| >= "
-                        f"{MOVED_POINTS:g} points (throughput, occupancy), or from 0 to non-zero")
+    moved: bool = Field(
+        description=f"|rel_pct| >= {MOVED_REL_PCT:g} (time, counts) or |delta| >= "
+        f"{MOVED_POINTS:g} points (throughput, occupancy), or from 0 to non-zero"
+    )
 
 
 class KernelDiff(BaseModel):
@@ -355,9 +358,7 @@ def diff_kernels(a: Side, b: Side) -> list[KernelDiff]:
     pairs = match_kernels(a.kernels, b.kernels)
     names = [short_kernel_name((kb or ka).name) for ka, kb, _ in pairs if (kb or ka) is not None]
     for ka, kb, how in pairs:
-        changes = [
-            change(m, ka.values[m.key] if ka else None, kb.values[m.key] if kb else None) for m in METRICS
-        ]
+        changes = [change(m, ka.values[m.key] if ka else None, kb.values[m.key] if kb else None) for m in METRICS]
         flagged = sorted(
             ((m, c) for m, c in zip(METRICS, changes, strict=True) if c.moved), key=lambda mc: -_score(*mc)
         )
@@ -411,9 +412,7 @@ def moved_most(rows: list[KernelDiff], limit: int = 5) -> list[str]:
     return lines
 
 
-def diff_reports(
-    a: str | os.PathLike[str], b: str | os.PathLike[str], *, top: int = DEFAULT_TOP
-) -> ProfileDiff:
+def diff_reports(a: str | os.PathLike[str], b: str | os.PathLike[str], *, top: int = DEFAULT_TOP) -> ProfileDiff:
     """Compare report ``a`` (before) with report ``b`` (after); see the module docstring for the rules."""
     if top < 1:
         raise HotkernelError(f"profile diff: top={top} must be at least 1")
@@ -539,8 +538,10 @@ class Params(BaseModel):
 
     a: Annotated[
         str | None,
-        Field(description="report A (before): workspace-relative .ncu-rep or ncu CSV; with b; default None",
-              max_length=MAX_PATH),
+        Field(
+            description="report A (before): workspace-relative .ncu-rep or ncu CSV; with b; default None",
+            max_length=MAX_PATH,
+        ),
         Cli(argument=True, help="report A (before): .ncu-rep, ncu details/raw CSV"),
     ] = None
     b: Annotated[
@@ -550,27 +551,38 @@ class Params(BaseModel):
     ] = None
     target: Annotated[
         str | None,
-        Field(description="instead of reports: profile this target's baseline (A) and candidate (B) with ncu; "
-              "default None", pattern=TARGET_NAME_RE.pattern, max_length=64),
+        Field(
+            description="instead of reports: profile this target's baseline (A) and candidate (B) with ncu; "
+            "default None",
+            pattern=TARGET_NAME_RE.pattern,
+            max_length=64,
+        ),
         Cli(("--target", "-t"), "profile this target's baseline (A) and candidate (B)"),
     ] = None
     kernel_regex: Annotated[
         str | None,
-        Field(description="when profiling: only kernels whose name matches this regex (e.g. 'norm'); default "
-              "None = all", max_length=200),
+        Field(
+            description="when profiling: only kernels whose name matches this regex (e.g. 'norm'); default None = all",
+            max_length=200,
+        ),
         Cli(("--kernel-regex", "-k"), "when profiling: only kernels matching"),
     ] = None
     launch_count: Annotated[
         int | None,
-        Field(description="when profiling: launches to profile per side, 1 to 1000; default None = 5 when no "
-              "regex", ge=1, le=1000),
+        Field(
+            description="when profiling: launches to profile per side, 1 to 1000; default None = 5 when no regex",
+            ge=1,
+            le=1000,
+        ),
         Cli(("--launch-count", "-c"), "when profiling: launches per side"),
     ] = None
     cache_control: Annotated[
         Literal["all", "none"],
-        Field(description="when profiling: 'all' flushes the caches before each launch (ncu's default; a launch "
-              "starts cold, so write-heavy kernels time a few us under a back-to-back loop), 'none' keeps them "
-              "(times comparable with verify's); default 'all'"),
+        Field(
+            description="when profiling: 'all' flushes the caches before each launch (ncu's default; a launch "
+            "starts cold, so write-heavy kernels time a few us under a back-to-back loop), 'none' keeps them "
+            "(times comparable with verify's); default 'all'"
+        ),
         Cli(("--cache-control",), "when profiling: all (flush caches) or none (times as verify sees them)"),
     ] = "all"
     top: Annotated[
@@ -590,13 +602,20 @@ class Params(BaseModel):
         Cli(("--command",), "a command to profile, given twice: A then B (a shell-quoted string)"),
     ] = None
     launch_skip: Annotated[
-        int | None, Field(description="skip the first N matching launches", ge=0, le=10**6), CLI_ONLY,
+        int | None,
+        Field(description="skip the first N matching launches", ge=0, le=10**6),
+        CLI_ONLY,
         Cli(("--launch-skip", "-s"), "when profiling: skip the first N matching launches"),
     ] = None
     out: Annotated[
-        str | None, Field(description="directory for the two reports", max_length=MAX_PATH), CLI_ONLY,
-        Cli(("--out",), "directory for the reports (a/, b/; default .hotkernel/profiles/<time>-diff in a "
-            "workspace, else a temp dir)"),
+        str | None,
+        Field(description="directory for the two reports", max_length=MAX_PATH),
+        CLI_ONLY,
+        Cli(
+            ("--out",),
+            "directory for the reports (a/, b/; default .hotkernel/profiles/<time>-diff in a "
+            "workspace, else a temp dir)",
+        ),
     ] = None
 
 

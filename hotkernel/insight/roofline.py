@@ -51,9 +51,7 @@ def check_work(flops: float, bytes_moved: float) -> None:
         if value is None or not math.isfinite(float(value)) or float(value) < 0:
             raise HotkernelError(f"roofline: {label}={value!r} must be a finite number >= 0")
     if float(flops) == 0 and float(bytes_moved) == 0:
-        raise HotkernelError(
-            "roofline: flops and bytes are both 0: give the kernel's FLOPs and/or bytes moved"
-        )
+        raise HotkernelError("roofline: flops and bytes are both 0: give the kernel's FLOPs and/or bytes moved")
 
 
 def roofline(
@@ -131,8 +129,7 @@ def summary_lines(result: RooflineResult) -> list[str]:
     lines = [
         f"{result.gpu_name} [{result.gpu}] {result.dtype}: peak {result.peak_tflops:g} TFLOP/s, "
         f"{result.bandwidth_gbps:g} GB/s, ridge {result.ridge_flop_per_byte:.3g} FLOP/B",
-        f"intensity {intensity} FLOP/B -> {result.bound}-bound, "
-        f"attainable {result.attainable_tflops:.4g} TFLOP/s",
+        f"intensity {intensity} FLOP/B -> {result.bound}-bound, attainable {result.attainable_tflops:.4g} TFLOP/s",
         f"attainable_ms (spec) {result.attainable_ms:.6g}",
     ]
     if result.attainable_ms_measured is not None:
@@ -196,8 +193,7 @@ class Params(BaseModel):
     gpu: Annotated[
         str | None,
         Field(
-            description="GPU name from the spec table (e.g. 'H200', 'H100 SXM'); default None = the first "
-            "GPU here",
+            description="GPU name from the spec table (e.g. 'H200', 'H100 SXM'); default None = the first GPU here",
             max_length=200,
         ),
         Cli(("--gpu",), "GPU name or table key (default: the first GPU here)"),
@@ -219,7 +215,9 @@ class Params(BaseModel):
         Cli(("--measured-gbps",), "measured bandwidth (default: this workspace's calibration)"),
     ] = None
     list_gpus: Annotated[
-        bool, Field(description="print the GPU table with its sources instead"), CLI_ONLY,
+        bool,
+        Field(description="print the GPU table with its sources instead"),
+        CLI_ONLY,
         Cli(("--list",), "print the GPU table with its sources"),
     ] = False
 
@@ -243,4 +241,3 @@ def cli_shortcut(values: dict, as_json: bool) -> str | None:
     if as_json:
         return json.dumps([spec.model_dump() for spec in gpu_table()], indent=2)
     return "\n".join(table_lines())
-

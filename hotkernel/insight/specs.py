@@ -49,9 +49,7 @@ class GpuSpec(BaseModel):
             )
         rate = getattr(self, field)
         if rate is None:
-            raise HotkernelError(
-                f"{self.name} has no {dtype} tensor rate ({self.sources[field]}): use bf16 or fp16"
-            )
+            raise HotkernelError(f"{self.name} has no {dtype} tensor rate ({self.sources[field]}): use bf16 or fp16")
         return float(rate)
 
 
@@ -93,9 +91,7 @@ def find_gpu(name: str) -> tuple[GpuSpec, str | None]:
     if close:
         spec = names[close[0]]
         return spec, _closest_warning(name, spec)
-    raise HotkernelError(
-        f"GPU {name!r} is not in the roofline table and nothing is close: use one of {known_gpus()}"
-    )
+    raise HotkernelError(f"GPU {name!r} is not in the roofline table and nothing is close: use one of {known_gpus()}")
 
 
 def _closest_warning(name: str, spec: GpuSpec) -> str:

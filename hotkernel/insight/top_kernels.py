@@ -71,9 +71,7 @@ class KernelRow(BaseModel):
     block_size: str | None = None
     grid_size: str | None = None
     hint: str | None = None
-    rules: list[str] = Field(
-        default_factory=list, description="Nsight Compute advice (OPT rules), biggest first"
-    )
+    rules: list[str] = Field(default_factory=list, description="Nsight Compute advice (OPT rules), biggest first")
 
 
 class TopKernels(BaseModel):
@@ -95,9 +93,7 @@ def top_kernels(report: str | os.PathLike[str], n: int = 10) -> TopKernels:
         raise HotkernelError(f"top: n={n} must be at least 1")
     path = Path(report)
     if not path.is_file():
-        raise HotkernelError(
-            f"top: report {os.fspath(report)!r} not found; give a saved .csv, .ncu-rep or .json"
-        )
+        raise HotkernelError(f"top: report {os.fspath(report)!r} not found; give a saved .csv, .ncu-rep or .json")
     if path.suffix == ".ncu-rep":
         launches, kind = ncu_rep_launches(path), "ncu-rep"
         return _finish(
@@ -409,8 +405,9 @@ def kernels_from_chrome_trace(text: str, path: Path) -> list[KernelRow]:
 
 def ncu_rep_launches(path: Path) -> list[dict[str, Any]]:
     """Launches of an ``.ncu-rep``: via ``ncu_report`` when importable, else ``ncu --import --csv --page details``."""
-    return read_ncu_rep(path, [n for names in NCU_METRICS.values() for n in names], parse_ncu_details, "top",
-                        page="details")
+    return read_ncu_rep(
+        path, [n for names in NCU_METRICS.values() for n in names], parse_ncu_details, "top", page="details"
+    )
 
 
 # ---- output -----------------------------------------------------------------------------------------------
@@ -525,8 +522,10 @@ class Params(BaseModel):
             min_length=1,
             max_length=MAX_PATH,
         ),
-        Cli(argument=True, help="nsys cuda_gpu_kern_sum CSV, ncu details/raw CSV, .ncu-rep, or a torch.profiler "
-            "chrome trace .json"),
+        Cli(
+            argument=True,
+            help="nsys cuda_gpu_kern_sum CSV, ncu details/raw CSV, .ncu-rep, or a torch.profiler chrome trace .json",
+        ),
     ]
     n: Annotated[
         int, Field(description="kernels to list, 1 to 200; default 10", ge=1, le=200), Cli(("-n",), "kernels to list")
@@ -536,4 +535,3 @@ class Params(BaseModel):
 def run(params: Params, ctx: InsightContext) -> TopKernels:
     """Rank the report's kernels."""
     return top_kernels(ctx.existing_file(params.report, "report"), params.n)
-

@@ -89,9 +89,7 @@ def torch_trace(
     """Profile ``script`` (run as ``__main__`` with ``script_args``) and summarise the top ``top`` entries."""
     path = Path(script)
     if not path.is_file():
-        raise HotkernelError(
-            f"trace: script {os.fspath(script)!r} not found; give the path of a .py file to run"
-        )
+        raise HotkernelError(f"trace: script {os.fspath(script)!r} not found; give the path of a .py file to run")
     if top < 1:
         raise HotkernelError(f"trace: top={top} must be at least 1")
     if python is None:
@@ -192,9 +190,7 @@ def rank_kernels(kernels: list[dict], top: int) -> tuple[list[TraceKernel], floa
 def summary_lines(result: TraceResult, *, name_width: int = 90) -> list[str]:
     lines = [f"{result.script} on {result.device} (torch {result.torch}, {result.wall_s:.1f} s)"]
     if result.kernels:
-        lines.append(
-            f"top GPU kernels ({result.kernel_count} distinct, {result.total_kernel_ms:.3f} ms total):"
-        )
+        lines.append(f"top GPU kernels ({result.kernel_count} distinct, {result.total_kernel_ms:.3f} ms total):")
         for k in result.kernels:
             lines.append(
                 f"  {k.share_pct:5.1f}%  {k.total_ms:9.3f} ms  {k.calls:6d} calls  "
@@ -205,9 +201,7 @@ def summary_lines(result: TraceResult, *, name_width: int = 90) -> list[str]:
         time_ms = op.device_total_ms if result.cuda else op.self_cpu_ms
         lines.append(f"  {time_ms:9.3f} ms  {op.calls:6d} calls  {op.name} {op.input_shapes}")
     lines.extend(f"note: {note}" for note in result.notes)
-    lines.extend(
-        f"{label}: {path}" for label, path in result.files.items() if label in ("table", "chrome_trace")
-    )
+    lines.extend(f"{label}: {path}" for label, path in result.files.items() if label in ("table", "chrome_trace"))
     return lines
 
 
@@ -268,24 +262,35 @@ class Params(BaseModel):
         Cli(("--timeout",), "seconds before the script is killed"),
     ] = DEFAULT_TIMEOUT_S
     python: Annotated[
-        str | None, Field(description="interpreter with torch", max_length=MAX_PATH), CLI_ONLY,
+        str | None,
+        Field(description="interpreter with torch", max_length=MAX_PATH),
+        CLI_ONLY,
         Cli(("--python",), "interpreter with torch (default: as bench)"),
     ] = None
     out: Annotated[
-        str | None, Field(description="directory for the table and trace", max_length=MAX_PATH), CLI_ONLY,
-        Cli(("--out",), "directory for the table and trace (default: .hotkernel/traces/<time> in a workspace, "
-            "else a temp dir)"),
+        str | None,
+        Field(description="directory for the table and trace", max_length=MAX_PATH),
+        CLI_ONLY,
+        Cli(
+            ("--out",),
+            "directory for the table and trace (default: .hotkernel/traces/<time> in a workspace, else a temp dir)",
+        ),
     ] = None
     no_chrome_trace: Annotated[
-        bool, Field(description="skip the chrome trace file"), CLI_ONLY,
+        bool,
+        Field(description="skip the chrome trace file"),
+        CLI_ONLY,
         Cli(("--no-chrome-trace",), "skip the chrome trace file"),
     ] = False
 
 
 def run(params: Params, ctx: InsightContext) -> TraceResult:
     """Profile the script in the user's python; tables and trace under .hotkernel/traces/ in a workspace."""
-    script = ctx.existing_file(params.script, "script", "give a .py path" + (
-        f" relative to {ctx.workspace.root}" if ctx.confined and ctx.workspace else ""))
+    script = ctx.existing_file(
+        params.script,
+        "script",
+        "give a .py path" + (f" relative to {ctx.workspace.root}" if ctx.confined and ctx.workspace else ""),
+    )
     root = ctx.workspace.root if ctx.workspace else None
     out_dir = ctx.path(params.out, "out") if params.out else default_out_dir(root)
     ctx.progress(0, 1, f"profiling {script.name}")
@@ -301,4 +306,3 @@ def run(params: Params, ctx: InsightContext) -> TraceResult:
     )
     ctx.progress(1, 1, "done")
     return result
-

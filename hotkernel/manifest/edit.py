@@ -186,8 +186,9 @@ def _splice_update(text: str, name: str, fields: dict[str, Any]) -> str:
     lines = _lines(text)
     targets = doc.get("targets") if isinstance(doc, CommentedMap) else None
     if not isinstance(targets, CommentedMap) or name not in targets:
-        raise HotkernelError(f"no target {name!r} in {MANIFEST_NAME}; add it first (`hotkernel new {name} ...`, "
-                             "MCP add_target)")
+        raise HotkernelError(
+            f"no target {name!r} in {MANIFEST_NAME}; add it first (`hotkernel new {name} ...`, MCP add_target)"
+        )
     entry = targets[name]
     if not isinstance(entry, CommentedMap) or entry.fa.flow_style() or targets.fa.flow_style() or not len(entry):
         merged = {**plain(entry or {}), **fields}

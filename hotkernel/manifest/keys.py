@@ -110,5 +110,3 @@ def mcp_parameter_of(yaml_key: str) -> str:
         if key.yaml == yaml_key:
             return key.key.mcp
     return yaml_key
-
-

@@ -51,8 +51,10 @@ MAX_NODES = 8000  # keys and values in the whole document: 100 targets take abou
 MAX_LINE = 2 * MAX_STRING  # characters of one line
 MAX_DEPTH = 32  # nested mappings/lists
 MAX_INT = 2**63  # larger integers are refused (no key needs them; huge digit strings are slow to convert)
-NAME_RULE = ("use a Python identifier such as rmsnorm (letters, digits, '_'; no '/', '..', spaces or newlines; "
-             "at most 64 characters)")
+NAME_RULE = (
+    "use a Python identifier such as rmsnorm (letters, digits, '_'; no '/', '..', spaces or newlines; "
+    "at most 64 characters)"
+)
 NAME_HELP = f"target name is not allowed: {NAME_RULE}"
 
 
@@ -153,19 +155,20 @@ class _EventBounds:
         if isinstance(event, DocumentStartEvent) and (event.version or event.tags):
             raise HotkernelError(f"{display}:{line}: YAML directives (%YAML, %TAG) are not allowed; remove the line")
         if isinstance(event, AliasEvent):
-            raise HotkernelError(f"{display}:{line}: YAML aliases (*{event.anchor}) are not allowed; "
-                                 "write the value out")
+            raise HotkernelError(
+                f"{display}:{line}: YAML aliases (*{event.anchor}) are not allowed; write the value out"
+            )
         if not isinstance(event, NodeEvent):
             if isinstance(event, (MappingEndEvent, SequenceEndEvent)):
                 self.depth -= 1
             return
         if event.anchor is not None:
-            raise HotkernelError(f"{display}:{line}: YAML anchors (&{event.anchor}) are not allowed; "
-                                 "remove the anchor")
+            raise HotkernelError(f"{display}:{line}: YAML anchors (&{event.anchor}) are not allowed; remove the anchor")
         tag = getattr(event, "tag", None)
         if tag is not None and not _implicit(event):
-            raise HotkernelError(f"{display}:{line}: YAML tags ({quote(str(tag))}) are not allowed; "
-                                 "write a plain value")
+            raise HotkernelError(
+                f"{display}:{line}: YAML tags ({quote(str(tag))}) are not allowed; write a plain value"
+            )
         if isinstance(event, ScalarEvent) and len(event.value) > MAX_STRING:
             raise HotkernelError(
                 f"{display}:{line}: a value of {len(event.value)} characters, over the limit of {MAX_STRING}; "
@@ -180,8 +183,9 @@ class _EventBounds:
         if isinstance(event, CollectionStartEvent):
             self.depth += 1
             if self.depth > MAX_DEPTH:
-                raise HotkernelError(f"{display}:{line}: nested more than {MAX_DEPTH} levels deep; a manifest "
-                                     "needs a few")
+                raise HotkernelError(
+                    f"{display}:{line}: nested more than {MAX_DEPTH} levels deep; a manifest needs a few"
+                )
 
 
 def bounded_yaml(display: str) -> YAML:
@@ -274,8 +278,9 @@ def check_values(node: Any, loc: tuple[Any, ...] = ()) -> None:
         elif isinstance(item, list):
             stack.extend((value, (*where, index)) for index, value in enumerate(item))
         elif isinstance(item, str) and len(item) > MAX_STRING:
-            raise ManifestProblem(where, f"a value of {len(item)} characters, over the limit of {MAX_STRING}: "
-                                  f"{quote(item)}; shorten it")
+            raise ManifestProblem(
+                where, f"a value of {len(item)} characters, over the limit of {MAX_STRING}: {quote(item)}; shorten it"
+            )
         elif isinstance(item, float) and not math.isfinite(item):
             raise ManifestProblem(where, f"{item} is not a finite number; write a finite value")
         elif isinstance(item, int) and not isinstance(item, bool):
@@ -385,8 +390,10 @@ def _read_workspace_python(root: Path, rel: str, loc: tuple[Any, ...]) -> ast.Mo
     return tree
 
 
-PROBLEM_LAYOUTS = {"kernelbench": ("Model", "get_inputs", "get_init_inputs"),
-                   "gpumode": ("generate_input", "ref_kernel")}
+PROBLEM_LAYOUTS = {
+    "kernelbench": ("Model", "get_inputs", "get_init_inputs"),
+    "gpumode": ("generate_input", "ref_kernel"),
+}
 
 
 def problem_layout(root: Path, rel: str, loc: tuple[Any, ...]) -> str:
@@ -398,9 +405,10 @@ def problem_layout(root: Path, rel: str, loc: tuple[Any, ...]) -> str:
             return layout
     missing = [name for name in PROBLEM_LAYOUTS["kernelbench"] if name not in names]
     raise ManifestProblem(
-        loc, f"{rel} is not a problem file: it defines no {', '.join(missing)} (KernelBench: class Model(nn.Module), "
+        loc,
+        f"{rel} is not a problem file: it defines no {', '.join(missing)} (KernelBench: class Model(nn.Module), "
         f"get_inputs(), get_init_inputs(); GPU MODE: generate_input(), ref_kernel(); docs/suites.md); for a "
-        f"function write {rel}:function"
+        f"function write {rel}:function",
     )
 
 
@@ -415,8 +423,9 @@ def _check_function_file(root: Path, ref: str, loc: tuple[Any, ...]) -> None:
         return
     if func in others:
         raise ManifestProblem(
-            loc, f"{func!r} in {rel} is not a function (a class or a value); name a function defined with def "
-            f"(a module-style problem class is not supported yet)"
+            loc,
+            f"{func!r} in {rel} is not a function (a class or a value); name a function defined with def "
+            f"(a module-style problem class is not supported yet)",
         )
     hint = did_you_mean(func, sorted(functions | others))
     raise ManifestProblem(loc, f"{rel} defines no function {func!r}; {hint}define it at the top level of {rel}")
@@ -478,8 +487,8 @@ def check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
     for key in spec.kwargs:
         if not is_parameter_name(str(key)):
             raise ManifestProblem(
-                (*base, "kwargs", key), f"{quote(key)} is not a keyword argument name; use a Python identifier "
-                "that is not a keyword"
+                (*base, "kwargs", key),
+                f"{quote(key)} is not a keyword argument name; use a Python identifier that is not a keyword",
             )
         if key in names:
             raise ManifestProblem((*base, "kwargs", key), f"{key!r} is also an input name; rename one")
@@ -518,13 +527,17 @@ def _check_problem(spec: TargetSpec, base: tuple[Any, ...], root: Path | None) -
     if spec.derive is not None:
         raise ManifestProblem((*base, "derive"), "a module problem makes its own inputs; remove derive")
     if spec.cases is not None and len(spec.cases) != len(spec.shapes):
-        raise ManifestProblem((*base, "cases"), f"{len(spec.cases)} case(s) for {len(spec.shapes)} shape(s); "
-                              "give one case per shape")
+        raise ManifestProblem(
+            (*base, "cases"), f"{len(spec.cases)} case(s) for {len(spec.shapes)} shape(s); give one case per shape"
+        )
     if root is not None:
         layout = problem_layout(root, problem["path"], (*base, "from"))
         if layout == "kernelbench" and len(spec.cases or []) > 1:
-            raise ManifestProblem((*base, "cases"), "a KernelBench problem has one case (its module-level "
-                                  "constants); import it once per case under another name")
+            raise ManifestProblem(
+                (*base, "cases"),
+                "a KernelBench problem has one case (its module-level "
+                "constants); import it once per case under another name",
+            )
 
 
 def check_target_fields(name: str, fields: dict[str, Any], root: Path | None) -> TargetSpec:
@@ -597,8 +610,7 @@ def read_manifest_text(path: Path) -> str:
             text = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise HotkernelError(
-            f"{display_path(path)} not found: run `hotkernel new NAME --from FILE.py:FUNC --shape ...` "
-            "to create it"
+            f"{display_path(path)} not found: run `hotkernel new NAME --from FILE.py:FUNC --shape ...` to create it"
         ) from None
     except (OSError, UnicodeDecodeError) as err:
         raise HotkernelError(f"{display_path(path)}: cannot read ({err.__class__.__name__}); check the file") from None

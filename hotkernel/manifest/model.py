@@ -106,8 +106,9 @@ def _extra_entry(value: Any) -> str:
         name = name.strip()
         if is_parameter_name(name):
             return f"{name}:{format_shape(parse_shape(shape.strip()))}"
-    raise ValueError(f"{quote(value)} is not an extra input; write name:shape, e.g. w:8192 (a name that is not "
-                     "a Python keyword)")
+    raise ValueError(
+        f"{quote(value)} is not an extra input; write name:shape, e.g. w:8192 (a name that is not a Python keyword)"
+    )
 
 
 def _function_ref(value: Any) -> str:
@@ -188,8 +189,9 @@ def _competitor(value: Any) -> str:
 def _identifier(value: Any) -> str:
     if is_parameter_name(value):
         return value
-    raise ValueError(f"{quote(value)} is not a valid name; use a Python identifier that is not a keyword, "
-                     "such as x or w")
+    raise ValueError(
+        f"{quote(value)} is not a valid name; use a Python identifier that is not a keyword, such as x or w"
+    )
 
 
 ShapeEntry = Annotated[
@@ -219,8 +221,9 @@ ShapeEntry = Annotated[
 ExtraEntry = Annotated[
     str,
     BeforeValidator(_extra_entry),
-    WithJsonSchema({"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*:" + SHAPE_PATTERN[1:],
-                    "maxLength": MAX_STRING}),
+    WithJsonSchema(
+        {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*:" + SHAPE_PATTERN[1:], "maxLength": MAX_STRING}
+    ),
 ]
 FunctionRef = Annotated[
     str,
@@ -230,22 +233,33 @@ FunctionRef = Annotated[
 SourceRef = Annotated[
     str,
     BeforeValidator(_source_ref),
-    WithJsonSchema({"type": "string", "pattern": r"^([^:\s]+:[A-Za-z_][A-Za-z0-9_]*|[^:\s]+\.py)$",
-                    "maxLength": MAX_STRING}),
+    WithJsonSchema(
+        {"type": "string", "pattern": r"^([^:\s]+:[A-Za-z_][A-Za-z0-9_]*|[^:\s]+\.py)$", "maxLength": MAX_STRING}
+    ),
 ]
 CaseEntry = Annotated[
     dict[str, Any],
     BeforeValidator(case_entry),
-    WithJsonSchema({"anyOf": [{"type": "string", "maxLength": MAX_STRING},
-                              {"type": "object", "additionalProperties": {"type": ["string", "number", "integer",
-                                                                                   "boolean"]}}]}),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "maxLength": MAX_STRING},
+                {"type": "object", "additionalProperties": {"type": ["string", "number", "integer", "boolean"]}},
+            ]
+        }
+    ),
 ]
 Competitor = Annotated[
     str,
     BeforeValidator(_competitor),
-    WithJsonSchema({"anyOf": [{"type": "string", "enum": list(COMPETITOR_WORDS)},
-                              {"type": "string", "pattern": r"^[^:\s]+:[A-Za-z_][A-Za-z0-9_]*$",
-                               "maxLength": MAX_STRING}]}),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "enum": list(COMPETITOR_WORDS)},
+                {"type": "string", "pattern": r"^[^:\s]+:[A-Za-z_][A-Za-z0-9_]*$", "maxLength": MAX_STRING},
+            ]
+        }
+    ),
 ]
 Dtype = Annotated[
     str,
@@ -301,9 +315,7 @@ class Defaults(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    n: int = Field(
-        7, ge=1, le=1000, description="Runs per side for `hotkernel verify` and `sync` (default 7)."
-    )
+    n: int = Field(7, ge=1, le=1000, description="Runs per side for `hotkernel verify` and `sync` (default 7).")
     warmup: int = Field(1, ge=0, le=100, description="Untimed warm-up runs before bench/verify (default 1).")
     device: Literal["cuda", "cpu"] = Field("cuda", description="Device of targets that do not set one.")
     dtype: Dtype = Field("bf16", description="dtype of targets that do not set one (default bf16).")

@@ -65,7 +65,5 @@ def schema_reference(workspace_root: str | os.PathLike[str]) -> str | None:
 
 
 if __name__ == "__main__":
-    written = write_schema(
-        sys.argv[1] if len(sys.argv) > 1 else PACKAGE_DIR.parent / "schemas" / SCHEMA_FILE_NAME
-    )
+    written = write_schema(sys.argv[1] if len(sys.argv) > 1 else PACKAGE_DIR.parent / "schemas" / SCHEMA_FILE_NAME)
     print(f"wrote {written}")

@@ -54,8 +54,7 @@ def _tool_error(name: str, err: BaseException) -> ToolError:
         return ToolError(shorten(str(err)))
     if isinstance(err, ValidationError):
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-            for e in err.errors(include_url=False)
+            f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in err.errors(include_url=False)
         )
         return ToolError(shorten(f"invalid value ({problems})"))
     log.exception("tool %s crashed", name)
@@ -91,9 +90,7 @@ def build_server(root: str | os.PathLike[str] | None = None) -> MCPServer:
 
     ``root`` defaults to ``HOTKERNEL_WORKSPACE``, then ``CLAUDE_PROJECT_DIR``, then the current directory.
     """
-    start = (
-        root or os.environ.get("HOTKERNEL_WORKSPACE") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-    )
+    start = root or os.environ.get("HOTKERNEL_WORKSPACE") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     state = ServerState(root=Path(start).resolve())
 
     @asynccontextmanager
@@ -115,6 +112,7 @@ def build_server(root: str | os.PathLike[str] | None = None) -> MCPServer:
 
 def serve() -> None:
     """Serve MCP on stdio until the client closes the pipe; running jobs are killed on the way out."""
+
     def stop(signum: int, _frame: object) -> None:  # SIGTERM/SIGHUP: no job outlives the server
         jobs.cancel_all_jobs()
         raise SystemExit(128 + signum)

@@ -237,9 +237,7 @@ async def follow(ctx: Context, job: Any, wait_s: float, *, kill_on_cancel: bool 
         raise
 
 
-async def run_job(
-    ctx: Context, op: str, ws: Workspace, args: dict[str, Any], wait_s: float
-) -> tuple[JobInfo, Any]:
+async def run_job(ctx: Context, op: str, ws: Workspace, args: dict[str, Any], wait_s: float) -> tuple[JobInfo, Any]:
     """Start ``op`` as a job, follow it up to ``wait_s``; (job info, result dict or None)."""
     job = jobs.start_job(op, ws.root, args)
     await ctx.report_progress(0.0, None, f"{op} started as job {job.id}")

@@ -231,9 +231,7 @@ def main(argv: list[str]) -> int:
         wire.write(json.dumps({"progress": done or 0, "total": total, "message": message}) + "\n")
 
     if len(argv) != 2 or argv[1] not in OPERATIONS:
-        wire.write(
-            json.dumps({"error": f"usage: python -m hotkernel.mcp.jobs {{{','.join(sorted(OPERATIONS))}}}"})
-        )
+        wire.write(json.dumps({"error": f"usage: python -m hotkernel.mcp.jobs {{{','.join(sorted(OPERATIONS))}}}"}))
         return 2
     try:
         request = json.loads(sys.stdin.read())
@@ -245,9 +243,7 @@ def main(argv: list[str]) -> int:
         payload = {"error": "interrupted"}
     except Exception as err:  # a bug: say so in one line, keep the traceback on stderr for the server log
         traceback.print_exc()
-        payload = {
-            "error": f"internal error in {argv[1]}: {type(err).__name__}: {err} (a hotkernel bug: report it)"
-        }
+        payload = {"error": f"internal error in {argv[1]}: {type(err).__name__}: {err} (a hotkernel bug: report it)"}
     wire.write(json.dumps(payload) + "\n")
     wire.flush()
     return 0
@@ -280,9 +276,7 @@ def op_verify(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
     ws = _workspace(root)
     directory = ws.target_dir(args["target"])
     candidate = args.get("candidate") or directory / "candidate.py"
-    return verify(
-        ws, directory / "baseline.py", candidate, n=args["n"], timeout_s=args["timeout_s"], progress=progress
-    )
+    return verify(ws, directory / "baseline.py", candidate, n=args["n"], timeout_s=args["timeout_s"], progress=progress)
 
 
 def op_sync(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:

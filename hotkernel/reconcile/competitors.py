@@ -35,9 +35,20 @@ FINGERPRINT_PARTS = ("manifest", "baseline_sha256", "candidate_sha256", "contrac
 Progress = Callable[[int, int, str], None]  # (runs done, runs planned, "<target> competitor <c>: <what>")
 
 
-def sync_competitors(ws: Workspace, manifest: Any, name: str, *, n: int, python: str | None = None,
-                     timeout_s: float | None = None, gpu_name: Any = _AUTO, from_scratch: bool = False,
-                     wait_s: float = 0.0, progress: Progress | None = None, board: bool = True) -> list[SyncItem]:
+def sync_competitors(
+    ws: Workspace,
+    manifest: Any,
+    name: str,
+    *,
+    n: int,
+    python: str | None = None,
+    timeout_s: float | None = None,
+    gpu_name: Any = _AUTO,
+    from_scratch: bool = False,
+    wait_s: float = 0.0,
+    progress: Progress | None = None,
+    board: bool = True,
+) -> list[SyncItem]:
     """Render, verify and record every out-of-date competitor of target ``name`` (all with ``from_scratch``).
 
     One ``SyncItem`` per competitor run (``name`` is ``<target> competitor <competitor>``); a failing one is
@@ -54,24 +65,55 @@ def sync_competitors(ws: Workspace, manifest: Any, name: str, *, n: int, python:
         fingerprint = manifest_fingerprint(manifest, name)
         contract_sha = contract_sha256()
         device = device_key(context, gpu_name)
-        pending = {c.competitor: c.reasons for c in competitor_items(
-            ws, manifest, name, context, fingerprint, contract_sha, device, read_lock(ws))}
+        pending = {
+            c.competitor: c.reasons
+            for c in competitor_items(ws, manifest, name, context, fingerprint, contract_sha, device, read_lock(ws))
+        }
         todo = [c for c in manifest.targets[name].competitors if c in pending or from_scratch]
         items = []
         for index, competitor in enumerate(todo):
+
             def say(message: str, done: int = 0, index: int = index, competitor: str = competitor) -> None:
                 if progress is not None:
                     progress(2 * n * index + done, 2 * n * len(todo), f"{name} competitor {competitor}: {message}")
 
             reasons = pending.get(competitor, ["from scratch"])
-            items.append(_sync_one(ws, name, competitor, context, fingerprint, contract_sha, device, reasons,
-                                   n=n, python=python, timeout_s=timeout_s, say=say, board=board))
+            items.append(
+                _sync_one(
+                    ws,
+                    name,
+                    competitor,
+                    context,
+                    fingerprint,
+                    contract_sha,
+                    device,
+                    reasons,
+                    n=n,
+                    python=python,
+                    timeout_s=timeout_s,
+                    say=say,
+                    board=board,
+                )
+            )
         return items
 
 
-def _sync_one(ws: Workspace, name: str, competitor: str, context: dict[str, Any], fingerprint: str,
-              contract_sha: str, device: str, reasons: list[str], *, n: int, python: str | None,
-              timeout_s: float | None, say: Callable[..., None], board: bool) -> SyncItem:
+def _sync_one(
+    ws: Workspace,
+    name: str,
+    competitor: str,
+    context: dict[str, Any],
+    fingerprint: str,
+    contract_sha: str,
+    device: str,
+    reasons: list[str],
+    *,
+    n: int,
+    python: str | None,
+    timeout_s: float | None,
+    say: Callable[..., None],
+    board: bool,
+) -> SyncItem:
     label = f"{name} competitor {competitor}"
     try:
         say("render")
@@ -80,8 +122,11 @@ def _sync_one(ws: Workspace, name: str, competitor: str, context: dict[str, Any]
         state = competitor_state(ws, context, fingerprint, contract_sha, competitor)
         if device == NO_GPU:
             say("skipped: no CUDA GPU")
-            return SyncItem(name=label, status="skipped",
-                            reason="no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)")
+            return SyncItem(
+                name=label,
+                status="skipped",
+                reason="no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)",
+            )
         before = store_snapshot(ws)
         kwargs: dict[str, Any] = {"n": n, "python": python, "progress": lambda done, _t, msg: say(msg, done)}
         if timeout_s is not None:
@@ -89,23 +134,48 @@ def _sync_one(ws: Workspace, name: str, competitor: str, context: dict[str, Any]
         say("verify")
         result = verify(ws, ws.target_dir(name) / "baseline.py", script, **kwargs)
         if sha256_file(script) != state["candidate_sha256"]:
-            return SyncItem(name=label, status="failed",
-                            reason=f"{script.name} changed during sync (it is generated): run `hotkernel sync` again")
+            return SyncItem(
+                name=label,
+                status="failed",
+                reason=f"{script.name} changed during sync (it is generated): run `hotkernel sync` again",
+            )
         parts = {k: state[k] for k in FINGERPRINT_PARTS}
-        rec = record(ws, name, result, note=f"hotkernel sync: competitor {competitor}: {', '.join(reasons)}",
-                     who=competitor_who(competitor), python=result.python, fingerprint={**parts, "device": device},
-                     device_kind="cpu" if device == CPU_DEVICE else "cuda", before=before, competitor=competitor,
-                     board=board)
+        rec = record(
+            ws,
+            name,
+            result,
+            note=f"hotkernel sync: competitor {competitor}: {', '.join(reasons)}",
+            who=competitor_who(competitor),
+            python=result.python,
+            fingerprint={**parts, "device": device},
+            device_kind="cpu" if device == CPU_DEVICE else "cuda",
+            before=before,
+            competitor=competitor,
+            board=board,
+        )
         if rec.tampered:
-            return SyncItem(name=label, status="failed", verdict="invalid", record=rec.path,
-                            reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated")
+            return SyncItem(
+                name=label,
+                status="failed",
+                verdict="invalid",
+                record=rec.path,
+                reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated",
+            )
         if result.verdict != "invalid":  # an invalid run measured nothing: the competitor stays out of date
             lock = read_lock(ws)
             lock.competitors.setdefault(name, {}).setdefault(competitor, {})[device] = LockEntry(
-                **parts, device=device, record=rec.path, verdict=result.verdict, protocol=result.protocol or 0)
+                **parts, device=device, record=rec.path, verdict=result.verdict, protocol=result.protocol or 0
+            )
             write_lock(ws, lock)
         say(f"done: {result.verdict}", 2 * n)
-        return SyncItem(name=label, status="recorded", verdict=result.verdict, speedup=rec.speedup,
-                        record=rec.path, beats_best=False, reason=result.reason)
+        return SyncItem(
+            name=label,
+            status="recorded",
+            verdict=result.verdict,
+            speedup=rec.speedup,
+            record=rec.path,
+            beats_best=False,
+            reason=result.reason,
+        )
     except Exception as err:  # noqa: BLE001 - a failing competitor is reported; the others go on
         return failed_item(label, err, say)

@@ -139,8 +139,10 @@ def bundle(ws: Workspace, files: Sequence[str]) -> bytes:
             with open(path, "rb") as handle:
                 tar.addfile(info, handle)
     if data.tell() > BUNDLE_LIMIT_BYTES:
-        raise HotkernelError(f"sync: the files of the job are {data.tell() >> 20} MiB (limit "
-                             f"{BUNDLE_LIMIT_BYTES >> 20} MiB); keep data files out of targets/ and the source folders")
+        raise HotkernelError(
+            f"sync: the files of the job are {data.tell() >> 20} MiB (limit "
+            f"{BUNDLE_LIMIT_BYTES >> 20} MiB); keep data files out of targets/ and the source folders"
+        )
     return data.getvalue()
 
 
@@ -150,8 +152,14 @@ def unpack(data: bytes, root: Path) -> None:
         tar.extractall(root, filter="data")
 
 
-def run_bundled(data: bytes, job: Job, *, cancel: threading.Event | None = None,
-                env: dict[str, str] | None = None, python: str | None = None) -> LaneRun:
+def run_bundled(
+    data: bytes,
+    job: Job,
+    *,
+    cancel: threading.Event | None = None,
+    env: dict[str, str] | None = None,
+    python: str | None = None,
+) -> LaneRun:
     """Unpack ``data`` into a temporary workspace and run ``job`` there in a child process (its own process group,
     killed on ``cancel``, a timeout or an exception); the lane side of both local lanes and Ray tasks."""
     with tempfile.TemporaryDirectory(prefix="hotkernel-lane-") as tmp:
@@ -160,9 +168,15 @@ def run_bundled(data: bytes, job: Job, *, cancel: threading.Event | None = None,
         child_env = {**os.environ, **(env or {}), "HOTKERNEL_WORKSPACE": str(root)}
         if python:
             child_env["HOTKERNEL_PYTHON"] = python
-        proc = run_command([sys.executable, "-m", "hotkernel.reconcile.verify_job", job.as_json()],
-                           timeout_s=job.wall_limit_s(), cwd=root, env=child_env, out_dir=Path(tmp) / "out",
-                           name="verify", cancel=cancel)
+        proc = run_command(
+            [sys.executable, "-m", "hotkernel.reconcile.verify_job", job.as_json()],
+            timeout_s=job.wall_limit_s(),
+            cwd=root,
+            env=child_env,
+            out_dir=Path(tmp) / "out",
+            name="verify",
+            cancel=cancel,
+        )
         return child_outcome(proc, job)
 
 
@@ -204,8 +218,9 @@ class ProcessLane:
         return run
 
 
-def host_lanes(ws: Workspace, gpus: str, *, python: str | None = None,
-               gpu_list: list[GpuSlot] | None = None) -> list[ProcessLane]:
+def host_lanes(
+    ws: Workspace, gpus: str, *, python: str | None = None, gpu_list: list[GpuSlot] | None = None
+) -> list[ProcessLane]:
     """One lane per GPU named by ``gpus`` ('all' or indices '0,1', as nvidia-smi numbers the GPUs this process
     may use) plus one CPU lane (cpu targets, one at a time). ``gpu_list``: the GPUs (default: NVML's, as
     CUDA_VISIBLE_DEVICES leaves them)."""
@@ -220,14 +235,20 @@ def host_lanes(ws: Workspace, gpus: str, *, python: str | None = None,
             raise HotkernelError(f"--gpus {quote(gpus)}: give 'all' or GPU indices like '0,1'") from None
         bad = [i for i in indices if not 0 <= i < len(visible)]
         if not indices or bad or len(set(indices)) != len(indices):
-            raise HotkernelError(f"--gpus {quote(gpus)}: {len(visible)} GPU(s) visible here (indices 0.."
-                                 f"{max(len(visible) - 1, 0)}); give 'all' or distinct indices like '0,1'")
+            raise HotkernelError(
+                f"--gpus {quote(gpus)}: {len(visible)} GPU(s) visible here (indices 0.."
+                f"{max(len(visible) - 1, 0)}); give 'all' or distinct indices like '0,1'"
+            )
         chosen = [visible[i] for i in indices]
     if not chosen:
-        raise HotkernelError("--gpus: NVML finds no NVIDIA GPU on this machine; run sync without --gpus "
-                             "(cuda targets are skipped) or on a GPU host")
-    lanes = [ProcessLane(ws, f"gpu{i}", frozenset({"cuda"}), gpu=g, python=python) for i, g in
-             zip((visible.index(g) for g in chosen), chosen, strict=True)]
+        raise HotkernelError(
+            "--gpus: NVML finds no NVIDIA GPU on this machine; run sync without --gpus "
+            "(cuda targets are skipped) or on a GPU host"
+        )
+    lanes = [
+        ProcessLane(ws, f"gpu{i}", frozenset({"cuda"}), gpu=g, python=python)
+        for i, g in zip((visible.index(g) for g in chosen), chosen, strict=True)
+    ]
     return [*lanes, ProcessLane(ws, "cpu", frozenset({"cpu"}), python=python)]
 
 
@@ -282,11 +303,14 @@ class LaneExecutor:
             task.failed_on.add(lane.name)
             task.reasons.append(f"{lane.name}: {err}")
             if cancel.is_set():
-                return Outcome(task.job, error="not run: sync was interrupted", lane=lane.name,
-                               attempts=task.attempts)
+                return Outcome(task.job, error="not run: sync was interrupted", lane=lane.name, attempts=task.attempts)
             if task.attempts > MAX_RETRIES:
-                return Outcome(task.job, lane=lane.name, attempts=task.attempts,
-                               error=f"not run: its lane died {task.attempts} times ({'; '.join(task.reasons)})")
+                return Outcome(
+                    task.job,
+                    lane=lane.name,
+                    attempts=task.attempts,
+                    error=f"not run: its lane died {task.attempts} times ({'; '.join(task.reasons)})",
+                )
             status(lane.name, f"{task.job.key}: lane died ({err}); retrying", 0)
             return None
         except Exception as err:  # a failing job is reported; the others go on
@@ -346,8 +370,10 @@ class LaneExecutor:
                     done.put(outcome)
             status(lane.name, "idle", 0)
 
-        threads = [threading.Thread(target=work, args=(lane,), name=f"hotkernel-lane-{lane.name}", daemon=True)
-                   for lane in self.lanes]
+        threads = [
+            threading.Thread(target=work, args=(lane,), name=f"hotkernel-lane-{lane.name}", daemon=True)
+            for lane in self.lanes
+        ]
         try:
             for thread in threads:
                 thread.start()

@@ -50,12 +50,11 @@ class Plan(_Model):
     device: str = Field(description="the GPU name plans were made against, 'cpu', or 'no-gpu'")
     items: list[PlanItem] = Field(default_factory=list, description="out-of-date targets, sorted by name")
     competitors: list[CompetitorItem] = Field(
-        default_factory=list, description="out-of-date competitors, by target then in manifest order",
+        default_factory=list,
+        description="out-of-date competitors, by target then in manifest order",
     )
     up_to_date: list[str] = Field(default_factory=list, description="targets with nothing to do")
-    notes: list[str] = Field(
-        default_factory=list, description="remarks (e.g. no GPU here: compared to lock only)"
-    )
+    notes: list[str] = Field(default_factory=list, description="remarks (e.g. no GPU here: compared to lock only)")
     problems: list[str] = Field(
         default_factory=list,
         description="torn state, one line each with the file and the fix: a damaged, missing or unverified "
@@ -80,10 +79,16 @@ class SyncItem(_Model):
     speedup: float | None = Field(default=None, description="speedup recorded (faster/slower only)")
     record: str | None = Field(default=None, description="workspace-relative record path written")
     beats_best: bool | None = Field(default=None, description="whether the record beats the best so far")
-    clear_of_best: bool | None = Field(default=None, description="whether its interval lies wholly above the "
-                                       "previous best's (beats_best without it: inside the two verifies' noise)")
-    who: str | None = Field(default=None, description="the author recorded: --who, else the candidate's WHO, "
-                            "else HOTKERNEL_WHO or git's user.name (when recorded)")
+    clear_of_best: bool | None = Field(
+        default=None,
+        description="whether its interval lies wholly above the "
+        "previous best's (beats_best without it: inside the two verifies' noise)",
+    )
+    who: str | None = Field(
+        default=None,
+        description="the author recorded: --who, else the candidate's WHO, "
+        "else HOTKERNEL_WHO or git's user.name (when recorded)",
+    )
 
 
 class SyncReport(_Model):

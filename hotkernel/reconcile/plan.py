@@ -48,8 +48,9 @@ def expected_baseline_sha(context: dict[str, Any]) -> str:
     return sha256_text(expected_baseline(context))
 
 
-def target_state(ws: Workspace, context: dict[str, Any], manifest_fingerprint: str,
-                 contract_sha: str) -> dict[str, Any]:
+def target_state(
+    ws: Workspace, context: dict[str, Any], manifest_fingerprint: str, contract_sha: str
+) -> dict[str, Any]:
     """What the target would be recorded with now, and what is on disk."""
     target_dir = ws.targets_dir / context["name"]
     return {
@@ -64,8 +65,9 @@ def target_state(ws: Workspace, context: dict[str, Any], manifest_fingerprint: s
     }
 
 
-def competitor_state(ws: Workspace, context: dict[str, Any], manifest_fingerprint: str, contract_sha: str,
-                     competitor: str) -> dict[str, Any]:
+def competitor_state(
+    ws: Workspace, context: dict[str, Any], manifest_fingerprint: str, contract_sha: str, competitor: str
+) -> dict[str, Any]:
     """What a competitor would be recorded with now: the lock entry's parts (its script as ``candidate``)."""
     return {
         "manifest": manifest_fingerprint,
@@ -95,8 +97,9 @@ def entry_reasons(state: dict[str, Any], entries: dict[str, LockEntry], device: 
     return entry, reasons
 
 
-def competitor_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEntry], device: str,
-                       lock: Lock | None = None) -> list[str]:
+def competitor_reasons(
+    ws: Workspace, state: dict[str, Any], entries: dict[str, LockEntry], device: str, lock: Lock | None = None
+) -> list[str]:
     """Why a competitor must be re-run, in a fixed order; [] when its record on ``device`` stands.
 
     Its script is generated: a missing or edited copy is re-rendered by sync, so only what the record was made
@@ -106,8 +109,10 @@ def competitor_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, 
         return ["new"]
     entry, reasons = entry_reasons(state, entries, device)
     fresh = "contract changed" not in reasons and "manifest changed" not in reasons
-    if fresh and (entry.baseline_sha256, entry.candidate_sha256) != (state["baseline_sha256"],
-                                                                       state["candidate_sha256"]):
+    if fresh and (entry.baseline_sha256, entry.candidate_sha256) != (
+        state["baseline_sha256"],
+        state["candidate_sha256"],
+    ):
         reasons.append("templates changed")
     if entry.sources_sha256 != state["sources_sha256"]:
         reasons.append("source changed")
@@ -117,8 +122,16 @@ def competitor_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, 
     return reasons
 
 
-def competitor_items(ws: Workspace, manifest: Any, name: str, context: dict[str, Any], fingerprint: str,
-                     contract_sha: str, device: str, lock: Lock) -> list[CompetitorItem]:
+def competitor_items(
+    ws: Workspace,
+    manifest: Any,
+    name: str,
+    context: dict[str, Any],
+    fingerprint: str,
+    contract_sha: str,
+    device: str,
+    lock: Lock,
+) -> list[CompetitorItem]:
     """The out-of-date competitors of target ``name`` on ``device``, in manifest order."""
     items = []
     kind = CPU_DEVICE if device == CPU_DEVICE else "cuda"
@@ -127,9 +140,17 @@ def competitor_items(ws: Workspace, manifest: Any, name: str, context: dict[str,
         reasons = competitor_reasons(ws, state, lock.competitor_entries(name, competitor), device, lock)
         if reasons:
             script = competitor_path(ws, name, competitor).relative_to(ws.root).as_posix()
-            items.append(CompetitorItem(name=name, competitor=competitor, who=competitor_who(competitor),
-                                        script=script, action="create" if reasons == ["new"] else "update",
-                                        reasons=reasons, device_kind=kind))
+            items.append(
+                CompetitorItem(
+                    name=name,
+                    competitor=competitor,
+                    who=competitor_who(competitor),
+                    script=script,
+                    action="create" if reasons == ["new"] else "update",
+                    reasons=reasons,
+                    device_kind=kind,
+                )
+            )
     return items
 
 
@@ -152,8 +173,9 @@ def latest_entry(entries: dict[str, LockEntry]) -> LockEntry | None:
     return max(entries.values(), key=lambda e: (Path(e.record).name, e.device))
 
 
-def out_of_date_reasons(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEntry], device: str,
-                        lock: Lock | None = None) -> list[str]:
+def out_of_date_reasons(
+    ws: Workspace, state: dict[str, Any], entries: dict[str, LockEntry], device: str, lock: Lock | None = None
+) -> list[str]:
     """Why a target must be re-run, in a fixed order; [] when it is up to date."""
     if not entries:
         return ["new"]
@@ -239,8 +261,7 @@ def contract_file_state(state: dict[str, Any], entries: dict[str, LockEntry]) ->
     return "stale" if on_disk in {e.contract_sha256 for e in entries.values()} else "edited"
 
 
-def plan(ws: Workspace, *, names: list[str] | None = None, gpu_name: Any = _AUTO,
-         manifest: Any = None) -> Plan:
+def plan(ws: Workspace, *, names: list[str] | None = None, gpu_name: Any = _AUTO, manifest: Any = None) -> Plan:
     """What ``sync`` would run and why: a pure function of the manifest, the files, the lock and the GPU name.
 
     ``gpu_name``: the current GPU's name, None for a machine without one; by default asked from NVML.
@@ -274,8 +295,14 @@ def plan(ws: Workspace, *, names: list[str] | None = None, gpu_name: Any = _AUTO
     if compared_without_gpu:
         notes.append("no NVIDIA GPU here: cuda targets were compared with their latest record on any GPU")
     problems = store_problems(ws, lock)
-    return Plan(device=gpu_name or NO_GPU, items=items, competitors=rivals, up_to_date=up_to_date, notes=notes,
-                problems=problems)
+    return Plan(
+        device=gpu_name or NO_GPU,
+        items=items,
+        competitors=rivals,
+        up_to_date=up_to_date,
+        notes=notes,
+        problems=problems,
+    )
 
 
 def select_names(manifest: Any, names: list[str] | None) -> list[str]:
@@ -295,8 +322,10 @@ def select_names(manifest: Any, names: list[str] | None) -> list[str]:
 def plan_lines(p: Plan) -> list[str]:
     """terraform-style lines: ``+ name: new``, ``~ name: candidate changed``, then a summary line."""
     lines = [f"{'+' if i.action == 'create' else '~'} {i.name}: {', '.join(i.reasons)}" for i in p.items]
-    lines += [f"{'+' if c.action == 'create' else '~'} {c.name} competitor {c.competitor}: {', '.join(c.reasons)}"
-              for c in p.competitors]
+    lines += [
+        f"{'+' if c.action == 'create' else '~'} {c.name} competitor {c.competitor}: {', '.join(c.reasons)}"
+        for c in p.competitors
+    ]
     lines += [f"! {problem}" for problem in p.problems]
     lines += [f"  note: {note}" for note in p.notes]
     adds = sum(1 for i in p.items if i.action == "create")

@@ -40,8 +40,10 @@ def ray_module() -> Any:
     try:
         import ray  # an optional extra, loaded only by --executor ray (its import takes ~1 s)
     except ImportError:
-        raise HotkernelError("--executor ray needs Ray: pip install 'hotkernel[ray]' (or pip install ray) in the "
-                             "environment hotkernel runs in") from None
+        raise HotkernelError(
+            "--executor ray needs Ray: pip install 'hotkernel[ray]' (or pip install ray) in the "
+            "environment hotkernel runs in"
+        ) from None
     return ray
 
 
@@ -77,13 +79,20 @@ class RayExecutor:
         # where `sync --json` prints its report: they go to stderr until close().
         self.quiet.enter_context(contextlib.redirect_stdout(sys.stderr))
         try:
-            self.ray.init(address=self.address or "local", include_dashboard=False, log_to_driver=False,
-                          logging_level="ERROR", configure_logging=False)
+            self.ray.init(
+                address=self.address or "local",
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level="ERROR",
+                configure_logging=False,
+            )
         except (ConnectionError, RuntimeError, ValueError) as err:
             self.quiet.close()
             first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
-            raise HotkernelError(f"--executor ray: cannot reach the Ray cluster at {self.address or 'local'} "
-                                 f"({first}); check --address (e.g. ray://HEAD:10001 or HEAD:6379)") from None
+            raise HotkernelError(
+                f"--executor ray: cannot reach the Ray cluster at {self.address or 'local'} "
+                f"({first}); check --address (e.g. ray://HEAD:10001 or HEAD:6379)"
+            ) from None
         self.started = True
 
     def kinds(self) -> set[str]:
@@ -106,9 +115,9 @@ class RayExecutor:
         try:
             for job in jobs:
                 wants = {"num_gpus": 1, "num_cpus": 1} if job.device_kind == "cuda" else {"num_cpus": CPU_TASK_CPUS}
-                ref = task.options(**wants, max_retries=MAX_RETRIES, retry_exceptions=[LaneDied],
-                                   name=f"hotkernel verify {job.key}").remote(bundle(self.ws, job.files), job,
-                                                                               self.python)
+                ref = task.options(
+                    **wants, max_retries=MAX_RETRIES, retry_exceptions=[LaneDied], name=f"hotkernel verify {job.key}"
+                ).remote(bundle(self.ws, job.files), job, self.python)
                 refs[ref] = job
             total = len(refs)
             status("ray", f"{total} verifies submitted", 0)
@@ -130,17 +139,32 @@ class RayExecutor:
             if isinstance(cause, JobFailed):
                 return Outcome(job, error=str(cause), lane="ray", attempts=1)
             if isinstance(cause, LaneDied):
-                return Outcome(job, error=f"not run: its verify process died {MAX_RETRIES + 1} times ({cause})",
-                               lane="ray", attempts=MAX_RETRIES + 1)
+                return Outcome(
+                    job,
+                    error=f"not run: its verify process died {MAX_RETRIES + 1} times ({cause})",
+                    lane="ray",
+                    attempts=MAX_RETRIES + 1,
+                )
             text = str(cause or err).strip().splitlines()
-            return Outcome(job, error=f"not run: {type(cause or err).__name__}: {text[-1] if text else ''}"[:300],
-                           lane="ray", attempts=1)
+            return Outcome(
+                job,
+                error=f"not run: {type(cause or err).__name__}: {text[-1] if text else ''}"[:300],
+                lane="ray",
+                attempts=1,
+            )
         except exceptions.RayError as err:  # a worker or node died more often than the retries allow
             text = str(err).strip().splitlines()
-            return Outcome(job, error=f"not run: {type(err).__name__}: {text[0] if text else ''}"[:300],
-                           lane="ray", attempts=MAX_RETRIES + 1)
-        run = LaneRun(result=VerifyResult.model_validate(reply["result"]), facts=reply.get("facts") or {},
-                      lane=reply.get("lane", "ray"))
+            return Outcome(
+                job,
+                error=f"not run: {type(err).__name__}: {text[0] if text else ''}"[:300],
+                lane="ray",
+                attempts=MAX_RETRIES + 1,
+            )
+        run = LaneRun(
+            result=VerifyResult.model_validate(reply["result"]),
+            facts=reply.get("facts") or {},
+            lane=reply.get("lane", "ray"),
+        )
         return Outcome(job, run=run, lane=run.lane, attempts=1)
 
     def _cancel(self, refs: list[Any]) -> None:

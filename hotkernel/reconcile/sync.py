@@ -72,9 +72,15 @@ def candidate_who(candidate: Path) -> str | None:
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id == "WHO" and isinstance(node.value, ast.Constant)
-                and isinstance(node.value.value, str) and node.value.value.strip()):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "WHO"
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+            and node.value.value.strip()
+        ):
             return " ".join(node.value.value.split())
     return None
 
@@ -108,8 +114,14 @@ def needs_render(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEn
     return any(f in ("missing", "stale") for f in files)
 
 
-def build_executor(ws: Workspace, *, gpus: str | None = None, executor: str = "local",
-                   address: str | None = None, python: str | None = None) -> Executor | None:
+def build_executor(
+    ws: Workspace,
+    *,
+    gpus: str | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    python: str | None = None,
+) -> Executor | None:
     """The executor the CLI/MCP options name; None for the default (one verify at a time, in this process)."""
     if executor == "ray":
         if gpus is not None:
@@ -132,8 +144,12 @@ class InlineLane:
     kinds: frozenset[str] = frozenset({"cuda", "cpu"})
 
     def run(self, job: Job, cancel: threading.Event, status: LaneStatus) -> LaneRun:
-        kwargs: dict[str, Any] = {"n": job.rounds, "python": self.python, "cancel": cancel,
-                                  "progress": lambda done, _total, msg: status(msg, done)}
+        kwargs: dict[str, Any] = {
+            "n": job.rounds,
+            "python": self.python,
+            "cancel": cancel,
+            "progress": lambda done, _total, msg: status(msg, done),
+        }
         if job.timeout_s is not None:
             kwargs["timeout_s"] = job.timeout_s
         status("verify", 0)
@@ -189,16 +205,29 @@ def sync(
     if rounds < 1:
         raise HotkernelError(f"sync: -n must be >= 1 (got {rounds})")
     select_names(manifest, names)  # an unknown name stops here, before a lane or a cluster starts
-    pool = executor if not isinstance(executor, str) else build_executor(
-        ws, gpus=gpus, executor=executor, address=address, python=python)
+    pool = (
+        executor
+        if not isinstance(executor, str)
+        else build_executor(ws, gpus=gpus, executor=executor, address=address, python=python)
+    )
     if gpu_name is _AUTO:
         gpu_name = lane_gpu_name(pool)
     command = "hotkernel sync " + " ".join(names or [])
     try:
         with workspace_lock(ws, wait_s=wait_s, command=command.strip()), TerminationRaises():
-            return _sync_locked(ws, manifest, names, from_scratch=from_scratch, rounds=rounds, who=who,
-                                python=python, timeout_s=timeout_s, progress=progress, gpu_name=gpu_name,
-                                pool=pool or LaneExecutor([InlineLane(ws, python, kinds=inline_kinds(gpu_name))]))
+            return _sync_locked(
+                ws,
+                manifest,
+                names,
+                from_scratch=from_scratch,
+                rounds=rounds,
+                who=who,
+                python=python,
+                timeout_s=timeout_s,
+                progress=progress,
+                gpu_name=gpu_name,
+                pool=pool or LaneExecutor([InlineLane(ws, python, kinds=inline_kinds(gpu_name))]),
+            )
     finally:
         if pool is not None:
             pool.close()
@@ -221,25 +250,50 @@ def lane_gpu_name(pool: Executor | None) -> str | None:
     return visible_gpu_name()
 
 
-def _sync_locked(ws: Workspace, manifest: Any, names: list[str] | None, *, from_scratch: bool, rounds: int,
-                 who: str | None, python: str | None, timeout_s: float | None, progress: SyncProgress | None,
-                 gpu_name: str | None, pool: Executor) -> SyncReport:
+def _sync_locked(
+    ws: Workspace,
+    manifest: Any,
+    names: list[str] | None,
+    *,
+    from_scratch: bool,
+    rounds: int,
+    who: str | None,
+    python: str | None,
+    timeout_s: float | None,
+    progress: SyncProgress | None,
+    gpu_name: str | None,
+    pool: Executor,
+) -> SyncReport:
     """``sync`` inside the workspace lock: prepare every target, run its jobs on ``pool``, record each."""
     current = plan(ws, names=names, gpu_name=gpu_name, manifest=manifest)  # state may have moved
     pending = {i.name: i for i in current.items}
     selected = select_names(manifest, names)
     fallback_who = who or default_who(ws)
     to_run = [name for name in selected if name in pending or from_scratch]
-    items: dict[str, SyncItem] = {name: SyncItem(name=name, status="up to date")
-                                  for name in selected if name not in to_run}
+    items: dict[str, SyncItem] = {
+        name: SyncItem(name=name, status="up to date") for name in selected if name not in to_run
+    }
     kinds = pool.kinds()
-    no_cuda = (f"no CUDA GPU in {pool.describe()} (cuda target)" if not isinstance(pool, LaneExecutor) else
-               "no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)")
+    no_cuda = (
+        f"no CUDA GPU in {pool.describe()} (cuda target)"
+        if not isinstance(pool, LaneExecutor)
+        else "no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)"
+    )
     prepared: dict[str, _Prepared] = {}
     for name in to_run:
         reasons = pending[name].reasons if name in pending else ["from scratch"]
-        ready = _prepare(ws, manifest, name, reasons, rounds=rounds, timeout_s=timeout_s, kinds=kinds,
-                         no_cuda=no_cuda, gpu_name=gpu_name, progress=progress)
+        ready = _prepare(
+            ws,
+            manifest,
+            name,
+            reasons,
+            rounds=rounds,
+            timeout_s=timeout_s,
+            kinds=kinds,
+            no_cuda=no_cuda,
+            gpu_name=gpu_name,
+            progress=progress,
+        )
         if isinstance(ready, SyncItem):
             items[name] = ready
         else:
@@ -254,13 +308,31 @@ def _sync_locked(ws: Workspace, manifest: Any, names: list[str] | None, *, from_
             for outcome in outcomes:
                 ready = by_key[outcome.job.key]
                 with SignalsDeferred():  # a record and its lock entry are written whole, or not at all
-                    items[ready.name] = _record_outcome(ws, ready, outcome, who=who, fallback_who=fallback_who,
-                                                        gpu_name=gpu_name, counter=counter, before=before)
+                    items[ready.name] = _record_outcome(
+                        ws,
+                        ready,
+                        outcome,
+                        who=who,
+                        fallback_who=fallback_who,
+                        gpu_name=gpu_name,
+                        counter=counter,
+                        before=before,
+                    )
                     before = store_snapshot(ws)
                 counter.finish(outcome.job)
         for name in selected:  # competitors run here, one at a time, after the lanes are done
-            rivals += sync_competitors(ws, manifest, name, n=rounds, python=python, timeout_s=timeout_s,
-                                       gpu_name=gpu_name, from_scratch=from_scratch, progress=progress, board=False)
+            rivals += sync_competitors(
+                ws,
+                manifest,
+                name,
+                n=rounds,
+                python=python,
+                timeout_s=timeout_s,
+                gpu_name=gpu_name,
+                from_scratch=from_scratch,
+                progress=progress,
+                board=False,
+            )
     finally:  # records are written with record(board=False): the board once, after them (also after a Ctrl-C)
         if prepared or any(manifest.targets[name].competitors for name in selected):
             write_leaderboard(ws)
@@ -323,9 +395,19 @@ class _RunCounter:
             self.progress(min(self.offset + done, self.total), self.total, text)
 
 
-def _prepare(ws: Workspace, manifest: Any, name: str, reasons: list[str], *, rounds: int, timeout_s: float | None,
-             kinds: set[str], no_cuda: str, gpu_name: str | None,
-             progress: SyncProgress | None) -> _Prepared | SyncItem:
+def _prepare(
+    ws: Workspace,
+    manifest: Any,
+    name: str,
+    reasons: list[str],
+    *,
+    rounds: int,
+    timeout_s: float | None,
+    kinds: set[str],
+    no_cuda: str,
+    gpu_name: str | None,
+    progress: SyncProgress | None,
+) -> _Prepared | SyncItem:
     """Render ``name`` when needed and make its jobs; a ``skipped`` or ``failed`` item when it cannot run."""
 
     def say(message: str) -> None:
@@ -346,16 +428,32 @@ def _prepare(ws: Workspace, manifest: Any, name: str, reasons: list[str], *, rou
             say("skipped: no CUDA GPU")
             return SyncItem(name=name, status="skipped", reason=no_cuda)
         files = job_files(ws, name, context)
-        job = Job(key=name, target=name, baseline=f"targets/{name}/baseline.py",
-                  candidate=f"targets/{name}/candidate.py", rounds=rounds, timeout_s=timeout_s, device_kind=kind,
-                  files=files)
+        job = Job(
+            key=name,
+            target=name,
+            baseline=f"targets/{name}/baseline.py",
+            candidate=f"targets/{name}/candidate.py",
+            rounds=rounds,
+            timeout_s=timeout_s,
+            device_kind=kind,
+            files=files,
+        )
         return _Prepared(name=name, context=context, state=state, reasons=reasons, device_kind=kind, jobs=[job])
     except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
         return failed_item(name, err, say)
 
 
-def _record_outcome(ws: Workspace, ready: _Prepared, outcome: Outcome, *, who: str | None, fallback_who: str,
-                    gpu_name: str | None, counter: _RunCounter, before: StoreSnapshot) -> SyncItem:
+def _record_outcome(
+    ws: Workspace,
+    ready: _Prepared,
+    outcome: Outcome,
+    *,
+    who: str | None,
+    fallback_who: str,
+    gpu_name: str | None,
+    counter: _RunCounter,
+    before: StoreSnapshot,
+) -> SyncItem:
     """Record one finished job (the coordinator's part); every anticipated failure becomes a ``failed`` item."""
     name, state = ready.name, ready.state
 
@@ -370,46 +468,86 @@ def _record_outcome(ws: Workspace, ready: _Prepared, outcome: Outcome, *, who: s
         target_dir = ws.targets_dir / name
         ran = result.candidate.sha256
         if sha256_file(target_dir / "candidate.py") != state["candidate_sha256"] or (
-                ran and ran != state["candidate_sha256"]):
-            return SyncItem(name=name, status="failed", verdict=None,
-                            reason="candidate changed during sync: run `hotkernel sync` again")
+            ran and ran != state["candidate_sha256"]
+        ):
+            return SyncItem(
+                name=name,
+                status="failed",
+                verdict=None,
+                reason="candidate changed during sync: run `hotkernel sync` again",
+            )
         say(f"record ({result.verdict})")
         if ready.device_kind == CPU_DEVICE:
             device = CPU_DEVICE
         else:
-            device = (facts or {}).get("device") or (result.device if facts is not None else None) or gpu_name \
-                or NO_GPU
-        fingerprint = {k: state[k] for k in ("manifest", "baseline_sha256", "candidate_sha256",
-                                             "contract_sha256", "sources_sha256")}
+            device = (facts or {}).get("device") or (result.device if facts is not None else None) or gpu_name or NO_GPU
+        fingerprint = {
+            k: state[k]
+            for k in ("manifest", "baseline_sha256", "candidate_sha256", "contract_sha256", "sources_sha256")
+        }
         fingerprint["device"] = device
         note = f"hotkernel sync: {', '.join(ready.reasons)}"
         declared = candidate_who(target_dir / "candidate.py")  # read after rendering
         author = who or declared or fallback_who
         if not (who or declared):
-            say(f"targets/{name}/candidate.py declares no WHO: recorded as {author!r}; "
-                "put WHO = \"<who wrote it>\" in the candidate to name its author")
+            say(
+                f"targets/{name}/candidate.py declares no WHO: recorded as {author!r}; "
+                'put WHO = "<who wrote it>" in the candidate to name its author'
+            )
         kind = "cpu" if device == CPU_DEVICE else "cuda"
         provenance = None
         if facts is not None:  # measured where the run happened (a lane's GPU, a cluster node)
-            provenance = collect_provenance(ws, result, python=result.python, device_kind=kind,
-                                            facts={k: v for k, v in facts.items() if k != "cpu"},
-                                            cpu=facts.get("cpu"))
-        rec = record(ws, name, result, note=note, who=author, python=result.python, fingerprint=fingerprint,
-                     device_kind=kind, before=before, provenance=provenance, board=False)
+            provenance = collect_provenance(
+                ws,
+                result,
+                python=result.python,
+                device_kind=kind,
+                facts={k: v for k, v in facts.items() if k != "cpu"},
+                cpu=facts.get("cpu"),
+            )
+        rec = record(
+            ws,
+            name,
+            result,
+            note=note,
+            who=author,
+            python=result.python,
+            fingerprint=fingerprint,
+            device_kind=kind,
+            before=before,
+            provenance=provenance,
+            board=False,
+        )
         if rec.tampered:
             say("failed: the run changed files only hotkernel writes")
-            return SyncItem(name=name, status="failed", verdict="invalid", record=rec.path,
-                            reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated")
+            return SyncItem(
+                name=name,
+                status="failed",
+                verdict="invalid",
+                record=rec.path,
+                reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated",
+            )
         if result.verdict != "invalid":  # an invalid run measured nothing: the target stays out of date
             lock = read_lock(ws)
             lock.targets.setdefault(name, {})[device] = LockEntry(
-                **fingerprint, record=rec.path, verdict=result.verdict, protocol=result.protocol or 0,
+                **fingerprint,
+                record=rec.path,
+                verdict=result.verdict,
+                protocol=result.protocol or 0,
             )
             write_lock(ws, lock)
         say(f"done: {result.verdict}")
-        return SyncItem(name=name, status="recorded", verdict=result.verdict, speedup=rec.speedup,
-                        record=rec.path, beats_best=rec.beats_best, clear_of_best=rec.clear_of_best,
-                        reason=result.reason, who=author)
+        return SyncItem(
+            name=name,
+            status="recorded",
+            verdict=result.verdict,
+            speedup=rec.speedup,
+            record=rec.path,
+            beats_best=rec.beats_best,
+            clear_of_best=rec.clear_of_best,
+            reason=result.reason,
+            who=author,
+        )
     except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
         return failed_item(name, err, say)
 
@@ -441,7 +579,11 @@ def keep_in_lock(ws: Workspace, target: str, record_path: str, verify_result: An
     with workspace_lock(ws, wait_s=60.0, command=f"hotkernel record {target}"):  # not while a sync writes
         lock = read_lock(ws)
         lock.targets.setdefault(target, {})[key] = LockEntry(
-            **fingerprint, device=key, record=record_path, verdict=verify_result.verdict, protocol=protocol,
+            **fingerprint,
+            device=key,
+            record=record_path,
+            verdict=verify_result.verdict,
+            protocol=protocol,
         )
         write_lock(ws, lock)
     return True

@@ -108,12 +108,30 @@ def target_context(ws: Workspace, script: Path) -> dict[str, Any] | None:
     return runner.resolved_from_manifest(ws, script.parent.name)
 
 
-def run_one(ws: Workspace, script: Path, *, python: str, role: str, index: int, timeout_s: float,
-            ceiling_gbps: float | None, judge: Any, resolved: dict[str, Any] | None = None) -> RunSummary:
+def run_one(
+    ws: Workspace,
+    script: Path,
+    *,
+    python: str,
+    role: str,
+    index: int,
+    timeout_s: float,
+    ceiling_gbps: float | None,
+    judge: Any,
+    resolved: dict[str, Any] | None = None,
+) -> RunSummary:
     """One run of ``script`` through the runner, summarised; anticipated runner errors become errors."""
     try:
-        outcome = runner.run_script(ws, script, python=python, role=role, timeout_s=timeout_s,
-                                    ceiling_gbps=ceiling_gbps, judge=judge, resolved=resolved)
+        outcome = runner.run_script(
+            ws,
+            script,
+            python=python,
+            role=role,
+            timeout_s=timeout_s,
+            ceiling_gbps=ceiling_gbps,
+            judge=judge,
+            resolved=resolved,
+        )
     except HotkernelError as err:
         return RunSummary(role=role, index=index, status="error", reason=f"crashed: {err}")
     return summarize_outcome(outcome, role=role, index=index)
@@ -144,16 +162,27 @@ def bench(
     with judge_process(ws, python) as judge:
         for step in range(total):
             if cancel is not None and cancel.is_set():
-                failure = RunSummary(role=role, index=step - warmup, status="error",
-                                     reason="cancelled: by request")
+                failure = RunSummary(role=role, index=step - warmup, status="error", reason="cancelled: by request")
                 break
-            run = run_one(ws, path, python=python, role=role, index=step - warmup, timeout_s=timeout_s,
-                          ceiling_gbps=ceiling_gbps, judge=judge, resolved=resolved)
+            run = run_one(
+                ws,
+                path,
+                python=python,
+                role=role,
+                index=step - warmup,
+                timeout_s=timeout_s,
+                ceiling_gbps=ceiling_gbps,
+                judge=judge,
+                resolved=resolved,
+            )
             runs.append(run)
             if progress is not None:
                 label = "warmup" if step < warmup else "run"
-                progress(step + 1, total, f"{label} {step + 1}/{total}: {run.status}"
-                         + (f" {run.ms:.4f} ms" if run.ms is not None else ""))
+                progress(
+                    step + 1,
+                    total,
+                    f"{label} {step + 1}/{total}: {run.status}" + (f" {run.ms:.4f} ms" if run.ms is not None else ""),
+                )
             if run.status != "ok":
                 failure = run
                 break
@@ -178,6 +207,15 @@ def bench(
 
 # Fields every run of one target must agree on (baseline and candidate alike); verify compares them.
 CONTRACT_FIELDS = (
-    "protocol", "target", "shapes", "dtype", "seed_policy", "rotation", "bytes", "flops",
-    "contract_sha256", "device", "device_kind",
+    "protocol",
+    "target",
+    "shapes",
+    "dtype",
+    "seed_policy",
+    "rotation",
+    "bytes",
+    "flops",
+    "contract_sha256",
+    "device",
+    "device_kind",
 )

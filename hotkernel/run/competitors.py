@@ -19,8 +19,11 @@ from hotkernel.run.runner import sources_digest
 from hotkernel.workspace.paths import Workspace
 
 COMPETITOR_TEMPLATE = "competitor.py.j2"
-COMPILE_MODES = {"compile": "default", "compile-max-autotune": "max-autotune",
-                 "compile-reduce-overhead": "reduce-overhead"}
+COMPILE_MODES = {
+    "compile": "default",
+    "compile-max-autotune": "max-autotune",
+    "compile-reduce-overhead": "reduce-overhead",
+}
 SLUG_MAX = 48
 
 
@@ -29,7 +32,7 @@ def competitor_slug(competitor: str) -> str:
     (``./other.py:fn`` -> ``other_py_fn``; long ones end with a short hash so two never share a file)."""
     slug = re.sub(r"[^A-Za-z0-9]+", "_", competitor).strip("_").lower() or "competitor"
     if len(slug) > SLUG_MAX:
-        slug = slug[:SLUG_MAX - 9] + "_" + hashlib.sha256(competitor.encode()).hexdigest()[:8]
+        slug = slug[: SLUG_MAX - 9] + "_" + hashlib.sha256(competitor.encode()).hexdigest()[:8]
     return slug
 
 
@@ -48,12 +51,24 @@ def expected_competitor(resolved: dict[str, Any], competitor: str) -> str:
     """The exact text of a competitor's script for this resolved target."""
     mode = COMPILE_MODES.get(competitor)
     script = f"targets/{resolved['name']}/competitor_{competitor_slug(competitor)}.py"
-    what = (f"torch.compile of the baseline's function {resolved['from']} (mode {mode})" if mode
-            else f"the function {competitor}")
-    return _environment().get_template(COMPETITOR_TEMPLATE).render(
-        **_context(resolved), competitor=competitor, script=script, what=what, mode=mode,
-        mode_literal=json.dumps(mode), ref_literal=json.dumps(competitor),
-        who_literal=json.dumps(competitor_who(competitor)),
+    what = (
+        f"torch.compile of the baseline's function {resolved['from']} (mode {mode})"
+        if mode
+        else f"the function {competitor}"
+    )
+    return (
+        _environment()
+        .get_template(COMPETITOR_TEMPLATE)
+        .render(
+            **_context(resolved),
+            competitor=competitor,
+            script=script,
+            what=what,
+            mode=mode,
+            mode_literal=json.dumps(mode),
+            ref_literal=json.dumps(competitor),
+            who_literal=json.dumps(competitor_who(competitor)),
+        )
     )
 
 
@@ -61,8 +76,9 @@ def expected_competitor_sha256(resolved: dict[str, Any], competitor: str) -> str
     return hashlib.sha256(expected_competitor(resolved, competitor).encode("utf-8")).hexdigest()
 
 
-def competitor_sources_sha256(ws: Workspace, resolved: dict[str, Any], competitor: str, *,
-                              trust_stat: bool = False) -> str:
+def competitor_sources_sha256(
+    ws: Workspace, resolved: dict[str, Any], competitor: str, *, trust_stat: bool = False
+) -> str:
     """Fingerprint of what a competitor runs besides its script: the target's source files and, for a
     function reference, the files of that function's folder."""
     parts = [sources_digest(ws, resolved, trust_stat=trust_stat)]

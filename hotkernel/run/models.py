@@ -19,20 +19,14 @@ Verdict = Literal["faster", "slower", "inconclusive", "incorrect", "invalid"]
 class RunSummary(_Model):
     """One run of one script (one orchestrator process), as the runner parsed it."""
 
-    role: str = Field(
-        description="'baseline' or 'candidate' (or 'script' for a bench of an arbitrary script)"
-    )
-    index: int = Field(
-        description="0-based run number of this role within the bench/verify (warmup runs: < 0)"
-    )
+    role: str = Field(description="'baseline' or 'candidate' (or 'script' for a bench of an arbitrary script)")
+    index: int = Field(description="0-based run number of this role within the bench/verify (warmup runs: < 0)")
     status: RunStatus = Field(
         description="'ok', 'incorrect' / 'invalid' as the contract judged it, or 'error' when no valid JSON "
         "line came back (crash, hang, no or several JSON lines)"
     )
     reason: str | None = Field(default=None, description="'<check_name>: <detail>' whenever status is not ok")
-    ms: float | None = Field(
-        default=None, description="headline time of this run in milliseconds (None on error)"
-    )
+    ms: float | None = Field(default=None, description="headline time of this run in milliseconds (None on error)")
     wall_s: float | None = Field(default=None, description="wall-clock seconds the whole run took")
     data: dict[str, Any] | None = Field(
         default=None,
@@ -45,9 +39,7 @@ class SampleStats(_Model):
 
     n: int = Field(description="number of samples")
     mean_ms: float | None = Field(default=None, description="arithmetic mean, ms")
-    std_ms: float | None = Field(
-        default=None, description="sample standard deviation (n-1), ms; 0 for one sample"
-    )
+    std_ms: float | None = Field(default=None, description="sample standard deviation (n-1), ms; 0 for one sample")
     min_ms: float | None = Field(default=None, description="smallest sample, ms")
     median_ms: float | None = Field(default=None, description="median sample, ms")
     samples_ms: list[float] = Field(default_factory=list, description="every sample in run order, ms")
@@ -57,9 +49,7 @@ class BenchResult(_Model):
     """``bench``: one script run ``n`` times after ``warmup`` runs."""
 
     script: str = Field(description="the script as given (workspace-relative when inside the workspace)")
-    status: RunStatus = Field(
-        description="'ok' when every timed run was ok; else the first failing run's status"
-    )
+    status: RunStatus = Field(description="'ok' when every timed run was ok; else the first failing run's status")
     reason: str | None = Field(default=None, description="why the bench failed: the failing run's reason")
     n: int = Field(description="timed runs asked for")
     warmup: int = Field(description="untimed runs before the timed ones")
@@ -101,9 +91,7 @@ class VerifyResult(_Model):
         default=None, description="[low, high] confidence interval of the speedup; only for faster/slower"
     )
     alpha: float | None = Field(default=None, description="significance level used by the verdict rule")
-    epsilon: float | None = Field(
-        default=None, description="practical-equivalence margin used by the verdict rule"
-    )
+    epsilon: float | None = Field(default=None, description="practical-equivalence margin used by the verdict rule")
     decision: dict[str, Any] | None = Field(
         default=None, description="the verdict rule's full decision (verdict.Decision.as_dict()), when it ran"
     )
@@ -114,9 +102,7 @@ class VerifyResult(_Model):
     device: str | None = Field(default=None, description="device name the contract reported")
     device_kind: str | None = Field(default=None, description="'cuda' or 'cpu'")
     protocol: int | None = Field(default=None, description="contract protocol version of the runs")
-    contract_sha256: str | None = Field(
-        default=None, description="sha256 of the contract module the runs used"
-    )
+    contract_sha256: str | None = Field(default=None, description="sha256 of the contract module the runs used")
     contract: dict[str, Any] = Field(
         default_factory=dict, description="contract fields both sides agreed on (target, shapes, dtype, ...)"
     )

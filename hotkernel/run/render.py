@@ -129,11 +129,14 @@ def problem_note(resolved: dict[str, Any], positional: list[str]) -> str:
         return ""
     own = [name for name in positional if name in resolved["rotate"]]
     model = [name for name in positional if name not in resolved["rotate"]]
-    text = (f"\nA module problem (docs/suites.md): first its own inputs ({', '.join(own)}; integer ones keep "
-            "their dtype)")
+    text = (
+        f"\nA module problem (docs/suites.md): first its own inputs ({', '.join(own)}; integer ones keep their dtype)"
+    )
     if model:
-        text += (f", then the Model's parameters and buffers ({', '.join(model)}: named_parameters(), then "
-                 "named_buffers(), '.' written '_')")
+        text += (
+            f", then the Model's parameters and buffers ({', '.join(model)}: named_parameters(), then "
+            "named_buffers(), '.' written '_')"
+        )
     return text + "."
 
 
@@ -166,7 +169,7 @@ def is_untouched_candidate(text: str) -> bool:
     body, _, last = text.rstrip("\n").rpartition("\n")
     if not last.startswith(GENERATED_CANDIDATE_MARK):
         return False
-    return last[len(GENERATED_CANDIDATE_MARK):] == hashlib.sha256((body + "\n").encode()).hexdigest()
+    return last[len(GENERATED_CANDIDATE_MARK) :] == hashlib.sha256((body + "\n").encode()).hexdigest()
 
 
 def _write_if_changed(path: Path, text: str) -> bool:

@@ -152,8 +152,10 @@ def check_workspace_integrity(ws: Workspace, name: str, resolved: dict[str, Any]
             return f"baseline_unchanged: targets/{name}/baseline.py has no readable SPEC ({err})"
     expected = render.expected_baseline_sha256(resolved)
     if sha256_file(baseline) != expected:
-        return (f"baseline_unchanged: targets/{name}/baseline.py was edited (it is generated from "
-                "hotkernel.yaml); run `hotkernel sync` to re-render it")
+        return (
+            f"baseline_unchanged: targets/{name}/baseline.py was edited (it is generated from "
+            "hotkernel.yaml); run `hotkernel sync` to re-render it"
+        )
     return None
 
 
@@ -169,8 +171,11 @@ def workspace_files(ws: Workspace) -> list[Path]:
         if folder.is_file():
             files.append(folder)
         elif folder.is_dir():
-            files += [path for path in folder.rglob("*")
-                      if "__pycache__" not in path.parts and (path.is_file() or path.is_symlink())]
+            files += [
+                path
+                for path in folder.rglob("*")
+                if "__pycache__" not in path.parts and (path.is_file() or path.is_symlink())
+            ]
     return sorted(set(files))
 
 
@@ -179,8 +184,11 @@ def workspace_hashes(ws: Workspace) -> dict[str, str]:
     root = ws.root.resolve()
     hashes = {}
     for path in workspace_files(ws):
-        rel = path.resolve().relative_to(root).as_posix() if not path.is_symlink() else \
-            path.relative_to(ws.root).as_posix()
+        rel = (
+            path.resolve().relative_to(root).as_posix()
+            if not path.is_symlink()
+            else path.relative_to(ws.root).as_posix()
+        )
         hashes[rel] = f"link:{os.readlink(path)}" if path.is_symlink() else (sha256_file(path) or "missing")
     return hashes
 
@@ -191,8 +199,10 @@ def workspace_change(before: dict[str, str], after: dict[str, str]) -> str | Non
     if not changed:
         return None
     more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-    return (f"workspace_unchanged: {', '.join(changed[:3])}{more} changed during the run (the candidate must not "
-            "write the workspace); restore it (git checkout / hotkernel sync) and verify again")
+    return (
+        f"workspace_unchanged: {', '.join(changed[:3])}{more} changed during the run (the candidate must not "
+        "write the workspace); restore it (git checkout / hotkernel sync) and verify again"
+    )
 
 
 def device_idle_problem(own_pids: set[int], wait_s: float = IDLE_WAIT_S) -> str | None:
@@ -208,8 +218,10 @@ def device_idle_problem(own_pids: set[int], wait_s: float = IDLE_WAIT_S) -> str 
             return None
         if time.monotonic() >= deadline:
             which = f"the GPU (CUDA_VISIBLE_DEVICES={pinned})" if pinned is not None else "the GPU"
-            return (f"device_idle: {len(foreign)} other process(es) use {which} (pids "
-                    f"{', '.join(map(str, sorted(foreign)[:5]))}); stop them and run again")
+            return (
+                f"device_idle: {len(foreign)} other process(es) use {which} (pids "
+                f"{', '.join(map(str, sorted(foreign)[:5]))}); stop them and run again"
+            )
         time.sleep(IDLE_POLL_S)
 
 
@@ -324,11 +336,18 @@ def run_script(
     name = _target_name(ws, path)
     role = role or ("baseline" if path.name == "baseline.py" else "candidate")
 
-    def outcome(status: str, reason: str | None, run: dict[str, Any] | None = None,
-                tail: str = "") -> RunOutcome:
+    def outcome(status: str, reason: str | None, run: dict[str, Any] | None = None, tail: str = "") -> RunOutcome:
         ms = run.get("ms") if run and status == "ok" else None
-        return RunOutcome(status=status, reason=reason, ms=ms, run=run, stderr_tail=tail[-STDERR_TAIL_CHARS:],
-                          wall_s=round(time.monotonic() - started, 3), script=str(path), role=role)
+        return RunOutcome(
+            status=status,
+            reason=reason,
+            ms=ms,
+            run=run,
+            stderr_tail=tail[-STDERR_TAIL_CHARS:],
+            wall_s=round(time.monotonic() - started, 3),
+            script=str(path),
+            role=role,
+        )
 
     problem = check_workspace_integrity(ws, name, resolved)
     if problem:
@@ -354,9 +373,16 @@ def run_script(
             # worker is done, so it cannot steal the timed cores.
             session.prestart(PRESTART_POOL_CUDA)
         result = session.contract.orchestrate(
-            str(path), python=session.python, contract=session.contract_file, timeout_s=timeout_s,
-            ceiling_gbps=ceiling_gbps, judge=session.client, worker=worker, role=role,
-            on_worker_done=session.prestart if session.prestart_enabled else None, defer_teardown=not own,
+            str(path),
+            python=session.python,
+            contract=session.contract_file,
+            timeout_s=timeout_s,
+            ceiling_gbps=ceiling_gbps,
+            judge=session.client,
+            worker=worker,
+            role=role,
+            on_worker_done=session.prestart if session.prestart_enabled else None,
+            defer_teardown=not own,
         )
     except HotkernelError:
         raise
@@ -372,10 +398,13 @@ def run_script(
     problem = check_workspace_integrity(ws, name, resolved)
     sources_after = source_hashes(ws, context) if context else {}
     if problem is None and sources_after != sources_before:
-        changed = sorted(k for k in sources_before.keys() | sources_after.keys()
-                         if sources_before.get(k) != sources_after.get(k))
-        problem = (f"baseline_unchanged: {', '.join(changed)} (the target's own source) changed during the run; "
-                   "restore it (git checkout) and verify again")
+        changed = sorted(
+            k for k in sources_before.keys() | sources_after.keys() if sources_before.get(k) != sources_after.get(k)
+        )
+        problem = (
+            f"baseline_unchanged: {', '.join(changed)} (the target's own source) changed during the run; "
+            "restore it (git checkout) and verify again"
+        )
     if problem is None:
         problem = workspace_change(state_before, workspace_hashes(ws))
     if problem:

@@ -66,7 +66,7 @@ def _as_edit_error(message: str, name: str, label: KeyLabel) -> str:
     match = re.match(place, message)
     if not match:
         return message
-    return f"{label(match.group(1), match.group(2))}: {message[match.end():]} ({MANIFEST_NAME} left as it was)"
+    return f"{label(match.group(1), match.group(2))}: {message[match.end() :]} ({MANIFEST_NAME} left as it was)"
 
 
 def probe_problems(ws: Workspace, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -76,18 +76,20 @@ def probe_problems(ws: Workspace, requests: list[dict[str, Any]]) -> list[dict[s
     ``requests``: ``{"path": absolute file, "scale": float | None, "cases": [...] | None}`` each."""
     if not requests:
         return []
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import hk_contract; "
-            "hk_contract.probe_main(sys.argv[2:])")
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import hk_contract; hk_contract.probe_main(sys.argv[2:])"
     argv = [user_python(ws), "-c", code, str(contract_path().parent), json.dumps(requests)]
     with tempfile.TemporaryDirectory(prefix="hotkernel-probe-") as out:
-        result = run_command(argv, timeout_s=PROBE_TIMEOUT_S + PROBE_PER_FILE_S * len(requests), cwd=ws.root,
-                             out_dir=out, name="probe")
+        result = run_command(
+            argv, timeout_s=PROBE_TIMEOUT_S + PROBE_PER_FILE_S * len(requests), cwd=ws.root, out_dir=out, name="probe"
+        )
         lines = [line for line in result.stdout_path.read_text(encoding="utf-8").splitlines() if line.strip()]
         if len(lines) != len(requests):
             why = "timed out" if result.timed_out else f"exit {result.returncode}"
             tail = read_text_tail(result.stderr_path, 600).strip().splitlines()
-            raise HotkernelError(f"probing problem files failed ({why}) after {len(lines)} of {len(requests)}: "
-                                 f"{tail[-1] if tail else 'no output'}")
+            raise HotkernelError(
+                f"probing problem files failed ({why}) after {len(lines)} of {len(requests)}: "
+                f"{tail[-1] if tail else 'no output'}"
+            )
     return [json.loads(line) for line in lines]
 
 
@@ -154,8 +156,9 @@ def change_target(
     with workspace_lock(ws, wait_s=EDIT_WAIT_S, command=command):
         before = ws.manifest.read_text(encoding="utf-8") if ws.manifest.is_file() else None
         try:
-            outcome = edit_target(ws.manifest, name, fields, mode=mode, schema_ref=schema_reference(ws.root),
-                                  command=command)
+            outcome = edit_target(
+                ws.manifest, name, fields, mode=mode, schema_ref=schema_reference(ws.root), command=command
+            )
             if mode == "remove":
                 resolved = bounds = rendered = None
             else:

@@ -135,9 +135,7 @@ def aa_noise(first_ms: list[float], second_ms: list[float], *, alpha: float = DE
 def _check_times(name: str, values: list[float]) -> None:
     for index, value in enumerate(values):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(
-                f"verdict: {name}[{index}] = {value!r}; every time must be a finite number > 0 ms"
-            )
+            raise ValueError(f"verdict: {name}[{index}] = {value!r}; every time must be a finite number > 0 ms")
 
 
 def decide(
@@ -180,9 +178,7 @@ def decide(
         verdict, reason = "inconclusive", "interval_within_margin"
     else:
         verdict, reason = "inconclusive", "interval_overlaps_margin"
-    return Decision(
-        verdict, reason, math.exp(mean), low, high, **common, log_ratio_sd=sd, t_critical=t_critical
-    )
+    return Decision(verdict, reason, math.exp(mean), low, high, **common, log_ratio_sd=sd, t_critical=t_critical)
 
 
 def seed_rule(baseline_ms: list[float], candidate_ms: list[float]) -> Verdict:

@@ -41,8 +41,12 @@ from hotkernel.run.verdict import DEFAULT_ALPHA, MIN_EPSILON, decide
 from hotkernel.workspace.paths import Workspace
 
 ROLE_LETTER = {"baseline": "B", "candidate": "C"}
-VERSION_KEYS = {"torch": ("torch", "torch_version"), "triton": ("triton", "triton_version"),
-                "python": ("python_version",), "cuda": ("cuda", "cuda_version")}
+VERSION_KEYS = {
+    "torch": ("torch", "torch_version"),
+    "triton": ("triton", "triton_version"),
+    "python": ("python_version",),
+    "cuda": ("cuda", "cuda_version"),
+}
 
 
 def round_order(round_index: int) -> tuple[str, str]:
@@ -71,8 +75,9 @@ def script_changed(first: dict[str, dict[str, Any]], run: RunSummary) -> str | N
     return None
 
 
-def judge_run(run: RunSummary, reference: dict[str, Any] | None,
-              first_by_role: dict[str, dict[str, Any]]) -> tuple[str, str] | None:
+def judge_run(
+    run: RunSummary, reference: dict[str, Any] | None, first_by_role: dict[str, dict[str, Any]]
+) -> tuple[str, str] | None:
     """(verdict, reason) when ``run`` ends the verify early (incorrect / invalid), else None."""
     if run.role == "baseline" and run.status != "ok":
         return "invalid", f"baseline_failed: {run.reason}"
@@ -132,12 +137,15 @@ def verify(
         raise HotkernelError(f"verify: need -n >= 1 rounds, got {n} (7 is a good start)")
     alpha = DEFAULT_ALPHA if alpha is None else alpha
     epsilon = MIN_EPSILON if epsilon is None else epsilon
-    paths = {"baseline": script_path(ws, baseline, "baseline"),
-             "candidate": script_path(ws, candidate, "candidate")}
+    paths = {"baseline": script_path(ws, baseline, "baseline"), "candidate": script_path(ws, candidate, "candidate")}
     python = user_python(ws, python, probe=False)
     resolved = target_context(ws, paths["baseline"])  # one read of the manifest for every run
-    contexts = {"baseline": resolved, "candidate": resolved if paths["candidate"].parent == paths["baseline"].parent
-                else target_context(ws, paths["candidate"])}
+    contexts = {
+        "baseline": resolved,
+        "candidate": resolved
+        if paths["candidate"].parent == paths["baseline"].parent
+        else target_context(ws, paths["candidate"]),
+    }
     runs: list[RunSummary] = []
     order: list[str] = []
     ended: tuple[str, str] | None = None
@@ -158,8 +166,17 @@ def verify(
                 if cancel is not None and cancel.is_set():
                     ended = ("invalid", "cancelled: verify was cancelled before it finished")
                     break
-                run = run_one(ws, paths[role], python=python, role=role, index=round_index,
-                              timeout_s=timeout_s, ceiling_gbps=ceiling_gbps, judge=judge, resolved=contexts[role])
+                run = run_one(
+                    ws,
+                    paths[role],
+                    python=python,
+                    role=role,
+                    index=round_index,
+                    timeout_s=timeout_s,
+                    ceiling_gbps=ceiling_gbps,
+                    judge=judge,
+                    resolved=contexts[role],
+                )
                 runs.append(run)
                 order.append(ROLE_LETTER[role])
                 ended = judge_run(run, reference, first_by_role)
@@ -193,12 +210,16 @@ def verify(
         protocol=reference.get("protocol"),
         contract_sha256=reference.get("contract_sha256"),
         contract={k: v for k, v in reference.items() if v is not None},
-        baseline=SideSummary(script=display_path(ws, paths["baseline"]),
-                             sha256=(last_ok["baseline"] or {}).get("script_sha256"),
-                             stats=sample_stats(times["baseline"][:rounds_completed])),
-        candidate=SideSummary(script=display_path(ws, paths["candidate"]),
-                              sha256=(last_ok["candidate"] or {}).get("script_sha256"),
-                              stats=sample_stats(times["candidate"][:rounds_completed])),
+        baseline=SideSummary(
+            script=display_path(ws, paths["baseline"]),
+            sha256=(last_ok["baseline"] or {}).get("script_sha256"),
+            stats=sample_stats(times["baseline"][:rounds_completed]),
+        ),
+        candidate=SideSummary(
+            script=display_path(ws, paths["candidate"]),
+            sha256=(last_ok["candidate"] or {}).get("script_sha256"),
+            stats=sample_stats(times["candidate"][:rounds_completed]),
+        ),
         per_shape={role: list((data or {}).get("per_shape") or []) for role, data in last_ok.items()},
         versions=versions,
         python=python,

@@ -72,14 +72,20 @@ def headline_block(devices: list[tuple[str, str, float | None, list[BestEntry], 
             any_row = entry.best or entry.competitor or newest.get(entry.target)
             shape = ", ".join(x for x in (any_row.shape, any_row.dtype) if x) if any_row is not None else ""
             baseline = f"`{any_row.baseline_from}`" if any_row is not None and any_row.baseline_from else ""
-            lines.append(f"| {entry.target} | {shape} | {baseline} | {_speedup(entry.best)} | "
-                         f"{same_files_cell(entry)} | {_vs(entry)} | "
-                         f"{_share(entry.best, newest.get(entry.target), ceiling)} |")
+            lines.append(
+                f"| {entry.target} | {shape} | {baseline} | {_speedup(entry.best)} | "
+                f"{same_files_cell(entry)} | {_vs(entry)} | "
+                f"{_share(entry.best, newest.get(entry.target), ceiling)} |"
+            )
         lines.append("")
-    lines += ["The runs are the counted records of the same baseline, candidate and contract files on that card "
-              "(their speedups' range is the spread between runs, which one verify's interval does not show). The "
-              "share is the manifest's `bytes` over the median time (the candidate's; the baseline's where nothing "
-              "beat it) against that ceiling.", "", HEADLINE_END]
+    lines += [
+        "The runs are the counted records of the same baseline, candidate and contract files on that card "
+        "(their speedups' range is the spread between runs, which one verify's interval does not show). The "
+        "share is the manifest's `bytes` over the median time (the candidate's; the baseline's where nothing "
+        "beat it) against that ceiling.",
+        "",
+        HEADLINE_END,
+    ]
     return "\n".join(lines)
 
 
@@ -89,4 +95,4 @@ def replace_block(text: str, block: str) -> str | None:
     end = text.find(HEADLINE_END, start + 1) if start >= 0 else -1
     if start < 0 or end < 0:
         return None
-    return text[:start] + block + text[end + len(HEADLINE_END):]
+    return text[:start] + block + text[end + len(HEADLINE_END) :]

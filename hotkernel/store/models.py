@@ -31,9 +31,7 @@ class Provenance(_Model):
     python: str | None = Field(default=None, description="the user's interpreter path")
     hotkernel: str = Field(description="hotkernel version that recorded it")
     git_commit: str | None = Field(default=None, description="workspace git commit (HEAD) at record time")
-    git_dirty: bool | None = Field(
-        default=None, description="True when the workspace had uncommitted changes"
-    )
+    git_dirty: bool | None = Field(default=None, description="True when the workspace had uncommitted changes")
 
 
 class Invalidation(_Model):
@@ -60,24 +58,27 @@ class Record(_Model):
         description="what the record was made from (sync fills it: manifest/baseline/...)",
     )
     spec: dict[str, Any] | None = Field(
-        default=None, description="the resolved target it ran with (resolved_target: shapes, dtype, tolerances, "
+        default=None,
+        description="the resolved target it ran with (resolved_target: shapes, dtype, tolerances, "
         "seed, kwargs), as hotkernel.yaml said at record time; None for records made before it was stored",
     )
     manifest_fingerprint: str | None = Field(
         default=None, description="manifest_fingerprint of the target at record time (sha256 of ``spec``)"
     )
     tolerances: dict[str, float] | None = Field(
-        default=None, description="the correctness bounds the judge applied (atol, rtol, rel_l2_max, min_corr), "
+        default=None,
+        description="the correctness bounds the judge applied (atol, rtol, rel_l2_max, min_corr), "
         "as the runs reported them; None when no run reported them",
     )
     invalidated: Invalidation | None = Field(default=None, description="set when the record no longer counts")
     role: RecordRole = Field(
-        default="candidate", description="'candidate' (the loop's candidate) or 'competitor' (another "
+        default="candidate",
+        description="'candidate' (the loop's candidate) or 'competitor' (another "
         "implementation from the target's competitors: recorded as such, never the kept candidate)",
     )
     competitor: str | None = Field(
-        default=None, description="the competitor as hotkernel.yaml names it (compile-max-autotune, ./f.py:fn); "
-        "None for candidates",
+        default=None,
+        description="the competitor as hotkernel.yaml names it (compile-max-autotune, ./f.py:fn); None for candidates",
     )
 
 
@@ -158,7 +159,8 @@ class LeaderboardRow(_Model):
         default=None, description="the highest copy ceiling the judge measured during the record's runs, GB/s"
     )
     files: str | None = Field(
-        default=None, description="the sha256 of the baseline, the candidate and the contract the record measured, "
+        default=None,
+        description="the sha256 of the baseline, the candidate and the contract the record measured, "
         "joined by ':' (None when one is missing): records with the same files ran the same experiment",
     )
 
@@ -176,11 +178,13 @@ class BestEntry(_Model):
         default=None, description="the competitor's speedup over the baseline (1.0 when inconclusive)"
     )
     vs_competitor: float | None = Field(
-        default=None, description="best candidate's speedup / best competitor's speedup (each over the baseline "
+        default=None,
+        description="best candidate's speedup / best competitor's speedup (each over the baseline "
         "of its own verify); below 1: slower than the competitor",
     )
     same_files_runs: int = Field(
-        default=0, description="counted records on this device of the best candidate's very files (baseline, "
+        default=0,
+        description="counted records on this device of the best candidate's very files (baseline, "
         "candidate, contract), the best included; 0 when its files are not known",
     )
     same_files_low: float | None = Field(default=None, description="the lowest speedup of those that were faster")

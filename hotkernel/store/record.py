@@ -59,9 +59,7 @@ def write_new_json(directory: Path, stem: str, data: dict[str, Any]) -> Path:
             return atomic_write_text(path, text, overwrite=False)
         except FileExistsError:
             continue
-    raise HotkernelError(
-        f"{directory}: 1000 records share the timestamp {stem}; wait a second and record again"
-    )
+    raise HotkernelError(f"{directory}: 1000 records share the timestamp {stem}; wait a second and record again")
 
 
 # ---------------------------------------------------------------- provenance
@@ -86,13 +84,18 @@ def gpu_facts(device_name: str | None, uuid: str | None = None) -> dict[str, Any
     if not info.gpus:
         return {}
     gpu = next((g for g in info.gpus if uuid and g.uuid == uuid), None) or next(
-        (g for g in info.gpus if g.name == device_name), info.gpus[0])
+        (g for g in info.gpus if g.name == device_name), info.gpus[0]
+    )
     clocks = {
-        "sm": gpu.sm_clock_mhz, "mem": gpu.mem_clock_mhz,
-        "max_sm": gpu.sm_clock_max_mhz, "max_mem": gpu.mem_clock_max_mhz,
+        "sm": gpu.sm_clock_mhz,
+        "mem": gpu.mem_clock_mhz,
+        "max_sm": gpu.sm_clock_max_mhz,
+        "max_mem": gpu.mem_clock_max_mhz,
     }
     return {
-        "device": gpu.name, "gpu_uuid": gpu.uuid, "driver": info.driver_version,
+        "device": gpu.name,
+        "gpu_uuid": gpu.uuid,
+        "driver": info.driver_version,
         "power_limit_w": gpu.power_limit_w,
         "clocks_mhz": {k: float(v) for k, v in clocks.items() if v is not None},
     }
@@ -117,9 +120,15 @@ def package_versions(python: str | None) -> dict[str, str]:
         return {}
 
 
-def collect_provenance(ws: Workspace, result: VerifyResult, *, python: str | None = None,
-                       device_kind: str | None = None, facts: dict[str, Any] | None = None,
-                       cpu: str | None = None) -> Provenance:
+def collect_provenance(
+    ws: Workspace,
+    result: VerifyResult,
+    *,
+    python: str | None = None,
+    device_kind: str | None = None,
+    facts: dict[str, Any] | None = None,
+    cpu: str | None = None,
+) -> Provenance:
     """GPU/CPU facts, versions and the git state, for a record of ``result``.
 
     ``facts`` (``gpu_facts`` of the GPU that ran it) and ``cpu``: measured where the run happened (a sync lane,
@@ -163,14 +172,19 @@ def _one_line(value: str, what: str) -> str:
     return text
 
 
-def best_counted(ws: Workspace, target: str, device: str, protocol: int,
-                 lock: Lock | None = None) -> tuple[str, Record] | None:
+def best_counted(
+    ws: Workspace, target: str, device: str, protocol: int, lock: Lock | None = None
+) -> tuple[str, Record] | None:
     """(path, record) of the best counted faster speedup of ``target`` on ``device``, or None: vouched candidate
     records only (a competitor never becomes the best)."""
     best: tuple[str, Record] | None = None
     for path, rec in scan_results(ws, lock).records:
-        if (rec.target != target or device_of(rec) != device or rec.role != "candidate"
-                or not_counted_reason(rec, protocol) is not None):
+        if (
+            rec.target != target
+            or device_of(rec) != device
+            or rec.role != "candidate"
+            or not_counted_reason(rec, protocol) is not None
+        ):
             continue
         if rec.result.verdict == "faster" and rec.result.speedup is not None:
             if best is None or rec.result.speedup > (best[1].result.speedup or 0.0):
@@ -183,8 +197,11 @@ def run_tolerances(verify_result: VerifyResult) -> dict[str, float] | None:
 
     Runs that disagree are an error: one verify has one target and one judge.
     """
-    seen = {json.dumps(run.data["tolerances"], sort_keys=True) for run in verify_result.runs
-            if run.data and isinstance(run.data.get("tolerances"), dict)}
+    seen = {
+        json.dumps(run.data["tolerances"], sort_keys=True)
+        for run in verify_result.runs
+        if run.data and isinstance(run.data.get("tolerances"), dict)
+    }
     if len(seen) > 1:
         raise HotkernelError("record: the runs of this verify report different tolerances; verify again, then record")
     return {k: float(v) for k, v in json.loads(seen.pop()).items()} if seen else None
@@ -205,20 +222,26 @@ def target_spec(ws: Workspace, target: str, verify_result: VerifyResult) -> tupl
         raise HotkernelError(f"record: hotkernel.yaml has no target named {target!r} (targets: {known})")
     script = Path(verify_result.baseline.script)
     if script.name != "baseline.py" or script.parent.name != target:
-        raise HotkernelError(f"record: the baseline side of this verify was {verify_result.baseline.script}, not "
-                             f"targets/{target}/baseline.py; verify against the generated baseline, then record")
+        raise HotkernelError(
+            f"record: the baseline side of this verify was {verify_result.baseline.script}, not "
+            f"targets/{target}/baseline.py; verify against the generated baseline, then record"
+        )
     spec = resolved_target(manifest, target)
     ran = verify_result.baseline.sha256  # what the contract reported; a hand-made result may lack it, and then
     # keep_in_lock leaves the lock alone
     if ran and ran != expected_baseline_sha256(spec):
-        raise HotkernelError(f"record: this verify ran targets/{target}/baseline.py as it was before hotkernel.yaml "
-                             f"changed (sha256 {str(ran)[:12]} is not the current render's); verify {target} again, "
-                             "then record")
+        raise HotkernelError(
+            f"record: this verify ran targets/{target}/baseline.py as it was before hotkernel.yaml "
+            f"changed (sha256 {str(ran)[:12]} is not the current render's); verify {target} again, "
+            "then record"
+        )
     used = run_tolerances(verify_result) or {}
     for key, value in used.items():
         if spec.get(key) is not None and not math.isclose(float(spec[key]), value, rel_tol=1e-12, abs_tol=0.0):
-            raise HotkernelError(f"record: the runs judged {target} with {key} {value!r} but hotkernel.yaml says "
-                                 f"{spec[key]!r}; verify {target} again (sync re-renders it), then record")
+            raise HotkernelError(
+                f"record: the runs judged {target} with {key} {value!r} but hotkernel.yaml says "
+                f"{spec[key]!r}; verify {target} again (sync re-renders it), then record"
+            )
     return spec, manifest_fingerprint(manifest, target)
 
 
@@ -306,19 +329,30 @@ def record(
     with workspace_lock(ws, wait_s=60.0, command=f"hotkernel record {target}"):
         for folder in (ws.results_dir, ws.results_dir / target):
             if folder.is_symlink():
-                raise HotkernelError(f"{folder.relative_to(ws.root).as_posix()} is a symlink: records are written "
-                                     "only inside the workspace; replace it with a folder (git checkout -- results/)")
+                raise HotkernelError(
+                    f"{folder.relative_to(ws.root).as_posix()} is a symlink: records are written "
+                    "only inside the workspace; replace it with a folder (git checkout -- results/)"
+                )
         tampered = changed_since(ws, before) if before is not None else []
         lock = before.lock.model_copy(deep=True) if tampered and before is not None else read_lock(ws)
         best = best_counted(ws, target, device, protocol, lock)
         now = utc_now()
         at = now.isoformat(timespec="seconds").replace("+00:00", "Z")
         rec = Record(
-            target=target, created_at=at, who=who, note=note, contract=verify_result.protocol,
-            result=verify_result, provenance=prov, fingerprint=fingerprint or {}, spec=spec,
-            manifest_fingerprint=spec_fingerprint, tolerances=tolerances,
+            target=target,
+            created_at=at,
+            who=who,
+            note=note,
+            contract=verify_result.protocol,
+            result=verify_result,
+            provenance=prov,
+            fingerprint=fingerprint or {},
+            spec=spec,
+            manifest_fingerprint=spec_fingerprint,
+            tolerances=tolerances,
             invalidated=Invalidation(reason=tamper_reason(tampered), at=at) if tampered else None,
-            role="competitor" if competitor else "candidate", competitor=competitor,
+            role="competitor" if competitor else "candidate",
+            competitor=competitor,
         )
         path = write_new_json(ws.results_dir / target, now.strftime("%Y%m%dT%H%M%SZ"), rec.model_dump(mode="json"))
         rel = path.relative_to(ws.root).as_posix()
@@ -337,8 +371,14 @@ def record(
         and (previous is None or speedup > previous)
     )
     # Clear: the two verifies' intervals do not overlap, so neither one's noise explains the order.
-    clear = beats and (previous is None or (verify_result.interval is not None and previous_interval is not None
-                                            and verify_result.interval[0] > previous_interval[1]))
+    clear = beats and (
+        previous is None
+        or (
+            verify_result.interval is not None
+            and previous_interval is not None
+            and verify_result.interval[0] > previous_interval[1]
+        )
+    )
     return RecordResult(
         path=rel,
         target=target,
@@ -364,8 +404,7 @@ def _record_path(ws: Workspace, path: str | os.PathLike[str]) -> Path:
     resolved = ws.inside(path, what="record")
     if ws.results_dir.resolve() not in resolved.parents or not resolved.is_file():
         raise HotkernelError(
-            f"record {os.fspath(path)!r} is not a file under results/: "
-            "pass a path shown by `hotkernel history TARGET`"
+            f"record {os.fspath(path)!r} is not a file under results/: pass a path shown by `hotkernel history TARGET`"
         )
     return resolved
 
@@ -382,11 +421,14 @@ def invalidate_record(ws: Workspace, path: str | os.PathLike[str], reason: str) 
         if rec is None:
             raise HotkernelError(f"{rel}: not a hotkernel record (no kind: record); nothing to invalidate")
         if lock.records.get(rel) != sha256_file(resolved):
-            raise HotkernelError(f"{rel}: not vouched for by hotkernel.lock (an unverified file never counts); "
-                                 f"delete it, or restore it with `git checkout -- {rel}`")
+            raise HotkernelError(
+                f"{rel}: not vouched for by hotkernel.lock (an unverified file never counts); "
+                f"delete it, or restore it with `git checkout -- {rel}`"
+            )
         if rec.invalidated is not None:
-            raise HotkernelError(f"{rel}: already invalidated at {rec.invalidated.at} ({rec.invalidated.reason}); "
-                                 "the first reason stays")
+            raise HotkernelError(
+                f"{rel}: already invalidated at {rec.invalidated.at} ({rec.invalidated.reason}); the first reason stays"
+            )
         at = utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
         rec.invalidated = Invalidation(reason=reason, at=at)
         text = json.dumps(rec.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"

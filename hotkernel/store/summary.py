@@ -36,12 +36,23 @@ def suite_summaries(entries: list[BestEntry]) -> list[SuiteSummary]:
         groups.setdefault((suite_of(entry.target), entry.device), []).append(entry)
     out = []
     for (suite, device), group in sorted(groups.items()):
-        speedups = [e.best.speedup for e in group
-                    if e.best is not None and e.best.verdict == "faster" and e.best.speedup is not None]
+        speedups = [
+            e.best.speedup
+            for e in group
+            if e.best is not None and e.best.verdict == "faster" and e.best.speedup is not None
+        ]
         fast = {p_label(p): sum(1 for s in speedups if s > p) / len(group) for p in FAST_P}
         geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
-        out.append(SuiteSummary(suite=suite, device=device, targets=len(group), fast_p=fast,
-                                faster=len(speedups), geomean_speedup=geomean))
+        out.append(
+            SuiteSummary(
+                suite=suite,
+                device=device,
+                targets=len(group),
+                fast_p=fast,
+                faster=len(speedups),
+                geomean_speedup=geomean,
+            )
+        )
     return out
 
 
@@ -49,8 +60,16 @@ def summary_lines(summaries: list[SuiteSummary]) -> list[str]:
     """A fixed-width table: suite, device, targets, fast_p for each p, geometric mean speedup."""
     labels = [p_label(p) for p in FAST_P]
     header = ["suite", "device", "targets", *labels, "geomean (faster only)"]
-    rows = [[s.suite, s.device, str(s.targets), *(f"{s.fast_p[k]:.3f}" for k in labels),
-             "-" if s.geomean_speedup is None else f"{s.geomean_speedup:.3f}x ({s.faster})"] for s in summaries]
+    rows = [
+        [
+            s.suite,
+            s.device,
+            str(s.targets),
+            *(f"{s.fast_p[k]:.3f}" for k in labels),
+            "-" if s.geomean_speedup is None else f"{s.geomean_speedup:.3f}x ({s.faster})",
+        ]
+        for s in summaries
+    ]
     if not rows:
         return ["no record of the current contract protocol yet: run `hotkernel sync`"]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]

@@ -37,8 +37,11 @@ def tolerances(reference: Path) -> tuple[float | None, float | None]:
     for node in ast.walk(ast.parse(reference.read_text(encoding="utf-8"), filename=str(reference))):
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
-                if keyword.arg in ("atol", "rtol") and isinstance(keyword.value, ast.Constant) \
-                        and isinstance(keyword.value.value, (int, float)):
+                if (
+                    keyword.arg in ("atol", "rtol")
+                    and isinstance(keyword.value, ast.Constant)
+                    and isinstance(keyword.value.value, (int, float))
+                ):
                     found[keyword.arg] = float(keyword.value.value)
     return found.get("atol"), found.get("rtol")
 
@@ -46,8 +49,10 @@ def tolerances(reference: Path) -> tuple[float | None, float | None]:
 def read_task(folder: Path) -> Task:
     """The task in ``folder`` (``.../problems/<suite>/<task>``); errors name the file and line."""
     if not folder.is_dir():
-        raise HotkernelError(f"gpumode: {folder} is not a directory; give a task folder, e.g. "
-                             "reference-kernels/problems/pmpp/vectoradd_py")
+        raise HotkernelError(
+            f"gpumode: {folder} is not a directory; give a task folder, e.g. "
+            "reference-kernels/problems/pmpp/vectoradd_py"
+        )
     spec_file, reference = folder / "task.yml", folder / "reference.py"
     for path in (spec_file, reference):
         if not path.is_file():

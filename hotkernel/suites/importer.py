@@ -22,8 +22,13 @@ from hotkernel.workspace.paths import Workspace
 
 Suite = Literal["kernelbench", "gpumode"]
 PROBLEMS_DIR = "problems"
-TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3",
-                "float8_e5m2": "fp8_e5m2"}
+TORCH_DTYPES = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float8_e4m3fn": "fp8_e4m3",
+    "float8_e5m2": "fp8_e5m2",
+}
 
 
 class Imported(BaseModel):
@@ -62,8 +67,9 @@ def _existing(ws: Workspace) -> set[str]:
     return set(load_manifest(ws.manifest).targets) if ws.manifest.is_file() else set()
 
 
-def _add(ws: Workspace, result: SuiteImport, name: str, rel: str, probe: dict[str, Any], given: dict[str, Any],
-         command: str) -> None:
+def _add(
+    ws: Workspace, result: SuiteImport, name: str, rel: str, probe: dict[str, Any], given: dict[str, Any], command: str
+) -> None:
     fields = problem_fields(probe, {"from": f"./{rel}", **given})
     try:
         change_target(ws, name, fields, mode="add", command=command)
@@ -74,9 +80,18 @@ def _add(ws: Workspace, result: SuiteImport, name: str, rel: str, probe: dict[st
     result.imported.append(Imported(target=name, problem=rel, shapes=heads, cases=fields.get("cases")))
 
 
-def import_suite(ws: Workspace, suite: Suite, directory: Path | str, *, level: int = 1,
-                 problems: list[int] | None = None, dtype: str | None = None, scale: float | None = None,
-                 device: str | None = None, command: str = "hotkernel import") -> SuiteImport:
+def import_suite(
+    ws: Workspace,
+    suite: Suite,
+    directory: Path | str,
+    *,
+    level: int = 1,
+    problems: list[int] | None = None,
+    dtype: str | None = None,
+    scale: float | None = None,
+    device: str | None = None,
+    command: str = "hotkernel import",
+) -> SuiteImport:
     """Add one target per problem of ``directory`` (a KernelBench level folder or a GPU MODE task folder)."""
     directory = Path(directory).expanduser().resolve()
     if scale is not None and not 0 < scale <= 1:
@@ -92,8 +107,16 @@ def import_suite(ws: Workspace, suite: Suite, directory: Path | str, *, level: i
     return result
 
 
-def _import_kernelbench(ws: Workspace, result: SuiteImport, directory: Path, level: int,
-                        numbers: list[int] | None, given: dict[str, Any], scale: float | None, command: str) -> None:
+def _import_kernelbench(
+    ws: Workspace,
+    result: SuiteImport,
+    directory: Path,
+    level: int,
+    numbers: list[int] | None,
+    given: dict[str, Any],
+    scale: float | None,
+    command: str,
+) -> None:
     found = kernelbench.problems(directory, level, numbers)
     taken = _existing(ws)
     todo = []
@@ -112,8 +135,7 @@ def _import_kernelbench(ws: Workspace, result: SuiteImport, directory: Path, lev
         _add(ws, result, problem.target, rel, reply["probe"], given, command)
 
 
-def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: dict[str, Any],
-                    command: str) -> None:
+def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: dict[str, Any], command: str) -> None:
     task = gpumode.read_task(directory)
     if task.target in _existing(ws):
         result.skipped.append(Skipped(problem=str(directory), reason=f"{task.target} is already a target"))

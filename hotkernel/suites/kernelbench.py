@@ -30,15 +30,19 @@ def slug(text: str) -> str:
 def level_dir(directory: Path, level: int) -> Path:
     """``DIR`` itself when it holds the problem files, else ``DIR/level<level>``."""
     if not directory.is_dir():
-        raise HotkernelError(f"kernelbench: {directory} is not a directory; give the folder of the problem files "
-                             "(e.g. KernelBench/KernelBench/level1)")
+        raise HotkernelError(
+            f"kernelbench: {directory} is not a directory; give the folder of the problem files "
+            "(e.g. KernelBench/KernelBench/level1)"
+        )
     if any(FILE_RE.match(p.name) for p in directory.iterdir()):
         return directory
     nested = directory / f"level{level}"
     if nested.is_dir():
         return nested
-    raise HotkernelError(f"kernelbench: {directory} holds no <number>_<Name>.py problem files and no level{level}/ "
-                         "folder; give the folder of the problem files")
+    raise HotkernelError(
+        f"kernelbench: {directory} holds no <number>_<Name>.py problem files and no level{level}/ "
+        "folder; give the folder of the problem files"
+    )
 
 
 def problems(directory: Path, level: int, numbers: list[int] | None) -> list[Problem]:
@@ -54,6 +58,8 @@ def problems(directory: Path, level: int, numbers: list[int] | None) -> list[Pro
         return [found[n] for n in sorted(found)]
     missing = [n for n in numbers if n not in found]
     if missing:
-        raise HotkernelError(f"kernelbench: no problem {quote(missing[0])} in {level_dir(directory, level)}; "
-                             f"numbers there: {min(found, default=0)}..{max(found, default=0)}")
+        raise HotkernelError(
+            f"kernelbench: no problem {quote(missing[0])} in {level_dir(directory, level)}; "
+            f"numbers there: {min(found, default=0)}..{max(found, default=0)}"
+        )
     return [found[n] for n in numbers]

@@ -93,8 +93,9 @@ def probe_python(path: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
 
 def torch_missing(path: str, problem: str) -> HotkernelError:
     """The error for an interpreter that turned out not to import torch (``problem``: its last stderr line)."""
-    return HotkernelError(f"{path} cannot import torch ({problem}); install torch there "
-                          f"({path} -m pip install torch) or {FIX_HINT}")
+    return HotkernelError(
+        f"{path} cannot import torch ({problem}); install torch there ({path} -m pip install torch) or {FIX_HINT}"
+    )
 
 
 def _resolve_explicit(value: str, root: Path | None, what: str) -> str:
@@ -107,14 +108,11 @@ def _resolve_explicit(value: str, root: Path | None, what: str) -> str:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
         raise HotkernelError(
-            f"{what} {value!r} is not an executable file; point it at a python that has torch "
-            "(e.g. .venv/bin/python)"
+            f"{what} {value!r} is not an executable file; point it at a python that has torch (e.g. .venv/bin/python)"
         )
     found = shutil.which(expanded)
     if found is None:
-        raise HotkernelError(
-            f"{what} {value!r} is not on PATH; give the full path of a python that has torch"
-        )
+        raise HotkernelError(f"{what} {value!r} is not on PATH; give the full path of a python that has torch")
     return found
 
 
@@ -136,7 +134,10 @@ def _path_candidates() -> list[str]:
 
 
 def find_python(
-    manifest_python: str | None = None, *, root: Path | None = None, require_torch: bool = True,
+    manifest_python: str | None = None,
+    *,
+    root: Path | None = None,
+    require_torch: bool = True,
     probe_explicit: bool = True,
 ) -> PythonChoice:
     """The interpreter kernels run in, and why. ``root`` resolves a relative ``manifest_python``.

@@ -84,7 +84,8 @@ class Lock(StrictModel):
     targets: dict[str, dict[str, LockEntry]] = Field(default_factory=dict, description="target -> device -> entry")
     records: dict[str, str] = Field(default_factory=dict, description="record path -> sha256 of its bytes")
     competitors: dict[str, dict[str, dict[str, LockEntry]]] = Field(
-        default_factory=dict, description="target -> competitor (as hotkernel.yaml names it) -> device -> entry",
+        default_factory=dict,
+        description="target -> competitor (as hotkernel.yaml names it) -> device -> entry",
     )
 
     model_config = {**StrictModel.model_config, "populate_by_name": True}
@@ -101,8 +102,9 @@ class Lock(StrictModel):
 
     @field_validator("competitors")
     @classmethod
-    def _competitor_names(cls, value: dict[str, dict[str, dict[str, LockEntry]]]
-                          ) -> dict[str, dict[str, dict[str, LockEntry]]]:
+    def _competitor_names(
+        cls, value: dict[str, dict[str, dict[str, LockEntry]]]
+    ) -> dict[str, dict[str, dict[str, LockEntry]]]:
         for name, competitors in value.items():
             if not TARGET_NAME_RE.fullmatch(name):
                 raise ValueError(f"target name {name!r} is not an identifier")
@@ -130,8 +132,9 @@ class Lock(StrictModel):
     def entry_records(self) -> set[str]:
         """Every record path a target or competitor entry names."""
         named = {e.record for entries in self.targets.values() for e in entries.values()}
-        return named | {e.record for rivals in self.competitors.values() for devices in rivals.values()
-                        for e in devices.values()}
+        return named | {
+            e.record for rivals in self.competitors.values() for devices in rivals.values() for e in devices.values()
+        }
 
 
 def read_lock(ws: Workspace) -> Lock:
@@ -144,11 +147,14 @@ def read_lock(ws: Workspace) -> Lock:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise HotkernelError(f"hotkernel.lock: not valid JSON ({err}); it is written by hotkernel only: {RESTORE}"
-                             ) from None
+        raise HotkernelError(
+            f"hotkernel.lock: not valid JSON ({err}); it is written by hotkernel only: {RESTORE}"
+        ) from None
     if isinstance(data, dict) and isinstance(data.get("schema"), int) and data["schema"] > LOCK_SCHEMA:
-        raise HotkernelError(f"hotkernel.lock: schema {data['schema']} is newer than this hotkernel understands "
-                             f"({LOCK_SCHEMA}): upgrade hotkernel")
+        raise HotkernelError(
+            f"hotkernel.lock: schema {data['schema']} is newer than this hotkernel understands "
+            f"({LOCK_SCHEMA}): upgrade hotkernel"
+        )
     try:
         lock = Lock.model_validate(data)
     except ValidationError as err:
@@ -252,7 +258,10 @@ def workspace_lock(ws: Workspace, *, wait_s: float = 0.0, command: str = "hotker
     info_path = ws.state_dir / "lock.info"
     try:
         info = {
-            "pid": os.getpid(), "host": socket.gethostname(), "user": _user(), "command": command,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "user": _user(),
+            "command": command,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         atomic_write_text(info_path, json.dumps(info, sort_keys=True) + "\n", overwrite=True)

@@ -38,6 +38,7 @@ def test_no_overwrite_refuses_and_leaves_no_temp_file(tmp_path: Path) -> None:
 def test_sha256_helpers(tmp_path: Path) -> None:
     path = tmp_path / "x"
     path.write_text("abc")
-    assert sha256_file(path) == sha256_text("abc") == (
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    assert (
+        sha256_file(path) == sha256_text("abc") == ("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    )
     assert sha256_file(tmp_path / "missing") is None

@@ -31,6 +31,7 @@ def fake_pynvml(procs: dict[int, list[int]]) -> types.ModuleType:
 def two_gpus(monkeypatch: pytest.MonkeyPatch):
     def install(procs: dict[int, list[int]]) -> None:
         monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(procs))
+
     return install
 
 
@@ -71,8 +72,9 @@ def test_device_idle_problem_names_the_pin(two_gpus, monkeypatch: pytest.MonkeyP
     assert device_idle_problem(set(), wait_s=0.0) is None
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     problem = device_idle_problem(set(), wait_s=0.0)
-    assert problem is not None and problem.startswith("device_idle: 1 other process(es) use the GPU "
-                                                      "(CUDA_VISIBLE_DEVICES=0)")
+    assert problem is not None and problem.startswith(
+        "device_idle: 1 other process(es) use the GPU (CUDA_VISIBLE_DEVICES=0)"
+    )
 
 
 def test_no_library_reads_as_no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,9 +61,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
 def test_cancel_event_kills_the_group(tmp_path):
     cancel = threading.Event()
     threading.Timer(1.0, cancel.set).start()
-    result = run_command(
-        [sys.executable, "-c", SPAWN_GRANDCHILD], timeout_s=60, out_dir=tmp_path, cancel=cancel
-    )
+    result = run_command([sys.executable, "-c", SPAWN_GRANDCHILD], timeout_s=60, out_dir=tmp_path, cancel=cancel)
     assert result.cancelled and not result.timed_out
     grandchild = int(result.stdout().split()[0])
     deadline = time.monotonic() + 5

@@ -33,8 +33,9 @@ def test_case(session: tuple, case: Case) -> None:
         (ws.target_dir(TARGET) / "candidate.py").write_text(pristine)
     else:
         install_candidate(ws, case.name)
-    outcome = run_script(ws, f"targets/{TARGET}/candidate.py", python=python(), judge=judge,
-                         timeout_s=case.timeout_s, resolved=resolved)
+    outcome = run_script(
+        ws, f"targets/{TARGET}/candidate.py", python=python(), judge=judge, timeout_s=case.timeout_s, resolved=resolved
+    )
     detail = f"{case.name}: got {outcome.status} / {outcome.reason}\n{outcome.stderr_tail[-1500:]}"
     assert outcome.status == case.status, detail
     if case.status == "ok":

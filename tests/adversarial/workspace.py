@@ -40,11 +40,23 @@ targets:
 def default_resolved(**overrides: Any) -> dict[str, Any]:
     """The render context of ``rms`` as docs/architecture.md defines it (every default filled in)."""
     resolved: dict[str, Any] = {
-        "name": TARGET, "from": "./kernels/ops.py:rms_scale", "reference": None, "derive": None,
+        "name": TARGET,
+        "from": "./kernels/ops.py:rms_scale",
+        "reference": None,
+        "derive": None,
         "derived_inputs": None,
         "inputs": [{"name": "x", "shapes": [[64, 256]]}, {"name": "w", "shapes": [[256]]}],
-        "shapes": ["64x256"], "dtype": "fp32", "kwargs": {"eps": 1e-6}, "rotate": ["x"], "flops": None,
-        "bytes": None, "min_bytes": None, "atol": 1e-4, "rtol": 1e-4, "seed": None, "iters": None,
+        "shapes": ["64x256"],
+        "dtype": "fp32",
+        "kwargs": {"eps": 1e-6},
+        "rotate": ["x"],
+        "flops": None,
+        "bytes": None,
+        "min_bytes": None,
+        "atol": 1e-4,
+        "rtol": 1e-4,
+        "seed": None,
+        "iters": None,
         "device": "cpu",
     }
     resolved.update(overrides)

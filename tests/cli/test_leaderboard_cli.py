@@ -28,13 +28,22 @@ def _result(target: str, verdict: str, speedup: float | None) -> VerifyResult:
     base = [1.0, 1.01, 0.99]
     has = verdict in ("faster", "slower")
     return VerifyResult(
-        verdict=verdict, reason=f"test: synthetic {verdict}", speedup=speedup if has else None,
-        interval=[speedup * 0.99, speedup * 1.01] if has and speedup else None, n=3, rounds_completed=3,
-        target=target, device=H200, device_kind="cuda", protocol=current_protocol(),
+        verdict=verdict,
+        reason=f"test: synthetic {verdict}",
+        speedup=speedup if has else None,
+        interval=[speedup * 0.99, speedup * 1.01] if has and speedup else None,
+        n=3,
+        rounds_completed=3,
+        target=target,
+        device=H200,
+        device_kind="cuda",
+        protocol=current_protocol(),
         contract={"flops": 1e8, "bytes": 1e8, "dtype": "bf16"},
         baseline=SideSummary(script=f"targets/{target}/baseline.py", stats=sample_stats(base)),
-        candidate=SideSummary(script=f"targets/{target}/candidate.py",
-                              stats=sample_stats([b / speedup for b in base] if speedup else base)),
+        candidate=SideSummary(
+            script=f"targets/{target}/candidate.py",
+            stats=sample_stats([b / speedup for b in base] if speedup else base),
+        ),
         runs=[RunSummary(role="baseline", index=0, status="ok", ms=1.0, data={"ceiling_gbps": 4200.0})],
     )
 
@@ -48,19 +57,34 @@ def ws(tmp_path: Path) -> Workspace:
     (root / "hotkernel.yaml").write_text("version: 1\ntargets:\n" + "".join(entry.format(t) for t in TARGETS))
     ws = Workspace(root)
     prov = Provenance(device=H200, device_kind="cuda", cpu="test cpu", hotkernel="0.0.test")
-    for target, verdict, speedup, competitor in (("kb1_001_relu", "faster", 2.5, None),
-                                                 ("kb1_002_gelu", "slower", 0.9, None),
-                                                 ("rmsnorm", "faster", 1.2, None),
-                                                 ("rmsnorm", "faster", 1.5, "compile")):
-        record(ws, target, _result(target, verdict, speedup), note="synthetic", who="test", provenance=prov,
-               competitor=competitor)
+    for target, verdict, speedup, competitor in (
+        ("kb1_001_relu", "faster", 2.5, None),
+        ("kb1_002_gelu", "slower", 0.9, None),
+        ("rmsnorm", "faster", 1.2, None),
+        ("rmsnorm", "faster", 1.5, "compile"),
+    ):
+        record(
+            ws,
+            target,
+            _result(target, verdict, speedup),
+            note="synthetic",
+            who="test",
+            provenance=prov,
+            competitor=competitor,
+        )
     return ws
 
 
 def _hotkernel(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HOTKERNEL_WORKSPACE": str(root), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "hotkernel", "leaderboard", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "hotkernel", "leaderboard", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_summary_prints_fast_p_per_suite_and_writes_nothing(ws: Workspace) -> None:
@@ -68,8 +92,18 @@ def test_summary_prints_fast_p_per_suite_and_writes_nothing(ws: Workspace) -> No
     done = _hotkernel(ws.root, "--summary")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].split() == ["suite", "device", "targets", "fast_0", "fast_1.0", "fast_1.5", "fast_2.0",
-                                "geomean", "(faster", "only)"]
+    assert lines[0].split() == [
+        "suite",
+        "device",
+        "targets",
+        "fast_0",
+        "fast_1.0",
+        "fast_1.5",
+        "fast_2.0",
+        "geomean",
+        "(faster",
+        "only)",
+    ]
     level1 = next(line for line in lines if line.startswith("kernelbench level 1"))
     assert level1.split()[3:] == ["NVIDIA", "H200", "2", "0.500", "0.500", "0.500", "0.500", "2.500x", "(1)"]
     own = next(line for line in lines if line.startswith("workspace"))

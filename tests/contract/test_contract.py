@@ -17,10 +17,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from adversarial.workspace import TARGET, make_workspace, python  # noqa: E402
 
 hk = render.contract_module()
-REQUIRED_FIELDS = ("protocol", "status", "ok", "reason", "ms", "target", "role", "shapes", "dtype",
-                   "seed_policy", "iters", "contract_sha256", "script_sha256", "device", "device_kind",
-                   "rotation", "bytes", "flops", "max_error", "timer", "launch_bound", "per_shape", "checks",
-                   "wall_s", "tolerances", "reference_precision", "transport", "placement_pad_bytes")
+REQUIRED_FIELDS = (
+    "protocol",
+    "status",
+    "ok",
+    "reason",
+    "ms",
+    "target",
+    "role",
+    "shapes",
+    "dtype",
+    "seed_policy",
+    "iters",
+    "contract_sha256",
+    "script_sha256",
+    "device",
+    "device_kind",
+    "rotation",
+    "bytes",
+    "flops",
+    "max_error",
+    "timer",
+    "launch_bound",
+    "per_shape",
+    "checks",
+    "wall_s",
+    "tolerances",
+    "reference_precision",
+    "transport",
+    "placement_pad_bytes",
+)
 
 
 def test_contract_imports_only_stdlib_at_top_level() -> None:
@@ -85,8 +111,12 @@ def test_a_reused_output_buffer_is_attributed_to_the_last_call_that_wrote_it() -
 
 def test_inputs_are_random_reproducible_and_never_constant() -> None:
     torch = pytest.importorskip("torch")
-    spec = {"inputs": [{"name": "x", "shapes": [[8, 16]]}, {"name": "w", "shapes": [[16]]}], "dtype": "bf16",
-            "rotate": ["x"], "derive": None}
+    spec = {
+        "inputs": [{"name": "x", "shapes": [[8, 16]]}, {"name": "w", "shapes": [[16]]}],
+        "dtype": "bf16",
+        "rotate": ["x"],
+        "derive": None,
+    }
     a = hk.make_raw(torch, spec, 0, 11, 22, "cpu")
     b = hk.make_raw(torch, spec, 0, 11, 22, "cpu")
     c = hk.make_raw(torch, spec, 0, 12, 22, "cpu")
@@ -107,8 +137,9 @@ def test_load_function_accepts_both_forms(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_standalone_script_prints_exactly_one_json_line(tmp_path: Path) -> None:
     ws, _ = make_workspace(tmp_path)
-    proc = subprocess.run([python(), f"targets/{TARGET}/candidate.py"], cwd=ws.root, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [python(), f"targets/{TARGET}/candidate.py"], cwd=ws.root, capture_output=True, text=True, timeout=300
+    )
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     assert len(lines) == 1, proc.stdout + proc.stderr
     result = json.loads(lines[0])
@@ -157,8 +188,13 @@ def test_checks_table_is_complete_and_each_name_once() -> None:
     assert len(names) == len(set(names))
     assert {check.verdict for check in hk.CHECKS} == {"incorrect", "invalid"}
     assert all(check.function is not None for check in hk.OUTPUT_CHECKS)
-    for name in ("outputs_match_reference", "relative_error_norm", "output_carries_signal", "inputs_unchanged",
-                 "timed_outputs_match_reference"):
+    for name in (
+        "outputs_match_reference",
+        "relative_error_norm",
+        "output_carries_signal",
+        "inputs_unchanged",
+        "timed_outputs_match_reference",
+    ):
         assert hk.verdict_of(name) == "incorrect"
     for name in ("faster_than_floor", "no_leftover_processes", "workspace_unchanged", "fits_memory", "unknown"):
         assert hk.verdict_of(name) == "invalid"
@@ -209,7 +245,7 @@ def test_one_copy_per_call_shows_each_call_its_set_with_only_its_own_element_cha
             expected[pos[j]] = values[j]
             assert torch.equal(flats[k], expected), (order, j)
         for i in range(n_calls - k_sets, n_calls):
-            flats[i % k_sets].index_copy_(0, pos[i:i + 1], orig[i:i + 1])
+            flats[i % k_sets].index_copy_(0, pos[i : i + 1], orig[i : i + 1])
         assert all(torch.equal(f, c) for f, c in zip(flats, clean, strict=True))
 
 

@@ -63,15 +63,24 @@ def processes_with_parent_env(pid: int) -> list[int]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("command", "sig"), [
-    ("verify", signal.SIGTERM), ("verify", signal.SIGINT), ("verify", signal.SIGHUP), ("bench", signal.SIGTERM),
-])
+@pytest.mark.parametrize(
+    ("command", "sig"),
+    [
+        ("verify", signal.SIGTERM),
+        ("verify", signal.SIGINT),
+        ("verify", signal.SIGHUP),
+        ("bench", signal.SIGTERM),
+    ],
+)
 def test_a_signal_to_the_cli_leaves_no_process_of_the_run(tmp_path: Path, command: str, sig: int) -> None:
     ws, _ = make_workspace(tmp_path / "ws")
     (ws.target_dir(TARGET) / "candidate.py").write_text(HANGS_WITH_DAEMON)
     argv = [sys.executable, "-m", "hotkernel", command]
-    argv += ([f"targets/{TARGET}/baseline.py", f"targets/{TARGET}/candidate.py", "-n", "3"] if command == "verify"
-             else [f"targets/{TARGET}/candidate.py", "-n", "3"])
+    argv += (
+        [f"targets/{TARGET}/baseline.py", f"targets/{TARGET}/candidate.py", "-n", "3"]
+        if command == "verify"
+        else [f"targets/{TARGET}/candidate.py", "-n", "3"]
+    )
     env = {**os.environ, "HOTKERNEL_PYTHON": python()}
     cli = subprocess.Popen(argv, cwd=ws.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     pid_file = ws.target_dir(TARGET) / "pids.txt"
@@ -110,9 +119,11 @@ def test_stale_run_directories_of_dead_orchestrators_are_removed(tmp_path: Path)
 def test_orphans_come_back_to_the_subreaper_and_are_found() -> None:
     if not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_CHILD_SUBREAPER is Linux only")
-    code = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
-            "env={}, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
-            "print(p.pid, flush=True)")
+    code = (
+        "import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
+        "env={}, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+        "print(p.pid, flush=True)"
+    )
     before = hk.own_children()
     assert hk.become_subreaper()
     middle = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -134,8 +145,13 @@ def test_kill_9_of_the_cli_takes_worker_and_judge_along_and_the_next_run_cleans_
     ws, _ = make_workspace(tmp_path / "ws")
     (ws.target_dir(TARGET) / "candidate.py").write_text(HANGS_WITH_DAEMON)
     argv = [sys.executable, "-m", "hotkernel", "bench", f"targets/{TARGET}/candidate.py", "-n", "1"]
-    cli = subprocess.Popen(argv, cwd=ws.root, env={**os.environ, "HOTKERNEL_PYTHON": python()},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cli = subprocess.Popen(
+        argv,
+        cwd=ws.root,
+        env={**os.environ, "HOTKERNEL_PYTHON": python()},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     pid_file = ws.target_dir(TARGET) / "pids.txt"
     deadline = time.monotonic() + 120
     while not pid_file.is_file() and time.monotonic() < deadline and cli.poll() is None:

@@ -30,8 +30,9 @@ def killed_child() -> tuple[subprocess.Popen, tuple[int, int | None]]:
 def test_a_refusal_without_a_previous_run_stands_with_the_numbers() -> None:
     reads = []
     with pytest.raises(hk.CheckFailed) as failed:
-        hk.fitted_rotation((40 * GIB, 0, 40 * GIB), 2, 100 * GIB, lambda: reads.append(1) or 10**15, [], "cuda",
-                           "4096x4096")
+        hk.fitted_rotation(
+            (40 * GIB, 0, 40 * GIB), 2, 100 * GIB, lambda: reads.append(1) or 10**15, [], "cuda", "4096x4096"
+        )
     assert failed.value.check == "fits_memory"
     assert "shape 4096x4096: the run needs" in str(failed.value) and "100.00 GiB are free" in str(failed.value)
     assert reads == []  # nothing to wait for: the memory is not read again
@@ -57,8 +58,9 @@ def test_a_fit_needs_no_wait_and_no_second_reading() -> None:
     child = subprocess.Popen(["sleep", "30"])  # alive: waiting for it would take KILL_WAIT_S
     try:
         process = (child.pid, hk.start_ticks(child.pid))
-        assert hk.fitted_rotation((GIB, 0, GIB), 4, 100 * GIB, lambda: pytest.fail("read again"), [process], "cuda",
-                                  "s") == (4, 100 * GIB)
+        assert hk.fitted_rotation(
+            (GIB, 0, GIB), 4, 100 * GIB, lambda: pytest.fail("read again"), [process], "cuda", "s"
+        ) == (4, 100 * GIB)
     finally:
         child.kill()
         child.wait()
@@ -100,8 +102,9 @@ def test_kill_processes_tolerates_a_process_already_gone() -> None:
 
 
 @pytest.mark.parametrize("outcome", ["reply", "check_failed", "crash"])
-def test_the_judge_gives_memory_back_once_the_jobs_tensors_are_gone(monkeypatch: pytest.MonkeyPatch,
-                                                                     outcome: str) -> None:
+def test_the_judge_gives_memory_back_once_the_jobs_tensors_are_gone(
+    monkeypatch: pytest.MonkeyPatch, outcome: str
+) -> None:
     """The reference and regenerated inputs live in ``judge_job``'s frame (and a failure's traceback): the release
     must come after them, or the next run's worker finds them counted against the card."""
     torch = pytest.importorskip("torch")
@@ -133,8 +136,7 @@ class FakeCard:
 
     def __init__(self, free: int) -> None:
         self.free, self.reserved, self.allocations = free, 0, []
-        self.cuda = SimpleNamespace(mem_get_info=lambda: (self.free, 141 * GIB),
-                                    memory_reserved=lambda: self.reserved)
+        self.cuda = SimpleNamespace(mem_get_info=lambda: (self.free, 141 * GIB), memory_reserved=lambda: self.reserved)
 
     def empty(self, size: int, dtype: str, device: str) -> object:
         self.allocations.append((size, dtype, device))
@@ -178,8 +180,9 @@ def test_a_shape_that_fits_only_without_the_pad_gets_its_memory(monkeypatch: pyt
     monkeypatch.setattr(hk, "placement_pad", pad)
     pad.allocate(card, 512, hk.free_bytes(card, "cuda"))  # a 1 GiB pad leaves 512 MiB too little
     assert pad.bytes == GIB
-    n_sets, free = hk.fitted_rotation((40 * GIB, 0, 0), 2, hk.free_bytes(card, "cuda"),
-                                      lambda: hk.free_bytes(card, "cuda"), [], "cuda", "s")
+    n_sets, free = hk.fitted_rotation(
+        (40 * GIB, 0, 0), 2, hk.free_bytes(card, "cuda"), lambda: hk.free_bytes(card, "cuda"), [], "cuda", "s"
+    )
     assert n_sets == 2 and pad.bytes == 0 and pad.block is None
     assert free == needed + GIB // 2
 
@@ -189,6 +192,7 @@ def test_a_shape_that_fits_beside_the_pad_keeps_it(monkeypatch: pytest.MonkeyPat
     pad = hk.PlacementPad()
     monkeypatch.setattr(hk, "placement_pad", pad)
     pad.allocate(card, 100, hk.free_bytes(card, "cuda"))
-    assert hk.fitted_rotation((GIB, 0, GIB), 4, hk.free_bytes(card, "cuda"), lambda: pytest.fail("read again"),
-                              [], "cuda", "s") == (4, 100 * GIB - pad.bytes)
+    assert hk.fitted_rotation(
+        (GIB, 0, GIB), 4, hk.free_bytes(card, "cuda"), lambda: pytest.fail("read again"), [], "cuda", "s"
+    ) == (4, 100 * GIB - pad.bytes)
     assert pad.bytes == 100 * hk.PLACEMENT_PAD_STEP_BYTES

@@ -46,8 +46,14 @@ def test_a_deferred_teardown_retires_the_worker_and_reaping_finishes_it(tmp_path
     judge = hk.Judge(python(), contract)
     worker = hk.Worker(python(), contract)
     try:
-        result = hk.orchestrate(str(ws.target_dir(TARGET) / "baseline.py"), python=python(), contract=contract,
-                                judge=judge, worker=worker, defer_teardown=True)
+        result = hk.orchestrate(
+            str(ws.target_dir(TARGET) / "baseline.py"),
+            python=python(),
+            contract=contract,
+            judge=judge,
+            worker=worker,
+            defer_teardown=True,
+        )
     finally:
         judge.close()
     assert result["status"] == "ok", result["reason"]
@@ -61,8 +67,10 @@ def test_a_deferred_teardown_retires_the_worker_and_reaping_finishes_it(tmp_path
 def test_a_verify_session_leaves_no_retired_process_behind(tmp_path: Path) -> None:
     ws, resolved = make_workspace(tmp_path / "ws")
     with JudgeProcess(ws, python=python()) as judge:
-        outcomes = [run_script(ws, f"targets/{TARGET}/{script}", python=python(), judge=judge, resolved=resolved)
-                    for script in ("baseline.py", "candidate.py", "baseline.py")]
+        outcomes = [
+            run_script(ws, f"targets/{TARGET}/{script}", python=python(), judge=judge, resolved=resolved)
+            for script in ("baseline.py", "candidate.py", "baseline.py")
+        ]
         retiring = list(hk.RETIRING)
     assert [o.status for o in outcomes] == ["ok", "ok", "ok"], [o.reason for o in outcomes]
     assert hk.RETIRING == {} and not hk.exiting_processes()
@@ -78,8 +86,13 @@ def test_a_previous_run_that_does_not_exit_makes_the_run_invalid(tmp_path: Path)
     run_dir.mkdir()
     try:
         started = time.monotonic()
-        verdict = hk.run_worker(worker, str(ws.target_dir(TARGET) / "baseline.py"), str(run_dir), 60.0,
-                                [(sleeper.pid, hk.start_ticks(sleeper.pid))])
+        verdict = hk.run_worker(
+            worker,
+            str(ws.target_dir(TARGET) / "baseline.py"),
+            str(run_dir),
+            60.0,
+            [(sleeper.pid, hk.start_ticks(sleeper.pid))],
+        )
         waited = time.monotonic() - started
     finally:
         worker.close()

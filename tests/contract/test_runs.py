@@ -16,32 +16,49 @@ from adversarial.workspace import TARGET, default_resolved, make_workspace, pyth
 
 pytestmark = pytest.mark.slow
 
-SOFTMAX_SOURCE = '''import torch
+SOFTMAX_SOURCE = """import torch
 
 
 def softmax(x):
     return torch.softmax(x.float(), dim=-1).to(x.dtype)
-'''
+"""
 SOFTMAX_CANDIDATES = {
     "honest_bf16": ("ok", (), "return torch.softmax(x, dim=-1)"),
     "honest_fp32_accumulate": ("ok", (), "return torch.softmax(x.float(), dim=-1).to(x.dtype)"),
     "zeros": ("incorrect", ("relative_error_norm", "output_carries_signal"), "return torch.zeros_like(x)"),
-    "uniform": ("incorrect", ("relative_error_norm", "output_carries_signal"),
-                "return torch.full_like(x, 1.0 / x.shape[-1])"),
-    "another_input_set": ("incorrect", ("outputs_match_reference", "relative_error_norm", "output_carries_signal"),
-                          "return torch.softmax(torch.randn_like(x), dim=-1)"),
-    "fp8_rounded_inputs": ("incorrect", ("outputs_match_reference", "relative_error_norm", "output_carries_signal"),
-                           "return torch.softmax(x.to(torch.float8_e4m3fn).float(), dim=-1).to(x.dtype)"),
+    "uniform": (
+        "incorrect",
+        ("relative_error_norm", "output_carries_signal"),
+        "return torch.full_like(x, 1.0 / x.shape[-1])",
+    ),
+    "another_input_set": (
+        "incorrect",
+        ("outputs_match_reference", "relative_error_norm", "output_carries_signal"),
+        "return torch.softmax(torch.randn_like(x), dim=-1)",
+    ),
+    "fp8_rounded_inputs": (
+        "incorrect",
+        ("outputs_match_reference", "relative_error_norm", "output_carries_signal"),
+        "return torch.softmax(x.to(torch.float8_e4m3fn).float(), dim=-1).to(x.dtype)",
+    ),
 }
 
 
 def softmax_workspace(root: Path) -> tuple:
     ws, _ = make_workspace(root)
     (ws.root / "kernels" / "ops.py").write_text(SOFTMAX_SOURCE)
-    resolved = default_resolved(**{
-        "from": "./kernels/ops.py:softmax", "inputs": [{"name": "x", "shapes": [[64, 8192]]}],
-        "shapes": ["64x8192"], "dtype": "bf16", "kwargs": {}, "rotate": ["x"], "atol": 0.02, "rtol": 0.02,
-    })
+    resolved = default_resolved(
+        **{
+            "from": "./kernels/ops.py:softmax",
+            "inputs": [{"name": "x", "shapes": [[64, 8192]]}],
+            "shapes": ["64x8192"],
+            "dtype": "bf16",
+            "kwargs": {},
+            "rotate": ["x"],
+            "atol": 0.02,
+            "rtol": 0.02,
+        }
+    )
     render_target(ws, TARGET, resolved)
     return ws, resolved
 
@@ -52,8 +69,7 @@ def test_scale_aware_checks_on_a_bf16_softmax(tmp_path: Path) -> None:
     with JudgeProcess(ws, python=python()) as judge:
         for name, (status, checks, body) in SOFTMAX_CANDIDATES.items():
             (ws.target_dir(TARGET) / "candidate.py").write_text(f"import torch\n\n\ndef kernel(x):\n    {body}\n")
-            outcome = run_script(ws, f"targets/{TARGET}/candidate.py", python=python(), judge=judge,
-                                 resolved=resolved)
+            outcome = run_script(ws, f"targets/{TARGET}/candidate.py", python=python(), judge=judge, resolved=resolved)
             seen[name] = (outcome.status, outcome.reason)
             assert outcome.status == status, f"{name}: {outcome.status} / {outcome.reason}"
             if checks:
@@ -64,23 +80,28 @@ def test_scale_aware_checks_on_a_bf16_softmax(tmp_path: Path) -> None:
     assert seen["zeros"][0] == "incorrect"
 
 
-LAYER_NORM_SOURCE = '''import torch
+LAYER_NORM_SOURCE = """import torch
 
 NORM = torch.nn.LayerNorm(256)  # fp32 parameters: the judge's fp64 reference upcasts them
 
 
 def layer_norm(x):
     return NORM(x)
-'''
+"""
 
 
 def test_module_baseline_with_fp32_parameters_gets_an_fp64_reference(tmp_path: Path) -> None:
     ws, _ = make_workspace(tmp_path / "ws")
     (ws.root / "kernels" / "ops.py").write_text(LAYER_NORM_SOURCE)
-    resolved = default_resolved(**{
-        "from": "./kernels/ops.py:layer_norm", "inputs": [{"name": "x", "shapes": [[64, 256]]}],
-        "shapes": ["64x256"], "kwargs": {}, "rotate": ["x"],
-    })
+    resolved = default_resolved(
+        **{
+            "from": "./kernels/ops.py:layer_norm",
+            "inputs": [{"name": "x", "shapes": [[64, 256]]}],
+            "shapes": ["64x256"],
+            "kwargs": {},
+            "rotate": ["x"],
+        }
+    )
     render_target(ws, TARGET, resolved)
     outcome = run_script(ws, f"targets/{TARGET}/baseline.py", python=python(), resolved=resolved)
     assert outcome.status == "ok", outcome.reason

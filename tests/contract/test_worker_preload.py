@@ -32,20 +32,24 @@ print(triton_cache.triton_key.cache_info().currsize, "triton.experimental.gluon"
 def test_preload_runs_only_where_torch_sees_a_gpu(available: bool, expected: str) -> None:
     pytest.importorskip("triton")
     folder = str(render.contract_path().parent)
-    proc = subprocess.run([sys.executable, "-c", PROBE.format(folder=folder, available=available)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(folder=folder, available=available)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split("\n")[-2] == expected
 
 
-TF32_WATCHER = '''import torch
+TF32_WATCHER = """import torch
 
 
 def kernel(x, w, *, eps):
     if torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32:
         raise RuntimeError("TF32 is allowed during the timed call")
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
-'''
+"""
 
 
 def test_tf32_is_off_while_the_kernel_runs(tmp_path: Path) -> None:

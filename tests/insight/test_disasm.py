@@ -23,9 +23,7 @@ from hotkernel.insight.disasm import (
 
 H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 CACHE = H200 / "triton_cache"
-needs_cuobjdump = pytest.mark.skipif(
-    find_cuobjdump() is None, reason="no cuobjdump (CUDA toolkit or triton wheel)"
-)
+needs_cuobjdump = pytest.mark.skipif(find_cuobjdump() is None, reason="no cuobjdump (CUDA toolkit or triton wheel)")
 
 
 def test_res_usage_captured_on_h200():
@@ -89,9 +87,7 @@ def test_triton_bin_dir_found_without_importing_triton():
 
 @needs_cuobjdump
 def test_disasm_triton_cache_for_real(tmp_path):
-    result = disasm(
-        "triton-cache", kernel="rmsnorm", max_lines=20, cache_dirs=[CACHE], out_path=tmp_path / "k.sass"
-    )
+    result = disasm("triton-cache", kernel="rmsnorm", max_lines=20, cache_dirs=[CACHE], out_path=tmp_path / "k.sass")
     assert result.kind == "sass" and result.kernel == "rmsnorm_kernel"
     assert result.summary.registers == 64 and result.summary.shared_bytes == 1024
     assert result.summary.triton_shared_bytes == 32 and result.summary.num_warps == 8

@@ -93,9 +93,7 @@ class DumpNvml:
 def test_nvml_snapshot_from_h200_dump():
     dump = json.loads((H200 / "nvml_dump.out").read_text())
     info = gi._with_roofline(gi.nvml_snapshot(DumpNvml(dump)))
-    assert (
-        info.source == "nvml" and info.driver_version == "580.159.04" and info.cuda_driver_version == "13.0"
-    )
+    assert info.source == "nvml" and info.driver_version == "580.159.04" and info.cuda_driver_version == "13.0"
     (gpu,) = info.gpus
     assert gpu.uuid == H200_UUID and gpu.compute_capability == "9.0"
     assert gpu.memory_total_mib == round(150754820096 / 2**20, 1)
@@ -136,9 +134,7 @@ def test_nvidia_smi_fallback_runs_the_tool(monkeypatch, tmp_path):
 
 def test_failing_nvidia_smi_is_a_result(monkeypatch, tmp_path):
     smi = tmp_path / "nvidia-smi"
-    smi.write_text(
-        "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the driver'\nexit 9\n"
-    )
+    smi.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the driver'\nexit 9\n")
     smi.chmod(0o755)
     monkeypatch.setattr(gi, "_from_nvml", lambda: (_ for _ in ()).throw(OSError("no NVML")))
     monkeypatch.setenv("PATH", str(tmp_path))

@@ -229,8 +229,10 @@ def test_a_targets_script_is_profiled_through_the_workspace_contract(tmp_path, m
     """A kept candidate file need not end in `hk_contract.main(__file__)`: profile runs it through the contract."""
     ws, _ = make_workspace(tmp_path / "ws")
     candidate = ws.target_dir(TARGET) / "candidate.py"
-    candidate.write_text("import torch\n\n\ndef kernel(x, w, *, eps):\n"
-                         "    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w\n")
+    candidate.write_text(
+        "import torch\n\n\ndef kernel(x, w, *, eps):\n"
+        "    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w\n"
+    )
     monkeypatch.setenv("HOTKERNEL_PYTHON", python())
     ctx = InsightContext.at(ws.root, confined=False)
     command = prof.command_of(prof.Params(target=TARGET, role="candidate"), ctx)

@@ -47,8 +47,11 @@ def test_two_runs_of_one_workload_match_by_name_and_nothing_moves():
     result = pd.diff_reports(LIVE, IMPORTED)
     rows = by_kernel(result)
     assert set(rows) == {
-        "cunn_SoftMaxForwardReg", "vectorized_layer_norm_kernel", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT",
-        "vectorized_elementwise_kernel", "rmsnorm_kernel",
+        "cunn_SoftMaxForwardReg",
+        "vectorized_layer_norm_kernel",
+        "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT",
+        "vectorized_elementwise_kernel",
+        "rmsnorm_kernel",
     }
     assert all(row.match == "name" for row in result.kernels)
     rms = values(rows["rmsnorm_kernel"])
@@ -156,8 +159,10 @@ def test_moved_metrics_are_ranked_and_flagged_synthetic():
     [
         ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt"),
         ("_rmsnorm_row_kernel_0d1d2d3de4de", "_rmsnorm_row_kernel"),
-        ("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int, T1)",
-         "vectorized_elementwise_kernel"),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int, T1)",
+            "vectorized_elementwise_kernel",
+        ),
         ("nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT"),
         ("rmsnorm_kernel", "rmsnorm_kernel"),
         ("kernel_3f9a0c12d4e5b6a7", "kernel"),
@@ -264,8 +269,12 @@ def test_commands_are_profiled_with_the_extra_metrics(bare_path, tmp_path):
 def test_both_sides_are_profiled_with_the_cache_control_asked(bare_path, tmp_path, cache_control):
     """ncu flushes the caches by default; 'none' gives times comparable with verify's (docs/speedrun.md)."""
     log = _stand_in_ncu(bare_path, RAW)
-    params = pd.Params(command=["python3 a.py", "python3 b.py"], kernel_regex="norm", cache_control=cache_control,
-                       out=str(tmp_path / "diff"))
+    params = pd.Params(
+        command=["python3 a.py", "python3 b.py"],
+        kernel_regex="norm",
+        cache_control=cache_control,
+        out=str(tmp_path / "diff"),
+    )
     pd.run(params, InsightContext.at(tmp_path, confined=False))
     runs = [line for line in log.read_text().splitlines() if "'-o'" in line]
     assert len(runs) == 2 and all(f"'--cache-control', '{cache_control}'" in run for run in runs)

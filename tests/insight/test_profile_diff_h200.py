@@ -85,8 +85,11 @@ def test_the_int4_targets_harness_kernel_pairs_with_itself_and_the_gemv_kernels_
     local = pd.diff_reports(INT4 / "rep_a_raw.out", INT4 / "rep_b_raw.out")
     card = json.loads((INT4 / "diff_reports_json.out").read_text())
     rows = {row.kernel: row for row in local.kernels}
-    assert sorted(rows) == sorted(row["kernel"] for row in card["kernels"]) == [
-        "_int4_gemv_mma_kernel", "matrix_to_m16n8k16_Bint4_layout"]
+    assert (
+        sorted(rows)
+        == sorted(row["kernel"] for row in card["kernels"])
+        == ["_int4_gemv_mma_kernel", "matrix_to_m16n8k16_Bint4_layout"]
+    )
     pack, gemv = rows["matrix_to_m16n8k16_Bint4_layout"], rows["_int4_gemv_mma_kernel"]
     # ncu demangled the packing kernel as `matrix_to_...<8>(...)` in A's raw page and `at::matrix_to_...<8>(...)` in
     # B's; NVIDIA's module gives both the same function name. So the raw pages pair it by base name, the card by name.
@@ -129,8 +132,9 @@ def test_one_name_at_two_launch_configurations_is_two_kernels() -> None:
     assert not same.moved and same.calls_a == same.calls_b == 2
     wide = rows[("only_a", "grid (4096, 1, 1) block (256, 1, 1)", None)]
     assert wide.kernel == "rmsnorm_kernel (grid (4096, 1, 1) block (256, 1, 1))"
-    assert any(line.startswith("rmsnorm_kernel (grid (4096, 1, 1) block (256, 1, 1)): only in A")
-               for line in result.moved_most)
+    assert any(
+        line.startswith("rmsnorm_kernel (grid (4096, 1, 1) block (256, 1, 1)): only in A") for line in result.moved_most
+    )
 
 
 def test_a_kernel_whose_launch_changed_still_pairs_by_name() -> None:
@@ -140,7 +144,8 @@ def test_a_kernel_whose_launch_changed_still_pairs_by_name() -> None:
     assert row.match == "name" and row.kernel == "rmsnorm_kernel"
     assert (row.launch_a, row.launch_b) == ("grid (4096, 1, 1) block (256, 1, 1)", "grid (4096, 1, 1) block (32, 1, 1)")
     assert "    launch: grid (4096, 1, 1) block (256, 1, 1) -> grid (4096, 1, 1) block (32, 1, 1)" in (
-        pd.summary_lines(result))
+        pd.summary_lines(result)
+    )
 
 
 def test_the_ncu_report_modules_launch_dimensions_make_the_csv_configuration() -> None:
@@ -148,8 +153,12 @@ def test_the_ncu_report_modules_launch_dimensions_make_the_csv_configuration() -
     metrics (requested with the others): the configuration reads as the CSV's, so a report and a CSV of the same
     launches pair by launch; without them there is no configuration."""
     dims = {"grid": (1, 1024, 1), "block": (32, 8, 1)}
-    metrics = {f"launch__{part}_dim_{axis}": (f"{value}.0", "") for part, values in dims.items()
-               for axis, value in zip("xyz", values, strict=True)}
+    metrics = {
+        f"launch__{part}_dim_{axis}": (f"{value}.0", "")
+        for part, values in dims.items()
+        for axis, value in zip("xyz", values, strict=True)
+    }
     assert pd.launch_config({"name": "k", "grid": None, "block": None, "metrics": metrics}) == (
-        pd.launch_config({"name": "k", "grid": "(1, 1024, 1)", "block": "(32, 8, 1)", "metrics": {}}))
+        pd.launch_config({"name": "k", "grid": "(1, 1024, 1)", "block": "(32, 8, 1)", "metrics": {}})
+    )
     assert pd.launch_config({"name": "k", "metrics": {}}) is None

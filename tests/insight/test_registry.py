@@ -14,13 +14,30 @@ from hotkernel.insight.registry import REGISTRY
 from hotkernel.mcp import jobs
 from hotkernel.mcp.app import build_server
 
-PROTOCOL = ("NAME", "CLI_NAME", "CLI_HELP", "DESCRIPTION", "Params", "RESULT", "HINTS", "LONG_RUNNING", "run",
-            "summary_lines")
+PROTOCOL = (
+    "NAME",
+    "CLI_NAME",
+    "CLI_HELP",
+    "DESCRIPTION",
+    "Params",
+    "RESULT",
+    "HINTS",
+    "LONG_RUNNING",
+    "run",
+    "summary_lines",
+)
 
 
 def test_the_eight_tools_are_registered() -> None:
     assert set(REGISTRY) == {
-        "gpu_info", "roofline", "calibrate", "torch_trace", "profile", "profile_diff", "top_kernels", "disasm"
+        "gpu_info",
+        "roofline",
+        "calibrate",
+        "torch_trace",
+        "profile",
+        "profile_diff",
+        "top_kernels",
+        "disasm",
     }
 
 
@@ -55,7 +72,9 @@ def test_mcp_tools_are_the_registry_minus_cli_only_fields() -> None:
         assert props == expected | ({"wait_s"} if tool.LONG_RUNNING else set()), name
         hints = listed[name].annotations
         assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == (
-            tool.HINTS.read_only, tool.HINTS.destructive, tool.HINTS.idempotent
+            tool.HINTS.read_only,
+            tool.HINTS.destructive,
+            tool.HINTS.idempotent,
         )
     assert "command" not in set(listed["profile"].input_schema["properties"])
 

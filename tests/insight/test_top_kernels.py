@@ -86,9 +86,7 @@ def test_chrome_trace_kernels(tmp_path):
 
 def test_chrome_trace_without_kernels(tmp_path):
     trace = tmp_path / "cpu.json"
-    trace.write_text(
-        json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "dur": 5}]})
-    )
+    trace.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "dur": 5}]}))
     result = top_kernels(trace)
     assert result.rows == [] and "no GPU kernel events" in result.note
 
@@ -123,26 +121,26 @@ def test_bad_n_and_short_names():
         top_kernels(H200 / "ncu_details_csv.out", n=0)
     # As captured on the H200: the details page spells the anonymous namespace "<unnamed>", the raw page of an
     # imported report drops its "<" (profile_diff/target_a_raw.out).
-    for capture, spelling in (("ncu_details_csv.out", "void at::<unnamed>::"),
-                              ("profile_diff/target_a_raw.out", "void unnamed>::")):
-        names = set(re.findall(r'"(' + re.escape(spelling) + r'vectorized_layer_norm_kernel[^"]*)"',
-                               (H200 / capture).read_text()))
+    for capture, spelling in (
+        ("ncu_details_csv.out", "void at::<unnamed>::"),
+        ("profile_diff/target_a_raw.out", "void unnamed>::"),
+    ):
+        names = set(
+            re.findall(
+                r'"(' + re.escape(spelling) + r'vectorized_layer_norm_kernel[^"]*)"', (H200 / capture).read_text()
+            )
+        )
         assert len(names) == 1, capture
         assert short_kernel_name(names.pop()) == "vectorized_layer_norm_kernel"
     assert short_kernel_name("void at::native::(anonymous namespace)::k<float>(float *)") == "k"
     assert short_kernel_name("rmsnorm_kernel") == "rmsnorm_kernel"
-    assert (
-        short_kernel_name("nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT")
-        == "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT"
-    )
+    assert short_kernel_name("nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT") == "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT"
 
 
 def test_bound_hint_latency():
     from hotkernel.insight.top_kernels import KernelRow
 
-    row = KernelRow(
-        name="k", short_name="k", calls=1, memory_pct=20, dram_pct=18, sm_pct=30, occupancy_pct=12
-    )
+    row = KernelRow(name="k", short_name="k", calls=1, memory_pct=20, dram_pct=18, sm_pct=30, occupancy_pct=12)
     assert bound_hint(row).startswith("latency-bound") and "occupancy 12%" in bound_hint(row)
     row = KernelRow(name="k", short_name="k", calls=1, memory_pct=20, sm_pct=85)
     assert bound_hint(row).startswith("compute-bound")

@@ -31,9 +31,7 @@ print("args", sys.argv[1:])
 def test_trace_cpu_script_for_real(tmp_path):
     script = tmp_path / "tiny.py"
     script.write_text(TINY)
-    result = torch_trace(
-        script, script_args=["--flag", "v"], python=sys.executable, top=3, out_dir=tmp_path / "o"
-    )
+    result = torch_trace(script, script_args=["--flag", "v"], python=sys.executable, top=3, out_dir=tmp_path / "o")
     assert not result.cuda and result.kernels == [] and result.kernel_count == 0
     assert any("CPU ops only" in note for note in result.notes)
     names = [op.name for op in result.ops]
@@ -83,9 +81,7 @@ def test_interpreter_without_torch(tmp_path):
 def test_timeout_kills_the_script(tmp_path):
     script = tmp_path / "slow.py"
     script.write_text("import time\ntime.sleep(60)\n")
-    fake = (
-        tmp_path / "py"
-    )  # no torch needed to hit the timeout: the wrapper is killed while importing/running
+    fake = tmp_path / "py"  # no torch needed to hit the timeout: the wrapper is killed while importing/running
     fake.write_text("#!/bin/sh\nsleep 60\n")
     fake.chmod(0o755)
     with pytest.raises(HotkernelError, match="ran past 1 s"):

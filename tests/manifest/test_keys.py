@@ -146,8 +146,9 @@ def test_mcp_writes_every_key_as_the_cli_does(workspace: Path) -> None:
 
 def test_cli_and_mcp_refuse_the_same_value_with_the_same_message(workspace: Path) -> None:
     cli = CliRunner().invoke(app, ["new", "t", "--from", "./k.py:scale", "--shape", "8", "--rotate", "q"])
-    failed, text, _ = _mcp_call(workspace, "new_target", {"name": "t", "source": "./k.py:scale", "shapes": ["8"],
-                                                          "rotate": ["q"]})
+    failed, text, _ = _mcp_call(
+        workspace, "new_target", {"name": "t", "source": "./k.py:scale", "shapes": ["8"], "rotate": ["q"]}
+    )
     assert isinstance(cli.exception, HotkernelError) and failed
     detail = "'q' is not an input of this target; inputs: x"
     assert str(cli.exception) == f"--rotate: {detail}" and text.endswith(f"rotate[0]: {detail}"), text
@@ -166,17 +167,22 @@ def test_mcp_refuses_a_megabyte_string_without_echoing_it(workspace: Path, param
 def test_a_megabyte_kwarg_is_never_written(workspace: Path) -> None:
     before = "version: 1\ntargets:\n"
     (workspace / "hotkernel.yaml").write_text(before, encoding="utf-8")
-    failed, text, _ = _mcp_call(workspace, "add_target", {"name": "t", "source": "./k.py:scale", "shapes": ["8"],
-                                                          "kwargs": {"alpha": "z" * 1_000_000}})
+    failed, text, _ = _mcp_call(
+        workspace,
+        "add_target",
+        {"name": "t", "source": "./k.py:scale", "shapes": ["8"], "kwargs": {"alpha": "z" * 1_000_000}},
+    )
     assert failed and len(text) < 1000 and "1000000 characters" in text, text[:300]
     assert (workspace / "hotkernel.yaml").read_text(encoding="utf-8") == before
     huge_number = {"alpha": int("9" * 4000)}
-    failed, text, _ = _mcp_call(workspace, "add_target", {"name": "t", "source": "./k.py:scale", "shapes": ["8"],
-                                                          "kwargs": huge_number})
+    failed, text, _ = _mcp_call(
+        workspace, "add_target", {"name": "t", "source": "./k.py:scale", "shapes": ["8"], "kwargs": huge_number}
+    )
     assert failed and len(text) < 1000 and "internal error" not in text, text[:300]
     assert (workspace / "hotkernel.yaml").read_text(encoding="utf-8") == before
-    cli = CliRunner().invoke(app, ["new", "t", "--from", "./k.py:scale", "--shape", "8", "--kwarg",
-                                   "alpha=" + "z" * 1_000_000])
+    cli = CliRunner().invoke(
+        app, ["new", "t", "--from", "./k.py:scale", "--shape", "8", "--kwarg", "alpha=" + "z" * 1_000_000]
+    )
     assert isinstance(cli.exception, HotkernelError) and len(str(cli.exception)) < 1000
     assert (workspace / "hotkernel.yaml").read_text(encoding="utf-8") == before
 
@@ -201,8 +207,9 @@ def test_docs_list_every_key_with_its_option_and_parameter() -> None:
 
 
 def test_competitors_take_compile_modes_and_function_refs_only() -> None:
-    spec = TargetSpec.model_validate({"from": "./k.py:scale", "shapes": ["8"],
-                                      "competitors": ["compile", " compile-max-autotune", "./k.py:scale"]})
+    spec = TargetSpec.model_validate(
+        {"from": "./k.py:scale", "shapes": ["8"], "competitors": ["compile", " compile-max-autotune", "./k.py:scale"]}
+    )
     assert spec.competitors == ["compile", "compile-max-autotune", "./k.py:scale"]
     with pytest.raises(ValueError, match="is not a competitor; write one of compile"):
         TargetSpec.model_validate({"from": "./k.py:scale", "shapes": ["8"], "competitors": ["jit"]})

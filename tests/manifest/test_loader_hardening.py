@@ -32,10 +32,16 @@ HOSTILE = {
     "alias": (HEAD + "    extra: [*w]\n", 6, "aliases (*w) are not allowed"),
     "5 MB comment line": (HEAD + "# " + "x" * 5_000_000 + "\n", 1, f"over the limit of {MAX_FILE_BYTES}"),
     "long line": (HEAD + "# " + "x" * (MAX_LINE + 10) + "\n", 6, f"over the limit of {MAX_LINE}"),
-    "5,000-deep flow list": (HEAD + "    kwargs:\n      k:\n" + "        [\n" * 5000 + "]" * 5000 + "\n", 36,
-                             "nested more than 32 levels"),
-    "deep block list": (HEAD + "    kwargs:\n      k:\n" + "".join(" " * (8 + 2 * i) + "-\n" for i in range(200)),
-                        36, "nested more than 32 levels"),
+    "5,000-deep flow list": (
+        HEAD + "    kwargs:\n      k:\n" + "        [\n" * 5000 + "]" * 5000 + "\n",
+        36,
+        "nested more than 32 levels",
+    ),
+    "deep block list": (
+        HEAD + "    kwargs:\n      k:\n" + "".join(" " * (8 + 2 * i) + "-\n" for i in range(200)),
+        36,
+        "nested more than 32 levels",
+    ),
     "atol .inf": (HEAD + "    atol: .inf\n", 6, "targets.t.atol: inf is not a finite number"),
     "rtol .nan": (HEAD + "    rtol: .nan\n", 6, "targets.t.rtol: nan is not a finite number"),
     "flops 1e999": (HEAD + "    flops: 1e999\n", 6, "targets.t.flops: inf is not a finite number"),
@@ -96,8 +102,9 @@ def test_plan_answers_hostile_manifests_in_under_two_seconds(case: str, tmp_path
     (tmp_path / "hotkernel.yaml").write_text(HOSTILE[case][0], encoding="utf-8")
     env = {**os.environ, "HOTKERNEL_WORKSPACE": str(tmp_path)}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "hotkernel", "plan"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "hotkernel", "plan"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
     elapsed = time.perf_counter() - start
     assert elapsed < 2.0, f"{case}: plan took {elapsed:.2f} s"
     assert done.returncode == 1, (done.returncode, done.stderr[-500:])
@@ -127,8 +134,10 @@ def test_a_zero_dimension_written_as_text_is_an_error() -> None:
 def test_every_plain_shape_is_the_first_inputs_shape_at_that_entry() -> None:
     text = HEAD.replace("[8x8]", "[8x8, 16x8, 8]") + "    extra: [w:8]\n"
     resolved = resolved_target(load_manifest_text(text, check_files=False), "t")
-    assert resolved["inputs"] == [{"name": "x", "shapes": [[8, 8], [16, 8], [8]]},
-                                  {"name": "w", "shapes": [[8], [8], [8]]}]
+    assert resolved["inputs"] == [
+        {"name": "x", "shapes": [[8, 8], [16, 8], [8]]},
+        {"name": "w", "shapes": [[8], [8], [8]]},
+    ]
     assert resolved["shapes"] == ["8x8", "16x8", "8"]
 
 

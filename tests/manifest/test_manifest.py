@@ -173,9 +173,7 @@ def test_error_path_is_relative_to_cwd_when_inside(workspace: Path, monkeypatch:
 def test_several_problems_report_the_first_and_count_the_rest(workspace: Path) -> None:
     text = GOOD.replace("dtype: bfloat16", "dtype: bf17").replace("device: cpu", "device: tpu")
     message = error_of(text, workspace)
-    assert (
-        message.startswith("hotkernel.yaml:13: targets.rmsnorm.dtype") and "(and 1 more problem)" in message
-    )
+    assert message.startswith("hotkernel.yaml:13: targets.rmsnorm.dtype") and "(and 1 more problem)" in message
 
 
 def test_missing_and_empty_manifest(tmp_path: Path) -> None:
@@ -404,9 +402,7 @@ def test_repository_manifest_is_valid_and_has_a_cpu_target() -> None:
         resolved = resolved_target(manifest, name)
         assert resolved["dtype"] == "bf16" and resolved["flops"] and resolved["bytes"]
     int4 = resolved_target(manifest, "int4_gemv")
-    assert (
-        int4["derive"] and int4["reference"] and int4["derived_inputs"] == ["x", "w_int4", "scales_and_zeros"]
-    )
+    assert int4["derive"] and int4["reference"] and int4["derived_inputs"] == ["x", "w_int4", "scales_and_zeros"]
 
 
 def test_repository_byte_counts_match_the_shapes() -> None:
@@ -448,9 +444,14 @@ def test_no_file_a_candidate_can_write_changes_the_loaded_manifest(workspace: Pa
         spec["atol"] = spec["rtol"] = 1000.0
     module = Path(manifest_module.__file__).stat()
     forged = {
-        "identity": {"format": 1, "module": [module.st_mtime_ns, module.st_size],
-                     "manifest_sha256": hashlib.sha256(text.encode()).hexdigest(), "root": str(workspace.resolve())},
-        "files": {}, "data": data,
+        "identity": {
+            "format": 1,
+            "module": [module.st_mtime_ns, module.st_size],
+            "manifest_sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "root": str(workspace.resolve()),
+        },
+        "files": {},
+        "data": data,
     }
     cache = workspace / ".hotkernel" / "tmp" / "manifest-cache.json"
     cache.parent.mkdir(parents=True, exist_ok=True)
@@ -468,6 +469,7 @@ def test_python_keywords_are_refused_as_names(tmp_path) -> None:
     (tmp_path / "k.py").write_text("def f(x):\n    return x\n")
     for line in ("    kwargs: {lambda: 1}", "    extra: [class:8]", "    input: def"):
         (tmp_path / "hotkernel.yaml").write_text(
-            "version: 1\ntargets:\n  t:\n    from: ./k.py:f\n    shapes: [8x8]\n    dtype: fp32\n" + line + "\n")
+            "version: 1\ntargets:\n  t:\n    from: ./k.py:f\n    shapes: [8x8]\n    dtype: fp32\n" + line + "\n"
+        )
         with pytest.raises(HotkernelError, match=r"hotkernel.yaml:7: .*keyword"):
             load_manifest(tmp_path / "hotkernel.yaml")

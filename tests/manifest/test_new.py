@@ -156,9 +156,7 @@ def test_new_renders_and_force_keeps_the_candidate(workspace: Path) -> None:
 
 def test_existing_name_needs_force(workspace: Path) -> None:
     (workspace / "hotkernel.yaml").write_text(EXISTING, encoding="utf-8")
-    done = new_subprocess(
-        "first", "--from", "./k.py:rms", "--shape", "4x16", "--extra", "w:16", cwd=workspace
-    )
+    done = new_subprocess("first", "--from", "./k.py:rms", "--shape", "4x16", "--extra", "w:16", cwd=workspace)
     assert done.returncode == 1
     assert done.stderr.strip().count("\n") == 0 and "add --force" in done.stderr
     assert (workspace / "hotkernel.yaml").read_text(encoding="utf-8") == EXISTING
@@ -184,9 +182,7 @@ def test_existing_name_needs_force(workspace: Path) -> None:
         (["t", "--from", "./k.py:rms", "--shape", "8", "--kwarg", "eps"], "--kwarg 'eps': write NAME=VALUE"),
     ],
 )
-def test_bad_input_exits_1_with_one_line_and_changes_nothing(
-    workspace: Path, args: list[str], expected: str
-) -> None:
+def test_bad_input_exits_1_with_one_line_and_changes_nothing(workspace: Path, args: list[str], expected: str) -> None:
     (workspace / "hotkernel.yaml").write_text(EXISTING, encoding="utf-8")
     done = new_subprocess(*args, cwd=workspace)
     assert done.returncode == 1, done.stdout
@@ -250,8 +246,25 @@ def test_new_refuses_a_class_or_a_bare_file(workspace: Path, ref: str, words: st
 def test_new_prints_the_bounds_the_contract_applies(workspace: Path) -> None:
     from hotkernel.contract.correctness import tolerances
 
-    result = CliRunner().invoke(app, ["new", "t", "--from", "k.py:rms", "--shape", "8", "--extra", "w:8",
-                                      "--dtype", "fp16", "--rtol", "0.01", "--device", "cpu"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "new",
+            "t",
+            "--from",
+            "k.py:rms",
+            "--shape",
+            "8",
+            "--extra",
+            "w:8",
+            "--dtype",
+            "fp16",
+            "--rtol",
+            "0.01",
+            "--device",
+            "cpu",
+        ],
+    )
     assert result.exit_code == 0, result.output
     bounds = tolerances("fp16", {"rtol": 0.01})
     assert bounds["rtol"] == 0.01 and bounds["atol"] == 2.5e-3
@@ -266,9 +279,24 @@ def test_ten_concurrent_news_all_land(workspace: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "HOTKERNEL_WORKSPACE"}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "hotkernel", "new", f"t{i}", "--from", "torch:neg", "--shape", f"{i + 1}x8",
-             "--device", "cpu"],
-            cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "hotkernel",
+                "new",
+                f"t{i}",
+                "--from",
+                "torch:neg",
+                "--shape",
+                f"{i + 1}x8",
+                "--device",
+                "cpu",
+            ],
+            cwd=workspace,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for i in range(10)
     ]
@@ -294,7 +322,10 @@ def test_new_waits_for_the_workspace_lock(workspace: Path) -> None:
     with workspace_lock(ws, command="test"):
         child = subprocess.Popen(
             [sys.executable, "-m", "hotkernel", "new", "b", "--from", "torch:neg", "--shape", "8", "--device", "cpu"],
-            cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=workspace,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         text = (workspace / "hotkernel.yaml").read_text(encoding="utf-8")
         (workspace / "hotkernel.yaml").write_text(text + "  # held\n", encoding="utf-8")

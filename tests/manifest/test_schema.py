@@ -42,9 +42,7 @@ def validator() -> Draft202012Validator:
 
 
 def test_root_manifest_validates_against_the_schema() -> None:
-    document = json.loads(
-        json.dumps(YAML(typ="safe").load((REPO / "hotkernel.yaml").read_text(encoding="utf-8")))
-    )
+    document = json.loads(json.dumps(YAML(typ="safe").load((REPO / "hotkernel.yaml").read_text(encoding="utf-8"))))
     errors = sorted(validator().iter_errors(document), key=str)
     assert errors == []
 

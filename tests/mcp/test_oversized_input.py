@@ -97,8 +97,9 @@ def test_a_path_name_past_name_max_is_refused_before_the_file_system(workspace: 
 
     async def call():
         async with Client(build_server(workspace)) as client:
-            return await client.call_tool(tool, {param: "x" * 4000, "wait_s": 5} if tool == "torch_trace" else
-                                          {param: "x" * 4000})
+            return await client.call_tool(
+                tool, {param: "x" * 4000, "wait_s": 5} if tool == "torch_trace" else {param: "x" * 4000}
+            )
 
     result = anyio.run(call)
     text = "\n".join(getattr(c, "text", "") for c in result.content)

@@ -365,9 +365,7 @@ def test_server_never_imports_torch() -> None:
         "if '.scripts' not in m.name and m.name != 'hotkernel.__main__']; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(os.environ)
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(os.environ))
     assert out.stdout.strip() == "[]"
 
 
@@ -408,9 +406,7 @@ async def test_full_loop_on_cpu(workspace: Path) -> None:
         verdict = verified.structured_content["result"]["verdict"]
         assert verdict in ("faster", "slower", "inconclusive")
         job_id = verified.structured_content["job"]["job_id"]
-        wrong = await call(
-            client, "record", {"target": "scale", "note": "x", "who": "t", "verify_job_id": job_id}
-        )
+        wrong = await call(client, "record", {"target": "scale", "note": "x", "who": "t", "verify_job_id": job_id})
         assert wrong.is_error and "verify_job_id" in text_of(wrong)
         recorded = await call(client, "record", {"target": "double", "note": "same kernel", "who": "pytest"})
         assert not recorded.is_error, text_of(recorded)
@@ -453,13 +449,9 @@ async def test_add_update_remove_target_minimal_diff(workspace: Path) -> None:
         assert (workspace / "targets" / "twice" / "baseline.py").is_file()
         text = (workspace / "hotkernel.yaml").read_text()
         assert text.startswith(MANIFEST)
-        dup = await call(
-            client, "add_target", {"name": "twice", "source": "./kernels/scale.py:scale", "shapes": ["8"]}
-        )
+        dup = await call(client, "add_target", {"name": "twice", "source": "./kernels/scale.py:scale", "shapes": ["8"]})
         assert dup.is_error and "update_target" in text_of(dup)
-        missing = await call(
-            client, "add_target", {"name": "gone", "source": "./kernels/nope.py:f", "shapes": ["8"]}
-        )
+        missing = await call(client, "add_target", {"name": "gone", "source": "./kernels/nope.py:f", "shapes": ["8"]})
         assert missing.is_error and "source:" in text_of(missing) and "hotkernel.yaml:" not in text_of(missing)
         assert (workspace / "hotkernel.yaml").read_text() == text
         candidate = workspace / "targets" / "twice" / "candidate.py"

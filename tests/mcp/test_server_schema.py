@@ -93,8 +93,10 @@ def test_skill_frontmatter_and_tool_names() -> None:
     fields = dict(line.split(": ", 1) for line in front.group(1).splitlines())
     assert fields["name"] == SKILL.parent.name
     assert 50 < len(fields["description"]) <= 1024
-    known = TOOL_NAMES | set().union(*(property_names(t.input_schema) for t in TOOLS)) | set().union(
-        *(property_names(t.output_schema) for t in TOOLS)
+    known = (
+        TOOL_NAMES
+        | set().union(*(property_names(t.input_schema) for t in TOOLS))
+        | set().union(*(property_names(t.output_schema) for t in TOOLS))
     )
     mentioned = set(re.findall(r"`([a-z][a-z0-9_]*)(?::[^`]*)?`", text))
     unknown = mentioned - known

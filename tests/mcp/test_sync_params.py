@@ -53,15 +53,20 @@ async def test_the_parameters_reach_the_sync_job(workspace) -> None:
         ray = await client.call_tool("sync", {"executor": "ray", "address": "ray://head:10001"})
     assert local.is_error and ray.is_error  # the stand-in job refuses; the arguments were passed on
     assert [(s["gpus"], s["executor"], s["address"]) for s in seen] == [
-        ("0,1", "local", None), (None, "ray", "ray://head:10001")]
+        ("0,1", "local", None),
+        (None, "ray", "ray://head:10001"),
+    ]
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    ({"gpus": "first"}, "gpus"),
-    ({"executor": "slurm"}, "executor"),
-    ({"address": "head:6379"}, "executor='ray'"),
-    ({"executor": "ray", "gpus": "all"}, "gpus is for executor 'local'"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ({"gpus": "first"}, "gpus"),
+        ({"executor": "slurm"}, "executor"),
+        ({"address": "head:6379"}, "executor='ray'"),
+        ({"executor": "ray", "gpus": "all"}, "gpus is for executor 'local'"),
+    ],
+)
 async def test_bad_combinations_are_refused_with_the_fix(workspace, args: dict, says: str) -> None:
     root, seen = workspace
     async with Client(build_server(root)) as client:

@@ -12,8 +12,13 @@ from hotkernel.reconcile.plan import competitor_reasons
 from hotkernel.workspace.lockfile import Lock, LockEntry, read_lock, write_lock
 from hotkernel.workspace.paths import Workspace
 
-STATE = {"manifest": "m", "baseline_sha256": "b", "contract_sha256": "c", "candidate_sha256": "s",
-         "sources_sha256": "src"}
+STATE = {
+    "manifest": "m",
+    "baseline_sha256": "b",
+    "contract_sha256": "c",
+    "candidate_sha256": "s",
+    "sources_sha256": "src",
+}
 
 
 def _entry(record: str, **changes: object) -> LockEntry:
@@ -24,8 +29,12 @@ def test_a_lock_without_competitors_reads_and_a_bad_record_path_is_named(tmp_pat
     ws = Workspace(tmp_path)
     (tmp_path / "hotkernel.lock").write_text(json.dumps({"schema": 2, "targets": {}, "records": {}}))
     assert read_lock(ws).competitors == {}
-    bad = {"schema": 2, "competitors": {"t": {"compile": {"cpu": {**STATE, "device": "cpu", "verdict": "faster",
-                                                                "record": "results/other/x.json"}}}}}
+    bad = {
+        "schema": 2,
+        "competitors": {
+            "t": {"compile": {"cpu": {**STATE, "device": "cpu", "verdict": "faster", "record": "results/other/x.json"}}}
+        },
+    }
     (tmp_path / "hotkernel.lock").write_text(json.dumps(bad))
     with pytest.raises(HotkernelError, match="not under results/t/"):
         read_lock(ws)

@@ -29,16 +29,30 @@ from hotkernel.workspace.paths import Workspace
 
 
 def job(name: str, kind: str = "cpu") -> Job:
-    return Job(key=name, target=name, baseline=f"targets/{name}/baseline.py",
-               candidate=f"targets/{name}/candidate.py", rounds=3, timeout_s=None, device_kind=kind)
+    return Job(
+        key=name,
+        target=name,
+        baseline=f"targets/{name}/baseline.py",
+        candidate=f"targets/{name}/candidate.py",
+        rounds=3,
+        timeout_s=None,
+        device_kind=kind,
+    )
 
 
 class FakeLane:
     """Answers a synthetic result after ``delay_s``; dies (``LaneDied``) on the jobs named in ``dies_on``."""
 
-    def __init__(self, name: str, *, kinds: frozenset[str] = frozenset({"cpu"}), delay_s: float = 0.0,
-                 dies_on: set[str] | None = None, fails_on: set[str] | None = None,
-                 barrier: threading.Barrier | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        kinds: frozenset[str] = frozenset({"cpu"}),
+        delay_s: float = 0.0,
+        dies_on: set[str] | None = None,
+        fails_on: set[str] | None = None,
+        barrier: threading.Barrier | None = None,
+    ) -> None:
         self.name, self.kinds, self.delay_s = name, kinds, delay_s
         self.dies_on, self.fails_on = dies_on or set(), fails_on or set()
         self.barrier, self.ran = barrier, []
@@ -73,7 +87,8 @@ def test_a_dead_lane_s_job_is_retried_on_another_lane() -> None:
     out = collect(LaneExecutor([dying, FakeLane("b", delay_s=0.05)]), [job("t1"), job("t2"), job("t3")])
     assert dying.ran  # the dying lane took a job, and every job it took went to the other lane
     assert {k: (o.run is not None, o.lane, o.attempts) for k, o in out.items()} == {
-        k: (True, "b", 1 + dying.ran.count(k)) for k in ("t1", "t2", "t3")}
+        k: (True, "b", 1 + dying.ran.count(k)) for k in ("t1", "t2", "t3")
+    }
 
 
 def test_a_job_whose_lane_always_dies_is_reported_not_run_after_two_retries() -> None:
@@ -98,7 +113,10 @@ def test_gpus_option_makes_one_lane_per_gpu_plus_the_cpu(tmp_path: Path) -> None
     gpus = [GpuSlot(0, "GPU-a", "NVIDIA H200"), GpuSlot(1, "GPU-b", "NVIDIA H200")]
     lanes = host_lanes(ws, "all", gpu_list=gpus)
     assert [(lane.name, sorted(lane.kinds), lane.gpu) for lane in lanes] == [
-        ("gpu0", ["cuda"], gpus[0]), ("gpu1", ["cuda"], gpus[1]), ("cpu", ["cpu"], None)]
+        ("gpu0", ["cuda"], gpus[0]),
+        ("gpu1", ["cuda"], gpus[1]),
+        ("cpu", ["cpu"], None),
+    ]
     assert [lane.name for lane in host_lanes(ws, "1", gpu_list=gpus)] == ["gpu1", "cpu"]
     for bad in ("2", "0,0", "x", ""):
         with pytest.raises(HotkernelError, match="--gpus"):
@@ -171,11 +189,15 @@ except KeyboardInterrupt:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_of_the_coordinator_leaves_no_process(tmp_path: Path, sig: int) -> None:
-    code = CTRL_C.replace("folder = Path", "from hotkernel._util.procs import TerminationRaises\n"
-                          "TerminationRaises().__enter__()\nfolder = Path")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(Path(__file__).parent),
-                             str(Path(__file__).parents[1])],
-                            stdout=subprocess.PIPE, text=True)
+    code = CTRL_C.replace(
+        "folder = Path",
+        "from hotkernel._util.procs import TerminationRaises\nTerminationRaises().__enter__()\nfolder = Path",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path), str(Path(__file__).parent), str(Path(__file__).parents[1])],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for_files(tmp_path, 4)
         pids = pids_in(tmp_path)

@@ -36,8 +36,9 @@ def _rendered(root: Path) -> Workspace:
 
 
 def _verified(sha: str | None, verdict: str = "faster", baseline_sha: str | None = None) -> SimpleNamespace:
-    return SimpleNamespace(verdict=verdict, candidate=SimpleNamespace(sha256=sha),
-                           baseline=SimpleNamespace(sha256=baseline_sha))
+    return SimpleNamespace(
+        verdict=verdict, candidate=SimpleNamespace(sha256=sha), baseline=SimpleNamespace(sha256=baseline_sha)
+    )
 
 
 def test_generated_candidate_says_hotkernel_wrote_it(tmp_path: Path) -> None:
@@ -59,8 +60,9 @@ def test_keep_in_lock_points_the_lock_at_the_verified_candidate(tmp_path: Path) 
     ws = _rendered(tmp_path)
     candidate = ws.targets_dir / "alpha" / "candidate.py"
     assert plan(ws, gpu_name=None).items[0].reasons == ["new"]
-    kept = record(ws, "alpha", synthetic_result("alpha", "faster", 1.2), note="n", who="w",
-                  provenance=provenance()).path
+    kept = record(
+        ws, "alpha", synthetic_result("alpha", "faster", 1.2), note="n", who="w", provenance=provenance()
+    ).path
     baseline_sha = sha256_file(ws.targets_dir / "alpha" / "baseline.py")
     assert not keep_in_lock(ws, "alpha", kept, _verified(sha256_file(candidate)), "cpu")
     assert keep_in_lock(ws, "alpha", kept, _verified(sha256_file(candidate), "faster", baseline_sha), "cpu")

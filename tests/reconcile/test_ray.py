@@ -47,10 +47,21 @@ def test_sync_executor_ray_on_a_local_instance(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     (tmp_path / "kern.py").write_text(KERNEL)
     (tmp_path / "hotkernel.yaml").write_text(MANIFEST)
-    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(tmp_path), "HOTKERNEL_PYTHON": sys.executable,
-           "HOTKERNEL_WHO": "ray test", "RAY_AUTH_MODE": "disabled"}
-    done = subprocess.run([sys.executable, "-m", "hotkernel", "sync", "-n", "3", "--executor", "ray", "--json"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    env = {
+        **os.environ,
+        "HOTKERNEL_WORKSPACE": str(tmp_path),
+        "HOTKERNEL_PYTHON": sys.executable,
+        "HOTKERNEL_WHO": "ray test",
+        "RAY_AUTH_MODE": "disabled",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "hotkernel", "sync", "-n", "3", "--executor", "ray", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     items = {i["name"]: i for i in json.loads(done.stdout)["items"]}
     assert (items["scale"]["status"], items["scale"]["verdict"]) == ("recorded", "inconclusive"), items
@@ -61,13 +72,21 @@ def test_sync_executor_ray_on_a_local_instance(tmp_path: Path) -> None:
     lock = json.loads((tmp_path / "hotkernel.lock").read_text())
     assert lock["targets"]["scale"]["cpu"]["record"] == items["scale"]["record"]
     assert list(lock["records"]) == [items["scale"]["record"]]
-    check = subprocess.run([sys.executable, "-m", "hotkernel", "sync", "--check", "scale"], capture_output=True,
-                           text=True, env=env, cwd=tmp_path, timeout=120)
+    check = subprocess.run(
+        [sys.executable, "-m", "hotkernel", "sync", "--check", "scale"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert check.returncode == 0, check.stdout
 
 
-HANGS = "version: 1\ndefaults:\n  device: cpu\n  dtype: fp32\ntargets:\n  hangs:\n    from: ./kern.py:scale_add\n" \
-        "    shapes: [32x64]\n    extra: [w:64]\n"
+HANGS = (
+    "version: 1\ndefaults:\n  device: cpu\n  dtype: fp32\ntargets:\n  hangs:\n    from: ./kern.py:scale_add\n"
+    "    shapes: [32x64]\n    extra: [w:64]\n"
+)
 HANGING_CANDIDATE = "import time\n\n\ndef kernel(x, w):\n    time.sleep(600)\n    return x * w + 1.0\n"
 
 
@@ -92,10 +111,21 @@ def test_ctrl_c_of_sync_executor_ray_cancels_the_task_and_its_processes(tmp_path
     pytest.importorskip("torch")
     (tmp_path / "kern.py").write_text(KERNEL)
     (tmp_path / "hotkernel.yaml").write_text(HANGS)
-    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(tmp_path), "HOTKERNEL_PYTHON": sys.executable,
-           "HOTKERNEL_WHO": "ray test", "RAY_AUTH_MODE": "disabled"}
-    rendered = subprocess.run([sys.executable, "-m", "hotkernel", "sync", "--check"], env=env, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "HOTKERNEL_WORKSPACE": str(tmp_path),
+        "HOTKERNEL_PYTHON": sys.executable,
+        "HOTKERNEL_WHO": "ray test",
+        "RAY_AUTH_MODE": "disabled",
+    }
+    rendered = subprocess.run(
+        [sys.executable, "-m", "hotkernel", "sync", "--check"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rendered.returncode == 2, rendered.stdout  # out of date: nothing rendered yet
     from hotkernel.manifest import load_manifest, resolved_target
     from hotkernel.run.render import render_target
@@ -104,9 +134,16 @@ def test_ctrl_c_of_sync_executor_ray_cancels_the_task_and_its_processes(tmp_path
     ws = Workspace(tmp_path)
     render_target(ws, "hangs", resolved_target(load_manifest(ws.manifest), "hangs"))
     (tmp_path / "targets" / "hangs" / "candidate.py").write_text(
-        (tmp_path / "targets" / "hangs" / "candidate.py").read_text().split("def kernel")[0] + HANGING_CANDIDATE)
-    proc = subprocess.Popen([sys.executable, "-m", "hotkernel", "sync", "-n", "2", "--executor", "ray"], env=env,
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        (tmp_path / "targets" / "hangs" / "candidate.py").read_text().split("def kernel")[0] + HANGING_CANDIDATE
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hotkernel", "sync", "-n", "2", "--executor", "ray"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not run_processes("targets/hangs/candidate.py"):
@@ -132,10 +169,21 @@ def test_a_killed_verify_process_is_retried_by_ray_and_recorded(tmp_path: Path) 
     pytest.importorskip("torch")
     (tmp_path / "kern.py").write_text(KERNEL)
     (tmp_path / "hotkernel.yaml").write_text(MANIFEST.split("  on_gpu:")[0])
-    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(tmp_path), "HOTKERNEL_PYTHON": sys.executable,
-           "HOTKERNEL_WHO": "ray test", "RAY_AUTH_MODE": "disabled"}
-    proc = subprocess.Popen([sys.executable, "-m", "hotkernel", "sync", "-n", "2", "--executor", "ray", "--json"],
-                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "HOTKERNEL_WORKSPACE": str(tmp_path),
+        "HOTKERNEL_PYTHON": sys.executable,
+        "HOTKERNEL_WHO": "ray test",
+        "RAY_AUTH_MODE": "disabled",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hotkernel", "sync", "-n", "2", "--executor", "ray", "--json"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not run_processes("verify_job"):

@@ -47,8 +47,9 @@ targets:
 
 def _cli(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "HOTKERNEL_WORKSPACE": str(root)}
-    return subprocess.run([sys.executable, "-m", "hotkernel", *args], capture_output=True, text=True, env=env,
-                          cwd=root, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "hotkernel", *args], capture_output=True, text=True, env=env, cwd=root, timeout=timeout
+    )
 
 
 def _workspace(root: Path) -> Workspace:
@@ -65,15 +66,28 @@ def _mark_up_to_date(ws: Workspace, device_for: dict[str, str] | None = None) ->
         context = resolved_target(manifest, name)
         render_target(ws, name, context)
         device = (device_for or {}).get(name, "cpu" if context["device"] == "cpu" else "Test GPU")
-        out = record(ws, name, synthetic_result(name, "inconclusive", device=device), note="n", who="w",
-                     provenance=provenance(device))
+        out = record(
+            ws,
+            name,
+            synthetic_result(name, "inconclusive", device=device),
+            note="n",
+            who="w",
+            provenance=provenance(device),
+        )
         lock = read_lock(ws)
-        lock.targets[name] = {device: LockEntry(
-            manifest=manifest_fingerprint(manifest, name), baseline_sha256=expected_baseline_sha256(context),
-            candidate_sha256=sha256_file(ws.target_dir(name) / "candidate.py"), contract_sha256=contract_sha256(),
-            device=device, sources_sha256=sources_digest(ws, context), record=out.path, verdict="inconclusive",
-            protocol=current_protocol(),
-        )}
+        lock.targets[name] = {
+            device: LockEntry(
+                manifest=manifest_fingerprint(manifest, name),
+                baseline_sha256=expected_baseline_sha256(context),
+                candidate_sha256=sha256_file(ws.target_dir(name) / "candidate.py"),
+                contract_sha256=contract_sha256(),
+                device=device,
+                sources_sha256=sources_digest(ws, context),
+                record=out.path,
+                verdict="inconclusive",
+                protocol=current_protocol(),
+            )
+        }
         write_lock(ws, lock)
 
 
@@ -85,7 +99,10 @@ def test_new_workspace_plans_every_target_as_new(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     result = plan(ws, gpu_name=None)
     assert [(i.name, i.action, i.reasons) for i in result.items] == [
-        ("alpha", "create", ["new"]), ("beta", "create", ["new"]), ("gpu_only", "create", ["new"])]
+        ("alpha", "create", ["new"]),
+        ("beta", "create", ["new"]),
+        ("gpu_only", "create", ["new"]),
+    ]
     assert plan_lines(result)[0] == "+ alpha: new"
     assert plan_lines(result)[-1] == "Plan: 3 to add, 0 to change, 0 up to date."
 
@@ -102,8 +119,7 @@ def test_up_to_date_then_each_kind_of_drift(tmp_path: Path) -> None:
     assert plan_lines(plan(ws, gpu_name="Test GPU"))[0] == "~ alpha: candidate changed"
 
     (ws.target_dir("beta") / "baseline.py").write_text("# tampered\n")
-    assert _reasons(ws, "Test GPU")["beta"] == [
-        "baseline edited (verify will say invalid; delete it to re-render)"]
+    assert _reasons(ws, "Test GPU")["beta"] == ["baseline edited (verify will say invalid; delete it to re-render)"]
     (ws.target_dir("beta") / "baseline.py").unlink()
     assert _reasons(ws, "Test GPU")["beta"] == ["baseline not rendered"]
 
@@ -161,7 +177,8 @@ def test_check_exit_codes_and_bad_manifest_changes_nothing(tmp_path: Path) -> No
         assert "hotkernel.yaml:" in out.stderr and "Traceback" not in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
     assert {p: p.read_bytes() for p in ws.root.rglob("*") if p.is_file() and ".hotkernel" not in p.parts} == {
-        p: b for p, b in snapshot.items() if ".hotkernel" not in p.parts}
+        p: b for p, b in snapshot.items() if ".hotkernel" not in p.parts
+    }
 
 
 def test_unknown_target_name_is_one_line_error(tmp_path: Path) -> None:
@@ -205,10 +222,10 @@ print(report.items[0].status, flush=True)
 
 def test_second_sync_refuses_then_waits(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
-    ws.manifest.write_text(MANIFEST.split("  alpha:")[0] + "  gpu_only:\n    from: ./kern.py:scale\n"
-                           "    shapes: [128x128]\n")
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ws.root), "4"], stdout=subprocess.PIPE,
-                              text=True)
+    ws.manifest.write_text(
+        MANIFEST.split("  alpha:")[0] + "  gpu_only:\n    from: ./kern.py:scale\n    shapes: [128x128]\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ws.root), "4"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"  # the first sync is inside its verify
         refused = _cli(ws.root, "sync")
@@ -248,8 +265,7 @@ def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: 
     monkeypatch.setenv("HOTKERNEL_WHO", "tester")
     report = sync(ws, n=3, gpu_name=None)
     status = {i.name: (i.status, i.verdict) for i in report.items}
-    assert status == {"alpha": ("recorded", "inconclusive"), "beta": ("failed", None),
-                      "gpu_only": ("skipped", None)}
+    assert status == {"alpha": ("recorded", "inconclusive"), "beta": ("failed", None), "gpu_only": ("skipped", None)}
     assert report.failed and ran == ["alpha", "beta"]
     lock = read_lock(ws)
     assert list(lock.targets) == ["alpha"] and lock.targets["alpha"]["cpu"].verdict == "inconclusive"
@@ -271,10 +287,12 @@ def test_invalidated_record_and_malformed_lock(tmp_path: Path) -> None:
     _mark_up_to_date(ws)
     invalidate_record(ws, read_lock(ws).targets["alpha"]["cpu"].record, "bad")
     assert _reasons(ws, "Test GPU") == {"alpha": ["record invalidated"]}
-    for bad, where in (('{"schema": "1", "targets": {}}', "schema"),
-                       ('{"schema": 1, "targets": {"a": {"cpu": "x"}}}', "targets.a.cpu"),
-                       ('{"schema": 1, "targets": {"a": []}}', "targets.a"),
-                       ('[1, 2]', "top level")):
+    for bad, where in (
+        ('{"schema": "1", "targets": {}}', "schema"),
+        ('{"schema": 1, "targets": {"a": {"cpu": "x"}}}', "targets.a.cpu"),
+        ('{"schema": 1, "targets": {"a": []}}', "targets.a"),
+        ("[1, 2]", "top level"),
+    ):
         ws.lock_file.write_text(bad)
         with pytest.raises(HotkernelError) as err:
             plan(ws, gpu_name=None)
@@ -287,12 +305,20 @@ def test_a_lock_entry_outside_results_is_refused(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     _mark_up_to_date(ws)
     data = json.loads(ws.lock_file.read_text())
-    for path in ("../../../../etc/passwd", "results/alpha/../../../etc/passwd.json", "/etc/passwd",
-                 "results/beta/20260101T000000Z.json", "kern.py"):
+    for path in (
+        "../../../../etc/passwd",
+        "results/alpha/../../../etc/passwd.json",
+        "/etc/passwd",
+        "results/beta/20260101T000000Z.json",
+        "kern.py",
+    ):
         data["targets"]["alpha"]["cpu"]["record"] = path
         ws.lock_file.write_text(json.dumps(data))
-        with pytest.raises(HotkernelError, match=r"^hotkernel.lock: targets(\.alpha\.cpu\.record)?: .*"
-                                                 r"results/<target>/<name>.json|not under results/alpha/"):
+        with pytest.raises(
+            HotkernelError,
+            match=r"^hotkernel.lock: targets(\.alpha\.cpu\.record)?: .*"
+            r"results/<target>/<name>.json|not under results/alpha/",
+        ):
             plan(ws, gpu_name=None)
     data = json.loads(ws.lock_file.read_text())
     data["targets"]["alpha"]["cpu"]["record"] = read_lock_text_record(ws)
@@ -334,8 +360,11 @@ def test_torn_state_is_reported_by_plan_and_sync_check(tmp_path: Path) -> None:
     result = plan(ws, gpu_name="Test GPU")
     assert result.items[0].name == "alpha" and result.items[0].reasons == ["record damaged"]
     rel = latest.relative_to(ws.root).as_posix()
-    assert [line.split(":")[0] for line in result.problems] == [rel, temp.relative_to(ws.root).as_posix(),
-                                                                 "LEADERBOARD.md is stale"]
+    assert [line.split(":")[0] for line in result.problems] == [
+        rel,
+        temp.relative_to(ws.root).as_posix(),
+        "LEADERBOARD.md is stale",
+    ]
     out = _cli(ws.root, "sync", "--check")
     assert out.returncode == 2 and f"! {rel}: not valid JSON" in out.stdout and "Traceback" not in out.stderr
     assert "leftover temp file" in out.stdout and "~ alpha: record damaged" in out.stdout
@@ -361,8 +390,14 @@ def test_sync_on_a_fresh_clone_shows_each_target_and_the_best_rows(tmp_path: Pat
 
     ws = _workspace(tmp_path)
     _mark_up_to_date(ws)
-    faster = record(ws, "alpha", synthetic_result("alpha", "faster", 1.25, device="cpu"), note="n", who="w",
-                    provenance=provenance("cpu"))
+    faster = record(
+        ws,
+        "alpha",
+        synthetic_result("alpha", "faster", 1.25, device="cpu"),
+        note="n",
+        who="w",
+        provenance=provenance("cpu"),
+    )
     lock = read_lock(ws)
     lock.targets["alpha"]["cpu"].record = faster.path
     write_lock(ws, lock)
@@ -373,8 +408,11 @@ def test_sync_on_a_fresh_clone_shows_each_target_and_the_best_rows(tmp_path: Pat
     assert lines[0] == f"alpha....... up to date; last record: faster 1.250x [1.238, 1.262] on cpu ({faster.path})"
     assert lines[1].startswith("beta........ up to date; last record: inconclusive on cpu (results/beta/")
     assert lines[2].startswith("gpu_only.... up to date; last record: inconclusive on Test GPU (results/gpu_only/")
-    assert lines[3:] == ["Sync: 3 up to date.", "Best so far (LEADERBOARD.md):",
-                         f"  alpha: faster 1.250x [1.238, 1.262] on cpu ({faster.path})"]
+    assert lines[3:] == [
+        "Sync: 3 up to date.",
+        "Best so far (LEADERBOARD.md):",
+        f"  alpha: faster 1.250x [1.238, 1.262] on cpu ({faster.path})",
+    ]
 
 
 def test_sync_says_when_a_new_best_is_inside_the_noise(tmp_path: Path, capsys) -> None:
@@ -383,14 +421,31 @@ def test_sync_says_when_a_new_best_is_inside_the_noise(tmp_path: Path, capsys) -
     ws = _workspace(tmp_path)
     _mark_up_to_date(ws)
     report = sync(ws, gpu_name=None)
-    items = [SyncItem(name="alpha", status="recorded", verdict="faster", speedup=1.3, record="results/alpha/a.json",
-                      beats_best=True, clear_of_best=False),
-             SyncItem(name="beta", status="recorded", verdict="faster", speedup=1.5, record="results/beta/b.json",
-                      beats_best=True, clear_of_best=True)]
+    items = [
+        SyncItem(
+            name="alpha",
+            status="recorded",
+            verdict="faster",
+            speedup=1.3,
+            record="results/alpha/a.json",
+            beats_best=True,
+            clear_of_best=False,
+        ),
+        SyncItem(
+            name="beta",
+            status="recorded",
+            verdict="faster",
+            speedup=1.5,
+            record="results/beta/b.json",
+            beats_best=True,
+            clear_of_best=True,
+        ),
+    ]
     print_report(report.model_copy(update={"items": items}), [])
     lines = capsys.readouterr().err.splitlines()
-    assert lines[0].endswith("faster 1.300x, beats the best so far (inside the two verifies' noise) "
-                             "(results/alpha/a.json)"), lines[0]
+    assert lines[0].endswith(
+        "faster 1.300x, beats the best so far (inside the two verifies' noise) (results/alpha/a.json)"
+    ), lines[0]
     assert lines[1].endswith("faster 1.500x, beats the best so far (results/beta/b.json)"), lines[1]
 
 
@@ -425,12 +480,12 @@ sync(Workspace(Path(sys.argv[1])), ["alpha"], n=1, gpu_name=None)
 
 
 @pytest.mark.parametrize("killed_at", ["hotkernel.lock", "LEADERBOARD.md"])
-def test_kill_9_of_sync_during_record_leaves_valid_state_and_says_what_is_torn(tmp_path: Path,
-                                                                              killed_at: str) -> None:
+def test_kill_9_of_sync_during_record_leaves_valid_state_and_says_what_is_torn(tmp_path: Path, killed_at: str) -> None:
     ws = _workspace(tmp_path)
     tests = str(Path(__file__).resolve().parents[1])
-    proc = subprocess.run([sys.executable, "-c", KILLED_SYNC, str(ws.root), killed_at, tests],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_SYNC, str(ws.root), killed_at, tests], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == -9, proc.stderr
     for path in ws.results_dir.rglob("*.json"):
         json.loads(path.read_text())  # no corrupt JSON

@@ -59,19 +59,24 @@ def test_sync_competitors_records_them_as_such_and_plans_them(ws: Workspace) -> 
     manifest = load_manifest(ws.manifest)
     first = plan(ws, manifest=manifest, gpu_name=None)
     assert [(c.competitor, c.action, c.reasons) for c in first.competitors] == [
-        ("compile", "create", ["new"]), ("./other/k2.py:g", "create", ["new"])]
+        ("compile", "create", ["new"]),
+        ("./other/k2.py:g", "create", ["new"]),
+    ]
     assert "+ t1 competitor compile: new" in plan_lines(first)
 
     items = sync_competitors(ws, manifest, "t1", n=1, gpu_name=None)
     assert [i.status for i in items] == ["recorded", "recorded"], [i.reason for i in items]
     assert all(i.verdict in ("faster", "slower", "inconclusive") for i in items), [i.reason for i in items]
     script = ws.target_dir("t1") / "competitor_compile.py"
-    assert "torch.compile(hk_contract.load_function(\"./k.py:f\"" in script.read_text()
+    assert 'torch.compile(hk_contract.load_function("./k.py:f"' in script.read_text()
     assert 'mode="default"' in script.read_text()
     assert (ws.target_dir("t1") / "competitor_other_k2_py_g.py").is_file()
 
-    records = {json.loads((ws.root / i.record).read_text())["competitor"]: json.loads((ws.root / i.record).read_text())
-               for i in items if i.record}
+    records = {
+        json.loads((ws.root / i.record).read_text())["competitor"]: json.loads((ws.root / i.record).read_text())
+        for i in items
+        if i.record
+    }
     assert records["compile"]["role"] == "competitor" and records["compile"]["who"] == "torch.compile (default)"
     assert records["./other/k2.py:g"]["who"] == "./other/k2.py:g"
     assert records["compile"]["result"]["candidate"]["script"] == "targets/t1/competitor_compile.py"

@@ -43,10 +43,15 @@ def kernel(x, w):
 
 
 def _hk(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(root), "HOTKERNEL_PYTHON": sys.executable,
-           "HOTKERNEL_WHO": "e2e test"}
-    return subprocess.run([sys.executable, "-m", "hotkernel", *args], capture_output=True, text=True, env=env,
-                          cwd=root, timeout=900)
+    env = {
+        **os.environ,
+        "HOTKERNEL_WORKSPACE": str(root),
+        "HOTKERNEL_PYTHON": sys.executable,
+        "HOTKERNEL_WHO": "e2e test",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "hotkernel", *args], capture_output=True, text=True, env=env, cwd=root, timeout=900
+    )
 
 
 def _state(root: Path) -> dict[str, bytes]:
@@ -100,8 +105,9 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     # 3. a wrong candidate -> incorrect, named check, and verify stops at the first candidate run.
     candidate = root / "targets" / "scale" / "candidate.py"
     original = candidate.read_text()
-    header = "".join(line for line in original.split("def kernel(")[0].splitlines(keepends=True)
-                     if not line.startswith("WHO = "))
+    header = "".join(
+        line for line in original.split("def kernel(")[0].splitlines(keepends=True) if not line.startswith("WHO = ")
+    )
     candidate.write_text(header + WRONG)  # written by hand, without WHO: the session default is its author
     assert "~ scale: candidate changed" in _hk(root, "plan").stdout
     wrong = _hk(root, "sync", "-n", "3", "--json")
@@ -109,7 +115,9 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     (item,) = json.loads(wrong.stdout)["items"]
     assert item["who"] == "e2e test" and _last_record(root)["who"] == "e2e test"
     assert item["verdict"] == "incorrect" and item["reason"].split(":")[0] in (
-        "outputs_match_reference", "timed_outputs_match_reference"), item
+        "outputs_match_reference",
+        "timed_outputs_match_reference",
+    ), item
     assert len(_last_record(root)["result"]["runs"]) == 2  # B then C, then it stopped
 
     # 4. a crashing candidate: bench reports it, one line, no traceback from hotkernel.

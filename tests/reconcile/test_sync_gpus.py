@@ -25,11 +25,19 @@ from hotkernel.workspace.paths import Workspace
 NAMES = ("alpha", "beta", "gamma", "delta", "eps")
 CPU_MANIFEST = "version: 1\ndefaults:\n  dtype: fp32\ntargets:\n" + "".join(
     f"  {name}:\n    from: ./kern.py:scale\n    shapes: [{8 * (i + 1)}x8]\n    device: cpu\n"
-    for i, name in enumerate(NAMES))
-GPU_MANIFEST = ("version: 1\ndefaults:\n  dtype: fp32\ntargets:\n  g1:\n    from: ./kern.py:scale\n"
-                "    shapes: [64x64]\n  g2:\n    from: ./kern.py:scale\n    shapes: [32x32]\n")
-VERDICTS = {"alpha": ("faster", 1.25), "beta": ("slower", 0.8), "gamma": ("inconclusive", None),
-            "delta": ("faster", 1.1), "eps": ("incorrect", None)}
+    for i, name in enumerate(NAMES)
+)
+GPU_MANIFEST = (
+    "version: 1\ndefaults:\n  dtype: fp32\ntargets:\n  g1:\n    from: ./kern.py:scale\n"
+    "    shapes: [64x64]\n  g2:\n    from: ./kern.py:scale\n    shapes: [32x32]\n"
+)
+VERDICTS = {
+    "alpha": ("faster", 1.25),
+    "beta": ("slower", 0.8),
+    "gamma": ("inconclusive", None),
+    "delta": ("faster", 1.1),
+    "eps": ("incorrect", None),
+}
 
 
 def workspace(root: Path, manifest: str = CPU_MANIFEST) -> Workspace:
@@ -42,8 +50,9 @@ def workspace(root: Path, manifest: str = CPU_MANIFEST) -> Workspace:
 class ScriptedLane:
     """A fake lane: a synthetic result per target after ``delays[target]`` seconds, facts of its own GPU/CPU."""
 
-    def __init__(self, name: str, *, kinds=frozenset({"cpu"}), delays: dict[str, float] | None = None,
-                 facts: dict | None = None) -> None:
+    def __init__(
+        self, name: str, *, kinds=frozenset({"cpu"}), delays: dict[str, float] | None = None, facts: dict | None = None
+    ) -> None:
         self.name, self.kinds, self.delays = name, kinds, delays or {}
         self.facts, self.ran = facts or {"cpu": "Test CPU"}, []
 
@@ -59,8 +68,12 @@ class ScriptedLane:
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    files = [root / "hotkernel.lock", root / "LEADERBOARD.md", *(root / "results").rglob("*"),
-             *(root / "targets").rglob("*")]
+    files = [
+        root / "hotkernel.lock",
+        root / "LEADERBOARD.md",
+        *(root / "results").rglob("*"),
+        *(root / "targets").rglob("*"),
+    ]
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in files if p.is_file()}
 
 
@@ -91,10 +104,18 @@ def test_same_inputs_same_bytes_whatever_the_parallelism(tmp_path: Path, frozen_
 
 def test_each_gpu_model_keys_its_own_entry_and_records_keep_the_uuid(tmp_path: Path, frozen_clock: None) -> None:
     ws = workspace(tmp_path / "ws", GPU_MANIFEST)
-    h200 = ScriptedLane("gpu0", kinds=frozenset({"cuda"}), delays={"g2": 0.3}, facts={
-        "device": "NVIDIA H200", "gpu_uuid": "GPU-h200-0", "driver": "580.1", "cpu": "Test CPU"})
-    h100 = ScriptedLane("gpu1", kinds=frozenset({"cuda"}), delays={"g1": 0.3}, facts={
-        "device": "NVIDIA H100 80GB HBM3", "gpu_uuid": "GPU-h100-1", "driver": "580.1", "cpu": "Test CPU"})
+    h200 = ScriptedLane(
+        "gpu0",
+        kinds=frozenset({"cuda"}),
+        delays={"g2": 0.3},
+        facts={"device": "NVIDIA H200", "gpu_uuid": "GPU-h200-0", "driver": "580.1", "cpu": "Test CPU"},
+    )
+    h100 = ScriptedLane(
+        "gpu1",
+        kinds=frozenset({"cuda"}),
+        delays={"g1": 0.3},
+        facts={"device": "NVIDIA H100 80GB HBM3", "gpu_uuid": "GPU-h100-1", "driver": "580.1", "cpu": "Test CPU"},
+    )
     report = sync(ws, n=3, executor=LaneExecutor([h200, h100]), gpu_name="NVIDIA H200")
     assert [i.status for i in report.items] == ["recorded", "recorded"]
     lock = read_lock(ws)
@@ -121,8 +142,7 @@ class HangingLane(ScriptedLane):
         raise LaneDied("cancelled")
 
 
-def test_ctrl_c_in_the_middle_keeps_what_was_recorded_and_a_consistent_lock(tmp_path: Path,
-                                                                           frozen_clock: None) -> None:
+def test_ctrl_c_in_the_middle_keeps_what_was_recorded_and_a_consistent_lock(tmp_path: Path, frozen_clock: None) -> None:
     ws = workspace(tmp_path / "ws")
     HangingLane.cancelled = []
     lanes = [HangingLane(f"lane{i}") for i in range(3)]
@@ -145,13 +165,16 @@ def test_ctrl_c_in_the_middle_keeps_what_was_recorded_and_a_consistent_lock(tmp_
 
 
 KERNEL = "def scale_add(x, w):\n    return x * w + 1.0\n"
-REAL = "version: 1\ndefaults:\n  device: cpu\n  dtype: fp32\ntargets:\n  scale:\n    from: ./kern.py:scale_add\n" \
-       "    shapes: [32x64]\n    extra: [w:64]\n"
+REAL = (
+    "version: 1\ndefaults:\n  device: cpu\n  dtype: fp32\ntargets:\n  scale:\n    from: ./kern.py:scale_add\n"
+    "    shapes: [32x64]\n    extra: [w:64]\n"
+)
 
 
 @pytest.mark.slow
-def test_a_real_child_lane_verifies_a_cpu_target_in_a_private_copy(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_real_child_lane_verifies_a_cpu_target_in_a_private_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("torch")
     monkeypatch.setenv("HOTKERNEL_PYTHON", sys.executable)
     root = tmp_path / "ws"

@@ -15,9 +15,11 @@ from hotkernel.reconcile.executor import LaneExecutor
 from hotkernel.reconcile.models import SyncItem
 from hotkernel.store.leaderboard import leaderboard_difference
 
-MANIFEST = ("version: 1\ndefaults:\n  dtype: fp32\ntargets:\n"
-            "  alpha:\n    from: ./kern.py:scale\n    shapes: [8x8]\n    device: cpu\n    competitors: [compile]\n"
-            "  beta:\n    from: ./kern.py:scale\n    shapes: [16x8]\n    device: cpu\n")
+MANIFEST = (
+    "version: 1\ndefaults:\n  dtype: fp32\ntargets:\n"
+    "  alpha:\n    from: ./kern.py:scale\n    shapes: [8x8]\n    device: cpu\n    competitors: [compile]\n"
+    "  beta:\n    from: ./kern.py:scale\n    shapes: [16x8]\n    device: cpu\n"
+)
 
 
 def test_sync_runs_competitors_and_writes_the_board_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,17 +15,38 @@ from hotkernel.run.runner import RunOutcome
 from hotkernel.run.verify import verify
 from hotkernel.workspace.paths import Workspace
 
-FIELDS = {"protocol": 1, "target": "t", "shapes": ["8x8"], "dtype": "fp32", "seed_policy": "fresh-per-run",
-          "rotation": 4, "bytes": 512, "flops": None, "contract_sha256": "c" * 64, "device": "Fake CPU",
-          "device_kind": "cpu"}
+FIELDS = {
+    "protocol": 1,
+    "target": "t",
+    "shapes": ["8x8"],
+    "dtype": "fp32",
+    "seed_policy": "fresh-per-run",
+    "rotation": 4,
+    "bytes": 512,
+    "flops": None,
+    "contract_sha256": "c" * 64,
+    "device": "Fake CPU",
+    "device_kind": "cpu",
+}
 
 
-def _outcome(role: str, ms: float | None = 1.0, status: str = "ok", reason: str | None = None,
-             **overrides: Any) -> RunOutcome:
-    run = {**FIELDS, "status": status, "ok": status == "ok", "reason": reason, "ms": ms, "role": role,
-           "script_sha256": role[0] * 64, "per_shape": [{"shape": "8x8", "ms": ms}], **overrides}
-    return RunOutcome(status=status, reason=reason, ms=ms if status == "ok" else None, run=run, wall_s=0.1,
-                      script=role, role=role)
+def _outcome(
+    role: str, ms: float | None = 1.0, status: str = "ok", reason: str | None = None, **overrides: Any
+) -> RunOutcome:
+    run = {
+        **FIELDS,
+        "status": status,
+        "ok": status == "ok",
+        "reason": reason,
+        "ms": ms,
+        "role": role,
+        "script_sha256": role[0] * 64,
+        "per_shape": [{"shape": "8x8", "ms": ms}],
+        **overrides,
+    }
+    return RunOutcome(
+        status=status, reason=reason, ms=ms if status == "ok" else None, run=run, wall_s=0.1, script=role, role=role
+    )
 
 
 class FakeJudge:
@@ -76,12 +97,27 @@ def _verify(ws: Workspace, n: int = 5, **kwargs: Any):
 
 def test_abba_order_and_faster_with_interval(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     base = [1.00, 1.02, 0.99, 1.01, 1.00]
-    calls = _script(monkeypatch, {"baseline": [_outcome("baseline", b) for b in base],
-                                  "candidate": [_outcome("candidate", b / 1.5) for b in base]})
+    calls = _script(
+        monkeypatch,
+        {
+            "baseline": [_outcome("baseline", b) for b in base],
+            "candidate": [_outcome("candidate", b / 1.5) for b in base],
+        },
+    )
     seen: list[tuple[int, int, str]] = []
     result = _verify(ws, progress=lambda d, t, m: seen.append((d, t, m)))
-    assert calls == ["baseline", "candidate", "candidate", "baseline", "baseline", "candidate",
-                     "candidate", "baseline", "baseline", "candidate"]
+    assert calls == [
+        "baseline",
+        "candidate",
+        "candidate",
+        "baseline",
+        "baseline",
+        "candidate",
+        "candidate",
+        "baseline",
+        "baseline",
+        "candidate",
+    ]
     assert result.order == ["B", "C", "C", "B", "B", "C", "C", "B", "B", "C"]
     assert result.verdict == "faster" and result.speedup == pytest.approx(1.5)
     assert result.interval[0] <= 1.5 <= result.interval[1] and result.interval[0] > 1.01
@@ -93,19 +129,31 @@ def test_abba_order_and_faster_with_interval(ws: Workspace, monkeypatch: pytest.
 
 def test_same_code_is_inconclusive_without_speedup(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     times = [1.0, 1.2, 0.9, 1.1, 1.0]
-    _script(monkeypatch, {"baseline": [_outcome("baseline", t) for t in times],
-                          "candidate": [_outcome("candidate", t * f) for t, f in
-                                        zip(times, [1.01, 0.98, 1.02, 0.99, 1.0], strict=True)]})
+    _script(
+        monkeypatch,
+        {
+            "baseline": [_outcome("baseline", t) for t in times],
+            "candidate": [
+                _outcome("candidate", t * f) for t, f in zip(times, [1.01, 0.98, 1.02, 0.99, 1.0], strict=True)
+            ],
+        },
+    )
     result = _verify(ws)
     assert result.verdict == "inconclusive" and result.speedup is None and result.interval is None
     assert result.decision is not None and result.decision["speedup"] is not None
 
 
 def test_incorrect_candidate_stops_at_once(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = _script(monkeypatch, {
-        "baseline": [_outcome("baseline")] * 5,
-        "candidate": [_outcome("candidate", status="incorrect",
-                               reason="outputs_match_reference: max error 1.0 > atol")] * 5})
+    calls = _script(
+        monkeypatch,
+        {
+            "baseline": [_outcome("baseline")] * 5,
+            "candidate": [
+                _outcome("candidate", status="incorrect", reason="outputs_match_reference: max error 1.0 > atol")
+            ]
+            * 5,
+        },
+    )
     result = _verify(ws)
     assert calls == ["baseline", "candidate"]
     assert result.verdict == "incorrect" and result.reason.startswith("outputs_match_reference")
@@ -113,39 +161,52 @@ def test_incorrect_candidate_stops_at_once(ws: Workspace, monkeypatch: pytest.Mo
 
 
 def test_baseline_failure_is_invalid(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    _script(monkeypatch, {"baseline": [_outcome("baseline", status="invalid", reason="crashed: exit 1")],
-                          "candidate": []})
+    _script(
+        monkeypatch, {"baseline": [_outcome("baseline", status="invalid", reason="crashed: exit 1")], "candidate": []}
+    )
     result = _verify(ws)
     assert result.verdict == "invalid" and result.reason == "baseline_failed: crashed: exit 1"
 
 
 @pytest.mark.parametrize("field", ["target", "shapes", "dtype", "rotation", "bytes", "contract_sha256"])
-def test_contract_field_mismatch_is_invalid(ws: Workspace, monkeypatch: pytest.MonkeyPatch,
-                                            field: str) -> None:
+def test_contract_field_mismatch_is_invalid(ws: Workspace, monkeypatch: pytest.MonkeyPatch, field: str) -> None:
     changed = {"shapes": ["8x9"], "rotation": 2, "bytes": 1}.get(field, "other")
-    calls = _script(monkeypatch, {"baseline": [_outcome("baseline")] * 5,
-                                  "candidate": [_outcome("candidate", **{field: changed})] * 5})
+    calls = _script(
+        monkeypatch,
+        {"baseline": [_outcome("baseline")] * 5, "candidate": [_outcome("candidate", **{field: changed})] * 5},
+    )
     result = _verify(ws)
     assert result.verdict == "invalid" and result.reason.startswith(f"contract_fields_match: {field} ")
     assert calls == ["baseline", "candidate"]
 
 
 def test_script_edited_between_rounds_is_invalid(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    _script(monkeypatch, {"baseline": [_outcome("baseline")] * 5,
-                          "candidate": [_outcome("candidate"),
-                                        _outcome("candidate", script_sha256="e" * 64)]})
+    _script(
+        monkeypatch,
+        {
+            "baseline": [_outcome("baseline")] * 5,
+            "candidate": [_outcome("candidate"), _outcome("candidate", script_sha256="e" * 64)],
+        },
+    )
     result = _verify(ws)
     assert result.verdict == "invalid" and result.reason.startswith("script_unchanged")
 
 
 def test_protocol_break_and_integrity(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    _script(monkeypatch, {"baseline": [_outcome("baseline")],
-                          "candidate": [_outcome("candidate", status="invalid",
-                                                 reason="single_protocol_line: 2 JSON lines")]})
+    _script(
+        monkeypatch,
+        {
+            "baseline": [_outcome("baseline")],
+            "candidate": [_outcome("candidate", status="invalid", reason="single_protocol_line: 2 JSON lines")],
+        },
+    )
     assert _verify(ws).reason.startswith("single_protocol_line")
     calls = _script(monkeypatch, {"baseline": [], "candidate": []})
-    monkeypatch.setattr(runner, "check_workspace_integrity",
-                        lambda ws, name, resolved=None: "baseline_unchanged: baseline.py was edited")
+    monkeypatch.setattr(
+        runner,
+        "check_workspace_integrity",
+        lambda ws, name, resolved=None: "baseline_unchanged: baseline.py was edited",
+    )
     started = FakeJudge.started
     result = _verify(ws)
     assert result.verdict == "invalid" and result.reason.startswith("baseline_unchanged") and calls == []
@@ -168,8 +229,10 @@ def test_bench_stats_and_failures(ws: Workspace, monkeypatch: pytest.MonkeyPatch
     assert result.stats.mean_ms == 2.5 and result.stats.median_ms == 2.5 and result.stats.min_ms == 1.0
     assert result.stats.std_ms == pytest.approx(1.2909944)
     assert len(result.runs) == 5 and result.runs[0].index == -1
-    _script(monkeypatch, {"candidate": [_outcome("candidate", 1.0),
-                                        _outcome("candidate", status="invalid", reason="timeout: 600 s")]})
+    _script(
+        monkeypatch,
+        {"candidate": [_outcome("candidate", 1.0), _outcome("candidate", status="invalid", reason="timeout: 600 s")]},
+    )
     failed = bench(ws, "targets/t/candidate.py", n=4, warmup=0, python="python")
     assert failed.status == "invalid" and failed.reason == "timeout: 600 s" and len(failed.runs) == 2
 

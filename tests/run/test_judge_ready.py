@@ -27,8 +27,9 @@ def no_torch_python(folder: Path) -> str:
 
 
 @pytest.mark.parametrize("verb", ["verify", "bench"])
-def test_python_without_torch_is_one_line_error_naming_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               verb: str) -> None:
+def test_python_without_torch_is_one_line_error_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verb: str
+) -> None:
     ws, _ = make_workspace(tmp_path)
     monkeypatch.setenv(interpreter.ENV_VAR, no_torch_python(tmp_path))
     probes: list[str] = []
@@ -60,14 +61,17 @@ def test_verify_reads_the_manifest_once_for_all_runs(tmp_path: Path, monkeypatch
 
     class ReadyJudge:
         def __init__(self, ws: object, *, python: str) -> None: ...
-        def __enter__(self) -> ReadyJudge: return self
+        def __enter__(self) -> ReadyJudge:
+            return self
+
         def __exit__(self, *exc: object) -> None: ...
         def ensure_ready(self) -> None: ...
 
     def fake_run(ws: object, script: object, *, resolved: object = None, role: str = "", **kw: object) -> object:
         seen.append(resolved)
-        return runner.RunOutcome(status="invalid", reason="crashed: stop here", wall_s=0.0, script=str(script),
-                                 role=role)
+        return runner.RunOutcome(
+            status="invalid", reason="crashed: stop here", wall_s=0.0, script=str(script), role=role
+        )
 
     monkeypatch.setattr(runner, "JudgeProcess", ReadyJudge)
     monkeypatch.setattr(runner, "run_script", fake_run)

@@ -20,11 +20,15 @@ def test_problem_files_and_gpumode_utils_are_sources(tmp_path: Path) -> None:
     (tmp_path / "utils.py").write_text("# a workspace-root file: the root's own *.py never pulls in its parent\n")
     (tmp_path / "p.py").write_text("class Model: ...\n")
     ws = Workspace(tmp_path)
-    rel = {path.relative_to(tmp_path).as_posix() for path in
-           source_files(ws, {"from": "./problems/kernelbench/level1/23_Softmax.py"})}
+    rel = {
+        path.relative_to(tmp_path).as_posix()
+        for path in source_files(ws, {"from": "./problems/kernelbench/level1/23_Softmax.py"})
+    }
     assert rel == {"problems/kernelbench/level1/23_Softmax.py"}
-    rel = {path.relative_to(tmp_path).as_posix() for path in
-           source_files(ws, {"from": "./problems/gpumode/suite/task/reference.py"})}
+    rel = {
+        path.relative_to(tmp_path).as_posix()
+        for path in source_files(ws, {"from": "./problems/gpumode/suite/task/reference.py"})
+    }
     assert rel == {"problems/gpumode/suite/task/reference.py", "problems/gpumode/suite/utils.py"}
     rel = {path.relative_to(tmp_path).as_posix() for path in source_files(ws, {"from": "./p.py"})}
     assert rel == {"p.py", "utils.py"}  # the root: its own files only, nothing above it

@@ -50,7 +50,8 @@ def test_candidate_is_never_overwritten_and_baseline_is_restored(tmp_path: Path)
 
 def test_a_manifest_change_changes_the_baseline_hash() -> None:
     assert render.expected_baseline_sha256(default_resolved()) != render.expected_baseline_sha256(
-        default_resolved(atol=1e-3))
+        default_resolved(atol=1e-3)
+    )
 
 
 def test_signature_uses_derived_inputs_and_no_kwargs(tmp_path: Path) -> None:

@@ -53,8 +53,10 @@ def test_run_outcome_data_aliases_run() -> None:
 
 
 def test_the_tool_process_does_not_import_torch() -> None:
-    code = "import sys, hotkernel.run.runner, hotkernel.run.render; hotkernel.run.render.contract_module(); " \
-           "assert 'torch' not in sys.modules"
+    code = (
+        "import sys, hotkernel.run.runner, hotkernel.run.render; hotkernel.run.render.contract_module(); "
+        "assert 'torch' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -94,12 +96,15 @@ def kernel(x, w, *, eps):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("rel", "text"), [
-    (".hotkernel/tmp/manifest-cache.json", '{"targets": {"rms": {"atol": 1000.0, "rtol": 1000.0}}}'),
-    ("results/rms/20991231T000000Z.json", '{"kind": "record", "verdict": "faster", "speedup": 50}'),
-    ("hotkernel.lock", '{"schema": 1, "targets": {}}'),
-    ("targets/rms/notes.py", "# left behind"),
-])
+@pytest.mark.parametrize(
+    ("rel", "text"),
+    [
+        (".hotkernel/tmp/manifest-cache.json", '{"targets": {"rms": {"atol": 1000.0, "rtol": 1000.0}}}'),
+        ("results/rms/20991231T000000Z.json", '{"kind": "record", "verdict": "faster", "speedup": 50}'),
+        ("hotkernel.lock", '{"schema": 1, "targets": {}}'),
+        ("targets/rms/notes.py", "# left behind"),
+    ],
+)
 def test_a_run_that_writes_the_workspace_is_invalid_and_names_the_file(tmp_path: Path, rel: str, text: str) -> None:
     ws, resolved = make_workspace(tmp_path)
     (ws.target_dir(TARGET) / "candidate.py").write_text(WRITES_AT_IMPORT.format(rel=rel, text=text))

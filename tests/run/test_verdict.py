@@ -107,9 +107,7 @@ def test_zero_variance_constant_ratio_decides_on_the_point() -> None:
 
 
 def test_margin_hides_a_real_but_small_speedup() -> None:
-    candidate = [
-        x * y / 1.005 for x, y in zip(BASE, [1.0, 1.0001, 0.9999, 1.0, 1.0001, 0.9999, 1.0], strict=True)
-    ]
+    candidate = [x * y / 1.005 for x, y in zip(BASE, [1.0, 1.0001, 0.9999, 1.0, 1.0001, 0.9999, 1.0], strict=True)]
     assert decide(BASE, candidate).reason == "interval_within_margin"  # 0.5% < the 1% margin
     assert decide(BASE, candidate, epsilon=0.001).verdict == "faster"  # but it is clearly there
 

@@ -20,20 +20,20 @@ from hotkernel.run.verify import verify
 
 pytestmark = pytest.mark.slow
 
-EIGHT_TIMES = '''import torch
+EIGHT_TIMES = """import torch
 
 
 def kernel(x, w, *, eps):
     for _ in range(7):
         _unused = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
-'''
-ONCE = '''import torch
+"""
+ONCE = """import torch
 
 
 def kernel(x, w, *, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
-'''
+"""
 SLOW_BASELINE = KERNEL_SOURCE.replace(
     "def rms_scale(x, w, *, eps):\n",
     "def rms_scale(x, w, *, eps):\n    for _ in range(7):\n"
@@ -74,9 +74,7 @@ def test_honest_rewrite_doing_eight_times_the_work_is_slower(tmp_path: Path) -> 
 
 def test_candidate_that_slows_the_baseline_source_is_caught(tmp_path: Path) -> None:
     ws, resolved = make_workspace(tmp_path / "ws")
-    (ws.target_dir(TARGET) / "candidate.py").write_text(
-        EDITS_BASELINE_SOURCE.replace("SLOW", repr(SLOW_BASELINE))
-    )
+    (ws.target_dir(TARGET) / "candidate.py").write_text(EDITS_BASELINE_SOURCE.replace("SLOW", repr(SLOW_BASELINE)))
     with JudgeProcess(ws, python=python()) as judge:
         first = run_script(ws, f"targets/{TARGET}/candidate.py", python=python(), judge=judge, resolved=resolved)
         assert SLOW_BASELINE == (ws.root / "kernels" / "ops.py").read_text()  # the edit happened

@@ -15,8 +15,15 @@ DEVICE = "Synthetic Test Device"
 FP32_TOLERANCES = {"atol": 1e-4, "rtol": 1e-4}  # what the manifest below resolves to (fp32 defaults)
 
 
-def synthetic_result(target: str, verdict: str, speedup: float | None = None, *, device: str = DEVICE,
-                     protocol: int | None = None, tolerances: dict[str, float] | None = None) -> VerifyResult:
+def synthetic_result(
+    target: str,
+    verdict: str,
+    speedup: float | None = None,
+    *,
+    device: str = DEVICE,
+    protocol: int | None = None,
+    tolerances: dict[str, float] | None = None,
+) -> VerifyResult:
     """A VerifyResult with the given verdict (the current protocol unless given); the speedup only for
     faster/slower, as verify does. ``tolerances``: what each run's JSON reports, as protocol 2 does."""
     base = [1.0, 1.01, 0.99]
@@ -36,8 +43,12 @@ def synthetic_result(target: str, verdict: str, speedup: float | None = None, *,
         protocol=current_protocol() if protocol is None else protocol,
         baseline=SideSummary(script=f"targets/{target}/baseline.py", stats=sample_stats(base)),
         candidate=SideSummary(script=f"targets/{target}/candidate.py", stats=sample_stats(cand)),
-        runs=[RunSummary(role=role, index=i, status="ok", ms=1.0, data={"tolerances": tolerances})
-              for i, role in enumerate(("baseline", "candidate"))] if tolerances is not None else [],
+        runs=[
+            RunSummary(role=role, index=i, status="ok", ms=1.0, data={"tolerances": tolerances})
+            for i, role in enumerate(("baseline", "candidate"))
+        ]
+        if tolerances is not None
+        else [],
     )
 
 
@@ -53,8 +64,9 @@ def make_workspace(root: Path) -> Workspace:
     """A workspace whose manifest declares the targets the synthetic records use (record refuses others)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "k.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
-    entries = "".join(f"  {t}:\n    from: ./k.py:f\n    shapes: [8x8]\n    dtype: fp32\n    device: cpu\n"
-                      for t in TARGETS)
+    entries = "".join(
+        f"  {t}:\n    from: ./k.py:f\n    shapes: [8x8]\n    dtype: fp32\n    device: cpu\n" for t in TARGETS
+    )
     (root / "hotkernel.yaml").write_text(f"version: 1\ntargets:\n{entries}", encoding="utf-8")
     return Workspace(root)
 
@@ -65,4 +77,4 @@ def write_noise(results: Path) -> None:
     (results / "calibration" / "h200_timer_vs_ncu.json").write_text(json.dumps({"rows": [1, 2]}))
     (results / "baseline_choice.json").write_text(json.dumps({"rmsnorm": "F.rms_norm"}))
     (results / "rmsnorm").mkdir(parents=True, exist_ok=True)
-    (results / "rmsnorm" / ".20990101T000000Z.json.abc.tmp").write_text("{\"kind\": \"rec")
+    (results / "rmsnorm" / ".20990101T000000Z.json.abc.tmp").write_text('{"kind": "rec')

@@ -31,22 +31,38 @@ def _gpu_result(target: str, verdict: str, speedup: float | None, *, ceiling: fl
     """A synthetic H200 result with the contract's flops/bytes/dtype and a judge ceiling in its runs."""
     res = synthetic_result(target, verdict, speedup, device=H200)
     res.contract = {"flops": 2.0e8, "bytes": 1.0e8, "dtype": "bf16", "shapes": ["4096x8192"]}
-    res.runs = [RunSummary(role=role, index=0, status="ok", ms=1.0, data={"ceiling_gbps": ceiling})
-                for role in ("baseline", "candidate")]
+    res.runs = [
+        RunSummary(role=role, index=0, status="ok", ms=1.0, data={"ceiling_gbps": ceiling})
+        for role in ("baseline", "candidate")
+    ]
     return res
 
 
-def _record(ws: Workspace, target: str, verdict: str, speedup: float | None, *, competitor: str | None = None,
-            who: str = "test author", ceiling: float = 4150.0):
-    return record(ws, target, _gpu_result(target, verdict, speedup, ceiling=ceiling), note="synthetic",
-                  who=who, provenance=provenance(H200), competitor=competitor)
+def _record(
+    ws: Workspace,
+    target: str,
+    verdict: str,
+    speedup: float | None,
+    *,
+    competitor: str | None = None,
+    who: str = "test author",
+    ceiling: float = 4150.0,
+):
+    return record(
+        ws,
+        target,
+        _gpu_result(target, verdict, speedup, ceiling=ceiling),
+        note="synthetic",
+        who=who,
+        provenance=provenance(H200),
+        competitor=competitor,
+    )
 
 
 def test_competitor_records_are_never_best_and_show_their_own_rows(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws")
     _record(ws, "rmsnorm", "faster", 1.5)
-    rival = _record(ws, "rmsnorm", "faster", 2.0, competitor="compile-max-autotune",
-                    who="torch.compile (max-autotune)")
+    rival = _record(ws, "rmsnorm", "faster", 2.0, competitor="compile-max-autotune", who="torch.compile (max-autotune)")
     _record(ws, "rmsnorm", "inconclusive", None, competitor="./k.py:f", who="./k.py:f")
     assert rival.beats_best is False
     assert best_counted(ws, "rmsnorm", H200, current_protocol())[1].result.speedup == pytest.approx(1.5)
@@ -62,7 +78,10 @@ def test_competitor_records_are_never_best_and_show_their_own_rows(tmp_path: Pat
     assert competitors.count("| rmsnorm | NVIDIA H200 |") == 2 and rival.path in competitors
     assert rival.path not in board.split("## All records")[1].split("## Competitors")[0]
     assert [(h.role, h.competitor) for h in history(ws, "rmsnorm")] == [
-        ("candidate", None), ("competitor", "compile-max-autotune"), ("competitor", "./k.py:f")]
+        ("candidate", None),
+        ("competitor", "compile-max-autotune"),
+        ("competitor", "./k.py:f"),
+    ]
 
 
 def test_a_slower_competitor_counts_with_its_speedup_and_inconclusive_as_even(tmp_path: Path) -> None:
@@ -88,8 +107,14 @@ def _kb_workspace(root: Path, names: list[str]) -> Workspace:
 def test_fast_p_and_geomean_per_suite_and_device(tmp_path: Path) -> None:
     names = ["kb1_001_relu", "kb1_002_gelu", "kb1_003_softmax", "kb1_004_matmul", "kb2_001_conv", "mine"]
     ws = _kb_workspace(tmp_path / "ws", names)
-    cases = {"kb1_001_relu": ("faster", 1.2), "kb1_002_gelu": ("faster", 1.8), "kb1_003_softmax": ("faster", 2.5),
-             "kb1_004_matmul": ("incorrect", None), "kb2_001_conv": ("slower", 0.5), "mine": ("faster", 3.0)}
+    cases = {
+        "kb1_001_relu": ("faster", 1.2),
+        "kb1_002_gelu": ("faster", 1.8),
+        "kb1_003_softmax": ("faster", 2.5),
+        "kb1_004_matmul": ("incorrect", None),
+        "kb2_001_conv": ("slower", 0.5),
+        "mine": ("faster", 3.0),
+    }
     for name, (verdict, speedup) in cases.items():
         _record(ws, name, verdict, speedup)
     assert suite_of("kb1_023_softmax") == "kernelbench level 1" and suite_of("rmsnorm") == "workspace"
@@ -126,8 +151,9 @@ def test_roofline_chart_is_generated_deterministic_and_checked(tmp_path: Path) -
     assert f"[{chart.name}]({chart.name})" in ws.leaderboard.read_text()
     assert generated_differences(ws) == []
     chart.write_text(text.replace("rmsnorm 1.50x", "rmsnorm 9.99x"))
-    assert f"{chart.name} is stale: it differs from results/: run `hotkernel leaderboard`" in \
-        " ".join(store_problems(ws))
+    assert f"{chart.name} is stale: it differs from results/: run `hotkernel leaderboard`" in " ".join(
+        store_problems(ws)
+    )
     chart.unlink()
     assert f"{chart.name} is missing: run `hotkernel leaderboard` to regenerate it" in store_problems(ws)
 
@@ -150,13 +176,17 @@ def test_readme_headline_block_is_generated_and_checked(tmp_path: Path) -> None:
     row = next(line for line in text.splitlines() if line.startswith("| rmsnorm |"))
     # bytes 1e8 over the candidate's median (1.0 / 1.5 ms) against the 4.15 TB/s judge ceiling
     share = 1e8 / (1.0 / 1.5 * 1e-3) / 4150e9
-    assert row == ("| rmsnorm | 4096x8192, bf16 | `./k.py:f` | 1.500x [1.485, 1.515] |  | "  # no files' shas
-                   f"0.750x (torch.compile (default)) | {100 * share:.1f}% |")
+    assert row == (
+        "| rmsnorm | 4096x8192, bf16 | `./k.py:f` | 1.500x [1.485, 1.515] |  | "  # no files' shas
+        f"0.750x (torch.compile (default)) | {100 * share:.1f}% |"
+    )
     assert "[roofline chart](roofline_nvidia_h200.svg)" in text
     assert generated_differences(ws) == []
     readme.write_text(text.replace("1.500x [", "1.600x ["))
-    assert "README.md is stale: its headline block differs from results/: run `hotkernel leaderboard` to " \
+    assert (
+        "README.md is stale: its headline block differs from results/: run `hotkernel leaderboard` to "
         "regenerate it" in store_problems(ws)
+    )
     write_leaderboard(ws)
     assert readme.read_text() == text
 
@@ -175,5 +205,7 @@ def test_a_start_marker_without_its_end_is_named(tmp_path: Path) -> None:
     readme.write_text(f"# ws\n{HEADLINE_START}\nno end\n")
     _record(ws, "rmsnorm", "faster", 1.5)
     assert readme.read_text() == f"# ws\n{HEADLINE_START}\nno end\n"
-    assert any(line.startswith("README.md: the headline start marker has no `<!-- hotkernel:headline:end -->`")
-               for line in store_problems(ws))
+    assert any(
+        line.startswith("README.md: the headline start marker has no `<!-- hotkernel:headline:end -->`")
+        for line in store_problems(ws)
+    )

@@ -45,8 +45,7 @@ def _populate(ws) -> list[str]:
     paths = []
     for target, verdict, speedup, device in cases:
         res = synthetic_result(target, verdict, speedup, device=device)
-        out = record(ws, target, res, note=f"{verdict} | try", who="test author",
-                     provenance=provenance(device))
+        out = record(ws, target, res, note=f"{verdict} | try", who="test author", provenance=provenance(device))
         paths.append(out.path)
     return paths
 
@@ -96,12 +95,16 @@ def test_cells_best_so_far_and_noise_ignored(tmp_path: Path) -> None:
 
 def test_older_protocol_is_one_line_and_invalidated_not_counted(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
-    old = record(ws, "gemv", synthetic_result("gemv", "faster", 3.0, protocol=1), note="old contract",
-                 who="t", provenance=provenance())
-    good = record(ws, "gemv", synthetic_result("gemv", "faster", 1.5), note="honest", who="t",
-                  provenance=provenance())
-    cheat = record(ws, "gemv", synthetic_result("gemv", "faster", 2.0), note="cheat", who="t",
-                   provenance=provenance())
+    old = record(
+        ws,
+        "gemv",
+        synthetic_result("gemv", "faster", 3.0, protocol=1),
+        note="old contract",
+        who="t",
+        provenance=provenance(),
+    )
+    good = record(ws, "gemv", synthetic_result("gemv", "faster", 1.5), note="honest", who="t", provenance=provenance())
+    cheat = record(ws, "gemv", synthetic_result("gemv", "faster", 2.0), note="cheat", who="t", provenance=provenance())
     assert cheat.beats_best and cheat.previous_best == 1.5  # the protocol-1 record does not count as best
     invalidate_record(ws, cheat.path, "read a stale buffer")
     text = ws.leaderboard.read_text()
@@ -122,7 +125,8 @@ def test_check_names_the_record_a_hand_edit_changed(tmp_path: Path) -> None:
     ws.leaderboard.write_text(ws.leaderboard.read_text().replace("1.400x", "9.999x"))
     assert not check_leaderboard(ws)
     assert leaderboard_difference(ws) == (
-        f"LEADERBOARD.md is stale: the row of {paths[1]} differs: run `hotkernel leaderboard` to regenerate it")
+        f"LEADERBOARD.md is stale: the row of {paths[1]} differs: run `hotkernel leaderboard` to regenerate it"
+    )
 
 
 def test_a_stale_board_names_the_record_it_lacks(tmp_path: Path) -> None:
@@ -133,8 +137,9 @@ def test_a_stale_board_names_the_record_it_lacks(tmp_path: Path) -> None:
     newer = record(ws, "gemv", synthetic_result("gemv", "faster", 1.2), note="n", who="w", provenance=provenance())
     ws.leaderboard.write_text(stale)
     (line,) = store_problems(ws)
-    assert line == f"LEADERBOARD.md is stale: it does not list {newer.path}: run `hotkernel leaderboard` to " \
-                   "regenerate it"
+    assert (
+        line == f"LEADERBOARD.md is stale: it does not list {newer.path}: run `hotkernel leaderboard` to regenerate it"
+    )
 
 
 # ------------------------------------------------------------------ forged records (integrity issue, item 2)
@@ -186,8 +191,10 @@ def test_symlinks_and_files_outside_their_target_folder_never_count(tmp_path: Pa
     lock.records[moved.relative_to(ws.root).as_posix()] = sha256_file(moved)
     write_lock(ws, lock)
     scan = scan_results(ws)
-    assert {p for p, _ in scan.unverified} == {"results/rmsnorm/20991231T000000Z.json",
-                                               "results/softmax/20991231T000001Z.json"}
+    assert {p for p, _ in scan.unverified} == {
+        "results/rmsnorm/20991231T000000Z.json",
+        "results/softmax/20991231T000001Z.json",
+    }
     assert len(scan.records) == len(paths)
 
 
@@ -205,8 +212,9 @@ def test_truncated_and_missing_records_are_reported_with_the_file(tmp_path: Path
 
 def _cli(ws_root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HOTKERNEL_WORKSPACE": str(ws_root)}
-    return subprocess.run([sys.executable, "-m", "hotkernel", *args], capture_output=True, text=True, env=env,
-                          cwd=ws_root, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "hotkernel", *args], capture_output=True, text=True, env=env, cwd=ws_root, timeout=120
+    )
 
 
 def test_cli_leaderboard_check_exit_codes(tmp_path: Path) -> None:
@@ -233,8 +241,13 @@ def test_cli_leaderboard_check_names_a_damaged_record(tmp_path: Path) -> None:
 
 
 def _git(root: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env, timeout=60)
 
 
@@ -291,17 +304,29 @@ def test_best_row_counts_every_run_of_its_very_files_and_their_range(tmp_path: P
 
     def result(verdict: str, speedup: float | None, candidate_sha: str, device: str = "Dev A"):
         res = synthetic_result("rmsnorm", verdict, speedup, device=device)
-        return res.model_copy(update={
-            "contract_sha256": "c" * 64,
-            "baseline": res.baseline.model_copy(update={"sha256": baseline_sha}),
-            "candidate": res.candidate.model_copy(update={"sha256": candidate_sha}),
-        })
+        return res.model_copy(
+            update={
+                "contract_sha256": "c" * 64,
+                "baseline": res.baseline.model_copy(update={"sha256": baseline_sha}),
+                "candidate": res.candidate.model_copy(update={"sha256": candidate_sha}),
+            }
+        )
 
-    for verdict, speedup, sha, device in (("faster", 1.20, "a" * 64, "Dev A"), ("faster", 1.30, "a" * 64, "Dev A"),
-                                          ("inconclusive", None, "a" * 64, "Dev A"),
-                                          ("faster", 1.25, "f" * 64, "Dev A"), ("faster", 1.9, "a" * 64, "Dev B")):
-        record(ws, "rmsnorm", result(verdict, speedup, sha, device), note="run", who="test author",
-               provenance=provenance(device))
+    for verdict, speedup, sha, device in (
+        ("faster", 1.20, "a" * 64, "Dev A"),
+        ("faster", 1.30, "a" * 64, "Dev A"),
+        ("inconclusive", None, "a" * 64, "Dev A"),
+        ("faster", 1.25, "f" * 64, "Dev A"),
+        ("faster", 1.9, "a" * 64, "Dev B"),
+    ):
+        record(
+            ws,
+            "rmsnorm",
+            result(verdict, speedup, sha, device),
+            note="run",
+            who="test author",
+            provenance=provenance(device),
+        )
     write_leaderboard(ws)
     best = _best_section(ws)
     assert "| rmsnorm | Dev A | 1.300x | [1.287, 1.313] | 3 runs: 1.200-1.300x, 1 not faster |" in best, best

@@ -66,8 +66,7 @@ def test_failure_during_rename_cleans_up(tmp_path: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(record_module.os, "link", broken)
     with pytest.raises(OSError):
-        record(ws, "rmsnorm", synthetic_result("rmsnorm", "faster", 1.2), note="n", who="w",
-               provenance=provenance())
+        record(ws, "rmsnorm", synthetic_result("rmsnorm", "faster", 1.2), note="n", who="w", provenance=provenance())
     assert list((ws.results_dir / "rmsnorm").iterdir()) == []
 
 
@@ -78,7 +77,10 @@ def test_never_overwrites_a_record(tmp_path: Path) -> None:
     second = write_new_json(directory, "20260101T000000Z", {"a": 2})
     third = write_new_json(directory, "20260101T000000Z", {"a": 3})
     assert [p.name for p in (first, second, third)] == [
-        "20260101T000000Z.json", "20260101T000000Z_001.json", "20260101T000000Z_002.json"]
+        "20260101T000000Z.json",
+        "20260101T000000Z_001.json",
+        "20260101T000000Z_002.json",
+    ]
     assert sorted(p.name for p in directory.iterdir()) == [p.name for p in (first, second, third)]
     assert json.loads(first.read_text()) == {"a": 1}
 
@@ -88,8 +90,9 @@ def test_beats_best_only_when_faster_than_every_counted_record(tmp_path: Path) -
     prov = provenance()
 
     def rec(verdict: str, speedup: float | None) -> object:
-        return record(ws, "softmax", synthetic_result("softmax", verdict, speedup), note="x", who="agent",
-                      provenance=prov)
+        return record(
+            ws, "softmax", synthetic_result("softmax", verdict, speedup), note="x", who="agent", provenance=prov
+        )
 
     assert not rec("inconclusive", None).beats_best
     first = rec("faster", 1.2)
@@ -99,8 +102,14 @@ def test_beats_best_only_when_faster_than_every_counted_record(tmp_path: Path) -
     assert not rec("incorrect", None).beats_best
     better = rec("faster", 1.3)
     assert better.beats_best and better.previous_best == 1.2 and better.previous_best_path == first.path
-    other_device = record(ws, "softmax", synthetic_result("softmax", "faster", 1.01, device="Other"),
-                          note="x", who="agent", provenance=provenance("Other"))
+    other_device = record(
+        ws,
+        "softmax",
+        synthetic_result("softmax", "faster", 1.01, device="Other"),
+        note="x",
+        who="agent",
+        provenance=provenance("Other"),
+    )
     assert other_device.beats_best  # best-so-far is per device
 
 
@@ -110,8 +119,14 @@ def test_a_best_inside_the_noise_of_the_previous_one_is_not_clear_of_it(tmp_path
     ws = make_workspace(tmp_path)
 
     def rec(speedup: float) -> object:
-        return record(ws, "softmax", synthetic_result("softmax", "faster", speedup), note="x", who="agent",
-                      provenance=provenance())
+        return record(
+            ws,
+            "softmax",
+            synthetic_result("softmax", "faster", speedup),
+            note="x",
+            who="agent",
+            provenance=provenance(),
+        )
 
     first = rec(1.2)
     assert first.beats_best and first.clear_of_best and first.previous_best_interval is None
@@ -122,16 +137,25 @@ def test_a_best_inside_the_noise_of_the_previous_one_is_not_clear_of_it(tmp_path
     assert noisy.beats_best and not noisy.clear_of_best and noisy.previous_best == 1.3
     assert not rec(1.0).clear_of_best  # not a best at all
     assert best_line(clear) == "beats the best so far"
-    assert best_line(noisy).startswith("beats the best so far only inside the two verifies' noise (previous best "
-                                       "1.300x [1.287, 1.313], results/softmax/")
-    assert best_line(noisy).endswith("verify it once more and keep it only when that verify beats the previous "
-                                     "best again")
+    assert best_line(noisy).startswith(
+        "beats the best so far only inside the two verifies' noise (previous best "
+        "1.300x [1.287, 1.313], results/softmax/"
+    )
+    assert best_line(noisy).endswith(
+        "verify it once more and keep it only when that verify beats the previous best again"
+    )
 
 
 def test_record_content_and_history(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
-    out = record(ws, "gemv", synthetic_result("gemv", "faster", 1.5), note="vectorised loads",
-                 who="Claude (agent)", provenance=provenance())
+    out = record(
+        ws,
+        "gemv",
+        synthetic_result("gemv", "faster", 1.5),
+        note="vectorised loads",
+        who="Claude (agent)",
+        provenance=provenance(),
+    )
     data = json.loads((ws.root / out.path).read_text())
     assert data["kind"] == "record" and data["who"] == "Claude (agent)" and data["contract"] == current_protocol()
     assert data["result"]["verdict"] == "faster" and data["provenance"]["device"] == provenance().device
@@ -147,19 +171,16 @@ def test_record_content_and_history(tmp_path: Path) -> None:
 def test_who_and_note_are_required_one_liners(tmp_path: Path, who: str, note: str) -> None:
     ws = make_workspace(tmp_path)
     with pytest.raises(HotkernelError):
-        record(ws, "gemv", synthetic_result("gemv", "faster", 1.5), note=note, who=who,
-               provenance=provenance())
+        record(ws, "gemv", synthetic_result("gemv", "faster", 1.5), note=note, who=who, provenance=provenance())
     assert not ws.results_dir.exists()
 
 
 def test_record_refuses_a_result_of_another_target_and_bad_names(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     with pytest.raises(HotkernelError, match="not 'gemv'"):
-        record(ws, "gemv", synthetic_result("softmax", "faster", 1.5), note="n", who="w",
-               provenance=provenance())
+        record(ws, "gemv", synthetic_result("softmax", "faster", 1.5), note="n", who="w", provenance=provenance())
     with pytest.raises(HotkernelError):
-        record(ws, "../evil", synthetic_result("softmax", "faster", 1.5), note="n", who="w",
-               provenance=provenance())
+        record(ws, "../evil", synthetic_result("softmax", "faster", 1.5), note="n", who="w", provenance=provenance())
     with pytest.raises(HotkernelError):
         invalidate_record(ws, "../outside.json", "r")
     assert not ws.results_dir.exists()
@@ -169,24 +190,24 @@ def test_cli_record_from_stdin(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     result = synthetic_result("gemv", "slower", 0.8)
     env = {**os.environ, "HOTKERNEL_WORKSPACE": str(ws.root)}
-    cmd = [sys.executable, "-m", "hotkernel", "record", "gemv", "-",
-           "--who", "me", "--note", "tried", "--json"]
-    out = subprocess.run(cmd, input=result.model_dump_json(), capture_output=True, text=True, env=env,
-                         cwd=ws.root, timeout=120)
+    cmd = [sys.executable, "-m", "hotkernel", "record", "gemv", "-", "--who", "me", "--note", "tried", "--json"]
+    out = subprocess.run(
+        cmd, input=result.model_dump_json(), capture_output=True, text=True, env=env, cwd=ws.root, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     reply = json.loads(out.stdout)
     assert reply["verdict"] == "slower" and reply["beats_best"] is False
     assert (ws.root / reply["path"]).is_file()
-    bad = subprocess.run(cmd, input="{not json", capture_output=True, text=True, env=env, cwd=ws.root,
-                         timeout=120)
+    bad = subprocess.run(cmd, input="{not json", capture_output=True, text=True, env=env, cwd=ws.root, timeout=120)
     assert bad.returncode == 1 and "not a verify result" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_record_refuses_what_does_not_describe_the_target(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     with pytest.raises(HotkernelError, match="no target named 'attention'"):
-        record(ws, "attention", synthetic_result("attention", "faster", 2.0), note="n", who="w",
-               provenance=provenance())
+        record(
+            ws, "attention", synthetic_result("attention", "faster", 2.0), note="n", who="w", provenance=provenance()
+        )
     swapped = synthetic_result("gemv", "faster", 100.0)
     swapped.baseline.script = "targets/gemv/slow_copy.py"  # a slowed-down "baseline" makes any candidate win
     with pytest.raises(HotkernelError, match="not targets/gemv/baseline.py"):
@@ -200,8 +221,14 @@ def test_record_refuses_what_does_not_describe_the_target(tmp_path: Path) -> Non
 
 def test_record_stores_the_spec_it_ran_with_and_indexes_itself(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
-    out = record(ws, "gemv", synthetic_result("gemv", "faster", 1.5, tolerances=FP32_TOLERANCES), note="n",
-                 who="w", provenance=provenance())
+    out = record(
+        ws,
+        "gemv",
+        synthetic_result("gemv", "faster", 1.5, tolerances=FP32_TOLERANCES),
+        note="n",
+        who="w",
+        provenance=provenance(),
+    )
     data = json.loads((ws.root / out.path).read_text())
     manifest = load_manifest(ws.manifest)
     assert data["spec"] == json.loads(json.dumps(resolved_target(manifest, "gemv")))
@@ -236,11 +263,13 @@ def test_a_run_that_forges_a_record_and_its_index_entry_changes_nothing(tmp_path
     lock.records["results/gemv/20991231T000000Z.json"] = sha256_file(forged)
     write_lock(ws, lock)
     # --- the run ends; sync records its result
-    out = record(ws, "gemv", synthetic_result("gemv", "faster", 1.6), note="n", who="w", provenance=provenance(),
-                 before=before)
+    out = record(
+        ws, "gemv", synthetic_result("gemv", "faster", 1.6), note="n", who="w", provenance=provenance(), before=before
+    )
     assert out.tampered == ["hotkernel.lock", "results/gemv/20991231T000000Z.json"] and not out.beats_best
     assert json.loads((ws.root / out.path).read_text())["invalidated"]["reason"].startswith(
-        "the run changed files only hotkernel writes (hotkernel.lock, results/gemv/20991231T000000Z.json)")
+        "the run changed files only hotkernel writes (hotkernel.lock, results/gemv/20991231T000000Z.json)"
+    )
     assert set(read_lock(ws).records) == {honest.path, out.path}
     assert json.loads(lock_before)["records"].items() <= read_lock(ws).records.items()
     board = ws.leaderboard.read_text()

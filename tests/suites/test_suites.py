@@ -33,8 +33,13 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
 
 def run_target(ws: Workspace, name: str) -> dict:
     """One standalone run of the untouched candidate: worker, judge, checks; the run JSON."""
-    proc = subprocess.run([os.environ.get("HOTKERNEL_PYTHON", sys.executable), str(ws.target_dir(name) /
-                           "candidate.py")], capture_output=True, text=True, timeout=120, cwd=ws.root)
+    proc = subprocess.run(
+        [os.environ.get("HOTKERNEL_PYTHON", sys.executable), str(ws.target_dir(name) / "candidate.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ws.root,
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -58,7 +63,8 @@ def test_get_inputs_that_raises_names_the_file_and_line(ws: Workspace) -> None:
     (ws.root / "p.py").write_text(
         "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
         "def get_inputs():\n    raise ValueError('no inputs today')\n\ndef get_init_inputs():\n    return []\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     result = new("t", "--from", "./p.py")
     assert isinstance(result.exception, HotkernelError)
     assert f"{ws.root}/p.py:8: get_inputs() raised ValueError: no inputs today" in str(result.exception)
@@ -67,8 +73,10 @@ def test_get_inputs_that_raises_names_the_file_and_line(ws: Workspace) -> None:
 
 @pytest.mark.slow
 def test_outputs_and_inputs_that_are_not_tensors_are_refused(ws: Workspace) -> None:
-    body = ("import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return {out}\n\n"
-            "def get_inputs():\n    return [{inp}]\n\ndef get_init_inputs():\n    return []\n")
+    body = (
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return {out}\n\n"
+        "def get_inputs():\n    return [{inp}]\n\ndef get_init_inputs():\n    return []\n"
+    )
     (ws.root / "a.py").write_text(body.format(out="x", inp="torch.rand(4), 3"), encoding="utf-8")
     (ws.root / "b.py").write_text(body.format(out="[x, 'label']", inp="torch.rand(4)"), encoding="utf-8")
     a, b = new("a", "--from", "./a.py"), new("b", "--from", "./b.py")
@@ -110,8 +118,9 @@ def test_kernelbench_import_scales_the_batch_and_runs_correct(ws: Workspace) -> 
     manifest = load_manifest(ws.manifest)
     ce = manifest.targets["kb1_095_crossentropyloss"]
     assert ce.cases == [{"batch_size": 16}] and ce.extra == ["targets:16"] and ce.rotate == ["predictions", "targets"]
-    assert (ws.root / "problems/kernelbench/level1/95_CrossEntropyLoss.py").read_bytes() == \
-        (KB / "95_CrossEntropyLoss.py").read_bytes()
+    assert (ws.root / "problems/kernelbench/level1/95_CrossEntropyLoss.py").read_bytes() == (
+        KB / "95_CrossEntropyLoss.py"
+    ).read_bytes()
     for name in ("kb1_001_square_matrix_multiplication", "kb1_095_crossentropyloss"):
         run = run_target(ws, name)
         assert run["ok"] and run["status"] == "ok", (name, run.get("reason"))
@@ -141,9 +150,10 @@ def test_a_wrong_candidate_of_a_module_problem_is_incorrect(ws: Workspace) -> No
     (ws.root / "sm.py").write_text((KB / "23_Softmax.py").read_text(encoding="utf-8"), encoding="utf-8")
     assert new("sm", "--from", "./sm.py", "--case", "batch_size=2,dim=256", "--device", "cpu").exit_code == 0
     path = ws.target_dir("sm") / "candidate.py"
-    path.write_text(path.read_text(encoding="utf-8").replace("return _baseline_kernel(x)",
-                                                             "return torch.softmax(x, dim=1) + 0.01"),
-                    encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("return _baseline_kernel(x)", "return torch.softmax(x, dim=1) + 0.01"),
+        encoding="utf-8",
+    )
     run = run_target(ws, "sm")
     assert run["status"] == "incorrect", run.get("reason")
 
@@ -160,7 +170,7 @@ def test_gpumode_task_imports_one_target_with_its_benchmarks_and_tolerances(ws: 
     assert run["ok"] and run["status"] == "ok", run.get("reason")
 
 
-EMBEDDING = '''import torch
+EMBEDDING = """import torch
 import torch.nn as nn
 
 
@@ -183,7 +193,7 @@ def get_inputs():
 
 def get_init_inputs():
     return [num, 16]
-'''
+"""
 
 
 @pytest.mark.slow
@@ -201,19 +211,19 @@ def test_index_inputs_stay_in_range_under_the_perturbation(ws: Workspace) -> Non
 @pytest.mark.slow
 @needs_kb
 def test_integer_outputs_are_compared_exactly(ws: Workspace) -> None:
-    (ws.root / "am.py").write_text((KB / "51_Argmax_over_a_dimension.py").read_text(encoding="utf-8"),
-                                   encoding="utf-8")
+    (ws.root / "am.py").write_text((KB / "51_Argmax_over_a_dimension.py").read_text(encoding="utf-8"), encoding="utf-8")
     assert new("am", "--from", "./am.py", "--case", "batch_size=4,dim1=32,dim2=16", "--device", "cpu").exit_code == 0
     assert run_target(ws, "am")["status"] == "ok"
     path = ws.target_dir("am") / "candidate.py"
-    path.write_text(path.read_text(encoding="utf-8").replace("return _baseline_kernel(x)",
-                                                             "return (_baseline_kernel(x) + 1) % 32"),
-                    encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("return _baseline_kernel(x)", "return (_baseline_kernel(x) + 1) % 32"),
+        encoding="utf-8",
+    )
     run = run_target(ws, "am")
     assert run["status"] == "incorrect" and "outputs_match_reference" in run["reason"], run.get("reason")
 
 
-BIG_TASK = '''import torch
+BIG_TASK = """import torch
 
 
 def ref_kernel(data):
@@ -226,7 +236,7 @@ def generate_input(size, seed):
     gen.manual_seed(seed)
     return (torch.randn(size, size, device="cpu", generator=gen, dtype=torch.float16),
             torch.randn(size, size, device="cpu", generator=gen, dtype=torch.float16))
-'''
+"""
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ def progress_display(title: str, *, enabled: bool = True) -> Iterator[Callable[[
         yield lambda done, total, message: None
         return
     if not out.is_terminal:
+
         def plain(done: int, total: int, message: str) -> None:
             print(f"[{done}/{total}] {message}" if total else message, file=sys.stderr, flush=True)
 
@@ -38,8 +39,13 @@ def progress_display(title: str, *, enabled: bool = True) -> Iterator[Callable[[
         return
 
     bar = Progress(
-        SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[message]}"), console=out, transient=False,
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[message]}"),
+        console=out,
+        transient=False,
     )
     task: list[Any] = []
 
@@ -86,9 +92,15 @@ def register(app: typer.Typer) -> None:
         defaults = manifest_defaults(ws)
         role = "baseline" if script.endswith("baseline.py") else "candidate"
         with progress_display(f"bench {script}", enabled=not as_json) as progress:
-            result = bench(ws, script, n=n if n is not None else defaults.n,
-                           warmup=defaults.warmup if warmup is None else warmup,
-                           role=role, timeout_s=defaults.timeout_s, progress=progress)
+            result = bench(
+                ws,
+                script,
+                n=n if n is not None else defaults.n,
+                warmup=defaults.warmup if warmup is None else warmup,
+                role=role,
+                timeout_s=defaults.timeout_s,
+                progress=progress,
+            )
         if as_json:
             print_json(result)
         else:

@@ -30,9 +30,12 @@ def parse_numbers(text: str | None) -> list[int] | None:
 
 def summary(result: SuiteImport) -> list[str]:
     """Lines: one per target added, one per problem skipped and why, and the totals."""
-    lines = [f"added {item.target} ({item.problem}: {', '.join(item.shapes)}"
-             + (f", {item.cases[0]}" if item.cases and result.suite == "kernelbench" else "") + ")"
-             for item in result.imported]
+    lines = [
+        f"added {item.target} ({item.problem}: {', '.join(item.shapes)}"
+        + (f", {item.cases[0]}" if item.cases and result.suite == "kernelbench" else "")
+        + ")"
+        for item in result.imported
+    ]
     lines += [f"skipped {item.problem}: {item.reason}" for item in result.skipped]
     lines.append(f"{len(result.imported)} imported, {len(result.skipped)} skipped, into {result.manifest}")
     return lines
@@ -44,14 +47,19 @@ def register(app: typer.Typer) -> None:
     @app.command("import")
     def import_command(
         suite: str = typer.Argument(..., help="kernelbench or gpumode", metavar="kernelbench|gpumode"),
-        directory: str = typer.Argument(..., help="KernelBench: a level folder (or the folder holding level1/...); "
-                                        "GPU MODE: a task folder, e.g. reference-kernels/problems/pmpp/vectoradd_py"),
+        directory: str = typer.Argument(
+            ...,
+            help="KernelBench: a level folder (or the folder holding level1/...); "
+            "GPU MODE: a task folder, e.g. reference-kernels/problems/pmpp/vectoradd_py",
+        ),
         level: int = typer.Option(1, "--level", help="KernelBench level (default 1)"),
         problems: str | None = typer.Option(None, "--problems", help="KernelBench problem numbers, e.g. 19,23"),
-        dtype: str | None = typer.Option(None, "--dtype", help="target dtype (KernelBench default fp32; GPU MODE: "
-                                         "the reference's output dtype)"),
-        scale: float | None = typer.Option(None, "--scale", help="KernelBench: shrink the batch (first) dimension "
-                                           "by this factor, e.g. 0.25"),
+        dtype: str | None = typer.Option(
+            None, "--dtype", help="target dtype (KernelBench default fp32; GPU MODE: the reference's output dtype)"
+        ),
+        scale: float | None = typer.Option(
+            None, "--scale", help="KernelBench: shrink the batch (first) dimension by this factor, e.g. 0.25"
+        ),
         device: str | None = typer.Option(None, "--device", help="cuda or cpu (default: defaults.device)"),
         as_json: bool = typer.Option(False, "--json", help="print the SuiteImport as JSON"),
     ) -> None:
@@ -64,8 +72,16 @@ def register(app: typer.Typer) -> None:
             dtype_name = normalise_dtype(dtype) if dtype is not None else None
         except ValueError as err:
             raise HotkernelError(f"--dtype: {err}") from None
-        result = import_suite(workspace_for_new(), suite, directory, level=level, problems=parse_numbers(problems),
-                              dtype=dtype_name, scale=scale, device=device)  # type: ignore[arg-type]
+        result = import_suite(
+            workspace_for_new(),
+            suite,
+            directory,
+            level=level,
+            problems=parse_numbers(problems),
+            dtype=dtype_name,
+            scale=scale,
+            device=device,
+        )  # type: ignore[arg-type]
         if as_json:
             typer.echo(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
             return

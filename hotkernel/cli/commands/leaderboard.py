@@ -19,17 +19,20 @@ def register(app: typer.Typer) -> None:
     @app.command("leaderboard")
     def leaderboard_command(
         check: bool = typer.Option(
-            False, "--check",
+            False,
+            "--check",
             help="write nothing; exit 1 when LEADERBOARD.md is stale or a file under results/ is damaged, "
             "missing or unverified (one line each, with the file)",
         ),
         vouch_committed: bool = typer.Option(
-            False, "--vouch-committed",
+            False,
+            "--vouch-committed",
             help="first add to hotkernel.lock's records index every unindexed record that git HEAD holds unchanged "
             "(records made before the index existed); review the lock's diff before committing it",
         ),
         summary: bool = typer.Option(
-            False, "--summary",
+            False,
+            "--summary",
             help="write nothing; print per suite and device KernelBench's fast_p (p = 0, 1.0, 1.5, 2.0) and the "
             "geometric mean speedup of the faster targets (targets named kb<N>_... form suite 'kernelbench level N')",
         ),
@@ -49,8 +52,10 @@ def register(app: typer.Typer) -> None:
                 console().print(line, markup=False)
             if problems:
                 raise SystemExit(1)
-            console().print("LEADERBOARD.md, the roofline charts and the README headline are up to date and every "
-                            "record under results/ is vouched for")
+            console().print(
+                "LEADERBOARD.md, the roofline charts and the README headline are up to date and every "
+                "record under results/ is vouched for"
+            )
             return
         with workspace_lock(ws, wait_s=10.0, command="hotkernel leaderboard"):
             for vouched in vouch_committed_records(ws) if vouch_committed else []:

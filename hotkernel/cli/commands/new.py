@@ -56,12 +56,19 @@ def _cli_label(key: str, rest: str) -> str:
 def new_target(name: str, fields: dict[str, Any], *, force: bool = False, ws: Workspace | None = None) -> TargetEdit:
     """Create the manifest if absent, add (``force``: replace) the entry, render it."""
     ws = ws or workspace_for_new()
-    return change_target(ws, name, fields, mode="replace" if force else "add", label=_cli_label,
-                         command="hotkernel new")
+    return change_target(
+        ws, name, fields, mode="replace" if force else "add", label=_cli_label, command="hotkernel new"
+    )
 
 
-METAVARS = {"text": "TEXT", "ref": "MODULE:FUNC|FILE.py:FUNC", "texts": "TEXT", "kwargs": "NAME=VALUE",
-            "int": "INTEGER", "float": "NUMBER"}
+METAVARS = {
+    "text": "TEXT",
+    "ref": "MODULE:FUNC|FILE.py:FUNC",
+    "texts": "TEXT",
+    "kwargs": "NAME=VALUE",
+    "int": "INTEGER",
+    "float": "NUMBER",
+}
 
 
 def _option(key: TargetKey) -> inspect.Parameter:
@@ -79,23 +86,29 @@ def _option(key: TargetKey) -> inspect.Parameter:
     option = typer.Option(key.key.cli, help=help_text, show_default=False, metavar=metavar)
     if key.required:
         return inspect.Parameter(key.field, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[base, option])
-    return inspect.Parameter(key.field, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[base | None, option],
-                             default=None)
+    return inspect.Parameter(
+        key.field, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[base | None, option], default=None
+    )
 
 
 def _command_signature() -> inspect.Signature:
     name = inspect.Parameter(
-        "name", inspect.Parameter.KEYWORD_ONLY,
+        "name",
+        inspect.Parameter.KEYWORD_ONLY,
         annotation=Annotated[
             str, typer.Argument(help="Target name: a Python identifier, e.g. rmsnorm.", metavar="NAME")
         ],
     )
     force = inspect.Parameter(
-        "force", inspect.Parameter.KEYWORD_ONLY, default=False,
+        "force",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=False,
         annotation=Annotated[bool, typer.Option("--force", help="Replace an existing entry of the same name.")],
     )
     as_json = inspect.Parameter(
-        "as_json", inspect.Parameter.KEYWORD_ONLY, default=False,
+        "as_json",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=False,
         annotation=Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")],
     )
     return inspect.Signature([name, *(_option(key) for key in target_keys()), force, as_json])

@@ -20,13 +20,10 @@ from hotkernel.workspace.paths import find_workspace
 def read_verify_result(source: str) -> object:
     """Parse the JSON ``hotkernel verify --json`` wrote, from a file or ``-`` (stdin)."""
 
-
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except OSError as err:
-        raise HotkernelError(
-            f"{source}: cannot read ({err.strerror}); pass the file `verify --json` wrote"
-        ) from None
+        raise HotkernelError(f"{source}: cannot read ({err.strerror}); pass the file `verify --json` wrote") from None
     try:
         return VerifyResult.model_validate(json.loads(text))
     except (json.JSONDecodeError, ValidationError) as err:
@@ -44,9 +41,7 @@ def register(app: typer.Typer) -> None:
     def record_command(
         target: str = typer.Argument(..., help="target name, e.g. rmsnorm"),
         result_json: str = typer.Argument(..., help="file `hotkernel verify --json` wrote, or - for stdin"),
-        who: str = typer.Option(
-            ..., "--who", help="honest author of the candidate (person, or agent + model)"
-        ),
+        who: str = typer.Option(..., "--who", help="honest author of the candidate (person, or agent + model)"),
         note: str = typer.Option(..., "--note", help="one line: what the candidate changed"),
         as_json: bool = typer.Option(False, "--json", help="print the RecordResult as JSON"),
     ) -> None:
@@ -69,6 +64,8 @@ def best_line(result: RecordResult) -> str:
     if result.clear_of_best or not result.previous_best_interval or result.previous_best is None:
         return "beats the best so far"
     low, high = result.previous_best_interval
-    return (f"beats the best so far only inside the two verifies' noise (previous best {result.previous_best:.3f}x "
-            f"[{low:.3f}, {high:.3f}], {result.previous_best_path}): verify it once more and keep it only when "
-            "that verify beats the previous best again")
+    return (
+        f"beats the best so far only inside the two verifies' noise (previous best {result.previous_best:.3f}x "
+        f"[{low:.3f}, {high:.3f}], {result.previous_best_path}): verify it once more and keep it only when "
+        "that verify beats the previous best again"
+    )

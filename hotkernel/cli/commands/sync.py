@@ -30,11 +30,13 @@ def register(app: typer.Typer) -> None:
             0.0, "--wait", help="seconds to wait for another sync holding the workspace lock (0 = refuse)"
         ),
         who: str = typer.Option(
-            None, "--who",
+            None,
+            "--who",
             help="author recorded for the candidates (default: $HOTKERNEL_WHO or git user.name)",
         ),
         gpus: str = typer.Option(
-            None, "--gpus",
+            None,
+            "--gpus",
             help="run one verify per GPU of this host at a time: 'all' or indices like '0,1' (default: one at a "
             "time on the visible GPU)",
         ),
@@ -64,8 +66,18 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"  best: {row.target}: {row_text(row)}")
             raise SystemExit(check_exit_code(report))
         with progress_display("sync", enabled=not as_json) as progress:
-            report = sync(ws, names or None, from_scratch=from_scratch, n=n, wait_s=wait, who=who,
-                          progress=progress, gpus=gpus, executor=executor, address=address)
+            report = sync(
+                ws,
+                names or None,
+                from_scratch=from_scratch,
+                n=n,
+                wait_s=wait,
+                who=who,
+                progress=progress,
+                gpus=gpus,
+                executor=executor,
+                address=address,
+            )
         if as_json:
             typer.echo(report.model_dump_json(indent=2))
         else:
@@ -113,8 +125,12 @@ def print_report(report: Any, problems: list[str]) -> None:
         for row in report.best:
             out.print(f"  {row.target}: {row_text(row)}", markup=False, highlight=False)
     else:
-        out.print("Best so far: no counted faster record yet (LEADERBOARD.md); edit targets/<name>/candidate.py, "
-                  "then `hotkernel sync`", markup=False, highlight=False)
+        out.print(
+            "Best so far: no counted faster record yet (LEADERBOARD.md); edit targets/<name>/candidate.py, "
+            "then `hotkernel sync`",
+            markup=False,
+            highlight=False,
+        )
 
 
 def row_text(row: Any) -> str:

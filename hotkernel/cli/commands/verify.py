@@ -32,8 +32,7 @@ def register(app: typer.Typer) -> None:
         defaults = manifest_defaults(ws)
         rounds = n if n is not None else defaults.n
         with progress_display("verify", enabled=not as_json) as progress:
-            result = verify(ws, baseline, candidate, n=rounds, timeout_s=defaults.timeout_s,
-                            progress=progress)
+            result = verify(ws, baseline, candidate, n=rounds, timeout_s=defaults.timeout_s, progress=progress)
         if as_json:
             print_json(result)
         else:

@@ -120,16 +120,13 @@ def main() -> int:
             n_sets -= 1
         if 2 * n_sets * size > free // 2:
             raise RuntimeError(
-                f"not enough free device memory for 2 x {n_sets} buffers of {size >> 20} MiB: "
-                "pass a smaller --mib"
+                f"not enough free device memory for 2 x {n_sets} buffers of {size >> 20} MiB: pass a smaller --mib"
             )
         numel = size // 4
         sources = [torch.rand(numel, device=args.device) for _ in range(n_sets)]
         targets = [torch.empty_like(s) for s in sources]
         contract, why = load_contract(args.contract)
-        notes = (
-            [] if contract is not None else [f"contract timer not used ({why}); timed with the probe's loop"]
-        )
+        notes = [] if contract is not None else [f"contract timer not used ({why}); timed with the probe's loop"]
 
         def copy(j):
             return targets[j % n_sets].copy_(sources[j % n_sets])

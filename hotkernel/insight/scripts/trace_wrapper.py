@@ -40,16 +40,12 @@ def summarise_ops(prof, torch, use_device):
         rows.append(
             {
                 "name": avg.key,
-                "input_shapes": [
-                    list(s) if isinstance(s, (list, tuple)) else s for s in (avg.input_shapes or [])
-                ],
+                "input_shapes": [list(s) if isinstance(s, (list, tuple)) else s for s in (avg.input_shapes or [])],
                 "calls": int(avg.count),
                 "cpu_time_total_us": float(avg.cpu_time_total),
                 "self_cpu_time_total_us": float(avg.self_cpu_time_total),
                 "device_time_total_us": float(attr(avg, "device_time_total", "cuda_time_total")),
-                "self_device_time_total_us": float(
-                    attr(avg, "self_device_time_total", "self_cuda_time_total")
-                ),
+                "self_device_time_total_us": float(attr(avg, "self_device_time_total", "self_cuda_time_total")),
             }
         )
     key = "device_time_total_us" if use_device else "self_cpu_time_total_us"
@@ -89,9 +85,7 @@ def main() -> int:
 
     use_cuda = torch.cuda.is_available()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
-    status.update(
-        torch=torch.__version__, cuda=use_cuda, device=torch.cuda.get_device_name(0) if use_cuda else "cpu"
-    )
+    status.update(torch=torch.__version__, cuda=use_cuda, device=torch.cuda.get_device_name(0) if use_cuda else "cpu")
     sys.argv = [script, *script_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     start = time.perf_counter()

@@ -87,4 +87,3 @@ def make_tool(tool_def: InsightTool) -> Any:
 for _tool_def in REGISTRY.values():
     hints = _tool_def.HINTS
     tool(read_only=hints.read_only, destructive=hints.destructive, idempotent=hints.idempotent)(make_tool(_tool_def))
-

@@ -44,8 +44,10 @@ def _target_script(ws: Workspace, target: str, path: str, param: str) -> Path:
     resolved = inside(ws, path, param)
     folder = ws.target_dir(target).resolve()
     if resolved.suffix != ".py" or resolved.parent != folder or not resolved.is_file():
-        raise ToolError(f"{param} {quote(path)} must be an existing .py file in targets/{target}/ (e.g. "
-                        f"'targets/{target}/candidate.py')")
+        raise ToolError(
+            f"{param} {quote(path)} must be an existing .py file in targets/{target}/ (e.g. "
+            f"'targets/{target}/candidate.py')"
+        )
     return resolved
 
 
@@ -54,9 +56,7 @@ async def bench(
     ctx: Context,
     target: TargetName,
     role: Role = "baseline",
-    n: Annotated[
-        int, Field(description="timed runs (separate processes), 1 to 100; default 5", ge=1, le=100)
-    ] = 5,
+    n: Annotated[int, Field(description="timed runs (separate processes), 1 to 100; default 5", ge=1, le=100)] = 5,
     warmup: Annotated[
         int, Field(description="untimed runs before the timed ones, 0 to 10; default 1", ge=0, le=10)
     ] = 1,
@@ -94,9 +94,7 @@ async def verify(
     target: TargetName,
     n: Annotated[
         int,
-        Field(
-            description="ABBA rounds, 2 to 50; each runs baseline and candidate once; default 7", ge=2, le=50
-        ),
+        Field(description="ABBA rounds, 2 to 50; each runs baseline and candidate once; default 7", ge=2, le=50),
     ] = 7,
     candidate: Annotated[
         str | None,
@@ -176,8 +174,10 @@ def record(
             raise ToolError(f"no finished verify of target {target!r} in this server: call verify first")
     with job.lock:
         if job.recorded:
-            raise ToolError(f"the verify job {job.id} of {target!r} is already recorded as {job.recorded}: "
-                            "one record per verify; run verify again to record another experiment")
+            raise ToolError(
+                f"the verify job {job.id} of {target!r} is already recorded as {job.recorded}: "
+                "one record per verify; run verify again to record another experiment"
+            )
         result = record_result(ws, target, VerifyResult.model_validate(job.result), note=note, who=who)
         job.recorded = result.path
     return result
@@ -190,9 +190,7 @@ async def sync(
         list[Annotated[str, Field(pattern=TARGET_NAME_RE.pattern, max_length=64)]] | None,
         Field(description="target names to reconcile; default None = every out-of-date target", max_length=1000),
     ] = None,
-    from_scratch: Annotated[
-        bool, Field(description="re-run even targets that are up to date; default false")
-    ] = False,
+    from_scratch: Annotated[bool, Field(description="re-run even targets that are up to date; default false")] = False,
     n: Annotated[
         int | None,
         Field(
@@ -236,15 +234,20 @@ async def sync(
         unknown = [t for t in targets if t not in manifest.targets]
         if unknown:
             raise ToolError(
-                f"targets {unknown} not in {MANIFEST_NAME}; "
-                f"known targets: {', '.join(sorted(manifest.targets))}"
+                f"targets {unknown} not in {MANIFEST_NAME}; known targets: {', '.join(sorted(manifest.targets))}"
             )
     if address is not None and executor != "ray":
         raise ToolError("address is for executor 'ray'; drop it or pass executor='ray'")
     if gpus is not None and executor == "ray":
         raise ToolError("gpus is for executor 'local'; Ray gives each task one GPU of the cluster")
-    args = {"names": targets or None, "from_scratch": from_scratch, "n": n, "gpus": gpus, "executor": executor,
-            "address": address}
+    args = {
+        "names": targets or None,
+        "from_scratch": from_scratch,
+        "n": n,
+        "gpus": gpus,
+        "executor": executor,
+        "address": address,
+    }
     info, result = await run_job(ctx, "sync", ws, args, wait_s)
     return SyncOutcome(job=info, result=result)
 

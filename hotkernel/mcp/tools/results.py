@@ -42,9 +42,7 @@ class History(BaseModel):
     """history: every record of one target."""
 
     target: str = Field(description="target name")
-    records: list[HistoryEntry] = Field(
-        description="oldest first; invalidated records included (counted=false)"
-    )
+    records: list[HistoryEntry] = Field(description="oldest first; invalidated records included (counted=false)")
 
 
 @tool(read_only=False, destructive=False, idempotent=True)
@@ -59,8 +57,13 @@ def leaderboard(ctx: Context) -> Leaderboard:
     with workspace_lock(ws, wait_s=LOCK_WAIT_S, command="MCP leaderboard"):
         path = write_leaderboard(ws)
     rows = board_rows(ws)  # the rows LEADERBOARD.md lists: the current protocol's vouched records
-    return Leaderboard(path=rel(ws, path), markdown=path.read_text(encoding="utf-8"), rows=rows,
-                       best=best_entries(rows), summary=board_summary(ws).suites)
+    return Leaderboard(
+        path=rel(ws, path),
+        markdown=path.read_text(encoding="utf-8"),
+        rows=rows,
+        best=best_entries(rows),
+        summary=board_summary(ws).suites,
+    )
 
 
 @tool(read_only=True, destructive=False, idempotent=True)

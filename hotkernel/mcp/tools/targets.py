@@ -56,16 +56,11 @@ class TargetDetail(BaseModel):
     """show_target: the spec, the files and the latest verdicts of one target."""
 
     name: str = Field(description="target name")
-    spec: dict[str, Any] = Field(
-        description="the resolved spec: every manifest field with defaults filled in"
-    )
+    spec: dict[str, Any] = Field(description="the resolved spec: every manifest field with defaults filled in")
     files: dict[str, str | None] = Field(
-        description="workspace-relative paths of baseline.py, candidate.py and the contract (None when "
-        "missing)"
+        description="workspace-relative paths of baseline.py, candidate.py and the contract (None when missing)"
     )
-    history: list[HistoryEntry] = Field(
-        description="the latest records of this target, newest first (at most 10)"
-    )
+    history: list[HistoryEntry] = Field(description="the latest records of this target, newest first (at most 10)")
 
 
 class EditResult(BaseModel):
@@ -73,15 +68,11 @@ class EditResult(BaseModel):
 
     name: str = Field(description="target name")
     manifest: str = Field(description="workspace-relative path of the manifest edited")
-    written: list[str] = Field(
-        default_factory=list, description="workspace-relative files written by rendering"
-    )
+    written: list[str] = Field(default_factory=list, description="workspace-relative files written by rendering")
     kept: list[str] = Field(
         default_factory=list, description="files left as they were (an edited candidate is never overwritten)"
     )
-    spec: dict[str, Any] | None = Field(
-        default=None, description="the resolved spec after the edit (None: removed)"
-    )
+    spec: dict[str, Any] | None = Field(default=None, description="the resolved spec after the edit (None: removed)")
 
 
 def _target_files(ws: Workspace, name: str) -> dict[str, str | None]:
@@ -96,9 +87,7 @@ def _target_files(ws: Workspace, name: str) -> dict[str, str | None]:
 def _best_speedup(ws: Workspace, name: str) -> float | None:
 
     speedups = [
-        e.speedup
-        for e in target_history(ws, name)
-        if e.counted and e.verdict == "faster" and e.speedup is not None
+        e.speedup for e in target_history(ws, name) if e.counted and e.verdict == "faster" and e.speedup is not None
     ]
     return max(speedups) if speedups else None
 
@@ -178,8 +167,9 @@ def _key_parameters(*, required: bool) -> Callable[[Callable[..., Any]], Callabl
         for key in keys:
             needed = required and key.required
             annotation = mcp_annotation(key, required=needed)
-            params.append(inspect.Parameter(key.key.mcp, keyword, annotation=annotation,
-                                            **({} if needed else {"default": None})))
+            params.append(
+                inspect.Parameter(key.key.mcp, keyword, annotation=annotation, **({} if needed else {"default": None}))
+            )
         params.append(inspect.Parameter("fields", keyword, annotation=FieldsParam, default=None))
         fn.__signature__ = inspect.Signature(params, return_annotation=EditResult)  # type: ignore[attr-defined]
         fn.__annotations__ = {p.name: p.annotation for p in params} | {"return": EditResult}
@@ -278,18 +268,33 @@ def new_target(**arguments: Any) -> EditResult:
 def import_suite(
     ctx: Context,
     suite: Annotated[Literal["kernelbench", "gpumode"], Field(description="kernelbench or gpumode")],
-    directory: Annotated[str, Field(max_length=MAX_STRING, description="KernelBench: a level folder (or the "
-                                    "folder holding level1/...); GPU MODE: a task folder, e.g. "
-                                    "reference-kernels/problems/pmpp/vectoradd_py")],
+    directory: Annotated[
+        str,
+        Field(
+            max_length=MAX_STRING,
+            description="KernelBench: a level folder (or the "
+            "folder holding level1/...); GPU MODE: a task folder, e.g. "
+            "reference-kernels/problems/pmpp/vectoradd_py",
+        ),
+    ],
     level: Annotated[int, Field(ge=1, le=10, description="KernelBench level (default 1)")] = 1,
-    problems: Annotated[list[int] | None, Field(max_length=1000, description="KernelBench problem numbers, "
-                                                "e.g. [19, 23]; default all")] = None,
-    dtype: Annotated[Literal[DTYPES] | None, Field(description="target dtype (KernelBench default fp32; GPU "  # type: ignore[valid-type]
-                                                   "MODE: the reference's output dtype)")] = None,
-    scale: Annotated[float | None, Field(gt=0, le=1, description="KernelBench: shrink the batch (first) "
-                                         "dimension by this factor, e.g. 0.25")] = None,
-    device: Annotated[Literal["cuda", "cpu"] | None, Field(description="cuda or cpu (default: defaults.device)")]
-    = None,
+    problems: Annotated[
+        list[int] | None, Field(max_length=1000, description="KernelBench problem numbers, e.g. [19, 23]; default all")
+    ] = None,
+    dtype: Annotated[
+        Literal[DTYPES] | None,
+        Field(
+            description="target dtype (KernelBench default fp32; GPU "  # type: ignore[valid-type]
+            "MODE: the reference's output dtype)"
+        ),
+    ] = None,
+    scale: Annotated[
+        float | None,
+        Field(gt=0, le=1, description="KernelBench: shrink the batch (first) dimension by this factor, e.g. 0.25"),
+    ] = None,
+    device: Annotated[
+        Literal["cuda", "cpu"] | None, Field(description="cuda or cpu (default: defaults.device)")
+    ] = None,
 ) -> SuiteImport:
     """Import a problem suite: one target per KernelBench problem file, or one per GPU MODE task (its benchmark
     shapes, its reference's tolerances), added to hotkernel.yaml (created when absent) and rendered.
@@ -306,7 +311,16 @@ def import_suite(
     path = Path(directory).expanduser()
     path = path if path.is_absolute() else start_dir(ctx) / path
     try:
-        return suite_import(ws, suite, path, level=level, problems=problems, dtype=dtype, scale=scale,
-                            device=device, command="import_suite")
+        return suite_import(
+            ws,
+            suite,
+            path,
+            level=level,
+            problems=problems,
+            dtype=dtype,
+            scale=scale,
+            device=device,
+            command="import_suite",
+        )
     except HotkernelError as err:
         raise ToolError(str(err)) from None

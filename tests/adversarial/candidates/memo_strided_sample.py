@@ -10,6 +10,7 @@ import torch
 def honest(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
+
 _cache = {}
 
 
