@@ -12,7 +12,8 @@ Three roles, three processes::
     python -I hk_contract.py worker [SCRIPT]    times the script's `kernel`; one protocol line on a private fd
     python -I hk_contract.py judge              persistent; one job per stdin line, one JSON reply
 
-Where things are: knobs.py (every knob, unit in its name), spec.py (SPEC from baseline.py, seeds),
+Where things are: knobs.py (every knob, unit in its name), spec.py (SPEC from baseline.py, seeds), problems.py
+(KernelBench and GPU MODE problem files as baselines), probe.py (what a problem file holds, without its inputs),
 inputs.py (input sets, perturbation), timer.py (the timer), checks.py (the checks table), hygiene.py
 (process trees, stale files), transport.py (CUDA IPC / files), worker.py, judge.py, orchestrator.py.
 """
@@ -177,6 +178,45 @@ def load_file_module(path: str, folders: tuple[str, ...] = ()) -> Any:
     return module
 
 
+def mix_seed(seed: int, index: int) -> int:
+    """A per-tensor seed derived from a set seed (both < 2**63)."""
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+class SeedSource:
+    """Fresh seeds from os.urandom (default policy) or a deterministic stream when the spec fixes ``seed``."""
+
+    def __init__(self, fixed: int | None) -> None:
+        self.policy = "fresh-per-run" if fixed is None else f"fixed:{fixed}"
+        self._rng = None if fixed is None else random.Random(int(fixed))
+
+    def next(self) -> int:
+        if self._rng is None:
+            return int.from_bytes(os.urandom(8), "little") >> 1
+        return self._rng.getrandbits(63)
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return "CPU " + line.split(":", 1)[1].strip()
+    return "CPU " + (platform.processor() or platform.machine())
+
+
+def host_available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (None when the platform does not say)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    return None
+
+
+# ======================================== problems.py =======================================================
 def load_function(ref: str, root: str) -> Callable[..., Any]:
     """Import ``module:function`` (importable or under ``root``), or ``./path.py:function`` under ``root``; a
     bare ``./problem.py`` is a module problem, whose baseline is :class:`ProblemBaseline`."""
@@ -219,9 +259,11 @@ def problem_format(module: Any) -> str:
         return "kernelbench"
     if all(callable(getattr(module, n, None)) for n in ("generate_input", "ref_kernel")):
         return "gpumode"
-    raise ValueError(f"{module.__file__}: neither a KernelBench problem (class Model, get_inputs(), "
-                     "get_init_inputs()) nor a GPU MODE reference (generate_input(), ref_kernel()); "
-                     "see docs/suites.md")
+    raise ValueError(
+        f"{module.__file__}: neither a KernelBench problem (class Model, get_inputs(), "
+        "get_init_inputs()) nor a GPU MODE reference (generate_input(), ref_kernel()); "
+        "see docs/suites.md"
+    )
 
 
 class Problem:
@@ -303,44 +345,7 @@ class ProblemBaseline:
         return torch.func.functional_call(model, dict(zip(names, args[count:], strict=True)), tuple(args[:count]))
 
 
-def mix_seed(seed: int, index: int) -> int:
-    """A per-tensor seed derived from a set seed (both < 2**63)."""
-    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") >> 1
-
-
-class SeedSource:
-    """Fresh seeds from os.urandom (default policy) or a deterministic stream when the spec fixes ``seed``."""
-
-    def __init__(self, fixed: int | None) -> None:
-        self.policy = "fresh-per-run" if fixed is None else f"fixed:{fixed}"
-        self._rng = None if fixed is None else random.Random(int(fixed))
-
-    def next(self) -> int:
-        if self._rng is None:
-            return int.from_bytes(os.urandom(8), "little") >> 1
-        return self._rng.getrandbits(63)
-
-
-def cpu_name() -> str:
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return "CPU " + line.split(":", 1)[1].strip()
-    return "CPU " + (platform.processor() or platform.machine())
-
-
-def host_available_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (None when the platform does not say)."""
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    return None
-
-
+# ======================================== probe.py ==========================================================
 # ---- probing a problem file without allocating its inputs (run by ``hotkernel new`` / ``hotkernel import``) ----
 PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant --scale shrinks, tried first
 
@@ -365,8 +370,13 @@ def _tensor_entries(torch: Any, values: Any, what: str, *, scalars: bool = False
             raise ValueError(f"{what} gives a {type(item).__name__} at position {index}, not a tensor")
         if item.dim() == 0 and not scalars:
             raise ValueError(f"{what} gives a 0-d tensor at position {index} (hotkernel inputs have a shape)")
-        entries.append({"shape": list(item.shape), "dtype": str(item.dtype).replace("torch.", ""),
-                        "floating": bool(item.is_floating_point())})
+        entries.append(
+            {
+                "shape": list(item.shape),
+                "dtype": str(item.dtype).replace("torch.", ""),
+                "floating": bool(item.is_floating_point()),
+            }
+        )
     return entries
 
 
@@ -377,8 +387,9 @@ def _forward_names(module: Any, count: int) -> list[str]:
     return names[:count] if len(names) >= count else [f"x{i}" for i in range(count)]
 
 
-def _kernelbench_probe(torch: Any, path: str, module: Any, scale: float | None,
-                       cases: list[dict[str, Any]] | None) -> dict[str, Any]:
+def _kernelbench_probe(
+    torch: Any, path: str, module: Any, scale: float | None, cases: list[dict[str, Any]] | None
+) -> dict[str, Any]:
     case: dict[str, Any] = dict(cases[0]) if cases else {}
     if scale is not None and not case:  # the constant that is the first input's first dimension
         try:
@@ -410,8 +421,10 @@ def _kernelbench_probe(torch: Any, path: str, module: Any, scale: float | None,
     for sub_name, sub in model.named_modules():
         for attr, value in vars(sub).items():
             if isinstance(value, torch.Tensor) and id(value) not in registered:
-                raise ValueError(f"{path}: Model keeps the tensor {(sub_name + '.' if sub_name else '') + attr} "
-                                 "outside its parameters and buffers (its values cannot follow the contract's seeds)")
+                raise ValueError(
+                    f"{path}: Model keeps the tensor {(sub_name + '.' if sub_name else '') + attr} "
+                    "outside its parameters and buffers (its values cannot follow the contract's seeds)"
+                )
     names = _forward_names(module, len(entries))
     for entry, name in zip(entries, names, strict=True):
         entry["name"] = name
@@ -454,8 +467,12 @@ def _gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any
         shapes.append(entries)
         if outputs is None:
             with contextlib.suppress(Exception), FakeTensorMode(allow_non_fake_inputs=True):
-                outputs = _tensor_entries(torch, module.ref_kernel(tuple(data) if isinstance(data, (tuple, list))
-                                                                   else (data,)), "ref_kernel()", scalars=True)
+                outputs = _tensor_entries(
+                    torch,
+                    module.ref_kernel(tuple(data) if isinstance(data, (tuple, list)) else (data,)),
+                    "ref_kernel()",
+                    scalars=True,
+                )
     return {"format": "gpumode", "cases": cases, "shapes": shapes, "outputs": outputs}
 
 
@@ -477,11 +494,15 @@ def probe_main(argv: list[str]) -> None:
 
     for request in json.loads(argv[0]):
         try:
-            reply = {"ok": True, "probe": probe_problem(torch, request["path"], request.get("scale"),
-                                                        request.get("cases"))}
+            reply = {
+                "ok": True,
+                "probe": probe_problem(torch, request["path"], request.get("scale"), request.get("cases")),
+            }
         except Exception as err:  # noqa: BLE001 - one bad problem is one reply, not a dead probe
-            reply = {"ok": False, "error": str(err) if isinstance(err, ValueError) else
-                     problem_error(request["path"], err, "probing")}
+            reply = {
+                "ok": False,
+                "error": str(err) if isinstance(err, ValueError) else problem_error(request["path"], err, "probing"),
+            }
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 

@@ -11,7 +11,8 @@ Three roles, three processes::
     python -I hk_contract.py worker [SCRIPT]    times the script's `kernel`; one protocol line on a private fd
     python -I hk_contract.py judge              persistent; one job per stdin line, one JSON reply
 
-Where things are: knobs.py (every knob, unit in its name), spec.py (SPEC from baseline.py, seeds),
+Where things are: knobs.py (every knob, unit in its name), spec.py (SPEC from baseline.py, seeds), problems.py
+(KernelBench and GPU MODE problem files as baselines), probe.py (what a problem file holds, without its inputs),
 inputs.py (input sets, perturbation), timer.py (the timer), checks.py (the checks table), hygiene.py
 (process trees, stale files), transport.py (CUDA IPC / files), worker.py, judge.py, orchestrator.py.
 """

@@ -24,7 +24,8 @@ from .knobs import (
     PLACEMENT_PAD_STEP_BYTES,
     CheckFailed,
 )
-from .spec import Problem, mix_seed
+from .problems import Problem
+from .spec import mix_seed
 
 
 def torch_dtype(torch: Any, name: str) -> Any:

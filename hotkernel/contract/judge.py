@@ -28,7 +28,8 @@ from .inputs import (
     perturbation_of_call,
 )
 from .knobs import PARENT_PID_ENV, CheckFailed
-from .spec import device_kind_of, is_problem_ref, load_function, load_problem, read_spec, workspace_root
+from .problems import is_problem_ref, load_function, load_problem
+from .spec import device_kind_of, read_spec, workspace_root
 from .transport import import_outputs
 
 

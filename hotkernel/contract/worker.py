@@ -49,15 +49,12 @@ from .knobs import (
     SAMPLES,
     CheckFailed,
 )
+from .problems import Problem, is_problem_ref, load_function, load_problem
 from .spec import (
-    Problem,
     SeedSource,
     cpu_name,
     device_kind_of,
     host_available_bytes,
-    is_problem_ref,
-    load_function,
-    load_problem,
     read_spec,
     workspace_root,
 )

@@ -1,0 +1,141 @@
+"""Problem files as targets: a KernelBench problem (``class Model``, ``get_inputs``, ``get_init_inputs``) or a GPU
+MODE reference (``generate_input``, ``ref_kernel``) named by a ``from`` without ``:function``; the baseline and
+the inputs they define."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .spec import load_file_module
+
+
+def load_function(ref: str, root: str) -> Callable[..., Any]:
+    """Import ``module:function`` (importable or under ``root``), or ``./path.py:function`` under ``root``; a
+    bare ``./problem.py`` is a module problem, whose baseline is :class:`ProblemBaseline`."""
+    if is_problem_ref(ref):
+        return ProblemBaseline(ref, root)
+    module_part, _, attr = ref.rpartition(":")
+    if not module_part or not attr:
+        raise ValueError(f"function reference {ref!r} must look like module:function or ./file.py:function")
+    if module_part.endswith(".py") or module_part.startswith(("./", "../", "/")):
+        module = load_file_module(os.path.normpath(os.path.join(root, module_part)))
+    else:
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        module = importlib.import_module(module_part)
+    value: Any = module
+    for part in attr.split("."):
+        value = getattr(value, part)
+    if not callable(value):
+        raise TypeError(f"{ref} is not callable")
+    return value
+
+
+# ---- module problems (docs/suites.md) -----------------------------------------------------------------------
+# A ``from`` that names a file without a function is a problem file in one of two layouts. KernelBench:
+# ``class Model(nn.Module)``, ``get_inputs()``, ``get_init_inputs()``; the baseline is the Model called with
+# the inputs, and its parameters and buffers are further inputs after them. GPU MODE (reference-kernels):
+# ``generate_input(**case, seed)`` and ``ref_kernel(data)``; the inputs are the items of ``data``. Inputs follow
+# the problem's own distribution, made from the contract's seeds on the target's device.
+PROBLEM_SEED_MOD = 2**31 - 1  # a GPU MODE generate_input may hand its seed to numpy or random
+
+
+def is_problem_ref(ref: str) -> bool:
+    """True for ``./problem.py`` (a file, no ``:function``)."""
+    return ref.endswith(".py") and ":" not in ref
+
+
+def problem_format(module: Any) -> str:
+    """``kernelbench`` or ``gpumode`` by the names a problem file defines; ValueError for neither."""
+    if all(callable(getattr(module, n, None)) for n in ("Model", "get_inputs", "get_init_inputs")):
+        return "kernelbench"
+    if all(callable(getattr(module, n, None)) for n in ("generate_input", "ref_kernel")):
+        return "gpumode"
+    raise ValueError(
+        f"{module.__file__}: neither a KernelBench problem (class Model, get_inputs(), "
+        "get_init_inputs()) nor a GPU MODE reference (generate_input(), ref_kernel()); "
+        "see docs/suites.md"
+    )
+
+
+class Problem:
+    """A loaded problem file: its format, and for KernelBench the module-level constants of its one case
+    (``cases[0]``, e.g. a smaller batch_size) set before anything of it runs."""
+
+    def __init__(self, module: Any, cases: list[dict[str, Any]] | None) -> None:
+        self.module = module
+        self.format = problem_format(module)
+        self.cases = list(cases or [])
+        if self.format == "kernelbench":
+            for name, value in (self.cases[0] if self.cases else {}).items():
+                setattr(module, name, value)
+        self._meta_model: Any = None
+
+    def inputs(self, torch: Any, shape_index: int, seed: int, device: str, dtype: Any) -> list[Any]:
+        """The problem's own inputs of one set, made under ``seed`` on ``device`` (floats cast to ``dtype``
+        for KernelBench; GPU MODE's generate_input picks its own dtypes)."""
+        if self.format == "gpumode":
+            case = dict(self.cases[shape_index]) if self.cases else {}
+            with torch.device(device):
+                data = self.module.generate_input(**case, seed=seed % PROBLEM_SEED_MOD)
+            return list(data) if isinstance(data, (tuple, list)) else [data]
+        torch.manual_seed(seed)
+        with torch.device(device):
+            values = list(self.module.get_inputs())
+        return [v.to(dtype) if v.is_floating_point() else v for v in values]
+
+    def model_tensors(self, torch: Any, seed: int, device: str, dtype: Any) -> list[Any]:
+        """The Model's parameters then buffers (named_parameters(), named_buffers() order), initialised by
+        the Model itself under ``seed`` on ``device``, floats cast to ``dtype``; none for GPU MODE."""
+        if self.format == "gpumode":
+            return []
+        torch.manual_seed(seed)
+        with torch.device(device):
+            model = self.module.Model(*self.module.get_init_inputs())
+        tensors = [t.detach() for _, t in model.named_parameters()] + [t.detach() for _, t in model.named_buffers()]
+        return [t.to(dtype) if t.is_floating_point() else t for t in tensors]
+
+    def meta_model(self, torch: Any) -> tuple[Any, list[str]]:
+        """The Model built on the meta device (no memory) and the names of its tensors, in input order."""
+        if self._meta_model is None:
+            with torch.device("meta"):
+                model = self.module.Model(*self.module.get_init_inputs())
+            names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
+            self._meta_model = (model, names)
+        return self._meta_model
+
+
+_PROBLEMS: dict[str, Problem] = {}
+
+
+def load_problem(ref: str, root: str, cases: list[dict[str, Any]] | None) -> Problem:
+    """The problem file ``ref`` under ``root``, loaded once per process (its folder and the folder above it on
+    sys.path: GPU MODE's reference imports ``utils`` from there); ``cases`` None: as loaded before."""
+    path = os.path.normpath(os.path.join(root, ref))
+    if path not in _PROBLEMS or (cases is not None and _PROBLEMS[path].cases != list(cases)):
+        _PROBLEMS[path] = Problem(load_file_module(path, (os.path.dirname(os.path.dirname(path)),)), cases)
+    return _PROBLEMS[path]
+
+
+class ProblemBaseline:
+    """A problem's baseline as a function of the call's inputs: KernelBench's Model with its parameters and
+    buffers taken from the trailing inputs (``torch.func.functional_call`` on a meta-device Model), or GPU MODE's
+    ``ref_kernel`` of the inputs as one tuple."""
+
+    def __init__(self, ref: str, root: str) -> None:
+        self.path = os.path.normpath(os.path.join(root, ref))
+        load_problem(ref, root, None)
+
+    def __call__(self, *args: Any) -> Any:
+        import torch  # the contract's roles import torch inside their functions
+
+        problem = _PROBLEMS[self.path]  # as last loaded (with the cases of the current run)
+        if problem.format == "gpumode":
+            return problem.module.ref_kernel(tuple(args))
+        model, names = problem.meta_model(torch)
+        count = len(args) - len(names)
+        return torch.func.functional_call(model, dict(zip(names, args[count:], strict=True)), tuple(args[:count]))
