@@ -20,6 +20,7 @@ import jinja2
 from pydantic import BaseModel, Field
 
 from hotkernel._util.fs import atomic_write_text
+from hotkernel.contract import build
 from hotkernel.errors import HotkernelError
 from hotkernel.workspace.paths import Workspace, validate_target_name
 
@@ -42,7 +43,7 @@ def templates_dir() -> Path:
     """``hotkernel/templates`` (wheel) or ``<repo>/templates`` (editable checkout)."""
     here = Path(__file__).resolve().parent.parent  # the hotkernel package
     for candidate in (here / "templates", here.parent / "templates"):
-        if (candidate / CONTRACT_NAME).is_file():
+        if (candidate / BASELINE_TEMPLATE).is_file():
             return candidate
     raise HotkernelError(
         f"hotkernel's templates are missing (looked in {here / 'templates'} and "
@@ -51,8 +52,17 @@ def templates_dir() -> Path:
 
 
 def contract_path() -> Path:
-    """The tool's own copy of the contract (the one every workspace copy must equal)."""
-    return templates_dir() / CONTRACT_NAME
+    """The tool's own copy of the contract (the one every workspace copy must equal), built from the package's
+    ``hotkernel/contract/`` modules: shipped built in a wheel, built on first use (and whenever the modules
+    change) in a checkout, where ``templates/hk_contract.py`` is git-ignored."""
+    path = templates_dir() / CONTRACT_NAME
+    try:
+        return build.ensure_built(path)
+    except OSError as exc:
+        raise HotkernelError(
+            f"cannot build hotkernel's contract at {path} ({exc.strerror or exc}): make the folder writable or "
+            "reinstall hotkernel from a wheel (`pip install hotkernel`), which carries it built"
+        ) from exc
 
 
 def contract_source() -> str:
