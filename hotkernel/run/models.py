@@ -14,6 +14,7 @@ from hotkernel._util.model import StrictModel as _Model
 
 RunStatus = Literal["ok", "incorrect", "invalid", "error"]
 Verdict = Literal["faster", "slower", "inconclusive", "incorrect", "invalid"]
+StopReason = Literal["decided", "within_margin", "planned_rounds", "max_rounds", "failed", "cancelled"]
 
 
 class RunSummary(_Model):
@@ -95,8 +96,18 @@ class VerifyResult(_Model):
     decision: dict[str, Any] | None = Field(
         default=None, description="the verdict rule's full decision (verdict.Decision.as_dict()), when it ran"
     )
-    n: int = Field(description="rounds asked for (each round runs baseline and candidate once)")
-    rounds_completed: int = Field(description="rounds that ran to the end (fewer when it stopped early)")
+    n: int = Field(description="rounds planned (each round runs baseline and candidate once)")
+    rounds_completed: int = Field(description="rounds that ran to the end: where the sequential rule stopped")
+    max_rounds: int | None = Field(
+        default=None, description="the cap: rounds it may run when the answer is still open at n (None: n)"
+    )
+    stopped: StopReason | None = Field(
+        default=None,
+        description="why it stopped: decided (faster/slower), within_margin, planned_rounds (open at n with the "
+        "point estimate inside the margin), max_rounds (still open at the cap), failed (an incorrect/invalid "
+        "run), cancelled",
+    )
+    extended: str | None = Field(default=None, description="why it ran past n rounds, when it did")
     order: list[str] = Field(default_factory=list, description="the roles in the order they ran ('B' / 'C')")
     target: str | None = Field(default=None, description="target name the contract reported")
     device: str | None = Field(default=None, description="device name the contract reported")

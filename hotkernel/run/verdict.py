@@ -5,21 +5,36 @@ fresh process). Rule (``docs/verdicts.md`` says why): d_i = ln(baseline_i / cand
 for mean(d) at confidence 1 - alpha with df = n - 1, speedup = exp(mean d) with interval [exp(lo), exp(hi)].
 ``faster`` only when the whole interval lies above 1 + epsilon, ``slower`` only when it lies below
 1 / (1 + epsilon), otherwise ``inconclusive``. Stdlib only: the tool process imports no numpy/scipy/torch.
+
+``decide`` looks once. ``decide_sequential`` looks after every round from MIN_ROUNDS on, each look with its own
+share of alpha (alpha spending, ``LookPlan``), and stops at the first look whose interval lies outside the margin
+(faster / slower) or inside it (inconclusive, within margin); by the union bound the chance that any look errs
+is at most the sum of the shares, alpha.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
 RULE_NAME = "paired-log-ratio-t"
+SEQUENTIAL_RULE_NAME = "paired-log-ratio-t-sequential"
 DEFAULT_ALPHA = 0.01  # two-sided error rate of the interval; 0.01 because agents screen many candidates
 # practical margin, fraction of the baseline time (0.01 = 1%): the A/A intervals measured on the H200 are
 # narrower (docs/verdicts.md), so no per-device noise figure is needed on top of it
 MIN_EPSILON = 0.01
 MIN_ROUNDS = 3  # fewer paired rounds than this give no usable interval
+# Alpha spending over the looks (decide_sequential). The faster / slower boundary: by look k <= n, alpha *
+# (1 - EXTENSION_ALPHA_SHARE) * (k / n) ** SPENDING_POWER is spent (a power family: 1 is Pocock-like, 3 O'Brien-
+# Fleming-like); the looks after n (up to max_rounds) share EXTENSION_ALPHA_SHARE * alpha equally. The within-
+# margin boundary spends WITHIN_ALPHA * k / n by look k <= n; its error (stopping "within margin" when the true
+# difference is epsilon or more) is a missed difference, never a false faster or slower.
+SPENDING_POWER = 2.0
+EXTENSION_ALPHA_SHARE = 0.2  # fraction of alpha kept for the looks after n; 0 when max_rounds == n
+WITHIN_ALPHA = 0.05
+EXTENSION_FACTOR = 2  # max_rounds = EXTENSION_FACTOR * n unless asked otherwise
 
 Verdict = Literal["faster", "slower", "inconclusive"]
 Reason = Literal[
@@ -29,6 +44,11 @@ Reason = Literal[
     "interval_overlaps_margin",  # inconclusive: the interval reaches into the margin or across it
     "too_few_rounds",  # inconclusive: n < MIN_ROUNDS
 ]
+# Why a sequential verify stopped: "decided" (faster / slower), "within_margin" (inconclusive, any difference is
+# smaller than epsilon), "planned_rounds" (still open at n with the point estimate inside the margin: more
+# rounds would not show a difference the margin counts), "max_rounds" (still open at the cap); verify adds
+# "failed" (an incorrect / invalid run ended it) and "cancelled".
+Stop = Literal["decided", "within_margin", "planned_rounds", "max_rounds", "failed", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +66,12 @@ class Decision:
     rule: str = RULE_NAME
     log_ratio_sd: float | None = None  # sample sd of d_i (ddof=1); 0.0 when every round had the same ratio
     t_critical: float | None = None  # Student t quantile 1 - alpha/2 at df = n - 1
+    # decide_sequential only: alpha of the whole verify (``alpha`` above is this look's share of it), the
+    # planned rounds, the cap, and why it stopped
+    alpha_total: float | None = None
+    planned_rounds: int | None = None
+    max_rounds: int | None = None
+    stopped: Stop | None = None
 
     def as_dict(self) -> dict:
         """Plain JSON-serialisable dict (for run records and MCP replies)."""
@@ -179,6 +205,92 @@ def decide(
     else:
         verdict, reason = "inconclusive", "interval_overlaps_margin"
     return Decision(verdict, reason, math.exp(mean), low, high, **common, log_ratio_sd=sd, t_critical=t_critical)
+
+
+@dataclass(frozen=True)
+class LookPlan:
+    """The looks of a sequential verify: one after every round k from MIN_ROUNDS to ``max_rounds``, planned
+    around ``n`` rounds (the target's n). Stored in the verify result (``n``, ``max_rounds``) so the decision can
+    be recomputed from the per-round times alone."""
+
+    n: int
+    max_rounds: int
+
+    def __post_init__(self) -> None:
+        if self.n < 1 or self.max_rounds < self.n:
+            raise ValueError(f"LookPlan: need 1 <= n <= max_rounds, got n={self.n}, max_rounds={self.max_rounds}")
+
+    @classmethod
+    def for_rounds(cls, n: int, max_rounds: int | None = None) -> LookPlan:
+        """The default plan: the cap EXTENSION_FACTOR * n (no extension below MIN_ROUNDS rounds)."""
+        if max_rounds is None:
+            max_rounds = EXTENSION_FACTOR * n if n >= MIN_ROUNDS else n
+        return cls(n=n, max_rounds=max(n, max_rounds))
+
+    def spent(self, k: int, alpha: float) -> float:
+        """Alpha spent by looks MIN_ROUNDS .. k (0 before the first look, ``alpha`` at the last)."""
+        if k < MIN_ROUNDS:
+            return 0.0
+        if k >= self.max_rounds:
+            return alpha
+        main = alpha * (1.0 - EXTENSION_ALPHA_SHARE) if self.max_rounds > self.n else alpha
+        if k <= self.n:
+            return main * (k / self.n) ** SPENDING_POWER
+        return main + (alpha - main) * (k - self.n) / (self.max_rounds - self.n)
+
+    def look_alpha(self, k: int, alpha: float) -> float:
+        """The share of ``alpha`` the faster / slower test after round k spends (two-sided t interval)."""
+        return self.spent(k, alpha) - self.spent(k - 1, alpha)
+
+    def within_alpha(self, k: int) -> float:
+        """The share of WITHIN_ALPHA the within-margin test after round k spends; 0 after n (no such test)."""
+        if k < MIN_ROUNDS or k > self.n:
+            return 0.0
+        return WITHIN_ALPHA * (k if k == MIN_ROUNDS else 1) / self.n
+
+
+def decide_sequential(
+    baseline_ms: list[float],
+    candidate_ms: list[float],
+    *,
+    plan: LookPlan,
+    alpha: float = DEFAULT_ALPHA,
+    epsilon: float = MIN_EPSILON,
+) -> Decision:
+    """The sequential verdict on the rounds run so far. At each look k = MIN_ROUNDS, ...: faster / slower when
+    the interval at the look's share of ``alpha`` lies outside the margin; inconclusive when the interval at
+    the look's share of WITHIN_ALPHA lies inside it; at k = n, inconclusive when the point estimate lies inside
+    the margin; at ``plan.max_rounds``, whatever the interval says. Else the last look (the verify goes on).
+    A pure function of the per-round times, ``alpha``, ``epsilon`` and ``plan``."""
+    if len(baseline_ms) > plan.max_rounds:
+        raise ValueError(f"decide_sequential: {len(baseline_ms)} rounds but the plan stops at {plan.max_rounds}")
+    if len(baseline_ms) < MIN_ROUNDS:
+        decision = decide(baseline_ms, candidate_ms, alpha=alpha, epsilon=epsilon)
+        return _sequential(decision, plan, alpha, "max_rounds")
+    margin = math.log1p(epsilon)
+    for k in range(MIN_ROUNDS, len(baseline_ms) + 1):
+        rounds = (baseline_ms[:k], candidate_ms[:k])
+        decision = decide(*rounds, alpha=plan.look_alpha(k, alpha), epsilon=epsilon)
+        if decision.verdict != "inconclusive":
+            return _sequential(decision, plan, alpha, "decided")
+        within = plan.within_alpha(k)
+        inside = decide(*rounds, alpha=within, epsilon=epsilon) if within > 0 else None
+        if inside is not None and inside.reason == "interval_within_margin":
+            return _sequential(inside, plan, alpha, "within_margin")
+        if k == plan.n and abs(math.log(decision.speedup)) <= margin:  # type: ignore[arg-type]
+            return _sequential(decision, plan, alpha, "planned_rounds")
+    return _sequential(decision, plan, alpha, "max_rounds")
+
+
+def _sequential(decision: Decision, plan: LookPlan, alpha: float, stopped: Stop) -> Decision:
+    return replace(
+        decision,
+        rule=SEQUENTIAL_RULE_NAME,
+        alpha_total=alpha,
+        planned_rounds=plan.n,
+        max_rounds=plan.max_rounds,
+        stopped=stopped,
+    )
 
 
 def seed_rule(baseline_ms: list[float], candidate_ms: list[float]) -> Verdict:

@@ -7,18 +7,20 @@ Round r runs baseline then candidate when r is even, candidate then baseline whe
 * ``invalid``: the baseline failed its own check, a run broke the protocol (crash, hang, no or two JSON
   lines), the generated baseline or contract was edited, a script changed between rounds, or a contract field
   (target, shapes, dtype, rotation, bytes, contract hash, device ...) differs between runs;
-* ``faster`` / ``slower`` / ``inconclusive``: ``verdict.decide`` on the paired per-round times; only faster
-  and slower carry a speedup and its interval.
+* ``faster`` / ``slower`` / ``inconclusive``: ``verdict.decide_sequential`` on the paired per-round times
+  after every round from MIN_ROUNDS on; only faster and slower carry a speedup and its interval.
 
-It stops at the first incorrect/invalid run (fail fast). ``progress(done, total, message)`` is called after
-each run; ``cancel`` (a threading.Event) stops between runs, and a KeyboardInterrupt inside a run reaches the
-runner, which kills the run's process group.
+It stops when the rule decides (``stopped``: ``decided``, ``within_margin``, ``planned_rounds``), at the cap
+(``max_rounds``), or at the first incorrect/invalid run (fail fast: ``failed``). ``progress(done, total,
+message)`` is called after each run; ``cancel`` (a threading.Event) stops between runs, and a KeyboardInterrupt
+inside a run reaches the runner, which kills the run's process group.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,15 @@ from hotkernel.run.bench import (
     target_context,
 )
 from hotkernel.run.models import RunSummary, SideSummary, VerifyResult
-from hotkernel.run.verdict import DEFAULT_ALPHA, MIN_EPSILON, decide
+from hotkernel.run.verdict import (
+    DEFAULT_ALPHA,
+    MIN_EPSILON,
+    MIN_ROUNDS,
+    Decision,
+    LookPlan,
+    Stop,
+    decide_sequential,
+)
 from hotkernel.workspace.paths import Workspace
 
 ROLE_LETTER = {"baseline": "B", "candidate": "C"}
@@ -57,11 +67,11 @@ def round_order(round_index: int) -> tuple[str, str]:
 def contract_mismatch(reference: dict[str, Any], run: RunSummary) -> str | None:
     """``contract_fields_match: ...`` when ``run`` disagrees with ``reference`` on a contract field."""
     data = run.data or {}
-    for field in CONTRACT_FIELDS:
-        if reference.get(field) != data.get(field):
+    for name in CONTRACT_FIELDS:
+        if reference.get(name) != data.get(name):
             return (
-                f"contract_fields_match: {field} of the {run.role} run {run.index + 1} is "
-                f"{data.get(field)!r}, expected {reference.get(field)!r}"
+                f"contract_fields_match: {name} of the {run.role} run {run.index + 1} is "
+                f"{data.get(name)!r}, expected {reference.get(name)!r}"
             )
     return None
 
@@ -131,12 +141,18 @@ def verify(
     ceiling_gbps: float | None = None,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    max_rounds: int | None = None,
 ) -> VerifyResult:
-    """Interleave ``n`` rounds of baseline and candidate (ABBA), judge them, and return the verdict."""
+    """Interleave rounds of baseline and candidate (ABBA), judge them, and return the verdict: from round
+    MIN_ROUNDS on it stops at the first round the sequential rule decides; still open at ``n`` with a
+    difference the margin counts, it goes on up to ``max_rounds`` (default 2n)."""
     if n < 1:
         raise HotkernelError(f"verify: need -n >= 1 rounds, got {n} (7 is a good start)")
+    if max_rounds is not None and max_rounds < n:
+        raise HotkernelError(f"verify: --max-rounds {max_rounds} is below -n {n}; give at least {n}")
     alpha = DEFAULT_ALPHA if alpha is None else alpha
     epsilon = MIN_EPSILON if epsilon is None else epsilon
+    plan = LookPlan.for_rounds(n, max_rounds)
     paths = {"baseline": script_path(ws, baseline, "baseline"), "candidate": script_path(ws, candidate, "candidate")}
     python = user_python(ws, python, probe=False)
     resolved = target_context(ws, paths["baseline"])  # one read of the manifest for every run
@@ -146,27 +162,15 @@ def verify(
         if paths["candidate"].parent == paths["baseline"].parent
         else target_context(ws, paths["candidate"]),
     }
-    runs: list[RunSummary] = []
-    order: list[str] = []
-    ended: tuple[str, str] | None = None
-    reference: dict[str, Any] | None = None
-    first_by_role: dict[str, dict[str, Any]] = {}
-    times: dict[str, list[float]] = {"baseline": [], "candidate": []}
-    rounds_completed = 0
-    total = 2 * n
+    state = Rounds(plan=plan, alpha=alpha, epsilon=epsilon, progress=progress)
     problem = integrity_problem(ws, paths["baseline"], resolved)
-    if problem:
-        ended = ("invalid", problem if ":" in problem else f"baseline_unchanged: {problem}")
-    rounds = range(0 if ended else n)  # an integrity problem ends it before any process starts
-    with judge_process(ws, python) if rounds else contextlib.nullcontext() as judge:
-        for round_index in rounds:
-            if ended:
-                break
-            for role in round_order(round_index):
-                if cancel is not None and cancel.is_set():
-                    ended = ("invalid", "cancelled: verify was cancelled before it finished")
-                    break
-                run = run_one(
+    if problem:  # an integrity problem ends it before any process starts
+        state.ended = ("invalid", problem if ":" in problem else f"baseline_unchanged: {problem}")
+    else:
+        with judge_process(ws, python) as judge:
+
+            def one(role: str, round_index: int) -> RunSummary:
+                return run_one(
                     ws,
                     paths[role],
                     python=python,
@@ -177,66 +181,135 @@ def verify(
                     judge=judge,
                     resolved=contexts[role],
                 )
-                runs.append(run)
-                order.append(ROLE_LETTER[role])
-                ended = judge_run(run, reference, first_by_role)
-                if reference is None and run.status == "ok" and run.data:
-                    reference = {k: run.data.get(k) for k in CONTRACT_FIELDS}
-                if progress is not None:
-                    ms = f" {run.ms:.4f} ms" if run.ms is not None else ""
-                    progress(len(runs), total, f"round {round_index + 1}/{n} {role}: {run.status}{ms}")
-                if ended:
-                    break
-                times[role].append(run.ms)  # type: ignore[arg-type]
-            else:
-                rounds_completed += 1
-    last_ok = {
-        role: next((r.data for r in reversed(runs) if r.role == role and r.status == "ok" and r.data), {})
-        for role in ("baseline", "candidate")
-    }
-    reference = reference or {}
-    versions: dict[str, str] = {}
-    for data in (last_ok["baseline"], last_ok["candidate"]):
-        versions.update(_versions(data or {}))
-    common = dict(
-        n=n,
-        rounds_completed=rounds_completed,
-        order=order,
-        alpha=alpha,
-        epsilon=epsilon,
-        target=reference.get("target"),
-        device=reference.get("device"),
-        device_kind=reference.get("device_kind"),
-        protocol=reference.get("protocol"),
-        contract_sha256=reference.get("contract_sha256"),
-        contract={k: v for k, v in reference.items() if v is not None},
-        baseline=SideSummary(
-            script=display_path(ws, paths["baseline"]),
-            sha256=(last_ok["baseline"] or {}).get("script_sha256"),
-            stats=sample_stats(times["baseline"][:rounds_completed]),
-        ),
-        candidate=SideSummary(
-            script=display_path(ws, paths["candidate"]),
-            sha256=(last_ok["candidate"] or {}).get("script_sha256"),
-            stats=sample_stats(times["candidate"][:rounds_completed]),
-        ),
-        per_shape={role: list((data or {}).get("per_shape") or []) for role, data in last_ok.items()},
-        versions=versions,
-        python=python,
-        runs=runs,
-    )
-    if ended:
-        return VerifyResult(verdict=ended[0], reason=ended[1], **common)
-    decision = decide(times["baseline"], times["candidate"], alpha=alpha, epsilon=epsilon)
-    has_speedup = decision.verdict in ("faster", "slower")
-    interval = None
-    if has_speedup and decision.speedup_low is not None and decision.speedup_high is not None:
-        interval = [decision.speedup_low, decision.speedup_high]
-    return VerifyResult(
-        verdict=decision.verdict,
-        reason=f"{decision.reason}: {decision.summary()}",
-        speedup=decision.speedup if has_speedup else None,
-        interval=interval,
-        decision=decision.as_dict(),
-        **common,
-    )
+
+            state.run_all(one, cancel)
+    return state.result(ws, paths, python)
+
+
+@dataclass
+class Rounds:
+    """The rounds of one verify as they run: runs, times per role, and the sequential rule after each round."""
+
+    plan: LookPlan
+    alpha: float
+    epsilon: float
+    progress: Progress | None = None
+    runs: list[RunSummary] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+    times: dict[str, list[float]] = field(default_factory=lambda: {"baseline": [], "candidate": []})
+    ended: tuple[str, str] | None = None
+    reference: dict[str, Any] | None = None
+    first_by_role: dict[str, dict[str, Any]] = field(default_factory=dict)
+    completed: int = 0
+    decision: Decision | None = None
+    extended: str | None = None
+
+    def run_all(self, one: Callable[[str, int], RunSummary], cancel: threading.Event | None) -> None:
+        """Round after round until a run ends the verify, the rule stops it, or the cap is reached."""
+        for round_index in range(self.plan.max_rounds):
+            for role in round_order(round_index):
+                if cancel is not None and cancel.is_set():
+                    self.ended = ("invalid", "cancelled: verify was cancelled before it finished")
+                    return
+                if not self.record_run(one(role, round_index), round_index):
+                    return
+            self.completed += 1
+            if self.stop_after_round():
+                return
+
+    def record_run(self, run: RunSummary, round_index: int) -> bool:
+        """Keep ``run``; False when it ends the verify (incorrect / invalid)."""
+        self.runs.append(run)
+        self.order.append(ROLE_LETTER[run.role])
+        self.ended = judge_run(run, self.reference, self.first_by_role)
+        if self.reference is None and run.status == "ok" and run.data:
+            self.reference = {k: run.data.get(k) for k in CONTRACT_FIELDS}
+        if self.progress is not None:
+            ms = f" {run.ms:.4f} ms" if run.ms is not None else ""
+            total = self.plan.n if self.completed < self.plan.n else self.plan.max_rounds
+            self.progress(len(self.runs), 2 * total, f"round {round_index + 1}/{total} {run.role}: {run.status}{ms}")
+        if self.ended:
+            return False
+        self.times[run.role].append(run.ms)  # type: ignore[arg-type]
+        return True
+
+    def stop_after_round(self) -> bool:
+        """The sequential rule on the rounds so far: True when it stops the verify."""
+        if self.completed < MIN_ROUNDS and self.completed < self.plan.max_rounds:
+            return False
+        self.decision = decide_sequential(
+            self.times["baseline"], self.times["candidate"], plan=self.plan, alpha=self.alpha, epsilon=self.epsilon
+        )
+        if self.decision.stopped in ("decided", "within_margin", "planned_rounds"):
+            return True
+        if self.completed == self.plan.n and self.completed < self.plan.max_rounds:
+            self.extended = (
+                f"open after {self.plan.n} rounds with the point estimate {self.decision.speedup:.4f}x outside "
+                f"the {100 * self.epsilon:g}% margin: going on up to {self.plan.max_rounds} rounds"
+            )
+            if self.progress is not None:
+                self.progress(2 * self.completed, 2 * self.plan.max_rounds, self.extended)
+        return self.completed >= self.plan.max_rounds
+
+    def stopped(self) -> Stop:
+        if self.ended:
+            return "cancelled" if self.ended[1].startswith("cancelled:") else "failed"
+        return self.decision.stopped if self.decision and self.decision.stopped else "max_rounds"
+
+    def result(self, ws: Any, paths: dict[str, Path], python: str) -> VerifyResult:
+        """The VerifyResult of the rounds run."""
+        runs, rounds_completed = self.runs, self.completed
+        last_ok = {
+            role: next((r.data for r in reversed(runs) if r.role == role and r.status == "ok" and r.data), {})
+            for role in ("baseline", "candidate")
+        }
+        reference = self.reference or {}
+        versions: dict[str, str] = {}
+        for data in (last_ok["baseline"], last_ok["candidate"]):
+            versions.update(_versions(data or {}))
+        sides = {
+            role: SideSummary(
+                script=display_path(ws, paths[role]),
+                sha256=(last_ok[role] or {}).get("script_sha256"),
+                stats=sample_stats(self.times[role][:rounds_completed]),
+            )
+            for role in ("baseline", "candidate")
+        }
+        common = dict(
+            n=self.plan.n,
+            max_rounds=self.plan.max_rounds,
+            rounds_completed=rounds_completed,
+            stopped=self.stopped(),
+            extended=self.extended,
+            order=self.order,
+            alpha=self.alpha,
+            epsilon=self.epsilon,
+            target=reference.get("target"),
+            device=reference.get("device"),
+            device_kind=reference.get("device_kind"),
+            protocol=reference.get("protocol"),
+            contract_sha256=reference.get("contract_sha256"),
+            contract={k: v for k, v in reference.items() if v is not None},
+            baseline=sides["baseline"],
+            candidate=sides["candidate"],
+            per_shape={role: list((data or {}).get("per_shape") or []) for role, data in last_ok.items()},
+            versions=versions,
+            python=python,
+            runs=runs,
+        )
+        if self.ended or self.decision is None:
+            ended = self.ended or ("invalid", "cancelled: no round ran")
+            return VerifyResult(verdict=ended[0], reason=ended[1], **common)
+        decision = self.decision
+        has_speedup = decision.verdict in ("faster", "slower")
+        interval = None
+        if has_speedup and decision.speedup_low is not None and decision.speedup_high is not None:
+            interval = [decision.speedup_low, decision.speedup_high]
+        return VerifyResult(
+            verdict=decision.verdict,
+            reason=f"{decision.reason}: {decision.summary()}",
+            speedup=decision.speedup if has_speedup else None,
+            interval=interval,
+            decision=decision.as_dict(),
+            **common,
+        )

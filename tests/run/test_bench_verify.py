@@ -96,6 +96,7 @@ def _verify(ws: Workspace, n: int = 5, **kwargs: Any):
 
 
 def test_abba_order_and_faster_with_interval(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clear 1.5x is decided at the first look (round 3): the rest of the planned rounds never run."""
     base = [1.00, 1.02, 0.99, 1.01, 1.00]
     calls = _script(
         monkeypatch,
@@ -106,24 +107,14 @@ def test_abba_order_and_faster_with_interval(ws: Workspace, monkeypatch: pytest.
     )
     seen: list[tuple[int, int, str]] = []
     result = _verify(ws, progress=lambda d, t, m: seen.append((d, t, m)))
-    assert calls == [
-        "baseline",
-        "candidate",
-        "candidate",
-        "baseline",
-        "baseline",
-        "candidate",
-        "candidate",
-        "baseline",
-        "baseline",
-        "candidate",
-    ]
-    assert result.order == ["B", "C", "C", "B", "B", "C", "C", "B", "B", "C"]
+    assert calls == ["baseline", "candidate", "candidate", "baseline", "baseline", "candidate"]
+    assert result.order == ["B", "C", "C", "B", "B", "C"]
     assert result.verdict == "faster" and result.speedup == pytest.approx(1.5)
     assert result.interval[0] <= 1.5 <= result.interval[1] and result.interval[0] > 1.01
     assert result.reason.startswith("interval_above_margin")
-    assert result.baseline.stats.samples_ms == base and result.rounds_completed == 5
-    assert [s[0] for s in seen] == list(range(1, 11)) and all(s[1] == 10 for s in seen)
+    assert result.baseline.stats.samples_ms == base[:3] and result.rounds_completed == 3
+    assert result.stopped == "decided" and result.n == 5 and result.max_rounds == 10 and result.extended is None
+    assert [s[0] for s in seen] == list(range(1, 7)) and all(s[1] == 10 for s in seen)
     assert result.contract["rotation"] == 4 and result.device == "Fake CPU"
 
 
@@ -251,3 +242,61 @@ def test_missing_script_and_bad_n(ws: Workspace) -> None:
         bench(ws, "../escape.py", n=1, python="python")
     with pytest.raises(HotkernelError, match="-n >= 1"):
         _verify(ws, n=0)
+
+
+def _noisy(ms: float, rounds: int, spread: float = 0.03) -> list[float]:
+    return [ms * (1 + spread * (-1) ** i) for i in range(rounds)]
+
+
+def test_open_at_n_with_a_difference_goes_on_to_the_cap(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Still open at n with the point estimate outside the margin: more rounds, and the result says why."""
+    base = [1.0] * 14
+    _script(
+        monkeypatch,
+        {
+            "baseline": [_outcome("baseline", b) for b in base],
+            "candidate": [_outcome("candidate", c / 1.03) for c in _noisy(1.0, 14, 0.08)],
+        },
+    )
+    result = _verify(ws, n=5)
+    assert result.rounds_completed > 5 and result.max_rounds == 10
+    assert result.extended is not None and "open after 5 rounds" in result.extended
+    assert result.stopped in ("decided", "max_rounds")
+    from hotkernel.run.verdict import LookPlan, decide_sequential
+
+    again = decide_sequential(
+        result.baseline.stats.samples_ms,
+        result.candidate.stats.samples_ms,
+        plan=LookPlan(n=result.n, max_rounds=result.max_rounds),
+        alpha=result.alpha,
+        epsilon=result.epsilon,
+    )
+    assert again.as_dict() == result.decision and again.verdict == result.verdict
+
+
+def test_open_at_n_without_a_difference_stops_at_n(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    _script(
+        monkeypatch,
+        {
+            "baseline": [_outcome("baseline", 1.0)] * 10,
+            "candidate": [_outcome("candidate", c) for c in _noisy(1.0, 10)],
+        },
+    )
+    result = _verify(ws, n=5, max_rounds=10)
+    assert result.verdict == "inconclusive" and result.rounds_completed == 5
+    assert result.stopped == "planned_rounds" and result.extended is None
+
+
+def test_max_rounds_below_n_is_refused(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    _script(monkeypatch, {"baseline": [], "candidate": []})
+    with pytest.raises(HotkernelError, match="--max-rounds 3 is below -n 5"):
+        _verify(ws, n=5, max_rounds=3)
+
+
+def test_failed_run_says_failed(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    _script(
+        monkeypatch,
+        {"baseline": [_outcome("baseline")], "candidate": [_outcome("candidate", status="incorrect", reason="x: y")]},
+    )
+    result = _verify(ws)
+    assert result.verdict == "incorrect" and result.stopped == "failed"

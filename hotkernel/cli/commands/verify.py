@@ -18,21 +18,35 @@ def register(app: typer.Typer) -> None:
     def verify_command(
         baseline: str = typer.Argument(..., help="baseline script, e.g. targets/rmsnorm/baseline.py"),
         candidate: str = typer.Argument(..., help="candidate script, e.g. targets/rmsnorm/candidate.py"),
-        n: int = typer.Option(None, "-n", "--rounds", help="rounds, one run per side each (default 7)"),
+        n: int = typer.Option(None, "-n", "--rounds", help="rounds planned, one run per side each (default 7)"),
+        max_rounds: int = typer.Option(
+            None,
+            "--max-rounds",
+            help="rounds it may run when the answer is still open after -n (default 2n; -n again: never more)",
+        ),
         as_json: bool = typer.Option(
             False, "--json", help="print the VerifyResult as JSON (save it for `hotkernel record`)"
         ),
     ) -> None:
         """Verify CANDIDATE against BASELINE: faster / slower / inconclusive / incorrect / invalid.
 
-        Exit 0 for faster, slower and inconclusive; 1 for incorrect or invalid (or an error).
+        It stops at the first round that decides (from round 3 on); the result says how many rounds ran and why
+        it stopped. Exit 0 for faster, slower and inconclusive; 1 for incorrect or invalid (or an error).
         """
 
         ws = find_workspace()
         defaults = manifest_defaults(ws)
         rounds = n if n is not None else defaults.n
         with progress_display("verify", enabled=not as_json) as progress:
-            result = verify(ws, baseline, candidate, n=rounds, timeout_s=defaults.timeout_s, progress=progress)
+            result = verify(
+                ws,
+                baseline,
+                candidate,
+                n=rounds,
+                max_rounds=max_rounds,
+                timeout_s=defaults.timeout_s,
+                progress=progress,
+            )
         if as_json:
             print_json(result)
         else:
@@ -49,6 +63,11 @@ def print_verify(result: Any) -> None:
     if result.speedup is not None and result.interval:
         line += f" {result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]"
     out.print(f"{line}  reason: {result.reason}")
+    if result.stopped is not None:
+        cap = f", up to {result.max_rounds}" if result.max_rounds and result.max_rounds != result.n else ""
+        out.print(f"  {result.rounds_completed} rounds (planned {result.n}{cap}), stopped: {result.stopped}")
+    if result.extended:
+        out.print(f"  {result.extended}")
     for side in (result.baseline, result.candidate):
         if side.stats.n:
             out.print(f"  {side.script}: median {side.stats.median_ms:.4f} ms (n={side.stats.n})")
