@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hotkernel.errors import HotkernelError
+from hotkernel.insight import kernel_diff as kd
 from hotkernel.insight import profile_diff as pd
 from hotkernel.insight.base import InsightContext
 from hotkernel.insight.top_kernels import parse_ncu_details
@@ -22,16 +23,16 @@ RAW = H200 / "ncu_import_raw_csv.out"  # the raw page of that saved report
 REGEX = H200 / "ncu_kernel_regex_csv.out"  # 2 launches of rmsnorm_kernel only, 2 metrics
 
 
-def by_kernel(result: pd.ProfileDiff) -> dict[str, pd.KernelDiff]:
+def by_kernel(result: kd.ProfileDiff) -> dict[str, kd.KernelDiff]:
     return {row.kernel: row for row in result.kernels}
 
 
-def values(row: pd.KernelDiff) -> dict[str, pd.MetricChange]:
+def values(row: kd.KernelDiff) -> dict[str, kd.MetricChange]:
     return {c.metric: c for c in row.metrics}
 
 
 def test_a_capture_against_itself_is_all_unchanged():
-    result = pd.diff_reports(LIVE, LIVE)
+    result = kd.diff_reports(LIVE, LIVE)
     assert result.kernel_count == 5 and result.launches_a == result.launches_b == 5
     assert result.moved_most == [] and result.total_rel_pct == 0.0
     for row in result.kernels:
@@ -44,7 +45,7 @@ def test_a_capture_against_itself_is_all_unchanged():
 
 
 def test_two_runs_of_one_workload_match_by_name_and_nothing_moves():
-    result = pd.diff_reports(LIVE, IMPORTED)
+    result = kd.diff_reports(LIVE, IMPORTED)
     rows = by_kernel(result)
     assert set(rows) == {
         "cunn_SoftMaxForwardReg",
@@ -68,7 +69,7 @@ def test_two_runs_of_one_workload_match_by_name_and_nothing_moves():
 
 
 def test_details_and_raw_pages_of_one_report_agree():
-    result = pd.diff_reports(IMPORTED, RAW)
+    result = kd.diff_reports(IMPORTED, RAW)
     assert (result.kind_a, result.kind_b) == ("ncu-csv", "ncu-raw-csv")
     for row in result.kernels:
         assert row.match == "name"
@@ -78,7 +79,7 @@ def test_details_and_raw_pages_of_one_report_agree():
 
 
 def test_a_narrowed_run_flags_what_moved_and_the_kernels_of_one_side():
-    result = pd.diff_reports(LIVE, REGEX)
+    result = kd.diff_reports(LIVE, REGEX)
     rows = by_kernel(result)
     rms = rows["rmsnorm_kernel"]
     assert rms.match == "name" and (rms.calls_a, rms.calls_b) == (1, 2)
@@ -95,7 +96,7 @@ def test_a_narrowed_run_flags_what_moved_and_the_kernels_of_one_side():
 
 
 def test_time_only_sides_chrome_trace():
-    result = pd.diff_reports(H200 / "torch_trace.json", IMPORTED)
+    result = kd.diff_reports(H200 / "torch_trace.json", IMPORTED)
     assert result.kind_a == "chrome-trace" and any("times only" in note for note in result.notes)
     softmax = by_kernel(result)["cunn_SoftMaxForwardReg"]
     # torch.profiler spells the namespace '(anonymous namespace)', ncu '<unnamed>': the base names agree
@@ -108,9 +109,9 @@ def test_si_units_of_an_imported_report_read_as_the_live_ones():
     live = parse_ncu_details(LIVE.read_text())[0]["metrics"]["Shared Memory Configuration Size"]
     imported = parse_ncu_details(IMPORTED.read_text())[0]["metrics"]["Shared Memory Configuration Size"]
     assert (live, imported) == (("32,768", "byte"), ("32.77", "Kbyte"))
-    assert pd.si_value(32768.0, live[1]) == 32768.0
-    assert pd.si_value(32.77, imported[1]) == pytest.approx(32768, rel=1e-3)
-    assert pd.si_value(64.0, "register/thread") == 64.0
+    assert kd.si_value(32768.0, live[1]) == 32768.0
+    assert kd.si_value(32.77, imported[1]) == pytest.approx(32768, rel=1e-3)
+    assert kd.si_value(64.0, "register/thread") == 64.0
 
 
 def _synthetic(launches: list[dict], name: str, **scale: float) -> list[dict]:
@@ -138,9 +139,9 @@ def test_moved_metrics_are_ranked_and_flagged_synthetic():
             launch["metrics"]["DRAM Throughput"] = ("83.38", "%")
             launch["metrics"]["l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"] = ("1,024", "byte")
             launch["metrics"]["l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"] = ("3,072", "byte")
-    a = pd.Side(LIVE, "ncu-csv", 5, pd.kernels_of_launches(launches))
-    b = pd.Side(LIVE, "ncu-csv", 5, pd.kernels_of_launches(after))
-    result = pd.compare(a, b)
+    a = kd.Side(LIVE, "ncu-csv", 5, kd.kernels_of_launches(launches))
+    b = kd.Side(LIVE, "ncu-csv", 5, kd.kernels_of_launches(after))
+    result = kd.compare(a, b)
     rms = by_kernel(result)["rmsnorm_kernel"]
     got = values(rms)
     assert got["time_us"].rel_pct == pytest.approx(-30.0) and got["registers"].b == 48
@@ -169,41 +170,41 @@ def test_moved_metrics_are_ranked_and_flagged_synthetic():
     ],
 )
 def test_base_name(name, base):
-    assert pd.base_name(name) == base
+    assert kd.base_name(name) == base
 
 
-def _k(name: str, order: int) -> pd.Kernel:
-    return pd.Kernel(name, order, 1, 0.01, {})
+def _k(name: str, order: int) -> kd.Kernel:
+    return kd.Kernel(name, order, 1, 0.01, {})
 
 
 def test_matching_rules():
     a = [_k("common", 0), _k("triton_poi_fused_add_0", 1), _k("triton_poi_fused_add_1", 2), _k("old", 3)]
     b = [_k("common", 0), _k("triton_poi_fused_add_7", 1), _k("triton_poi_fused_add_8", 2), _k("new", 3)]
-    pairs = [(x.name if x else None, y.name if y else None, how) for x, y, how in pd.match_kernels(a, b)]
+    pairs = [(x.name if x else None, y.name if y else None, how) for x, y, how in kd.match_kernels(a, b)]
     assert pairs == [
         ("common", "common", "name"),
         ("triton_poi_fused_add_0", "triton_poi_fused_add_7", "base"),  # same base: in launch order
         ("triton_poi_fused_add_1", "triton_poi_fused_add_8", "base"),
         ("old", "new", "sole"),  # the one kernel left on each side
     ]
-    two_left = pd.match_kernels([_k("x", 0), _k("y", 1)], [_k("z", 0), _k("w", 1)])
+    two_left = kd.match_kernels([_k("x", 0), _k("y", 1)], [_k("z", 0), _k("w", 1)])
     assert [how for _, _, how in two_left] == ["only_a", "only_a", "only_b", "only_b"]
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path):
     with pytest.raises(HotkernelError, match=r"B '.*nope.csv' is not a file"):
-        pd.diff_reports(LIVE, tmp_path / "nope.csv")
+        kd.diff_reports(LIVE, tmp_path / "nope.csv")
     with pytest.raises(HotkernelError, match=r"profile diff: B .*versions.out: not a kernel summary CSV"):
-        pd.diff_reports(LIVE, H200 / "versions.out")
+        kd.diff_reports(LIVE, H200 / "versions.out")
     with pytest.raises(HotkernelError, match=r"profile diff: A .*no kernel rows"):
-        pd.diff_reports(H200 / "ncu_bad_binary.out", LIVE)
+        kd.diff_reports(H200 / "ncu_bad_binary.out", LIVE)
     with pytest.raises(HotkernelError, match="top=0"):
-        pd.diff_reports(LIVE, LIVE, top=0)
+        kd.diff_reports(LIVE, LIVE, top=0)
 
 
 def test_ncu_rep_without_nsight_says_how_to_export(bare_path):
     with pytest.raises(HotkernelError) as err:
-        pd.diff_reports(H200 / "insight" / "ncu" / "report.ncu-rep", LIVE)
+        kd.diff_reports(H200 / "insight" / "ncu" / "report.ncu-rep", LIVE)
     text = str(err.value)
     assert "\n" not in text and text.startswith("profile diff: A: reading") and "--page raw" in text
 
@@ -244,7 +245,7 @@ def test_ncu_rep_read_through_ncu_import_raw(bare_path, tmp_path):
     log = _stand_in_ncu(bare_path, RAW)
     rep = tmp_path / "x.ncu-rep"
     rep.write_bytes(b"rep")
-    result = pd.diff_reports(rep, IMPORTED)
+    result = kd.diff_reports(rep, IMPORTED)
     assert result.kind_a == "ncu-rep" and result.kernel_count == 5
     assert all(row.match == "name" for row in result.kernels) and result.moved_most == []
     assert "'--page', 'raw'" in log.read_text()
@@ -260,7 +261,7 @@ def test_commands_are_profiled_with_the_extra_metrics(bare_path, tmp_path):
     assert result.profile_b is not None and result.profile_b.report.startswith(str(tmp_path / "diff" / "b"))
     runs = [line for line in log.read_text().splitlines() if "'-o'" in line]
     assert len(runs) == 2
-    assert "'--set', 'basic', '--metrics', '" + ",".join(pd.EXTRA_METRICS) + "'" in runs[0]
+    assert "'--set', 'basic', '--metrics', '" + ",".join(kd.EXTRA_METRICS) + "'" in runs[0]
     assert runs[0].endswith("'python3', 'before.py', '--n', '3']") and "'after dir/x.py'" in runs[1]
     assert "'regex:norm'" in runs[0] and result.moved_most == []
 

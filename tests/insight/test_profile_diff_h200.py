@@ -9,19 +9,20 @@ import math
 import re
 from pathlib import Path
 
+from hotkernel.insight import kernel_diff as kd
 from hotkernel.insight import profile_diff as pd
 from hotkernel.insight.top_kernels import short_kernel_name
 
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "h200" / "profile_diff"
 
 
-def changes(result: pd.ProfileDiff) -> dict[str, pd.MetricChange]:
+def changes(result: kd.ProfileDiff) -> dict[str, kd.MetricChange]:
     (row,) = result.kernels
     return {c.metric: c for c in row.metrics}
 
 
 def test_a_spilling_variant_shows_registers_local_memory_occupancy_and_time() -> None:
-    result = pd.diff_reports(CAPTURES / "details_wide.out", CAPTURES / "details_narrow.out")
+    result = kd.diff_reports(CAPTURES / "details_wide.out", CAPTURES / "details_narrow.out")
     assert result.kernel_count == 1 and result.kernels[0].match == "name"
     moved = changes(result)
     assert moved["registers"].a == 64 and moved["registers"].b == 255
@@ -33,14 +34,14 @@ def test_a_spilling_variant_shows_registers_local_memory_occupancy_and_time() ->
 
 
 def test_the_raw_pages_of_the_saved_reports_agree_with_what_the_card_printed() -> None:
-    local = pd.diff_reports(CAPTURES / "rep_a_raw.out", CAPTURES / "rep_b_raw.out")
+    local = kd.diff_reports(CAPTURES / "rep_a_raw.out", CAPTURES / "rep_b_raw.out")
     assert_agrees(local, json.loads((CAPTURES / "diff_reports_json.out").read_text()))
 
 
 def test_a_targets_baseline_against_its_candidate_through_the_contract() -> None:
     """--target on the card: torch's layer-norm kernel against the kept Triton row kernel, one unmatched kernel
     on each side paired as before/after; the raw pages say what the card printed from the reports."""
-    local = pd.diff_reports(CAPTURES / "target_a_raw.out", CAPTURES / "target_b_raw.out")
+    local = kd.diff_reports(CAPTURES / "target_a_raw.out", CAPTURES / "target_b_raw.out")
     (row,) = local.kernels
     assert row.match == "sole" and short_kernel_name(row.name_a or "") == "vectorized_layer_norm_kernel"
     assert row.kernel == "_rmsnorm_row_kernel" and row.calls_a == row.calls_b == 3
@@ -49,12 +50,12 @@ def test_a_targets_baseline_against_its_candidate_through_the_contract() -> None
     assert_agrees(local, json.loads((CAPTURES / "diff_target.out").read_text()))
 
 
-def assert_agrees(local: pd.ProfileDiff, card: dict) -> None:
+def assert_agrees(local: kd.ProfileDiff, card: dict) -> None:
     (row,) = card["kernels"]
     assert_row_agrees(local.kernels[0], row)
 
 
-def assert_row_agrees(mine: pd.KernelDiff, card_row: dict) -> None:
+def assert_row_agrees(mine: kd.KernelDiff, card_row: dict) -> None:
     """Every metric of one kernel row on both sides as the card printed it."""
     printed = {c["metric"]: c for c in card_row["metrics"]}
     for change in mine.metrics:
@@ -82,7 +83,7 @@ def test_the_int4_targets_harness_kernel_pairs_with_itself_and_the_gemv_kernels_
     kernel of the target's derive step (3 launches a side) pairs with itself by name and launch, tinygemm's kernel
     against the kept mma kernel is the sole before/after pair with its launch changed, and the reports' raw pages
     (what a machine without the module reads) give the same rows, metrics and launches."""
-    local = pd.diff_reports(INT4 / "rep_a_raw.out", INT4 / "rep_b_raw.out")
+    local = kd.diff_reports(INT4 / "rep_a_raw.out", INT4 / "rep_b_raw.out")
     card = json.loads((INT4 / "diff_reports_json.out").read_text())
     rows = {row.kernel: row for row in local.kernels}
     assert (
@@ -110,10 +111,10 @@ def test_the_int4_targets_harness_kernel_pairs_with_itself_and_the_gemv_kernels_
     assert (INT4 / "diff_target.out").read_text() == (INT4 / "diff_reports.out").read_text()
 
 
-def _side(label: str, *captures: str) -> pd.Side:
+def _side(label: str, *captures: str) -> kd.Side:
     """One report's side from the launches of real captures, as one process that ran them all would show them."""
-    launches = [launch for name in captures for launch in pd.parse_ncu_details((CAPTURES / name).read_text())]
-    return pd.Side(Path(label), "ncu-csv", len(launches), pd.kernels_of_launches(launches))
+    launches = [launch for name in captures for launch in kd.parse_ncu_details((CAPTURES / name).read_text())]
+    return kd.Side(Path(label), "ncu-csv", len(launches), kd.kernels_of_launches(launches))
 
 
 def test_one_name_at_two_launch_configurations_is_two_kernels() -> None:
@@ -126,7 +127,7 @@ def test_one_name_at_two_launch_configurations_is_two_kernels() -> None:
         ("rmsnorm_kernel", 2, "grid (4096, 1, 1) block (256, 1, 1)"),
         ("rmsnorm_kernel", 2, "grid (4096, 1, 1) block (32, 1, 1)"),
     ]
-    result = pd.compare(both, narrow)
+    result = kd.compare(both, narrow)
     rows = {(row.match, row.launch_a, row.launch_b): row for row in result.kernels}
     same = rows[("name", "grid (4096, 1, 1) block (32, 1, 1)", "grid (4096, 1, 1) block (32, 1, 1)")]
     assert not same.moved and same.calls_a == same.calls_b == 2
@@ -139,7 +140,7 @@ def test_one_name_at_two_launch_configurations_is_two_kernels() -> None:
 
 def test_a_kernel_whose_launch_changed_still_pairs_by_name() -> None:
     """The wide variant against the narrow one: one name, another block size, paired by name, the launch shown."""
-    result = pd.compare(_side("A", "details_wide.out"), _side("B", "details_narrow.out"))
+    result = kd.compare(_side("A", "details_wide.out"), _side("B", "details_narrow.out"))
     (row,) = result.kernels
     assert row.match == "name" and row.kernel == "rmsnorm_kernel"
     assert (row.launch_a, row.launch_b) == ("grid (4096, 1, 1) block (256, 1, 1)", "grid (4096, 1, 1) block (32, 1, 1)")
@@ -158,7 +159,7 @@ def test_the_ncu_report_modules_launch_dimensions_make_the_csv_configuration() -
         for part, values in dims.items()
         for axis, value in zip("xyz", values, strict=True)
     }
-    assert pd.launch_config({"name": "k", "grid": None, "block": None, "metrics": metrics}) == (
-        pd.launch_config({"name": "k", "grid": "(1, 1024, 1)", "block": "(32, 8, 1)", "metrics": {}})
+    assert kd.launch_config({"name": "k", "grid": None, "block": None, "metrics": metrics}) == (
+        kd.launch_config({"name": "k", "grid": "(1, 1024, 1)", "block": "(32, 8, 1)", "metrics": {}})
     )
-    assert pd.launch_config({"name": "k", "metrics": {}}) is None
+    assert kd.launch_config({"name": "k", "metrics": {}}) is None
