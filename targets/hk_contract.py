@@ -25,6 +25,8 @@ import ast
 import base64
 import contextlib
 import ctypes
+import dataclasses
+import enum
 import glob
 import hashlib
 import importlib
@@ -152,6 +154,16 @@ def device_kind_of(spec: dict[str, Any]) -> str:
     return "cuda" if str(spec.get("device", "cuda")).startswith("cuda") else "cpu"
 
 
+def apply_threads(torch: Any, spec: dict[str, Any]) -> int | None:
+    """A cpu target's intra-op thread count pinned to the SPEC's ``threads`` (baseline, candidate and judge
+    alike); the count in effect, or None for cuda targets (the key is ignored there)."""
+    if device_kind_of(spec) != "cpu":
+        return None
+    if spec.get("threads"):
+        torch.set_num_threads(int(spec["threads"]))
+    return int(torch.get_num_threads())
+
+
 def workspace_root(script: str) -> str:
     """The workspace root: the parent of ``targets/`` (scripts live in ``targets/<name>/``)."""
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(script))))
@@ -241,10 +253,14 @@ def load_function(ref: str, root: str) -> Callable[..., Any]:
 
 # ---- module problems (docs/suites.md) -----------------------------------------------------------------------
 # A ``from`` that names a file without a function is a problem file in one of two layouts. KernelBench:
-# ``class Model(nn.Module)``, ``get_inputs()``, ``get_init_inputs()``; the baseline is the Model called with
-# the inputs, and its parameters and buffers are further inputs after them. GPU MODE (reference-kernels):
-# ``generate_input(**case, seed)`` and ``ref_kernel(data)``; the inputs are the items of ``data``. Inputs follow
-# the problem's own distribution, made from the contract's seeds on the target's device.
+# ``class Model(nn.Module)``, ``get_inputs()``, ``get_init_inputs()``; the call's inputs are the items of
+# get_inputs() then ``state``, one mapping {state_dict key: tensor} of the Model's parameters then buffers; the
+# baseline is ``torch.func.functional_call(model, state, inputs)``. The Model runs in the mode its file builds it
+# in (training mode: KernelBench's own harness runs it so), for the baseline, the judge's reference and the
+# candidate alike; the buffers its forward updates in place (BatchNorm's running statistics) are judged after
+# the call like outputs. GPU MODE (reference-kernels): ``generate_input(**case, seed)`` and ``ref_kernel(data)``;
+# the inputs are the items of ``data`` when it is a tuple or list, else ``data`` itself. Inputs follow the
+# problem's own distribution, made from the contract's seeds on the target's device.
 PROBLEM_SEED_MOD = 2**31 - 1  # a GPU MODE generate_input may hand its seed to numpy or random
 
 
@@ -278,39 +294,53 @@ class Problem:
             for name, value in (self.cases[0] if self.cases else {}).items():
                 setattr(module, name, value)
         self._meta_model: Any = None
+        self.packed = True  # GPU MODE: data was a tuple or list (the inputs are its items)
+        self.buffer_keys: list[str] = []  # KernelBench: the state keys that are buffers, not parameters
 
     def inputs(self, torch: Any, shape_index: int, seed: int, device: str, dtype: Any) -> list[Any]:
-        """The problem's own inputs of one set, made under ``seed`` on ``device`` (floats cast to ``dtype``
-        for KernelBench; GPU MODE's generate_input picks its own dtypes)."""
+        """The problem's own inputs of one set, made under ``seed`` on ``device`` (floating tensors cast to
+        ``dtype`` for KernelBench, other values as they are; GPU MODE's generate_input picks its own dtypes)."""
         if self.format == "gpumode":
             case = dict(self.cases[shape_index]) if self.cases else {}
             with torch.device(device):
                 data = self.module.generate_input(**case, seed=seed % PROBLEM_SEED_MOD)
-            return list(data) if isinstance(data, (tuple, list)) else [data]
+            self.packed = isinstance(data, (tuple, list))
+            return list(data) if self.packed else [data]
         torch.manual_seed(seed)
         with torch.device(device):
             values = list(self.module.get_inputs())
-        return [v.to(dtype) if v.is_floating_point() else v for v in values]
+        return [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
 
-    def model_tensors(self, torch: Any, seed: int, device: str, dtype: Any) -> list[Any]:
-        """The Model's parameters then buffers (named_parameters(), named_buffers() order), initialised by
-        the Model itself under ``seed`` on ``device``, floats cast to ``dtype``; none for GPU MODE."""
+    def state(self, torch: Any, seed: int, device: str, dtype: Any) -> dict[str, Any] | None:
+        """KernelBench: the Model's ``state``, {key: tensor} of named_parameters() then named_buffers(), made by
+        the Model itself under ``seed`` on ``device``, floats cast to ``dtype``; None for GPU MODE."""
         if self.format == "gpumode":
-            return []
+            return None
         torch.manual_seed(seed)
         with torch.device(device):
             model = self.module.Model(*self.module.get_init_inputs())
-        tensors = [t.detach() for _, t in model.named_parameters()] + [t.detach() for _, t in model.named_buffers()]
-        return [t.to(dtype) if t.is_floating_point() else t for t in tensors]
+        params = {key: t.detach() for key, t in model.named_parameters()}
+        buffers = {key: t.detach() for key, t in model.named_buffers()}
+        self.buffer_keys = list(buffers)
+        return {key: t.to(dtype) if t.is_floating_point() else t for key, t in {**params, **buffers}.items()}
 
-    def meta_model(self, torch: Any) -> tuple[Any, list[str]]:
-        """The Model built on the meta device (no memory) and the names of its tensors, in input order."""
+    def meta_model(self, torch: Any) -> Any:
+        """The Model built on the meta device (no memory), in the mode its file builds it in."""
         if self._meta_model is None:
             with torch.device("meta"):
-                model = self.module.Model(*self.module.get_init_inputs())
-            names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
-            self._meta_model = (model, names)
+                self._meta_model = self.module.Model(*self.module.get_init_inputs())
         return self._meta_model
+
+    def random_modules(self, torch: Any) -> list[str]:
+        """Modules whose forward draws random numbers as the Model is built (dropout with p > 0 in training
+        mode), e.g. ``['drop: Dropout(p=0.1)']``; none for GPU MODE."""
+        if self.format == "gpumode":
+            return []
+        found = []
+        for name, sub in self.meta_model(torch).named_modules():
+            if isinstance(sub, torch.nn.modules.dropout._DropoutNd) and sub.training and sub.p > 0:
+                found.append(f"{name or 'model'}: {type(sub).__name__}(p={sub.p})")
+        return found
 
 
 _PROBLEMS: dict[str, Problem] = {}
@@ -326,9 +356,9 @@ def load_problem(ref: str, root: str, cases: list[dict[str, Any]] | None) -> Pro
 
 
 class ProblemBaseline:
-    """A problem's baseline as a function of the call's inputs: KernelBench's Model with its parameters and
-    buffers taken from the trailing inputs (``torch.func.functional_call`` on a meta-device Model), or GPU MODE's
-    ``ref_kernel`` of the inputs as one tuple."""
+    """A problem's baseline as a function of the call's inputs: KernelBench's Model called on its inputs with the
+    final input ``state`` as its parameters and buffers (``torch.func.functional_call`` on a meta-device Model),
+    or GPU MODE's ``ref_kernel`` of ``data`` (the inputs as one tuple, or the one input itself)."""
 
     def __init__(self, ref: str, root: str) -> None:
         self.path = os.path.normpath(os.path.join(root, ref))
@@ -339,10 +369,9 @@ class ProblemBaseline:
 
         problem = _PROBLEMS[self.path]  # as last loaded (with the cases of the current run)
         if problem.format == "gpumode":
-            return problem.module.ref_kernel(tuple(args))
-        model, names = problem.meta_model(torch)
-        count = len(args) - len(names)
-        return torch.func.functional_call(model, dict(zip(names, args[count:], strict=True)), tuple(args[:count]))
+            return problem.module.ref_kernel(tuple(args) if problem.packed or len(args) != 1 else args[0])
+        *inputs, state = args
+        return torch.func.functional_call(problem.meta_model(torch), state, tuple(inputs))
 
 
 # ======================================== probe.py ==========================================================
@@ -531,8 +560,8 @@ def make_raw(
     torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str,
     problem: Problem | None = None,
 ) -> list[Any]:
-    """The raw tensors of one input set: rotated ones from ``set_seed``, shared ones from ``shared_seed``; for a
-    module problem, its own inputs from ``set_seed`` and the Model's tensors from ``shared_seed``."""
+    """The raw inputs of one set: rotated ones from ``set_seed``, shared ones from ``shared_seed``; for a module
+    problem, its own inputs from ``set_seed`` and (KernelBench) the Model's ``state`` from ``shared_seed``."""
     dtype = torch_dtype(torch, spec["dtype"])
     if problem is not None:
         return problem_raw(torch, spec, shape_index, set_seed, shared_seed, device, problem)
@@ -545,23 +574,149 @@ def make_raw(
 
 def problem_raw(torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str,
                 problem: Problem) -> list[Any]:
-    """A module problem's inputs then its Model's tensors, checked against the shapes hotkernel.yaml lists."""
+    """A module problem's inputs then its Model's ``state``, checked against the inputs hotkernel.yaml lists (the
+    shapes of top-level tensors; a structured input, a scalar or ``state`` is listed by its name only)."""
     dtype = torch_dtype(torch, spec["dtype"])
     rotated = rotated_raw(spec)
     own = problem.inputs(torch, shape_index, mix_seed(set_seed, 0), device, dtype)
-    tensors = own + problem.model_tensors(torch, mix_seed(shared_seed, 1), device, dtype)
-    given = [list(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in tensors]
-    listed = [item["shapes"][shape_index] for item in spec["inputs"]]
-    if given != listed or [i < len(own) for i in range(len(tensors))] != rotated:
+    state = problem.state(torch, mix_seed(shared_seed, 1), device, dtype)
+    values = own + ([state] if state is not None else [])
+    given = [list(v.shape) if isinstance(v, torch.Tensor) and v.dim() else type(v).__name__ for v in values]
+    listed = [item["shapes"][shape_index] if item.get("shapes") else None for item in spec["inputs"]]
+    same = len(given) == len(listed) and all(
+        want is None or got == want or not isinstance(values[i], torch.Tensor)
+        for i, (got, want) in enumerate(zip(given, listed, strict=False)))
+    if not same or [i < len(own) for i in range(len(values))] != rotated:
         names = [item["name"] for item, rot in zip(spec["inputs"], rotated, strict=False) if rot]
-        raise ValueError(f"{spec['from']} makes inputs of shapes {given}, the first {len(own)} its own; "
-                         f"hotkernel.yaml lists {listed} and rotates {names} (a problem's own inputs, and only "
-                         "they, rotate): import it again (hotkernel new NAME --from FILE --force)")
-    return tensors
+        raise ValueError(f"{spec['from']} makes inputs {given}, the first {len(own)} its own; hotkernel.yaml "
+                         f"lists {listed} and rotates {names} (a problem's own inputs, and only they, rotate): "
+                         "import it again (hotkernel new NAME --from FILE --force)")
+    return values
+
+
+# ---- structured inputs ------------------------------------------------------------------------------------
+# A call input is a tensor (0-d included), a Python scalar (a constant of the case, passed as is) or a tuple,
+# list, dict, dataclass or plain object (one with ``__dict__``) holding them. torch.utils._pytree flattens them:
+# it already knows tuples, lists, dicts and namedtuples, and a dataclass or plain object class is registered the
+# first time one is seen (flattened by its fields, rebuilt without calling ``__init__``). Seeds, rotation, the
+# perturbation, checksums, the memory check and the hand-over to the judge work on the tensor leaves.
+TREE_CONSTANTS = (bool, int, float, complex, str, bytes, type(None), enum.Enum)
+
+
+def is_structure(torch: Any, value: Any) -> bool:
+    """A dataclass or plain object that holds inputs (not a tensor, constant, callable, class or torch type)."""
+    if isinstance(value, (torch.Tensor, torch.dtype, torch.device, *TREE_CONSTANTS, type)) or callable(value):
+        return False
+    return dataclasses.is_dataclass(value) or hasattr(value, "__dict__")
+
+
+def register_structure(pytree: Any, cls: type) -> None:
+    """Make ``cls`` a pytree node: its dataclass fields (or instance attributes) are its children."""
+    if cls in pytree.SUPPORTED_NODES:
+        return
+
+    def names_of(obj: Any) -> tuple[str, ...]:
+        if dataclasses.is_dataclass(obj):
+            return tuple(field.name for field in dataclasses.fields(obj))
+        return tuple(vars(obj))
+
+    def flatten(obj: Any) -> tuple[list[Any], tuple[str, ...]]:
+        names = names_of(obj)
+        return [getattr(obj, name) for name in names], names
+
+    def unflatten(values: Any, names: tuple[str, ...]) -> Any:
+        obj = cls.__new__(cls)
+        for name, value in zip(names, values, strict=True):
+            object.__setattr__(obj, name, value)  # frozen dataclasses too
+        return obj
+
+    pytree.register_pytree_node(cls, flatten, unflatten)
+
+
+def tree_leaves(torch: Any, values: Any) -> list[Any]:
+    """Every leaf of ``values`` in order, registering dataclasses and plain objects on the way."""
+    import torch.utils._pytree as pytree
+
+    leaves = pytree.tree_leaves(values)
+    for _ in range(16):  # one registration round per nesting level of new classes
+        new = {type(leaf) for leaf in leaves if is_structure(torch, leaf)}
+        if not new:
+            break
+        for cls in new:
+            register_structure(pytree, cls)
+        leaves = pytree.tree_leaves(values)
+    return leaves
+
+
+def tensor_leaves(torch: Any, values: Any) -> list[Any]:
+    """The tensors of ``values`` (a list of call inputs, or one input), in flattening order."""
+    return [leaf for leaf in tree_leaves(torch, values) if isinstance(leaf, torch.Tensor)]
+
+
+def map_tensors(torch: Any, fn: Callable[[Any], Any], values: Any) -> Any:
+    """``values`` with every tensor leaf replaced by ``fn(leaf)`` (constants and structure kept)."""
+    import torch.utils._pytree as pytree
+
+    tree_leaves(torch, values)
+    return pytree.tree_map(lambda leaf: fn(leaf) if isinstance(leaf, torch.Tensor) else leaf, values)
+
+
+class Layout:
+    """The roles of the tensor leaves of one input set (aligned with ``tensor_leaves(set)``): ``per_set`` (a copy
+    per set), ``output`` (a destination buffer: filled before every judged call, judged through the return
+    value, not hashed), ``after`` (a Model buffer the forward may update: judged after the correctness pass's
+    calls, not hashed)."""
+
+    def __init__(self, torch: Any, spec: dict[str, Any], values: list[Any], per_set: list[bool],
+                 after_ids: set[int]) -> None:
+        outputs = set(spec.get("outputs") or [])
+        names = spec.get("derived_inputs") or [item["name"] for item in spec["inputs"]]
+        self.leaves, self.per_set, self.output, self.after = [], [], [], []
+        for index, value in enumerate(values):
+            name = names[index] if index < len(names) else None
+            for leaf in tensor_leaves(torch, value):
+                self.leaves.append(leaf)
+                self.per_set.append(bool(per_set[index]) if index < len(per_set) else False)
+                self.output.append(name in outputs)
+                self.after.append(id(leaf) in after_ids)
+
+    def guarded(self) -> list[Any]:
+        """The leaves the inputs-unchanged check hashes: neither destination buffers nor Model buffers."""
+        return [t for t, out, aft in zip(self.leaves, self.output, self.after, strict=True) if not (out or aft)]
+
+    def outputs(self) -> list[Any]:
+        return [t for t, out in zip(self.leaves, self.output, strict=True) if out]
+
+    def judged_after(self) -> list[Any]:
+        return [t for t, aft in zip(self.leaves, self.after, strict=True) if aft]
+
+
+def set_layout(torch: Any, spec: dict[str, Any], values: list[Any], derived: bool, problem: Problem | None) -> Layout:
+    """The roles of one set's tensor leaves, identical in the worker and the judge: per-set inputs (with a
+    ``derive`` hook, every input), destination buffers (the SPEC's ``outputs``) and, for a KernelBench problem,
+    the buffers in its final ``state`` input."""
+    per_set = [True] * len(values) if derived else rotated_raw(spec)
+    after: set[int] = set()
+    if problem is not None and problem.buffer_keys and values and isinstance(values[-1], dict):
+        after = {id(values[-1][key]) for key in problem.buffer_keys if key in values[-1]}
+    return Layout(torch, spec, values, per_set, after)
+
+
+def fill_destinations(torch: Any, buffers: list[Any], seed: int) -> None:
+    """Content no result can be: NaN for floating buffers, a fresh random fill for integer and boolean ones."""
+    generator = torch.Generator(device=buffers[0].device) if buffers else None
+    if generator is not None:
+        generator.manual_seed(seed)
+    with torch.no_grad():
+        for t in buffers:
+            if t.is_floating_point() or t.is_complex():
+                t.fill_(float("nan"))
+            else:
+                t.random_(generator=generator)
 
 
 def call_inputs(raw: list[Any], derive: Callable[..., Any] | None, kwargs: dict[str, Any]) -> list[Any]:
-    """The kernel's positional inputs: the raw tensors, or what the ``derive`` hook makes of them."""
+    """The kernel's positional inputs: the raw inputs, or what the ``derive`` hook makes of them."""
     if derive is None:
         return raw
     out = derive(*raw, **kwargs) if kwargs and accepts_kwargs(derive) else derive(*raw)
@@ -581,6 +736,8 @@ def input_bytes(spec: dict[str, Any], shape_index: int) -> tuple[int, int]:
     size = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1}[spec["dtype"]]
     rotated = shared = 0
     for item, rot in zip(spec["inputs"], rotated_raw(spec), strict=False):
+        if not item.get("shapes"):  # a structured input or state: counted once the first set exists
+            continue
         count = 1
         for dim in item["shapes"][shape_index]:
             count *= int(dim)
@@ -592,11 +749,14 @@ def input_bytes(spec: dict[str, Any], shape_index: int) -> tuple[int, int]:
 
 
 def as_outputs(torch: Any, value: Any) -> list[Any]:
-    """A kernel's return value as a list of tensors (a tensor, or a tuple/list of tensors)."""
+    """A kernel's return value as a list of plain tensors (a tensor, or a tuple/list of tensors): anything else,
+    a Tensor subclass included (it decides what every operation on it returns), fails ``output_plain_tensor``."""
     items = list(value) if isinstance(value, (tuple, list)) else [value]
-    for item in items:
-        if not isinstance(item, torch.Tensor):
-            raise CheckFailed("output_shape_dtype", f"kernel returned {type(item).__name__}, not a tensor")
+    for index, item in enumerate(items):
+        if type(item) is not torch.Tensor and type(item) is not torch.nn.Parameter:
+            what = "a subclass of torch.Tensor" if isinstance(item, torch.Tensor) else "not a tensor"
+            raise CheckFailed("output_plain_tensor", f"output {index} is a {type(item).__name__} ({what}): return "
+                                                     "plain torch.Tensor outputs")
     return items
 
 
@@ -617,7 +777,8 @@ def checksum(torch: Any, tensor: Any) -> list[float]:
 
 
 def nbytes(tensors: list[Any]) -> int:
-    return int(sum(t.numel() * t.element_size() for t in tensors))
+    """Bytes of the tensors in ``tensors`` (a list of tensors; other items count nothing)."""
+    return int(sum(t.numel() * t.element_size() for t in tensors if hasattr(t, "element_size")))
 
 
 def sync_device(torch: Any, device_kind: str) -> None:
@@ -686,7 +847,7 @@ class PlacementPad:
     Every run is a fresh process that allocates the same sizes in the same order, so without it every run of a
     verify lands its inputs and workspaces on the same physical memory, and a placement that makes a kernel
     slower or faster holds for a whole verify: the speedup moves between verifies by more than its interval
-    says (benchmarks/evidence/h200_sync/placement_*). The pad makes placement vary from run to run, so the
+    says. The pad makes placement vary from run to run, so the
     interval covers it. It yields to the target: ``release`` when a shape would not fit beside it."""
 
     def __init__(self) -> None:
@@ -741,11 +902,13 @@ def poison_tensors(torch: Any, outputs: list[list[Any]], protected: list[Any]) -
 # range). One copy kernel per call does both writes: it restores the element call j - K changed in the same set
 # and sets call j's (``fused_perturbation``); the last K calls are restored after the last kernel. Every call
 # sees its set with exactly its own element changed. A second copy per call cost each kernel 0.2-0.5 us more on
-# the H200 (benchmarks/evidence/contract_v2/fused_ab_2041/). Cost: 7 x N elements of memory and one copy per
+# the H200. Cost: 7 x N elements of memory and one copy per
 # call, timed alone and subtracted (``overhead_ms`` in the run JSON).
-def perturb_slot(torch: Any, first_set: list[Any], per_set: list[bool]) -> int | None:
-    """Index of the input a timed call sees perturbed: the first per-set, contiguous, non-empty tensor."""
-    for index, (tensor, own) in enumerate(zip(first_set, per_set, strict=False)):
+def perturb_slot(torch: Any, layout: Layout) -> int | None:
+    """Index of the tensor leaf a timed call sees perturbed: the first per-set, contiguous, non-empty one that is
+    neither a destination buffer (the kernel overwrites it) nor a Model buffer the forward updates."""
+    for index, tensor in enumerate(layout.leaves):
+        own = layout.per_set[index] and not layout.output[index] and not layout.after[index]
         if own and tensor.is_contiguous() and tensor.numel() > 0 and tensor.element_size() in (1, 2, 4, 8):
             return index
     return None
@@ -806,6 +969,58 @@ def fused_perturbation(torch: Any, pos: Any, values: Any, orig: Any, k_sets: int
     return torch.stack([first_pos, pos], dim=1), torch.stack([first_val, values], dim=1)
 
 
+class Perturbation:
+    """The worker's side for one shape: the perturbed leaf of every set (``flats``, bit views), buffers sized by
+    the timer (``resize``), one sample's draws (``draw``), the one copy before call j (``perturb``) and the
+    restores after a sample's last call (``settle``). No perturbable leaf: every method does nothing."""
+
+    def __init__(self, torch: Any, leaves: list[Any], own_elements: bool, device: str) -> None:
+        self.torch, self.device, self.own_elements = torch, device, own_elements
+        self.flats = [bits_view(torch, t) for t in leaves]
+        self.dtype = leaves[0].dtype if leaves else None
+        self.n = 0
+
+    def resize(self, n: int) -> None:
+        if not self.flats:
+            return
+        torch, kind = self.torch, self.flats[0].dtype
+        self.pos = torch.zeros(n, dtype=torch.int64, device=self.device)
+        self.val = torch.zeros(n, dtype=kind, device=self.device)
+        self.orig = torch.zeros(n, dtype=kind, device=self.device)
+        self.writes = (torch.zeros(n, 2, dtype=torch.int64, device=self.device),
+                       torch.zeros(n, 2, dtype=kind, device=self.device))
+        self.n = n
+        self.pos_of = [self.pos[j:j + 1] for j in range(n)]
+        self.orig_of = [self.orig[j:j + 1] for j in range(n)]
+        self.write_pos = [self.writes[0][j] for j in range(n)]
+        self.write_val = [self.writes[1][j] for j in range(n)]
+
+    def draw(self, seed: int) -> None:
+        if not self.flats:
+            return
+        torch, flats = self.torch, self.flats
+        pos, second = perturbation_draws(torch, flats[0].numel(), self.n, seed, self.device, self.own_elements,
+                                         self.dtype)
+        self.pos.copy_(pos)
+        self.val.copy_(gather_per_set(torch, flats, second) if self.own_elements else second)
+        self.orig.copy_(gather_per_set(torch, flats, pos))
+        write_pos, write_val = fused_perturbation(torch, self.pos, self.val, self.orig, len(flats))
+        self.writes[0].copy_(write_pos)
+        self.writes[1].copy_(write_val)
+
+    def perturb(self, j: int, k: int) -> None:
+        """One copy: call j - K's element restored, call j's set."""
+        if self.flats:
+            self.flats[k].index_copy_(0, self.write_pos[j], self.write_val[j])
+
+    def settle(self, j: int) -> None:
+        """After the last call of a sample, the last K calls' elements restored."""
+        if self.flats and j == self.n - 1:
+            k_sets = len(self.flats)
+            for i in range(max(0, j + 1 - k_sets), j + 1):
+                self.flats[i % k_sets].index_copy_(0, self.pos_of[i], self.orig_of[i])
+
+
 def apply_perturbation(torch: Any, inputs: list[Any], slot: int, position: int, value_bits: Any) -> None:
     """The judge's side: set element ``position`` of ``inputs[slot]`` to the recorded value (bits)."""
     flat = bits_view(torch, inputs[slot])
@@ -823,7 +1038,7 @@ CORRECTNESS_DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "fp8_e5m2": (0.25, 0.25),
 }
 # Largest ||out - ref||_2 / ||ref||_2 by target dtype, set between the honest kernels and the op on inputs
-# rounded through a narrower format, measured by benchmarks/correctness_margins.py (docs/correctness.md):
+# rounded through a narrower format (docs/correctness.md):
 # bf16 honest <= 2.3e-3, fp8-rounded inputs >= 3.8e-2; fp16 honest <= 3.0e-4, bf16-rounded >= 2.3e-3;
 # fp32 honest <= 3.3e-6, tf32-rounded >= 2.9e-4; fp8 targets: one fp8 rounding of the output (2.7e-2 e4m3,
 # 5.1e-2 e5m2) stays 4x under.
@@ -846,6 +1061,10 @@ CORRECTNESS_MIN_CORR: dict[str, float] = {
 # The norm bound never falls under this many times the error of the reference merely rounded to the output's
 # dtype (an fp8 output of a bf16 target), and the correlation bound is relaxed to match (the square of it).
 CORRECTNESS_ROUNDING_FACTOR = 4.0
+# The bounds never fall under this many times the baseline's own error against the reference (measured by the
+# judge on each shape's first set, in the target dtype): it only matters where the reference is near zero and the
+# baseline's rounding noise is large beside it; an honest rewrite may be this much noisier than the baseline.
+CORRECTNESS_BASELINE_FACTOR = 8.0
 # Below this achievable correlation the output's dtype cannot carry the reference's variation (a large offset
 # plus a small signal): the correlation check is skipped and says so.
 CORRECTNESS_MIN_USEFUL_CORR = 0.5
@@ -1012,6 +1231,7 @@ def check_outputs(
     """The three checks over every output; each {"name", "ok", "detail", "max_abs_error"}."""
     atol, rtol = float(tol["atol"]), float(tol["rtol"])
     chunk = int(chunk_elements or CORRECTNESS_CHUNK_ELEMENTS)
+    baseline = list(tol.get("baseline") or [])
     if len(outs) != len(refs):
         detail = f"{len(outs)} outputs, the reference returns {len(refs)}"
         return [{"name": "outputs_match_reference", "ok": False, "detail": detail, "max_abs_error": None}]
@@ -1022,6 +1242,8 @@ def check_outputs(
     worst, worst_rel, least_corr, any_float = 0.0, 0.0, 1.0, False
     for i, (out, ref) in enumerate(zip(outs, refs, strict=False)):
         stats = correctness_statistics(torch, out, ref, atol, rtol, chunk)
+        if i < len(baseline) and "rel_l2" in stats:
+            correctness_admit_baseline(stats, baseline[i])
         n, mismatches = int(stats["n"]), int(stats["mismatches"])
         worst = max(worst, stats["max_abs_error"]) if math.isfinite(stats["max_abs_error"]) else math.inf
         if "rel_l2" not in stats:
@@ -1100,6 +1322,27 @@ def check_outputs(
     return checks
 
 
+def correctness_baseline_error(torch: Any, outs: list[Any], refs: list[Any]) -> list[list[float]]:
+    """Per output, ``[rel_l2, corr]`` of the baseline's own outputs (in the target dtype) against the wide
+    reference: the error an honest implementation has at this output's scale (NaN where undefined)."""
+    found = []
+    for out, ref in zip(outs, refs, strict=False):
+        if not (out.is_floating_point() or out.is_complex()) or out.shape != ref.shape:
+            found.append([math.nan, math.nan])
+            continue
+        stats = correctness_statistics(torch, out, ref, 0.0, 0.0)
+        found.append([stats.get("rel_l2", math.nan), stats.get("corr", math.nan)])
+    return found
+
+
+def correctness_admit_baseline(stats: dict[str, float], baseline: list[float]) -> None:
+    """Record the baseline's own error (``rel_l2_baseline``, ``corr_baseline``): the bounds never fall under
+    CORRECTNESS_BASELINE_FACTOR times it. A reference near zero (the mean of normalised values, ~1e-8 of its
+    inputs' scale) is mostly the rounding noise of its intermediates, so even the baseline is far from it in
+    relative terms; a wrong output still fails, its error being measured against the baseline's."""
+    stats["rel_l2_baseline"], stats["corr_baseline"] = float(baseline[0]), float(baseline[1])
+
+
 def correctness_norm(index: int, stats: dict[str, float], bound: float, dtype: Any) -> tuple[str | None, str | None]:
     """(problem, note) of the relative-error-norm check for one floating output."""
     if not stats["ref_rms"] > 0:
@@ -1110,19 +1353,27 @@ def correctness_norm(index: int, stats: dict[str, float], bound: float, dtype: A
     why = (
         f"rel_l2_max {bound:.3g}"
         if limit == bound
-        else (f"{CORRECTNESS_ROUNDING_FACTOR:g} x the error of the reference rounded to {dtype}")
+        else "the baseline's own error or the reference rounded to the output dtype, times their factors"
     )
     return f"output {index}: ||out - ref||_2 / ||ref||_2 = {stats['rel_l2']:.3g} > {limit:.3g} ({why})", None
 
 
 def correctness_norm_bound(stats: dict[str, float], rel_l2_max: float) -> float:
-    """The norm bound for one output: rel_l2_max, or the rounding-factor times the output dtype's own error."""
-    return max(rel_l2_max, CORRECTNESS_ROUNDING_FACTOR * stats["rel_l2_rounded"])
+    """The norm bound for one output: rel_l2_max, or the rounding-factor times the output dtype's own error, or
+    the baseline factor times the baseline's own error (when known), whichever is largest."""
+    bound = max(rel_l2_max, CORRECTNESS_ROUNDING_FACTOR * stats["rel_l2_rounded"])
+    baseline = stats.get("rel_l2_baseline", math.nan)
+    return max(bound, CORRECTNESS_BASELINE_FACTOR * baseline) if math.isfinite(baseline) else bound
 
 
 def correctness_corr_bound(stats: dict[str, float], min_corr: float) -> float:
-    """The correlation bound for one output: min_corr, relaxed to what the output's dtype can reach."""
-    return min(min_corr, 1.0 - CORRECTNESS_ROUNDING_FACTOR**2 * (1.0 - stats["corr_rounded"]))
+    """The correlation bound for one output: min_corr, relaxed to what the output's dtype can reach and to what
+    the baseline itself reaches (a baseline whose correlation is undefined relaxes it entirely)."""
+    bound = min(min_corr, 1.0 - CORRECTNESS_ROUNDING_FACTOR**2 * (1.0 - stats["corr_rounded"]))
+    if "corr_baseline" not in stats:
+        return bound
+    corr = stats["corr_baseline"] if math.isfinite(stats["corr_baseline"]) else 0.0
+    return min(bound, 1.0 - CORRECTNESS_BASELINE_FACTOR**2 * (1.0 - corr))
 
 
 def correctness_signal(
@@ -1319,11 +1570,29 @@ def verdict_of(name: str) -> str:
 
 
 # ======================================== timer.py ==========================================================
+# Warm-up: eager loops of 1, 2, 4, ... calls after the first call, until they cover this much kernel time (or
+# 3K calls have run): a 30 ms call warms up in 2 calls, a 10 us kernel in 3K.
+WARMUP_KERNEL_MS = 20.0
+
+
 def calls_for(per_call_ms: float, n_sets: int, target_ms: float) -> int:
     """N: enough calls to cover ``target_ms``, a multiple of K, within [K, MAX_CALLS_PER_SAMPLE]."""
     n = math.ceil(target_ms / max(per_call_ms, 1e-6))
     n = min(max(n, n_sets), MAX_CALLS_PER_SAMPLE)
     return max(n_sets, math.ceil(n / n_sets) * n_sets)
+
+
+def calls_per_sample(per_call_ms: float, n_sets: int, target_ms: float) -> int:
+    """N that follows the cost of a call: ``calls_for`` when the sample needs K calls or more, else just enough
+    calls to cover ``target_ms`` (at least 1), each on a set of its own."""
+    needed = math.ceil(target_ms / max(per_call_ms, 1e-6))
+    return max(1, needed) if needed < n_sets else calls_for(per_call_ms, n_sets, target_ms)
+
+
+def normal_calls(n_calls: int, n_sets: int) -> int:
+    """An asked-for N made valid: within [1, MAX_CALLS_PER_SAMPLE], whole cycles of the K sets above K."""
+    n = min(max(int(n_calls), 1), MAX_CALLS_PER_SAMPLE)
+    return n if n <= n_sets else math.ceil(n / n_sets) * n_sets
 
 
 def capture_graph(
@@ -1359,6 +1628,164 @@ def last_writers(kept: dict[int, Any], ptrs: list[tuple]) -> dict[int, int]:
     return {j: last[ptrs[j]] for j in kept}
 
 
+class Clocks:
+    """The timing primitives of one measure: eager loops and graph replays with their event, enqueue and wall
+    times (ms)."""
+
+    def __init__(
+        self,
+        torch: Any,
+        cuda: bool,
+        clock: Callable[[], float],
+        wall: Callable[[], float],
+        elapsed_ms: Callable[[Any, Any], float] | None,
+        pointers: Callable[[Any], tuple],
+    ) -> None:
+        self.torch, self.cuda, self.clock, self.wall = torch, cuda, clock, wall
+        self.elapsed_ms, self.pointers = elapsed_ms, pointers
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def loop_eager(self, fn: Callable[[int], Any], n: int, keep: set[int] | None) -> tuple[float, float, float, Any]:
+        """``fn(0..n-1)`` eagerly: (timed, enqueue, wall) ms and (kept outputs, every call's pointers)."""
+        torch, kept, ptrs = self.torch, {}, []
+        self.sync()
+        t0 = self.wall()
+        if self.cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+        c0 = self.clock()
+        for j in range(n):
+            out = fn(j)
+            if keep is not None:
+                ptrs.append(self.pointers(out))
+                if j in keep:
+                    kept[j] = out
+        c1 = self.clock()
+        if self.cuda:
+            end.record()
+        t1 = self.wall()
+        self.sync()
+        t2 = self.wall()
+        timed = max(self.elapsed_ms(start, end), (t2 - t0) * 1e3) if self.cuda else (c1 - c0) * 1e3
+        return timed, (t1 - t0) * 1e3, (t2 - t0) * 1e3, (kept, ptrs)
+
+    def replay(self, graph: Any) -> tuple[float, float, float]:
+        """One replay of ``graph``: (event, enqueue, wall) ms."""
+        torch = self.torch
+        self.sync()
+        t0 = self.wall()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        t1 = self.wall()
+        self.sync()
+        t2 = self.wall()
+        return self.elapsed_ms(start, end), (t1 - t0) * 1e3, (t2 - t0) * 1e3
+
+
+def warm_up(
+    clocks: Clocks,
+    call: Callable[[int], Any],
+    n_sets: int,
+    resize: Callable[[int], None],
+    prepare: Callable[[int], None],
+) -> tuple[float, int]:
+    """Step 1: one untimed call, then loops of 1, 2, 4, ... calls (at most 2K each) until they cover
+    WARMUP_KERNEL_MS or 3K calls have run. (eager ms per call of the last loop, calls made)."""
+    resize(2 * n_sets)
+    prepare(-1)
+    call(0)
+    calls, spent_ms, chunk, per_call = 1, 0.0, 1, 1e-6
+    while calls < 3 * n_sets and spent_ms < WARMUP_KERNEL_MS:
+        timed = clocks.loop_eager(call, chunk, None)[0]
+        per_call, spent_ms, calls = max(timed / chunk, 1e-6), spent_ms + timed, calls + chunk
+        chunk = min(2 * chunk, 2 * n_sets)
+    return per_call, calls
+
+
+def size_calls(
+    clocks: Clocks,
+    call: Callable[[int], Any],
+    n_sets: int,
+    eager_ms: float,
+    min_sample_ms: float,
+    resize: Callable[[int], None],
+    prepare: Callable[[int], None],
+) -> tuple[float, str]:
+    """Step 2 on CUDA: (ms per call from the fastest replay of a short graph, "graph"); else the eager one."""
+    torch = clocks.torch
+    n_short = min(SIZING_CALLS_MAX, calls_per_sample(eager_ms, n_sets, min_sample_ms / 5))
+    if n_short > n_sets:
+        n_short = n_short // n_sets * n_sets
+    estimate_ms, sized_by = eager_ms, "eager"
+    with contextlib.suppress(Exception):  # a capture failure is seen (and flagged) at step 3
+        resize(n_short)
+        prepare(-1)
+        short, _, _ = capture_graph(torch, call, n_short, set(), clocks.pointers)
+        short.replay()
+        best = min(clocks.replay(short)[0] for _ in range(SIZING_REPLAYS))
+        estimate_ms, sized_by = max(best / n_short, 1e-6), "graph"
+        del short
+    with contextlib.suppress(Exception):
+        torch.cuda.synchronize()
+    return estimate_ms, sized_by
+
+
+def timed_graph(
+    clocks: Clocks, call: Callable[[int], Any], overhead_call: Callable[[int], Any], n_calls: int, keep: set[int]
+) -> tuple[Any, dict[int, Any], list[tuple], float, str | None]:
+    """Steps 3 and 4 on CUDA: (graph, kept outputs, pointers, overhead ms per call, capture error). On a capture
+    failure the graph is None and the error says why (the samples then run eagerly)."""
+    torch = clocks.torch
+    try:
+        graph, kept, ptrs = capture_graph(torch, call, n_calls, keep, clocks.pointers)
+        graph.replay()  # the first replay uploads the graph: never timed
+        alone, _, _ = capture_graph(torch, overhead_call, n_calls, set(), lambda _out: ())
+        alone.replay()
+        overhead_ms = statistics.median(clocks.replay(alone)[0] for _ in range(OVERHEAD_REPLAYS)) / n_calls
+        del alone
+        return graph, kept, ptrs, overhead_ms, None
+    except Exception as err:  # noqa: BLE001 - any capture failure means: time eagerly, flagged
+        with contextlib.suppress(Exception):
+            torch.cuda.synchronize()
+        return None, {}, [], 0.0, f"{type(err).__name__}: {str(err)[:200]}"
+
+
+def take_samples(
+    clocks: Clocks,
+    call: Callable[[int], Any],
+    graph: Any,
+    kept: dict[int, Any],
+    ptrs: list[tuple],
+    n_calls: int,
+    samples: int,
+    picks: Callable[[], set[int]],
+    hooks: dict[str, Callable[..., Any]],
+) -> tuple[list[float], float, float, float]:
+    """Step 5: (raw ms per call of every sample, event, enqueue and wall totals in ms)."""
+    raw: list[float] = []
+    event_total = enqueue_total = wall_total = 0.0
+    for index in range(samples):
+        hooks["poison"](list(kept.values()) if graph is not None else None)
+        hooks["prepare"](index)
+        hooks["flush"]()
+        if graph is not None:
+            timed, enqueue, total = clocks.replay(graph)
+            outputs, writers = kept, last_writers(kept, ptrs)
+        else:
+            timed, enqueue, total, (outputs, eager_ptrs) = clocks.loop_eager(call, n_calls, picks())
+            writers = last_writers(outputs, eager_ptrs)
+        raw.append(timed / n_calls)
+        event_total, enqueue_total, wall_total = event_total + timed, enqueue_total + enqueue, wall_total + total
+        hooks["on_sample_done"](index, outputs, writers, n_calls)
+        del outputs
+    return raw, event_total, enqueue_total, wall_total
+
+
 def measure(
     call: Callable[[int], Any],
     n_sets: int,
@@ -1382,118 +1809,31 @@ def measure(
 ) -> dict[str, Any]:
     """Time ``call(j)``: per-call ms, the median of ``samples`` samples (see the module docstring)."""
     cuda = device_kind == "cuda"
-
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize()
-
-    def loop_eager(fn: Callable[[int], Any], n: int, keep: set[int] | None) -> tuple[float, float, float, Any]:
-        kept: dict[int, Any] = {}
-        ptrs: list[tuple] = []
-        sync()
-        t0 = wall()
-        if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-        c0 = clock()
-        for j in range(n):
-            out = fn(j)
-            if keep is not None:
-                ptrs.append(pointers(out))
-                if j in keep:
-                    kept[j] = out
-        c1 = clock()
-        if cuda:
-            end.record()
-        t1 = wall()
-        sync()
-        t2 = wall()
-        timed = max(elapsed_ms(start, end), (t2 - t0) * 1e3) if cuda else (c1 - c0) * 1e3
-        return timed, (t1 - t0) * 1e3, (t2 - t0) * 1e3, (kept, ptrs)
-
-    def replay(graph: Any) -> tuple[float, float, float]:
-        sync()
-        t0 = wall()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        t1 = wall()
-        sync()
-        t2 = wall()
-        return elapsed_ms(start, end), (t1 - t0) * 1e3, (t2 - t0) * 1e3
-
-    # 1. warm-up (eager, untimed) and a first eager estimate.
-    resize(2 * n_sets)
-    prepare(-1)
-    for j in range(2 * n_sets):
-        call(j)
-    eager_ms = max(loop_eager(call, n_sets, None)[0] / n_sets, 1e-6)
+    clocks = Clocks(torch, cuda, clock, wall, elapsed_ms, pointers)
+    eager_ms, warmup_calls = warm_up(clocks, call, n_sets, resize, prepare)
     estimate_ms, sized_by = eager_ms, "eager"
-    # 2. sizing from a short graph replay (CUDA).
     if cuda and n_calls is None:
-        n_short = min(SIZING_CALLS_MAX, calls_for(eager_ms, n_sets, min_sample_ms / 5))
-        n_short = max(n_sets, n_short // n_sets * n_sets)
-        with contextlib.suppress(Exception):  # a capture failure is seen (and flagged) at step 3
-            resize(n_short)
-            prepare(-1)
-            short, _, _ = capture_graph(torch, call, n_short, set(), pointers)
-            short.replay()
-            best = min(replay(short)[0] for _ in range(SIZING_REPLAYS))
-            estimate_ms, sized_by = max(best / n_short, 1e-6), "graph"
-            del short
-        with contextlib.suppress(Exception):
-            torch.cuda.synchronize()
-    if n_calls is None:
-        n_calls = calls_for(estimate_ms, n_sets, min_sample_ms)
-    n_calls = max(n_sets, math.ceil(min(max(int(n_calls), n_sets), MAX_CALLS_PER_SAMPLE) / n_sets) * n_sets)
+        estimate_ms, sized_by = size_calls(clocks, call, n_sets, eager_ms, min_sample_ms, resize, prepare)
+    n_calls = normal_calls(calls_per_sample(estimate_ms, n_sets, min_sample_ms) if n_calls is None else n_calls, n_sets)
     resize(n_calls)
     prepare(-1)
 
-    # 3. the timed graph, 4. the perturbation overhead.
-    graph, kept, ptrs, timer, capture_error = None, {}, [], "cpu-perf-counter", None
-    overhead_ms = 0.0
-    if cuda:
-        timer = "cuda-graph"
-        try:
-            graph, kept, ptrs = capture_graph(torch, call, n_calls, pick_calls(n_calls), pointers)
-            graph.replay()  # the first replay uploads the graph: never timed
-            alone, _, _ = capture_graph(torch, overhead_call, n_calls, set(), lambda _out: ())
-            alone.replay()
-            overhead_ms = statistics.median(replay(alone)[0] for _ in range(OVERHEAD_REPLAYS)) / n_calls
-            del alone
-        except Exception as err:  # noqa: BLE001 - any capture failure means: time eagerly, flagged
-            capture_error = f"{type(err).__name__}: {str(err)[:200]}"
-            graph, kept, ptrs, timer = None, {}, [], "cuda-eager"
-            with contextlib.suppress(Exception):
-                torch.cuda.synchronize()
-    if graph is None:
-        overhead_ms = statistics.median(
-            loop_eager(overhead_call, n_calls, None)[0] for _ in range(OVERHEAD_REPLAYS)
-        ) / n_calls
+    def picks() -> set[int]:  # fewer calls than sets: every call is judged (each is the only call of its set)
+        return pick_calls(n_calls) if n_calls >= n_sets else set(range(n_calls))
 
-    # 5. the samples.
-    raw: list[float] = []
-    event_total = enqueue_total = wall_total = 0.0
-    for index in range(samples):
-        if graph is not None:
-            poison(list(kept.values()))
-            prepare(index)
-            flush()
-            timed, enqueue, total = replay(graph)
-            outputs, writers = kept, last_writers(kept, ptrs)
-        else:
-            poison(None)
-            prepare(index)
-            flush()
-            timed, enqueue, total, (outputs, eager_ptrs) = loop_eager(call, n_calls, pick_calls(n_calls))
-            writers = last_writers(outputs, eager_ptrs)
-        raw.append(timed / n_calls)
-        event_total += timed
-        enqueue_total += enqueue
-        wall_total += total
-        on_sample_done(index, outputs, writers, n_calls)
-        del outputs
+    graph, kept, ptrs, timer, capture_error, overhead_ms = None, {}, [], "cpu-perf-counter", None, 0.0
+    if cuda:
+        graph, kept, ptrs, overhead_ms, capture_error = timed_graph(clocks, call, overhead_call, n_calls, picks())
+        timer = "cuda-graph" if graph is not None else "cuda-eager"
+    if graph is None:
+        overhead_ms = (
+            statistics.median(clocks.loop_eager(overhead_call, n_calls, None)[0] for _ in range(OVERHEAD_REPLAYS))
+            / n_calls
+        )
+    hooks = {"poison": poison, "prepare": prepare, "flush": flush, "on_sample_done": on_sample_done}
+    raw, event_total, enqueue_total, wall_total = take_samples(
+        clocks, call, graph, kept, ptrs, n_calls, samples, picks, hooks
+    )
     times = [t - overhead_ms for t in raw]
     ms = statistics.median(times)
     if ms <= 0:  # the overhead estimate was noisier than the kernel: report the raw time, flagged
@@ -1502,6 +1842,8 @@ def measure(
         "ms": ms,
         "samples_ms": times,
         "n_calls": n_calls,
+        "sets_per_sample": min(n_calls, n_sets),
+        "warmup_calls": warmup_calls,
         "timer": timer,
         "estimate_ms": estimate_ms,
         "eager_estimate_ms": eager_ms,
@@ -1831,7 +2173,7 @@ def patched_functions(torch: Any, saved: dict[str, Any]) -> list[str]:
 def preload_triton(torch: Any) -> None:
     """What a Triton kernel's first launch pays once per process, paid here while a pre-started worker waits
     for its job: the cache key (Triton hashes its own sources and libtriton, 0.38 s on the H200) and the gluon
-    import (0.1 s) (benchmarks/evidence/verify_timing/triton_first_launch.jsonl). CPU work only: no CUDA
+    import (0.1 s). CPU work only: no CUDA
     context is created. Skipped where torch sees no GPU or Triton is not installed."""
     if importlib.util.find_spec("triton") is None or not torch.cuda.is_available():
         return
@@ -1899,6 +2241,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
         raise CheckFailed("device_available", "target wants CUDA but torch.cuda.is_available() is False")
     device = "cuda" if device_kind == "cuda" else "cpu"
     root = workspace_root(script)
+    threads = apply_threads(torch, spec)
     marks = {"start": time.perf_counter()}
     if device_kind == "cuda":
         torch.cuda.init()  # the context, timed apart from the script's import
@@ -1954,7 +2297,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     job_phases = {f"{b}": round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)}
     return {"status": "measured", "reason": None, "device": name, "device_kind": device_kind,
             "torch": torch.__version__, "seed_policy": seeds.policy, "cache_bytes": cache, "shapes": shapes_out,
-            "job_phases_s": job_phases, "placement_pad_bytes": placement_pad.bytes}
+            "job_phases_s": job_phases, "placement_pad_bytes": placement_pad.bytes, "threads": threads}
 
 
 keep_alive: list[Any] = []
@@ -2006,6 +2349,79 @@ def fitted_rotation(sizes: tuple[int, int, int], wanted: int, free: int | None, 
     return n_sets, free
 
 
+class ShapeInputs:
+    """How one shape's input sets are made: raw inputs from seeds (a problem's own generator or the SPEC's
+    shapes), the ``derive`` hook, and the roles of their tensor leaves (:class:`Layout`)."""
+
+    def __init__(self, torch: Any, spec: dict[str, Any], shape_index: int, derive: Callable[..., Any] | None,
+                 kwargs: dict[str, Any], device: str, problem: Problem | None) -> None:
+        self.torch, self.spec, self.shape_index, self.derive = torch, spec, shape_index, derive
+        self.kwargs, self.device, self.problem = kwargs, device, problem
+        self.rotated = rotated_raw(spec)
+
+    def build(self, set_seed: int, shared_seed: int) -> list[Any]:
+        raw = make_raw(self.torch, self.spec, self.shape_index, set_seed, shared_seed, self.device, self.problem)
+        return call_inputs(raw, self.derive, self.kwargs)
+
+    def per_set(self, values: list[Any]) -> list[bool]:
+        """Per top-level input: whether each set has its own copy (with a ``derive`` hook, every input)."""
+        return [True] * len(values) if self.derive is not None else self.rotated
+
+    def layout(self, values: list[Any]) -> Layout:
+        return set_layout(self.torch, self.spec, values, self.derive is not None, self.problem)
+
+    def refill(self, sets: list[list[Any]], fresh_seeds: list[int], shared: int) -> None:
+        """Every set's per-set inputs (and the shared ones, through set 0) copied from new seeds, leaf by leaf;
+        then the destination buffers filled (``fill_destinations``)."""
+        torch = self.torch
+        for k, values in enumerate(sets):
+            fresh = self.build(fresh_seeds[k], shared)
+            flags = self.per_set(values)
+            with torch.no_grad():
+                for index, (old, new) in enumerate(zip(values, fresh, strict=False)):
+                    if k == 0 or flags[index]:
+                        for buf, leaf in zip(tensor_leaves(torch, old), tensor_leaves(torch, new), strict=True):
+                            buf.copy_(leaf)
+            del fresh
+            fill_destinations(torch, self.layout(values).outputs(), fresh_seeds[k])
+
+
+def first_call(torch: Any, inputs: ShapeInputs, kernel: Callable[..., Any], kwargs: dict[str, Any],
+               seeds: tuple[int, int], label: str, device_kind: str) -> tuple[list[Any], list[Any], int]:
+    """(the first input set, pristine copies of its Model buffers, bytes of one call's outputs)."""
+    try:
+        first = inputs.build(seeds[1], seeds[0])
+        pristine = [t.detach().clone() for t in inputs.layout(first).judged_after()]
+        probe = as_outputs(torch, kernel(*first, **kwargs))
+        sync_device(torch, device_kind)
+    except torch.OutOfMemoryError as err:
+        raise CheckFailed("fits_memory", f"shape {label}: the first input set and one call ran out of device "
+                                         f"memory ({str(err).splitlines()[0][:160]}): use a smaller shape or free "
+                                         "the memory") from err
+    return first, pristine, nbytes(probe)
+
+
+def correctness_pass(torch: Any, kernel: Callable[..., Any], kwargs: dict[str, Any], sets: list[list[Any]],
+                     layouts: list[Layout], pristine: list[Any], urandom: random.SystemRandom,
+                     device_kind: str) -> tuple[list[list[Any]], list[list[float]], list[int]]:
+    """Every set once: its Model buffers reset, destination buffers filled, then the call. Per set: the outputs
+    (a device copy each) followed by the Model buffers as the call left them; the inputs' checksums; sizes."""
+    outputs, sums, out_sizes = [], [], []
+    for values, layout in zip(sets, layouts, strict=True):
+        with torch.no_grad():
+            for buf, saved in zip(layout.judged_after(), pristine, strict=True):
+                buf.copy_(saved)
+        fill_destinations(torch, layout.outputs(), urandom.getrandbits(63))
+        outs = as_outputs(torch, kernel(*values, **kwargs))
+        sync_device(torch, device_kind)
+        out_sizes = [t.numel() * t.element_size() for t in outs]
+        outputs.append([t.detach().clone() for t in outs] + [t.detach().clone() for t in layout.judged_after()])
+        del outs
+    for layout in layouts:
+        sums.append([checksum(torch, t) for t in layout.guarded()])
+    return outputs, sums, out_sizes
+
+
 def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, kernel: Callable[..., Any],
               derive: Callable[..., Any] | None, kwargs: dict[str, Any], seeds: SeedSource, cache: int, device: str,
               device_kind: str, clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
@@ -2014,195 +2430,51 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape.
     ``await_exit``: the previous run's killed processes, waited for before the timer (their CUDA teardown
     overlaps this run's inputs and correctness pass, never its timed samples)."""
-    perf_counter, monotonic, elapsed = clocks
     marks = {"start": time.perf_counter()}
-    rotated = rotated_raw(spec)
     urandom = random.SystemRandom()  # call picks: os.urandom, not the `random` state a script can seed
+    inputs = ShapeInputs(torch, spec, shape_index, derive, kwargs, device, module_problem)
     rotated_bytes, shared_bytes = input_bytes(spec, shape_index)
     await_exit = await_exit or []
     # Before the first set: the outputs are not known yet, so none are counted (a lower bound; the check after
     # the first call counts them).
     _, free = fitted_rotation((rotated_bytes, shared_bytes, 0), MIN_ROTATION, free_bytes(torch, device_kind),
                               lambda: free_bytes(torch, device_kind), await_exit, device_kind, label)
-
-    def build(set_seed: int, shared_seed: int) -> list[Any]:
-        return call_inputs(make_raw(torch, spec, shape_index, set_seed, shared_seed, device, module_problem),
-                           derive,
-                           kwargs)
-
-    own_elements = derive is not None or module_problem is not None  # perturb with another element of the tensor
-
     shared_seed, first_seed = seeds.next(), seeds.next()
-    try:
-        first = build(first_seed, shared_seed)
-        per_set_flags = [True] * len(first) if derive is not None else rotated
-        per_set = nbytes([t for t, own in zip(first, per_set_flags, strict=False) if own])
-        wanted, cache_resident = rotation_count(per_set, cache, device_kind)
-        probe = as_outputs(torch, kernel(*first, **kwargs))
-        sync_device(torch, device_kind)
-    except torch.OutOfMemoryError as err:
-        raise CheckFailed("fits_memory", f"shape {label}: the first input set and one call ran out of device "
-                                         f"memory ({str(err).splitlines()[0][:160]}): use a smaller shape or free "
-                                         "the memory") from err
-    out_bytes = nbytes(probe)
-    del probe
+    first, pristine, out_bytes = first_call(torch, inputs, kernel, kwargs, (shared_seed, first_seed), label,
+                                            device_kind)
+    layout = inputs.layout(first)
+    per_set = nbytes([t for t, own in zip(layout.leaves, layout.per_set, strict=True) if own])
+    total = nbytes(layout.leaves)
+    wanted, cache_resident = rotation_count(per_set, cache, device_kind)
     wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind)
-    held = nbytes(first) if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
-    n_sets, free = fitted_rotation((per_set, nbytes(first) - per_set, out_bytes), wanted, free,
+    held = total if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
+    n_sets, free = fitted_rotation((per_set, total - per_set, out_bytes), wanted, free,
                                    lambda: free_bytes(torch, device_kind, held), await_exit, device_kind, label)
     cache_resident = cache_resident or n_sets * per_set <= CACHE_MULTIPLE * cache
     set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
     sets: list[list[Any]] = [first]
-    for k in range(1, n_sets):
-        fresh = build(set_seeds[k], shared_seed)
-        if derive is None:  # shared (non-rotated) inputs are one tensor used by every set
-            fresh = [f if rot else s for f, s, rot in zip(fresh, first, rotated, strict=False)]
-        sets.append(fresh)
-    all_inputs = [t for s in sets for t in s]
-    input_sizes = sorted({t.numel() * t.element_size() for t in first})
+    for k in range(1, n_sets):  # shared (non-rotated) inputs are one value used by every set
+        fresh = inputs.build(set_seeds[k], shared_seed)
+        sets.append([f if own else s for f, s, own in zip(fresh, first, inputs.per_set(first), strict=False)])
+    layouts = [inputs.layout(values) for values in sets]
+    input_sizes = sorted({t.numel() * t.element_size() for t in layout.leaves})
     poison_memory(torch, input_sizes * 2 + [sum(input_sizes)], device)
-
     marks["inputs"] = time.perf_counter()
-    # Correctness pass: every set once, outputs kept (a device copy each).
-    correct_outputs, correct_items, out_sizes = [], [], []
-    for k in range(n_sets):
-        outs = as_outputs(torch, kernel(*sets[k], **kwargs))
-        sync_device(torch, device_kind)
-        out_sizes = [t.numel() * t.element_size() for t in outs]
-        correct_outputs.append([t.detach().clone() for t in outs])
-        del outs
-    for k in range(n_sets):
-        correct_items.append({"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed,
-                              "checksums": [checksum(torch, t) for t in sets[k]]})
-
+    correct_outputs, sums, out_sizes = correctness_pass(torch, kernel, kwargs, sets, layouts, pristine, urandom,
+                                                        device_kind)
+    correct_items = [{"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed, "checksums": sums[k]}
+                     for k in range(n_sets)]
     marks["correctness_pass"] = time.perf_counter()
-    # The per-call perturbation (inputs.py): buffers sized by the timer through `resize`.
-    slot = perturb_slot(torch, first, per_set_flags)
-    flats = [bits_view(torch, s[slot]) for s in sets] if slot is not None else []
-    state: dict[str, Any] = {"n": 0}
-
-    def resize(n: int) -> None:
-        if not flats:
-            return
-        state["buffers"] = (torch.zeros(n, dtype=torch.int64, device=device),
-                            torch.zeros(n, dtype=flats[0].dtype, device=device),
-                            torch.zeros(n, dtype=flats[0].dtype, device=device))
-        state["writes"] = (torch.zeros(n, 2, dtype=torch.int64, device=device),
-                           torch.zeros(n, 2, dtype=flats[0].dtype, device=device))
-        pos, _, orig = state["buffers"]
-        write_pos, write_val = state["writes"]
-        state.update(n=n, pos=[pos[j:j + 1] for j in range(n)], orig=[orig[j:j + 1] for j in range(n)],
-                     write_pos=[write_pos[j] for j in range(n)], write_val=[write_val[j] for j in range(n)])
-
-    def draw(seed: int) -> None:
-        if not flats:
-            return
-        pos, second = perturbation_draws(torch, flats[0].numel(), state["n"], seed, device, own_elements,
-                                         first[slot].dtype)
-        values = gather_per_set(torch, flats, second) if own_elements else second
-        buf_pos, buf_val, buf_orig = state["buffers"]
-        buf_pos.copy_(pos)
-        buf_val.copy_(values)
-        buf_orig.copy_(gather_per_set(torch, flats, pos))
-        write_pos, write_val = fused_perturbation(torch, buf_pos, buf_val, buf_orig, n_sets)
-        state["writes"][0].copy_(write_pos)
-        state["writes"][1].copy_(write_val)
-
-    def perturb(j: int, k: int) -> None:
-        """One copy: call j - K's element restored, call j's set."""
-        if flats:
-            flats[k].index_copy_(0, state["write_pos"][j], state["write_val"][j])
-
-    def settle(j: int) -> None:
-        """After the last call of a sample, the last K calls' elements restored."""
-        if flats and j == state["n"] - 1:
-            for i in range(max(0, j + 1 - n_sets), j + 1):
-                flats[i % n_sets].index_copy_(0, state["pos"][i], state["orig"][i])
-
-    def call(j: int) -> Any:
-        k = j % n_sets
-        perturb(j, k)
-        out = kernel(*sets[k], **kwargs)
-        settle(j)
-        return out
-
-    def overhead_call(j: int) -> None:
-        perturb(j, j % n_sets)
-        settle(j)
-
-    sample_seeds: dict[int, tuple[list[int], int, int]] = {}
-
-    def refill(index: int) -> None:
-        shared = seeds.next()
-        fresh_seeds = [seeds.next() for _ in range(n_sets)]
-        for k in range(n_sets):
-            fresh = build(fresh_seeds[k], shared)
-            with torch.no_grad():
-                for position, (buf, new) in enumerate(zip(sets[k], fresh, strict=False)):
-                    if k == 0 or derive is not None or rotated[position]:
-                        buf.copy_(new)
-            del fresh
-        perturb_seed = seeds.next()
-        draw(perturb_seed)
-        sample_seeds[index] = (fresh_seeds, shared, perturb_seed)
-
-    def prepare(index: int) -> None:
-        if index < 0:
-            draw(seeds.next())
-        else:
-            refill(index)
-
-    def pick_calls(n: int) -> set[int]:
-        """One unpredictable call per set (a repeat, when the set is called more than once)."""
-        return {urandom.randrange(k, n, n_sets) for k in range(n_sets)}
-
-    def pointers(out: Any) -> tuple:
-        return tuple(t.data_ptr() for t in as_outputs(torch, out))
-
-    last = SAMPLES - 1
-    sampled = set(urandom.sample(range(last), min(SAMPLED_EARLY, last)))
-    timed_outputs, timed_items = [], []
-
-    def on_sample_done(index: int, kept: dict[int, Any], writers: dict[int, int], n_calls: int) -> None:
-        if index != last and index not in sampled:
-            return
-        sync_device(torch, device_kind)
-        owners: dict[int, Any] = {}
-        for j, out in kept.items():
-            owners.setdefault(writers[j], out)
-        chosen = sorted(owners) if index == last else [urandom.choice(sorted(owners))]
-        fresh_seeds, shared, perturb_seed = sample_seeds[index]
-        for call_index in chosen:
-            k = call_index % n_sets
-            timed_outputs.append([t.detach().clone() for t in as_outputs(torch, owners[call_index])])
-            item = {"set": k, "sample": index, "call": call_index, "n_calls": n_calls, "set_seed": fresh_seeds[k],
-                    "shared_seed": shared, "perturb_seed": perturb_seed if flats else None}
-            if index == last:
-                item["checksums"] = [checksum(torch, t) for t in sets[k]]
-            timed_items.append(item)
-
-    def poison(kept: list[Any] | None) -> None:
-        if kept is not None:
-            poison_tensors(torch, [as_outputs(torch, o) for o in kept], all_inputs)
-        else:
-            poison_memory(torch, out_sizes * 2, device)
-
-    sweep = (torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
-             if device_kind == "cuda" else None)
-
-    def flush() -> None:
-        """A read-only pass over 2x L2: evicts the refill's dirty lines and leaves clean ones."""
-        if sweep is not None:
-            sweep.sum()
-
     if await_exit:
         await_previous_run(await_exit)
     marks["await_exit"] = time.perf_counter()
-    timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind, resize=resize,
-                     prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
-                     poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
-                     n_calls=spec.get("iters"))
-    sync_device(torch, device_kind)
+    slot = perturb_slot(torch, layout)
+    own_elements = derive is not None or module_problem is not None  # perturb with another element of the tensor
+    perturbation = Perturbation(torch, [lay.leaves[slot] for lay in layouts] if slot is not None else [],
+                                own_elements, device)
+    timing, timed_outputs, timed_items = time_shape(torch, spec, kernel, kwargs, sets, layouts, inputs, seeds,
+                                                    perturbation, out_sizes, cache, device, device_kind, clocks,
+                                                    urandom)
     marks["timer"] = time.perf_counter()
     names = list(marks)
     record = {
@@ -2221,6 +2493,91 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     return record, {"correct": correct_outputs, "timed": timed_outputs}
 
 
+def time_shape(torch: Any, spec: dict[str, Any], kernel: Callable[..., Any], kwargs: dict[str, Any],
+               sets: list[list[Any]], layouts: list[Layout], inputs: ShapeInputs, seeds: SeedSource,
+               perturbation: Perturbation, out_sizes: list[int], cache: int, device: str, device_kind: str,
+               clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
+               urandom: random.SystemRandom) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
+    """The timer's callbacks over the K sets, and the outputs and seeds of the timed calls it keeps."""
+    perf_counter, monotonic, elapsed = clocks
+    n_sets = len(sets)
+    all_inputs = [t for lay in layouts for t in lay.leaves]
+    sample_seeds: dict[int, tuple[list[int], int, int]] = {}
+
+    def call(j: int) -> Any:
+        k = j % n_sets
+        perturbation.perturb(j, k)
+        out = kernel(*sets[k], **kwargs)
+        perturbation.settle(j)
+        return out
+
+    def overhead_call(j: int) -> None:
+        perturbation.perturb(j, j % n_sets)
+        perturbation.settle(j)
+
+    def prepare(index: int) -> None:
+        if index < 0:
+            perturbation.draw(seeds.next())
+            return
+        shared = seeds.next()
+        fresh_seeds = [seeds.next() for _ in range(n_sets)]
+        inputs.refill(sets, fresh_seeds, shared)
+        perturb_seed = seeds.next()
+        perturbation.draw(perturb_seed)
+        sample_seeds[index] = (fresh_seeds, shared, perturb_seed)
+
+    def pick_calls(n: int) -> set[int]:
+        """One unpredictable call per set (a repeat, when the set is called more than once)."""
+        return {urandom.randrange(k, n, n_sets) for k in range(n_sets)}
+
+    def pointers(out: Any) -> tuple:
+        return tuple(t.data_ptr() for t in as_outputs(torch, out))
+
+    last = SAMPLES - 1
+    sampled = set(urandom.sample(range(last), min(SAMPLED_EARLY, last)))
+    timed_outputs: list[list[Any]] = []
+    timed_items: list[dict[str, Any]] = []
+
+    def on_sample_done(index: int, kept: dict[int, Any], writers: dict[int, int], n_calls: int) -> None:
+        if index != last and index not in sampled:
+            return
+        sync_device(torch, device_kind)
+        owners: dict[int, Any] = {}
+        for j, out in kept.items():
+            owners.setdefault(writers[j], out)
+        chosen = sorted(owners) if index == last else [urandom.choice(sorted(owners))]
+        fresh_seeds, shared, perturb_seed = sample_seeds[index]
+        for call_index in chosen:
+            k = call_index % n_sets
+            timed_outputs.append([t.detach().clone() for t in as_outputs(torch, owners[call_index])])
+            item = {"set": k, "sample": index, "call": call_index, "n_calls": n_calls, "set_seed": fresh_seeds[k],
+                    "shared_seed": shared, "perturb_seed": perturb_seed if perturbation.flats else None}
+            if index == last:
+                item["checksums"] = [checksum(torch, t) for t in layouts[k].guarded()]
+            timed_items.append(item)
+
+    def poison(kept: list[Any] | None) -> None:
+        if kept is not None:
+            poison_tensors(torch, [as_outputs(torch, o) for o in kept], all_inputs)
+        else:
+            poison_memory(torch, out_sizes * 2, device)
+
+    sweep = (torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
+             if device_kind == "cuda" else None)
+
+    def flush() -> None:
+        """A read-only pass over 2x L2: evicts the refill's dirty lines and leaves clean ones."""
+        if sweep is not None:
+            sweep.sum()
+
+    timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind,
+                     resize=perturbation.resize, prepare=prepare, pick_calls=pick_calls, pointers=pointers,
+                     on_sample_done=on_sample_done, poison=poison, flush=flush, clock=perf_counter, wall=monotonic,
+                     elapsed_ms=elapsed, n_calls=spec.get("iters"))
+    sync_device(torch, device_kind)
+    return timing, timed_outputs, timed_items
+
+
 # ======================================== judge.py ==========================================================
 class JudgeState:
     """What a persistent judge keeps between runs: imported functions, expected outputs, precision, ceiling."""
@@ -2231,6 +2588,7 @@ class JudgeState:
         self.expected: dict[tuple[str, int], list[tuple[tuple[int, ...], str]]] = {}
         self.precision: dict[str, str] = {}
         self.ceiling_gbps: dict[str, float] = {}
+        self.baseline_error: dict[tuple[str, int], list[list[float]]] = {}
 
 
 def judge_main() -> None:
@@ -2334,9 +2692,10 @@ def wide_dtype(torch: Any, name: str) -> Any:
 
 
 def reference_outputs(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: list[Any],
-                      kwargs: dict[str, Any]) -> list[Any]:
-    """The reference on upcast inputs and modules; the precision that works is found once per target:
-    fp64 (fp32 targets) or fp32, then fp32, then the target dtype (stated in ``reference_precision``)."""
+                      kwargs: dict[str, Any], layout: Layout | None = None) -> list[Any]:
+    """The reference on upcast copies of the inputs (and upcast modules), then the Model buffers as its forward
+    left them (``layout.after``); the precision that works is found once per target: fp64 (fp32 targets) or
+    fp32, then fp32, then the target dtype (stated in ``reference_precision``)."""
     torch = state.torch
     key = json.dumps(spec, sort_keys=True)
     ladder = ["fp64", "fp32", "target"] if spec["dtype"] == "fp32" else ["fp32", "target"]
@@ -2346,16 +2705,41 @@ def reference_outputs(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inpu
     last_error: Exception | None = None
     for name in ladder:
         wide = wide_dtype(torch, name)
+
+        def widen(t: Any, _wide: Any = wide) -> Any:
+            return t.to(_wide) if _wide is not None and t.is_floating_point() else t.clone()
+
         try:
             with torch.no_grad(), upcast_modules(torch, modules if wide is not None else [], wide):
-                cast = [t.to(wide) if wide is not None and t.is_floating_point() else t for t in inputs]
+                cast = map_tensors(torch, widen, inputs)
                 outs = as_outputs(torch, ref_fn(*cast, **kwargs))
         except (RuntimeError, TypeError) as err:
             last_error = err
             continue
         state.precision[key] = name
-        return outs
+        if layout is None:
+            return outs
+        after = [t for t, aft in zip(tensor_leaves(torch, cast), layout.after, strict=True) if aft]
+        return outs + after
     raise CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
+
+
+def check_deterministic(state: JudgeState, spec: dict[str, Any], ref_fn: Any, problem: Problem | None,
+                        inputs: list[Any], kwargs: dict[str, Any]) -> None:
+    """A Model that draws random numbers (dropout in training mode) is judged only when two references under
+    other RNG seeds agree (an output zero by construction stays judgeable); else ``reference_deterministic``."""
+    torch = state.torch
+    random_parts = problem.random_modules(torch) if problem is not None else []
+    if not random_parts:
+        return
+    results = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        results.append(reference_outputs(state, spec, ref_fn, inputs, kwargs))
+    if not all(torch.equal(a, b) for a, b in zip(*results, strict=True)):
+        raise CheckFailed("reference_deterministic", f"the Model draws random numbers ({', '.join(random_parts)}) "
+                                                     "in training mode, so its output is noise that cannot be "
+                                                     "judged: build it in eval mode or without dropout")
 
 
 def precision_label(state: JudgeState, spec: dict[str, Any], modules: int) -> str | None:
@@ -2376,6 +2760,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     device = "cuda" if device_kind == "cuda" else "cpu"
     module_problem = load_problem(spec["from"], root, spec.get("cases") or []) if is_problem_ref(spec["from"]) else None
     base_fn, ref_fn, derive = judge_functions(state, spec, root)
+    threads = apply_threads(torch, spec)
     kwargs = dict(spec.get("kwargs") or {})
     tol = tolerances(spec["dtype"], spec)
     checks: list[dict[str, Any]] = []
@@ -2403,13 +2788,18 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             raise CheckFailed("single_protocol_line", f"shape {label}: judged outputs unreadable: {err}") from err
         stamps = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
 
-        def inputs_for(item: dict[str, Any], _i: int = shape_index) -> list[Any]:
+        def inputs_for(item: dict[str, Any], _i: int = shape_index) -> tuple[list[Any], Layout]:
             raw = make_raw(torch, spec, _i, int(item["set_seed"]), int(item["shared_seed"]), device,
                            module_problem)
-            return call_inputs(raw, derive, kwargs)
+            values = call_inputs(raw, derive, kwargs)
+            return values, set_layout(torch, spec, values, derive is not None, module_problem)
 
-        first_inputs = inputs_for(shape_rec["correct"][0])
+        first_inputs, first_layout = inputs_for(shape_rec["correct"][0])
+        after_shapes = [(tuple(t.shape), str(t.dtype)) for t in first_layout.judged_after()]
+        check_deterministic(state, spec, ref_fn, module_problem, first_inputs, kwargs)
         expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
+        shape_tol = {**tol, "baseline": baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs,
+                                                       kwargs)}
         shape_error, shape_ok = 0.0, True
         for kind in ("correct", "timed"):
             items, outputs = shape_rec[kind], handed.get(kind, [])
@@ -2418,11 +2808,14 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             if kind == "correct" and len(items) != shape_rec["rotation"]:
                 raise CheckFailed("outputs_match_reference", f"shape {label}: not every input set was checked")
             for item, outs in zip(items, outputs, strict=False):
-                inputs = inputs_for(item)
+                inputs, layout = inputs_for(item)
                 where = f"shape {label}, set {item['set']}" + (
                     f", timed sample {item['sample']} call {item['call']}" if kind == "timed" else "")
-                reference = reference_for(state, spec, ref_fn, inputs, kwargs, item, shape_rec)
-                case = OutputCase(torch, outs, inputs, expected, item, kind, reference, tol, check_outputs)
+                judged = layout if kind == "correct" else None
+                reference = reference_for(state, spec, ref_fn, inputs, kwargs, item, shape_rec, judged)
+                shapes = expected + after_shapes if kind == "correct" else expected
+                case = OutputCase(torch, outs, layout.guarded(), shapes, item, kind, reference, shape_tol,
+                                  check_outputs)
                 for check in OUTPUT_CHECKS:
                     found = check.function(case)
                     for entry in found:
@@ -2440,7 +2833,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             shape_ok = False
         worst = max(worst, shape_error)
         out_bytes = sum(math.prod(shape) * dtype_size(torch, dtype) for shape, dtype in expected)
-        shape_bytes = spec.get("bytes") or nbytes(first_inputs) + out_bytes
+        shape_bytes = spec.get("bytes") or nbytes(first_layout.leaves) + out_bytes
         floor_bytes = spec.get("min_bytes")
         if floor_bytes is None and not shape_rec.get("cache_resident"):
             floor_bytes = shape_rec.get("rotated_bytes") or 0
@@ -2450,7 +2843,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             shape_ok = False
         per_shape.append({"shape": label, "max_abs_error": shape_error, "ok": shape_ok, "bytes": int(shape_bytes),
                           "floor_ms": floor_ms, "transport": shape_rec["outputs"].get("kind")})
-        del handed, first_inputs
+        del handed, first_inputs, first_layout
     modules = len(modules_of(torch, ref_fn))
     if failure is None:
         checks.append({"name": "outputs_match_reference", "ok": True,
@@ -2461,12 +2854,13 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         status, reason = verdict_of(failure["name"]), f"{failure['name']}: {failure['detail']}"
     return {"status": status, "reason": reason, "checks": checks, "max_error": worst, "per_shape": per_shape,
             "ceiling_gbps": ceiling, "tolerances": tol, "reference_precision": precision_label(state, spec, modules),
-            "judge_s": round(time.monotonic() - started, 3)}
+            "judge_s": round(time.monotonic() - started, 3), "threads": threads}
 
 
 def reference_for(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: list[Any], kwargs: dict[str, Any],
-                  item: dict[str, Any], shape_rec: dict[str, Any]) -> Callable[[], list[Any]]:
-    """A lazy reference for one judged output: on the inputs as the call saw them (timed calls: perturbed)."""
+                  item: dict[str, Any], shape_rec: dict[str, Any], layout: Layout | None) -> Callable[[], list[Any]]:
+    """A lazy reference for one judged output: on the inputs as the call saw them (timed calls: perturbed); with
+    ``layout``, followed by the Model buffers as the reference's forward left them."""
     cache: list[list[Any]] = []
 
     def compute() -> list[Any]:
@@ -2474,12 +2868,13 @@ def reference_for(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: 
             seen = inputs
             slot = shape_rec.get("perturbed_input")
             if item.get("perturb_seed") is not None and slot is not None:
-                seen = [t.clone() for t in inputs]
-                position, value = perturbation_of_call(state.torch, seen, slot, int(item["n_calls"]),
+                seen = map_tensors(state.torch, lambda t: t.clone(), inputs)
+                leaves = tensor_leaves(state.torch, seen)
+                position, value = perturbation_of_call(state.torch, leaves, slot, int(item["n_calls"]),
                                                        int(item["perturb_seed"]), int(item["call"]),
                                                        bool(shape_rec.get("perturb_derived")))
-                apply_perturbation(state.torch, seen, slot, position, value)
-            cache.append(reference_outputs(state, spec, ref_fn, seen, kwargs))
+                apply_perturbation(state.torch, leaves, slot, position, value)
+            cache.append(reference_outputs(state, spec, ref_fn, seen, kwargs, layout))
         return cache[0]
 
     return compute
@@ -2495,9 +2890,25 @@ def expected_outputs(state: JudgeState, spec: dict[str, Any], shape_index: int, 
     key = (json.dumps(spec, sort_keys=True), shape_index)
     if key not in state.expected:
         with state.torch.no_grad():
-            outs = as_outputs(state.torch, base_fn(*inputs, **kwargs))
+            copies = map_tensors(state.torch, lambda t: t.clone(), inputs)  # the baseline may write into them
+            outs = as_outputs(state.torch, base_fn(*copies, **kwargs))
         state.expected[key] = [(tuple(t.shape), str(t.dtype)) for t in outs]
     return state.expected[key]
+
+
+def baseline_error(state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, ref_fn: Any,
+                   inputs: list[Any], kwargs: dict[str, Any]) -> list[list[float]]:
+    """Per output, the baseline's own ``[rel_l2, corr]`` against the reference on the shape's first set, once per
+    judge (``correctness_admit_baseline``: the bounds never reject the baseline's own accuracy)."""
+    torch = state.torch
+    key = (json.dumps(spec, sort_keys=True), shape_index)
+    if key not in state.baseline_error:
+        with torch.no_grad():
+            copies = map_tensors(torch, lambda t: t.clone(), inputs)
+            outs = as_outputs(torch, base_fn(*copies, **kwargs))
+            refs = reference_outputs(state, spec, ref_fn, inputs, kwargs)
+            state.baseline_error[key] = correctness_baseline_error(torch, outs, refs)
+    return state.baseline_error[key]
 
 
 def measure_ceiling_gbps(state: JudgeState, device_kind: str) -> float:
