@@ -19,6 +19,11 @@ power: the smallest true speedup s (candidate times divided by s) that each rule
 interval), for the seed rule it is found by bisection per simulation (its decision is monotone in s). The
 "no margin" power columns are decide's interval with epsilon = 0: what the interval alone could detect.
 Reproducible: fixed seed; numpy is used here (never in the tool process).
+
+``--sequential`` adds the rows of ``decide_sequential`` (a look after every round, alpha spent over the looks,
+up to max_rounds = 2n): for identical code and for true speedups SHIFTS, how often it errs (any verdict for
+identical code; the wrong direction for a true difference), how many rounds it runs, and how often its verdict
+is the one ``decide`` gives on the first n rounds (the fixed-n verify) of the same simulated verify.
 """
 
 from __future__ import annotations
@@ -32,7 +37,17 @@ from pathlib import Path
 
 import numpy as np
 
-from hotkernel.run.verdict import DEFAULT_ALPHA, MIN_EPSILON, aa_noise, decide, seed_rule, student_t_cdf
+from hotkernel.run.verdict import (
+    DEFAULT_ALPHA,
+    MIN_EPSILON,
+    MIN_ROUNDS,
+    LookPlan,
+    aa_noise,
+    decide,
+    decide_sequential,
+    seed_rule,
+    student_t_cdf,
+)
 from hotkernel.run.verdict import student_t_quantile as t_quantile
 
 ROUNDS = (5, 7, 10, 15)  # n values simulated
@@ -40,6 +55,7 @@ SIMULATIONS = 20000  # per (mode, scenario or kernel, n)
 SEED = 20261130
 CANDIDATES_SCREENED = 20  # for the "any false faster among this many unchanged candidates" column
 REFERENCE_CHECKS = 300  # simulations re-decided with the real hotkernel.run.verdict functions (must agree)
+SHIFTS = (1.0, 1.01, 1 / 1.01, 1.02, 1.05, 1.2, 3.7)  # true speedups of the sequential rows (1.0: A/A)
 
 
 @dataclass(frozen=True)
@@ -120,9 +136,7 @@ def seed_threshold(baseline: np.ndarray, candidate: np.ndarray) -> np.ndarray:
     return np.where(never, np.inf, high)
 
 
-def check_against_reference(
-    baseline: np.ndarray, candidate: np.ndarray, alpha: float, epsilon: float
-) -> None:
+def check_against_reference(baseline: np.ndarray, candidate: np.ndarray, alpha: float, epsilon: float) -> None:
     """The vectorised rules must agree with hotkernel.run.verdict on the first REFERENCE_CHECKS simulations."""
     codes = {"faster": 1, "slower": -1, "inconclusive": 0}
     low, high = decide_interval(baseline, candidate, alpha)
@@ -132,9 +146,76 @@ def check_against_reference(
         reference = decide(b, c, alpha=alpha, epsilon=epsilon)
         near_edge = abs(low[i] - math.log1p(epsilon)) < 1e-9 or abs(high[i] + math.log1p(epsilon)) < 1e-9
         if (codes[reference.verdict] != fast[i] and not near_edge) or codes[seed_rule(b, c)] != seed[i]:
-            raise SystemExit(
-                f"verdict_sim: vectorised rule disagrees with hotkernel.run.verdict on simulation {i}"
-            )
+            raise SystemExit(f"verdict_sim: vectorised rule disagrees with hotkernel.run.verdict on simulation {i}")
+
+
+def sequential_codes(
+    baseline: np.ndarray, candidate: np.ndarray, alpha: float, epsilon: float, plan: LookPlan
+) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised decide_sequential on max_rounds columns: (+1/-1/0 per simulation, rounds it ran)."""
+    sims = len(baseline)
+    codes, rounds = np.zeros(sims, dtype=int), np.full(sims, plan.max_rounds)
+    open_ = np.ones(sims, dtype=bool)
+    margin = math.log1p(epsilon)
+    for k in range(MIN_ROUNDS, plan.max_rounds + 1):
+        low, high = decide_interval(baseline[:, :k], candidate[:, :k], plan.look_alpha(k, alpha))
+        code = verdict_codes(low, high, epsilon)
+        within = np.zeros(sims, dtype=bool)
+        if plan.within_alpha(k) > 0:
+            low_w, high_w = decide_interval(baseline[:, :k], candidate[:, :k], plan.within_alpha(k))
+            within = (low_w >= -margin) & (high_w <= margin)
+        if k == plan.n:
+            within |= np.abs(0.5 * (low + high)) <= margin
+        stop = open_ & ((code != 0) | within | (k == plan.max_rounds))
+        codes[stop], rounds[stop] = code[stop], k
+        open_ &= ~stop
+    return codes, rounds
+
+
+def check_sequential_against_reference(
+    baseline: np.ndarray, candidate: np.ndarray, alpha: float, epsilon: float, plan: LookPlan
+) -> None:
+    """The vectorised sequential rule must agree with hotkernel.run.verdict.decide_sequential."""
+    codes, rounds = sequential_codes(baseline, candidate, alpha, epsilon, plan)
+    names = {"faster": 1, "slower": -1, "inconclusive": 0}
+    for i in range(min(REFERENCE_CHECKS // 3, len(baseline))):
+        k = int(rounds[i])
+        reference = decide_sequential(
+            baseline[i, :k].tolist(), candidate[i, :k].tolist(), alpha=alpha, epsilon=epsilon, plan=plan
+        )
+        if names[reference.verdict] != codes[i] or reference.n != k:
+            raise SystemExit(f"verdict_sim: vectorised sequential rule disagrees with decide_sequential on {i}")
+
+
+def evaluate_sequential(baseline: np.ndarray, candidate: np.ndarray, n: int, alpha: float, epsilon: float) -> list:
+    """Per true speedup in SHIFTS: error, verdict and agreement rates, rounds run (columns: max_rounds)."""
+    plan = LookPlan.for_rounds(n)
+    rows = []
+    for shift in SHIFTS:
+        shifted = candidate / shift
+        check_sequential_against_reference(baseline, shifted, alpha, epsilon, plan)
+        codes, rounds = sequential_codes(baseline, shifted, alpha, epsilon, plan)
+        low, high = decide_interval(baseline[:, :n], shifted[:, :n], alpha)
+        fixed = verdict_codes(low, high, epsilon)
+        wrong = codes != 0 if shift == 1.0 else codes == (-1 if shift > 1 else 1)
+        sims = len(codes)
+        rows.append(
+            {
+                "speedup": shift,
+                "false_rate": float(np.mean(wrong)),
+                "false_rate_upper95": wilson_upper(int(np.count_nonzero(wrong)), sims),
+                "faster_rate": float(np.mean(codes == 1)),
+                "slower_rate": float(np.mean(codes == -1)),
+                "same_as_fixed_n": float(np.mean(codes == fixed)),
+                "same_as_fixed_n_when_stopped_by_n": float(np.mean((codes == fixed)[rounds <= n]))
+                if np.any(rounds <= n)
+                else None,
+                "went_past_n": float(np.mean(rounds > n)),
+                "mean_rounds": float(np.mean(rounds)),
+                "stopped_by_n": float(np.mean(rounds <= n)),
+            }
+        )
+    return rows
 
 
 def wilson_upper(count: int, total: int, z: float = 1.96) -> float:
@@ -165,8 +246,7 @@ def evaluate(baseline: np.ndarray, candidate: np.ndarray, alpha: float, epsilon:
             "false_rate": false / sims,
             "false_rate_upper95": wilson_upper(false, sims),
             "false_faster_rate": false_faster / sims,
-            f"p_any_false_faster_in_{CANDIDATES_SCREENED}": 1
-            - (1 - false_faster / sims) ** CANDIDATES_SCREENED,
+            f"p_any_false_faster_in_{CANDIDATES_SCREENED}": 1 - (1 - false_faster / sims) ** CANDIDATES_SCREENED,
         }
     thresholds = {
         "decide": np.exp(math.log1p(epsilon) - low),  # per simulation: detected iff true speedup > this
@@ -190,9 +270,7 @@ def load_samples(path: Path) -> dict[str, dict]:
         record = json.loads(line)
         missing = {"kernel", "process_index", "arm", "ms"} - record.keys()
         if missing:
-            raise SystemExit(
-                f"verdict_sim: {path}:{number} lacks {sorted(missing)}; record it with verdict_samples.py"
-            )
+            raise SystemExit(f"verdict_sim: {path}:{number} lacks {sorted(missing)}; record it with verdict_samples.py")
         round_index = record.get("round", record["process_index"] // 2)
         by_kernel.setdefault(record["kernel"], {}).setdefault(round_index, []).append(record)
     kernels = {}
@@ -200,18 +278,11 @@ def load_samples(path: Path) -> dict[str, dict]:
         pairs = [sorted(runs, key=lambda r: r["process_index"]) for _, runs in sorted(rounds.items())]
         pairs = [p for p in pairs if len(p) == 2]
         if len(pairs) < 3:
-            raise SystemExit(
-                f"verdict_sim: {path}: kernel {kernel} has {len(pairs)} complete rounds, need >= 3"
-            )
+            raise SystemExit(f"verdict_sim: {path}: kernel {kernel} has {len(pairs)} complete rounds, need >= 3")
         first_second = np.array([[p[0]["ms"], p[1]["ms"]] for p in pairs])
         arm_a = [r["ms"] for p in pairs for r in p if r["arm"] == "A"]
         arm_b = [r["ms"] for p in pairs for r in p if r["arm"] == "B"]
-        within = [
-            np.std(r["samples"], ddof=1) / np.median(r["samples"])
-            for p in pairs
-            for r in p
-            if r.get("samples")
-        ]
+        within = [np.std(r["samples"], ddof=1) / np.median(r["samples"]) for p in pairs for r in p if r.get("samples")]
         every = first_second.ravel()
         few = f"only {len(pairs)} rounds recorded: too few to resample from" if len(pairs) < 15 else None
         kernels[kernel] = {
@@ -241,20 +312,23 @@ def analytic_seed_rule() -> dict[str, float]:
 def run(args: argparse.Namespace) -> dict:
     rng = np.random.default_rng(args.seed)
     rows = []
-    sources: list[tuple[str, str, object]] = [
-        ("parametric", s.name, s) for s in (args.scenarios or DEFAULT_SCENARIOS)
-    ]
+    sources: list[tuple[str, str, object]] = [("parametric", s.name, s) for s in (args.scenarios or DEFAULT_SCENARIOS)]
     sample_stats = {}
-    if args.samples:
-        for kernel, data in load_samples(Path(args.samples)).items():
-            sample_stats[kernel] = data["stats"]
-            sources.append(("samples", kernel, data["rounds"]))
+    for path in args.samples or []:
+        for kernel, data in load_samples(Path(path)).items():
+            label = f"{Path(path).stem}:{kernel}" if len(args.samples) > 1 else kernel
+            sample_stats[label] = data["stats"]
+            sources.append(("samples", label, data["rounds"]))
+    sequential = []
     for mode, name, source in sources:
         for n in args.rounds:
-            if mode == "parametric":
-                baseline, candidate = parametric_rounds(rng, args.sims, n, source)
-            else:
-                baseline, candidate = sample_rounds(rng, args.sims, n, source)
+            draw = parametric_rounds if mode == "parametric" else sample_rounds
+            if args.sequential:
+                columns = LookPlan.for_rounds(n).max_rounds
+                baseline, candidate = draw(rng, args.sims, columns, source)
+                for row in evaluate_sequential(baseline, candidate, n, args.alpha, args.epsilon):
+                    sequential.append({"mode": mode, "source": name, "n": n, **row})
+            baseline, candidate = draw(rng, args.sims, n, source)
             rows.append(
                 {
                     "mode": mode,
@@ -275,6 +349,7 @@ def run(args: argparse.Namespace) -> dict:
         "scenarios": [asdict(s) for s in (args.scenarios or DEFAULT_SCENARIOS)],
         "analytic_seed_rule_false_rate_by_df": analytic_seed_rule(),
         "rows": rows,
+        "sequential_rows": sequential,
     }
 
 
@@ -287,8 +362,7 @@ def markdown(results: dict) -> str:
     eps, alpha = results["epsilon"], results["alpha"]
     key = f"p_any_false_faster_in_{CANDIDATES_SCREENED}"
     lines = [
-        f"alpha={alpha}, epsilon={_pct(eps)}, {results['simulations']} simulations per row, "
-        f"seed {results['seed']}.",
+        f"alpha={alpha}, epsilon={_pct(eps)}, {results['simulations']} simulations per row, seed {results['seed']}.",
         "",
         "### A/A false-verdict rate (identical code; any verdict other than inconclusive)",
         "",
@@ -327,9 +401,23 @@ def markdown(results: dict) -> str:
     lines += ["", "### Seed rule, analytic: P(|T| > 2) at the Welch df (n=7 per arm: df 6..12)", ""]
     lines.append("| df | " + " | ".join(results["analytic_seed_rule_false_rate_by_df"]) + " |")
     lines.append("|---" * (1 + len(results["analytic_seed_rule_false_rate_by_df"])) + "|")
-    lines.append(
-        "| P | " + " | ".join(_pct(v) for v in results["analytic_seed_rule_false_rate_by_df"].values()) + " |"
-    )
+    lines.append("| P | " + " | ".join(_pct(v) for v in results["analytic_seed_rule_false_rate_by_df"].values()) + " |")
+    if results.get("sequential_rows"):
+        lines += [
+            "",
+            "### Sequential rule (decide_sequential, max_rounds = 2n): errors, rounds, agreement with fixed n",
+            "",
+            "| mode | source | n | true speedup | false verdicts (upper 95%) | faster | slower | mean rounds "
+            "| stopped by n | same verdict as fixed n | same, of those stopped by n |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for row in results["sequential_rows"]:
+            lines.append(
+                f"| {row['mode']} | {row['source']} | {row['n']} | {row['speedup']:.4g}x | "
+                f"{_pct(row['false_rate'])} ({_pct(row['false_rate_upper95'])}) | {_pct(row['faster_rate'])} | "
+                f"{_pct(row['slower_rate'])} | {row['mean_rounds']:.2f} | {_pct(row['stopped_by_n'])} | "
+                f"{_pct(row['same_as_fixed_n'])} | {_pct(row['same_as_fixed_n_when_stopped_by_n'] or 0.0)} |"
+            )
     for kernel, stats in results["sample_stats"].items():
         lines += ["", f"### Recorded samples: {kernel}", ""]
         lines += [
@@ -349,13 +437,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="JSON results path")
     parser.add_argument(
-        "--samples", help="JSONL from lab/benchmarks/device/verdict_samples.py (adds 'samples' rows)"
+        "--samples",
+        action="append",
+        help="JSONL from lab/benchmarks/device/verdict_samples.py (adds 'samples' rows; repeatable)",
     )
     parser.add_argument("--sims", type=int, default=SIMULATIONS, help="simulations per row")
     parser.add_argument("--rounds", type=int, nargs="+", default=list(ROUNDS), help="n values")
     parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="two-sided, of decide's interval")
     parser.add_argument("--epsilon", type=float, default=MIN_EPSILON, help="practical margin, fraction")
     parser.add_argument("--seed", type=int, default=SEED, help="numpy seed")
+    parser.add_argument("--sequential", action="store_true", help="add the rows of decide_sequential")
     parser.add_argument(
         "--scenario",
         dest="scenarios",
