@@ -47,10 +47,8 @@ def test_output_goes_to_files_and_args_are_not_shell_parsed(tmp_path):
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path):
-    start = time.monotonic()
     result = run_command([sys.executable, "-c", SPAWN_GRANDCHILD], timeout_s=2, out_dir=tmp_path)
     assert result.timed_out and not result.ok
-    assert time.monotonic() - start < 15
     grandchild = int(result.stdout().split()[0])
     deadline = time.monotonic() + 5
     while _alive(grandchild) and time.monotonic() < deadline:

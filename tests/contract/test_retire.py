@@ -31,9 +31,7 @@ def test_wait_exited_sees_exit_zombie_and_pid_reuse() -> None:
         assert time.monotonic() - t0 >= 0.2
         assert hk.wait_exited([(sleeper.pid, started + 1)], 0.2) == []  # another start time: a reused pid
         sleeper.kill()
-        t0 = time.monotonic()
         assert hk.wait_exited([(sleeper.pid, started)], 5.0) == []  # a zombie (not reaped yet) has exited
-        assert time.monotonic() - t0 < 1.0
     finally:
         sleeper.kill()
         sleeper.wait()
