@@ -193,7 +193,7 @@ def size_calls(
         n_short = n_short // n_sets * n_sets
     estimate_ms, sized_by = eager_ms, "eager"
     with contextlib.suppress(Exception):  # a capture failure is seen (and flagged) at step 3
-        resize(n_short)
+        resize(max(n_short, n_sets))  # the perturbation plan covers a whole cycle of the sets
         prepare(-1)
         short, _, _ = capture_graph(torch, call, n_short, set(), clocks.pointers)
         short.replay()
@@ -235,8 +235,11 @@ def take_samples(
     samples: int,
     picks: Callable[[], set[int]],
     hooks: dict[str, Callable[..., Any]],
+    planned: int,
 ) -> tuple[list[float], float, float, float]:
-    """Step 5: (raw ms per call of every sample, event, enqueue and wall totals in ms)."""
+    """Step 5: (raw ms per call of every sample, event, enqueue and wall totals in ms). ``planned``: calls the
+    perturbation plan holds (at least K); the calls past ``n_calls`` run untimed as perturbation-only calls, so
+    the plan's last call restores every input (the judge regenerates call j's perturbation from that plan)."""
     raw: list[float] = []
     event_total = enqueue_total = wall_total = 0.0
     for index in range(samples):
@@ -249,9 +252,11 @@ def take_samples(
         else:
             timed, enqueue, total, (outputs, eager_ptrs) = clocks.loop_eager(call, n_calls, picks())
             writers = last_writers(outputs, eager_ptrs)
+        for j in range(n_calls, planned):
+            hooks["overhead_call"](j)
         raw.append(timed / n_calls)
         event_total, enqueue_total, wall_total = event_total + timed, enqueue_total + enqueue, wall_total + total
-        hooks["on_sample_done"](index, outputs, writers, n_calls)
+        hooks["on_sample_done"](index, outputs, writers, planned)
         del outputs
     return raw, event_total, enqueue_total, wall_total
 
@@ -285,7 +290,8 @@ def measure(
     if cuda and n_calls is None:
         estimate_ms, sized_by = size_calls(clocks, call, n_sets, eager_ms, min_sample_ms, resize, prepare)
     n_calls = normal_calls(calls_per_sample(estimate_ms, n_sets, min_sample_ms) if n_calls is None else n_calls, n_sets)
-    resize(n_calls)
+    planned = max(n_calls, n_sets)  # the perturbation plan covers a whole cycle of the sets
+    resize(planned)
     prepare(-1)
 
     def picks() -> set[int]:  # fewer calls than sets: every call is judged (each is the only call of its set)
@@ -300,9 +306,15 @@ def measure(
             statistics.median(clocks.loop_eager(overhead_call, n_calls, None)[0] for _ in range(OVERHEAD_REPLAYS))
             / n_calls
         )
-    hooks = {"poison": poison, "prepare": prepare, "flush": flush, "on_sample_done": on_sample_done}
+    hooks = {
+        "poison": poison,
+        "prepare": prepare,
+        "flush": flush,
+        "on_sample_done": on_sample_done,
+        "overhead_call": overhead_call,
+    }
     raw, event_total, enqueue_total, wall_total = take_samples(
-        clocks, call, graph, kept, ptrs, n_calls, samples, picks, hooks
+        clocks, call, graph, kept, ptrs, n_calls, samples, picks, hooks, planned
     )
     times = [t - overhead_ms for t in raw]
     ms = statistics.median(times)
