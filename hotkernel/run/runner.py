@@ -32,6 +32,25 @@ STDERR_TAIL_CHARS = 4000
 # verify -n 7 of rmsnorm: 4 workers 17.1 s warm CLI, 16.4 s in-process; 6 workers 18.7 s and 16.2 s, fewer waits
 # for an import but slower runs (lab/benchmarks/evidence/verify_timing/h200_20261201_after.jsonl, _pool6.jsonl).
 PRESTART_POOL_CUDA = 4
+# torch.compile's caches for the user's interpreter, per workspace (under .hotkernel/, never hashed as a workspace
+# change): the first run of a compiled script fills them, every later run (a fresh process) loads from them.
+COMPILE_CACHE_DIR = "inductor"
+COMPILE_CACHE_ENV = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+
+
+def compile_cache_env(ws: Workspace) -> dict[str, str]:
+    """The environment that points the user's interpreter at the workspace's compile cache (a value the user
+    set already wins)."""
+    wanted = {"TORCHINDUCTOR_CACHE_DIR": str(ws.state_dir / COMPILE_CACHE_DIR), **COMPILE_CACHE_ENV}
+    return {key: os.environ.get(key, value) for key, value in wanted.items()}
+
+
+def use_compile_cache(ws: Workspace) -> None:
+    """Set ``compile_cache_env`` in this process's environment, which the judge and every worker inherit (the
+    contract starts them with a copy of ``os.environ``)."""
+    env = compile_cache_env(ws)
+    Path(env["TORCHINDUCTOR_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
+    os.environ.update(env)
 
 
 class RunOutcome(BaseModel):
@@ -251,6 +270,7 @@ class JudgeProcess:
             self.signals.__exit__()
 
     def start(self) -> None:
+        use_compile_cache(self.ws)
         if self.client is None or self.client.proc.poll() is not None:
             if self.client is not None:
                 self.client.close()

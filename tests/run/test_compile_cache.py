@@ -1,0 +1,69 @@
+"""torch.compile's caches live in the workspace: a second fresh process finds what the first one compiled."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hotkernel.run import runner
+from hotkernel.workspace.paths import Workspace
+
+
+def test_cache_env_points_into_the_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    ws = Workspace(tmp_path)
+    env = runner.compile_cache_env(ws)
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / ".hotkernel" / "inductor")
+    assert env["TORCHINDUCTOR_FX_GRAPH_CACHE"] == "1"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/elsewhere")
+    assert runner.compile_cache_env(ws)["TORCHINDUCTOR_CACHE_DIR"] == "/elsewhere"  # the user's choice wins
+
+
+def test_judge_start_gives_children_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge and the workers start with a copy of os.environ: the cache is set before either starts."""
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    seen: list[str | None] = []
+
+    class FakeJudge:
+        def __init__(self, python: str, contract: str) -> None:
+            seen.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+
+    session = runner.JudgeProcess(Workspace(tmp_path), python=sys.executable, prestart=False)
+    monkeypatch.setattr(session.contract, "Judge", FakeJudge)
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # the test's own copy
+    session.start()
+    assert seen == [str(tmp_path / ".hotkernel" / "inductor")]
+    assert (tmp_path / ".hotkernel" / "inductor").is_dir()
+    assert ".hotkernel/inductor" not in {p.relative_to(tmp_path).as_posix() for p in runner.workspace_files(session.ws)}
+
+
+COMPILED = """
+import torch
+f = torch.compile(lambda x: torch.nn.functional.silu(x) * 2 + 1)
+print(float(f(torch.ones(64)).sum()))
+"""
+
+
+@pytest.mark.slow
+def test_second_process_reuses_the_compiled_graph(tmp_path: Path) -> None:
+    """Two fresh processes compile the same function: the second writes no new cache entry (files and their
+    modification times after run 1 are all there and unchanged after run 2)."""
+    pytest.importorskip("torch")
+    ws = Workspace(tmp_path)
+    env = {**os.environ, **runner.compile_cache_env(ws), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    script = tmp_path / "compiled.py"
+    script.write_text(COMPILED)
+
+    def run_once() -> dict[str, float]:
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return {str(p): p.stat().st_mtime for p in (tmp_path / "cache").rglob("*") if p.is_file()}
+
+    first = run_once()
+    assert any("fxgraph" in path for path in first)  # the FX graph cache was filled
+    second = run_once()
+    assert {p: t for p, t in second.items() if "fxgraph" in p} == {p: t for p, t in first.items() if "fxgraph" in p}
