@@ -18,7 +18,7 @@ from hotkernel.cli.commands.serve import serve
 from hotkernel.errors import HotkernelError
 from hotkernel.insight.registry import REGISTRY
 
-COMMAND_MODULES = ("new", "import_", "plan", "sync", "bench", "verify", "record", "leaderboard", "history")
+COMMAND_MODULES = ("init", "new", "import_", "plan", "sync", "bench", "verify", "record", "leaderboard", "history")
 
 app = typer.Typer(
     name="hotkernel",

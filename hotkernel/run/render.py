@@ -63,6 +63,8 @@ def contract_path() -> Path:
             f"cannot build hotkernel's contract at {path} ({exc.strerror or exc}): make the folder writable or "
             "reinstall hotkernel from a wheel (`pip install hotkernel`), which carries it built"
         ) from exc
+    except build.ContractBuildError as exc:
+        raise HotkernelError(f"hotkernel/contract does not build: {exc}; fix the module it names") from exc
 
 
 def contract_source() -> str:
