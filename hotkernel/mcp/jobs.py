@@ -290,6 +290,7 @@ def op_sync(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
         gpus=args.get("gpus"),
         executor=args.get("executor", "local"),
         address=args.get("address"),
+        budget_s=args.get("budget_s"),
     )
 
 

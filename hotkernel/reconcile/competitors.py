@@ -7,14 +7,17 @@ candidate, recorded with ``role: competitor`` (never the kept candidate) and fin
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from hotkernel._util.fs import sha256_file
 from hotkernel._util.nvml import visible_gpu_name
+from hotkernel._util.procs import SignalsDeferred
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import manifest_fingerprint, resolved_target
-from hotkernel.reconcile.models import SyncItem, failed_item
+from hotkernel.reconcile.budget import Deadline
+from hotkernel.reconcile.models import SyncItem, failed_item, measured, run_seconds
 from hotkernel.reconcile.plan import (
     _AUTO,
     CPU_DEVICE,
@@ -48,12 +51,14 @@ def sync_competitors(
     wait_s: float = 0.0,
     progress: Progress | None = None,
     board: bool = True,
+    deadline: Deadline | None = None,
 ) -> list[SyncItem]:
     """Render, verify and record every out-of-date competitor of target ``name`` (all with ``from_scratch``).
 
     One ``SyncItem`` per competitor run (``name`` is ``<target> competitor <competitor>``); a failing one is
     reported and the others go on. Holds the workspace lock (re-entrant inside a ``sync``). ``board=False``:
-    LEADERBOARD.md is left to the caller (``record(board=False)``).
+    LEADERBOARD.md is left to the caller (``record(board=False)``). ``deadline``: a competitor does not start
+    after it, and one running then is cancelled unrecorded (status ``not run``).
     """
     select_names(manifest, [name])
     if n < 1:
@@ -78,6 +83,9 @@ def sync_competitors(
                     progress(2 * n * index + done, 2 * n * len(todo), f"{name} competitor {competitor}: {message}")
 
             reasons = pending.get(competitor, ["from scratch"])
+            if deadline is not None and deadline.expired():
+                items.append(_budget_spent(f"{name} competitor {competitor}"))
+                continue
             items.append(
                 _sync_one(
                     ws,
@@ -93,9 +101,14 @@ def sync_competitors(
                     timeout_s=timeout_s,
                     say=say,
                     board=board,
+                    deadline=deadline,
                 )
             )
         return items
+
+
+def _budget_spent(label: str) -> SyncItem:
+    return SyncItem(name=label, status="not run", reason="not run: the time budget was spent")
 
 
 def _sync_one(
@@ -113,6 +126,7 @@ def _sync_one(
     timeout_s: float | None,
     say: Callable[..., None],
     board: bool,
+    deadline: Deadline | None = None,
 ) -> SyncItem:
     label = f"{name} competitor {competitor}"
     try:
@@ -128,11 +142,20 @@ def _sync_one(
                 reason="no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)",
             )
         before = store_snapshot(ws)
+        cancel = threading.Event()
         kwargs: dict[str, Any] = {"n": n, "python": python, "progress": lambda done, _t, msg: say(msg, done)}
         if timeout_s is not None:
             kwargs["timeout_s"] = timeout_s
         say("verify")
-        result = verify(ws, ws.target_dir(name) / "baseline.py", script, **kwargs)
+        timer = deadline.arm(cancel) if deadline is not None else None
+        try:
+            result = verify(ws, ws.target_dir(name) / "baseline.py", script, cancel=cancel, **kwargs)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if cancel.is_set():  # cut short by the budget: no verdict, nothing recorded
+            say("not run: the budget is spent")
+            return _budget_spent(label)
         if sha256_file(script) != state["candidate_sha256"]:
             return SyncItem(
                 name=label,
@@ -140,42 +163,64 @@ def _sync_one(
                 reason=f"{script.name} changed during sync (it is generated): run `hotkernel sync` again",
             )
         parts = {k: state[k] for k in FINGERPRINT_PARTS}
-        rec = record(
-            ws,
-            name,
-            result,
-            note=f"hotkernel sync: competitor {competitor}: {', '.join(reasons)}",
-            who=competitor_who(competitor),
-            python=result.python,
-            fingerprint={**parts, "device": device},
-            device_kind="cpu" if device == CPU_DEVICE else "cuda",
-            before=before,
-            competitor=competitor,
-            board=board,
-        )
-        if rec.tampered:
-            return SyncItem(
-                name=label,
-                status="failed",
-                verdict="invalid",
-                record=rec.path,
-                reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated",
-            )
-        if result.verdict != "invalid":  # an invalid run measured nothing: the competitor stays out of date
-            lock = read_lock(ws)
-            lock.competitors.setdefault(name, {}).setdefault(competitor, {})[device] = LockEntry(
-                **parts, device=device, record=rec.path, verdict=result.verdict, protocol=result.protocol or 0
-            )
-            write_lock(ws, lock)
-        say(f"done: {result.verdict}", 2 * n)
-        return SyncItem(
-            name=label,
-            status="recorded",
-            verdict=result.verdict,
-            speedup=rec.speedup,
-            record=rec.path,
-            beats_best=False,
-            reason=result.reason,
-        )
+        with SignalsDeferred():  # the record and its lock entry are written whole, or not at all
+            return _record(ws, name, competitor, result, parts, device, reasons, before=before, board=board, say=say)
     except Exception as err:  # noqa: BLE001 - a failing competitor is reported; the others go on
         return failed_item(label, err, say)
+
+
+def _record(
+    ws: Workspace,
+    name: str,
+    competitor: str,
+    result: Any,
+    parts: dict[str, Any],
+    device: str,
+    reasons: list[str],
+    *,
+    before: Any,
+    board: bool,
+    say: Callable[..., None],
+) -> SyncItem:
+    """Record one competitor verify and point the lock's competitor entry at it (unless it was invalid)."""
+    label = f"{name} competitor {competitor}"
+    rec = record(
+        ws,
+        name,
+        result,
+        note=f"hotkernel sync: competitor {competitor}: {', '.join(reasons)}",
+        who=competitor_who(competitor),
+        python=result.python,
+        fingerprint={**parts, "device": device},
+        device_kind="cpu" if device == CPU_DEVICE else "cuda",
+        before=before,
+        competitor=competitor,
+        board=board,
+    )
+    if rec.tampered:
+        return SyncItem(
+            name=label,
+            status="failed",
+            verdict="invalid",
+            record=rec.path,
+            reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated",
+        )
+    if result.verdict != "invalid":  # an invalid run measured nothing: the competitor stays out of date
+        lock = read_lock(ws)
+        lock.competitors.setdefault(name, {}).setdefault(competitor, {})[device] = LockEntry(
+            **parts, device=device, record=rec.path, verdict=result.verdict, protocol=result.protocol or 0
+        )
+        write_lock(ws, lock)
+    say(f"done: {result.verdict}", 2 * result.n)
+    speedup, interval = measured(result)
+    return SyncItem(
+        name=label,
+        status="recorded",
+        verdict=result.verdict,
+        speedup=speedup,
+        interval=interval,
+        record=rec.path,
+        beats_best=False,
+        reason=result.reason,
+        seconds=run_seconds(result),
+    )

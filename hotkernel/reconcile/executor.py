@@ -20,6 +20,7 @@ import sys
 import tarfile
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any, Protocol
 from hotkernel._util.nvml import GpuSlot, all_gpus, select_visible, visible_tokens
 from hotkernel._util.procs import ProcResult, run_command
 from hotkernel.errors import HotkernelError, quote
+from hotkernel.manifest.python import user_python
 from hotkernel.run.models import VerifyResult
 from hotkernel.run.runner import source_files
 from hotkernel.run.verify import DEFAULT_TIMEOUT_S
@@ -83,6 +85,10 @@ class Outcome:
     error: str | None = None
     lane: str = ""
     attempts: int = 0
+    budget: bool = False  # not run, or cancelled mid-run, because the sync's budget was spent
+
+
+BUDGET_SPENT = "not run: the time budget was spent"
 
 
 class LaneDied(Exception):
@@ -109,7 +115,10 @@ class Executor(Protocol):
 
     def kinds(self) -> set[str]: ...
 
-    def run(self, jobs: Sequence[Job], status: StatusFn) -> Iterator[Outcome]: ...
+    def run(self, jobs: Sequence[Job], status: StatusFn, *, deadline: float | None = None) -> Iterator[Outcome]:
+        """``deadline`` (``time.monotonic()``): no job starts after it, and one running then is cancelled (its
+        outcome has ``budget`` set)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -200,6 +209,33 @@ def child_outcome(proc: ProcResult, job: Job) -> LaneRun:
 
 
 @dataclass
+class PythonOnce:
+    """The interpreter targets run in, found (its PATH probe paid) at most once per sync, on first use; None
+    when none is found, so each verify says why with the fix."""
+
+    ws: Workspace
+    given: str | None = None
+    found: str | None = None
+    guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __call__(self) -> str | None:
+        if self.given:
+            return self.given
+        with self.guard:
+            if self.found is None:
+                try:
+                    self.found = user_python(self.ws, None, probe=False)
+                except HotkernelError:
+                    return None
+            return self.found
+
+
+def python_of(python: str | PythonOnce | None) -> str | None:
+    """A lane's interpreter: as given, or found once."""
+    return python() if isinstance(python, PythonOnce) else python
+
+
+@dataclass
 class ProcessLane:
     """One GPU (pinned with CUDA_VISIBLE_DEVICES=<its UUID>) or the CPU of this host, running each job as a
     child process in a private copy of the target."""
@@ -208,18 +244,19 @@ class ProcessLane:
     name: str
     kinds: frozenset[str]
     gpu: GpuSlot | None = None
-    python: str | None = None
+    python: str | PythonOnce | None = None
 
     def run(self, job: Job, cancel: threading.Event, status: LaneStatus) -> LaneRun:
         status("verify", 0)
         env = {"CUDA_VISIBLE_DEVICES": self.gpu.uuid} if self.gpu is not None else {"CUDA_VISIBLE_DEVICES": ""}
-        run = run_bundled(bundle(self.ws, job.files), job, cancel=cancel, env=env, python=self.python)
+        data = bundle(self.ws, job.files)
+        run = run_bundled(data, job, cancel=cancel, env=env, python=python_of(self.python))
         run.lane = self.name
         return run
 
 
 def host_lanes(
-    ws: Workspace, gpus: str, *, python: str | None = None, gpu_list: list[GpuSlot] | None = None
+    ws: Workspace, gpus: str, *, python: str | PythonOnce | None = None, gpu_list: list[GpuSlot] | None = None
 ) -> list[ProcessLane]:
     """One lane per GPU named by ``gpus`` ('all' or indices '0,1', as nvidia-smi numbers the GPUs this process
     may use) plus one CPU lane (cpu targets, one at a time). ``gpu_list``: the GPUs (default: NVML's, as
@@ -255,6 +292,34 @@ def host_lanes(
 # ---- spreading jobs over lanes ------------------------------------------------------------------------------
 
 
+class _Cancel(threading.Event):
+    """The lanes' cancel event; ``arm`` sets it at a deadline and remembers that the budget set it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.budget = False
+
+    def arm(self, deadline: float | None) -> threading.Timer | None:
+        if deadline is None:
+            return None
+
+        def spent() -> None:
+            self.budget = True
+            self.set()
+
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), spent)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+
+def _stopped(task: _Task, lane: str, cancel: threading.Event) -> Outcome:
+    """The outcome of a job that a set ``cancel`` kept from finishing: the budget, or an interrupt."""
+    budget = bool(getattr(cancel, "budget", False))
+    error = BUDGET_SPENT if budget else "not run: sync was interrupted"
+    return Outcome(task.job, error=error, lane=lane, attempts=task.attempts, budget=budget)
+
+
 @dataclass
 class _Task:
     job: Job
@@ -285,10 +350,10 @@ class LaneExecutor:
     def close(self) -> None:
         """Nothing outlives ``run``: its lanes stop when the iterator ends or is closed."""
 
-    def run(self, jobs: Sequence[Job], status: StatusFn) -> Iterator[Outcome]:
+    def run(self, jobs: Sequence[Job], status: StatusFn, *, deadline: float | None = None) -> Iterator[Outcome]:
         if len(self.lanes) == 1:
-            return self._serial(jobs, status)
-        return self._threads(jobs, status)
+            return self._serial(jobs, status, deadline)
+        return self._threads(jobs, status, deadline)
 
     def _attempt(self, lane: Lane, task: _Task, cancel: threading.Event, status: StatusFn) -> Outcome | None:
         """Run ``task`` on ``lane`` once: its outcome, or None when it goes back to the queue for a retry."""
@@ -296,14 +361,18 @@ class LaneExecutor:
         try:
             run = lane.run(task.job, cancel, lambda what, done: status(lane.name, f"{task.job.key}: {what}", done))
             run.lane = run.lane or lane.name
+            if cancel.is_set():  # a lane that stops between runs returns a cut-short result: it is not a verdict
+                return _stopped(task, lane.name, cancel)
             return Outcome(task.job, run=run, lane=lane.name, attempts=task.attempts)
         except (JobFailed, HotkernelError) as err:
+            if cancel.is_set():
+                return _stopped(task, lane.name, cancel)
             return Outcome(task.job, error=str(err), lane=lane.name, attempts=task.attempts)
         except LaneDied as err:
             task.failed_on.add(lane.name)
             task.reasons.append(f"{lane.name}: {err}")
             if cancel.is_set():
-                return Outcome(task.job, error="not run: sync was interrupted", lane=lane.name, attempts=task.attempts)
+                return _stopped(task, lane.name, cancel)
             if task.attempts > MAX_RETRIES:
                 return Outcome(
                     task.job,
@@ -316,11 +385,15 @@ class LaneExecutor:
         except Exception as err:  # a failing job is reported; the others go on
             return Outcome(task.job, error=f"{type(err).__name__}: {err}", lane=lane.name, attempts=task.attempts)
 
-    def _serial(self, jobs: Sequence[Job], status: StatusFn) -> Iterator[Outcome]:
-        lane, cancel = self.lanes[0], threading.Event()
+    def _serial(self, jobs: Sequence[Job], status: StatusFn, deadline: float | None) -> Iterator[Outcome]:
+        lane, cancel = self.lanes[0], _Cancel()
+        timer = cancel.arm(deadline)
         try:
             for job in jobs:
                 task = _Task(job)
+                if cancel.is_set():
+                    yield _stopped(task, "", cancel)
+                    continue
                 if job.device_kind not in lane.kinds:
                     yield Outcome(job, error=f"not run: no lane runs {job.device_kind} targets", attempts=0)
                     continue
@@ -329,10 +402,13 @@ class LaneExecutor:
                     outcome = self._attempt(lane, task, cancel, status)
                 yield outcome
         finally:
+            if timer is not None:
+                timer.cancel()
             cancel.set()
 
-    def _threads(self, jobs: Sequence[Job], status: StatusFn) -> Iterator[Outcome]:
-        cancel = threading.Event()
+    def _threads(self, jobs: Sequence[Job], status: StatusFn, deadline: float | None) -> Iterator[Outcome]:
+        cancel = _Cancel()
+        timer = cancel.arm(deadline)
         cond = threading.Condition()
         pending = [_Task(job) for job in jobs]
         running: list[_Task] = []
@@ -377,15 +453,24 @@ class LaneExecutor:
         try:
             for thread in threads:
                 thread.start()
-            for _ in range(len(jobs)):
-                while True:
-                    try:
-                        yield done.get(timeout=0.2)
-                        break
-                    except queue.Empty:
-                        if not any(t.is_alive() for t in threads) and done.empty():
-                            raise HotkernelError("sync: every lane stopped with jobs left") from None
+            left = len(jobs)
+            while left:
+                try:
+                    outcome = done.get(timeout=0.2)
+                except queue.Empty:
+                    if any(t.is_alive() for t in threads) or not done.empty():
+                        continue
+                    if not cancel.is_set():
+                        raise HotkernelError("sync: every lane stopped with jobs left") from None
+                    for task in list(pending):  # never started: the budget was spent first
+                        pending.remove(task)
+                        done.put(_stopped(task, "", cancel))
+                    continue
+                left -= 1
+                yield outcome
         finally:
+            if timer is not None:
+                timer.cancel()
             cancel.set()
             with cond:
                 cond.notify_all()

@@ -66,17 +66,33 @@ class Plan(_Model):
         return bool(self.items or self.competitors)
 
 
-SyncStatus = Literal["recorded", "up to date", "skipped", "failed"]
+SyncStatus = Literal["recorded", "up to date", "skipped", "failed", "not run"]
 
 
 class SyncItem(_Model):
     """What sync did with one target."""
 
     name: str = Field(description="target name")
-    status: SyncStatus = Field(description="recorded / up to date / skipped / failed")
+    status: SyncStatus = Field(
+        description="recorded / up to date / skipped / failed / not run (the budget was spent or sync was "
+        "interrupted before its verify finished: it stays out of date)"
+    )
     reason: str | None = Field(default=None, description="why it was skipped or failed, or the plan reasons")
     verdict: Verdict | None = Field(default=None, description="verdict recorded (when recorded)")
-    speedup: float | None = Field(default=None, description="speedup recorded (faster/slower only)")
+    speedup: float | None = Field(
+        default=None,
+        description="the measured speedup (baseline / candidate time) whenever the verify measured one, "
+        "inconclusive included",
+    )
+    interval: list[float] | None = Field(
+        default=None, description="[low, high] interval of the speedup whenever the verify measured one"
+    )
+    confirms: str | None = Field(
+        default=None,
+        description="the record this one repeats: sync verifies a would-be new best a second time, and the "
+        "board counts it only when both are faster and consistent",
+    )
+    seconds: float | None = Field(default=None, description="wall seconds of the verify's runs")
     record: str | None = Field(default=None, description="workspace-relative record path written")
     beats_best: bool | None = Field(default=None, description="whether the record beats the best so far")
     clear_of_best: bool | None = Field(
@@ -106,11 +122,40 @@ class SyncReport(_Model):
     repaired: list[str] = Field(
         default_factory=list, description="what sync repaired (a stale LEADERBOARD.md rewritten, temp files removed)"
     )
+    budget_s: float | None = Field(default=None, description="the time budget in seconds (--budget), if any")
+    order: list[str] = Field(
+        default_factory=list,
+        description="the order targets were run in: never recorded first, then the oldest newest record first",
+    )
+    left: list[str] = Field(
+        default_factory=list,
+        description="targets (and competitors) still out of date because the budget was spent: run sync again",
+    )
 
     @property
     def failed(self) -> bool:
         """True when a target failed to run or its verdict is incorrect/invalid."""
         return any(i.status == "failed" or i.verdict in ("incorrect", "invalid") for i in self.items)
+
+
+def measured(result: object) -> tuple[float | None, list[float] | None]:
+    """(speedup, [low, high]) of a VerifyResult whenever its verdict rule measured them, inconclusive included:
+    the result's own fields for faster/slower, else its decision's."""
+    speedup = getattr(result, "speedup", None)
+    interval = getattr(result, "interval", None)
+    decision = getattr(result, "decision", None) or {}
+    if speedup is None and isinstance(decision, dict):
+        speedup = decision.get("speedup")
+    if interval is None and isinstance(decision, dict):
+        low, high = decision.get("speedup_low"), decision.get("speedup_high")
+        interval = [float(low), float(high)] if low is not None and high is not None else None
+    return (float(speedup) if speedup is not None else None), (list(interval) if interval else None)
+
+
+def run_seconds(result: object) -> float | None:
+    """Wall seconds of a VerifyResult's runs (None when none reports one)."""
+    walls = [run.wall_s for run in getattr(result, "runs", None) or [] if getattr(run, "wall_s", None) is not None]
+    return round(float(sum(walls)), 3) if walls else None
 
 
 def failed_item(name: str, err: Exception, say: Callable[[str], object]) -> SyncItem:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from hotkernel.errors import HotkernelError
 from hotkernel.reconcile.executor import (
+    BUDGET_SPENT,
     MAX_RETRIES,
     Job,
     JobFailed,
@@ -107,7 +109,7 @@ class RayExecutor:
             self.started = False
         self.quiet.close()
 
-    def run(self, jobs: Sequence[Job], status: StatusFn) -> Iterator[Outcome]:
+    def run(self, jobs: Sequence[Job], status: StatusFn, *, deadline: float | None = None) -> Iterator[Outcome]:
         ray = self.ray
         self.connect()
         task = ray.remote(ray_verify)
@@ -122,6 +124,12 @@ class RayExecutor:
             total = len(refs)
             status("ray", f"{total} verifies submitted", 0)
             while refs:
+                if deadline is not None and time.monotonic() >= deadline:  # the budget: cancel what is left
+                    left, refs = refs, {}
+                    self._cancel(list(left))
+                    for job in left.values():
+                        yield Outcome(job, error=BUDGET_SPENT, lane="ray", budget=True)
+                    break
                 ready, _ = ray.wait(list(refs), num_returns=1, timeout=POLL_S)
                 for ref in ready:
                     job = refs.pop(ref)

@@ -1,26 +1,24 @@
 """``sync``: render, verify and record what ``plan`` says is out of date; keep a winning candidate in the lock.
 
 The verifies run one at a time in this process (``InlineLane``), one per GPU of this host (``--gpus``), or as Ray
-tasks (``--executor ray``): see ``executor.py``. This process alone records, one finished target at a time.
+tasks (``--executor ray``): see ``executor.py``. This process alone records, one finished target at a time. Targets
+run most out of date first, within an optional budget (``budget.py``); a would-be new best is verified twice.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import os
+import inspect
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hotkernel._util.fs import sha256_file
-from hotkernel._util.git import git_user_name
 from hotkernel._util.nvml import visible_gpu_name
 from hotkernel._util.procs import SignalsDeferred, TerminationRaises
 from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest import manifest_fingerprint, resolved_target
+from hotkernel.reconcile.budget import Deadline, recorded_seconds, staleness_order
 from hotkernel.reconcile.competitors import sync_competitors
 from hotkernel.reconcile.executor import (
     Executor,
@@ -29,10 +27,15 @@ from hotkernel.reconcile.executor import (
     LaneRun,
     LaneStatus,
     Outcome,
+    PythonOnce,
     host_lanes,
     job_files,
+    python_of,
 )
-from hotkernel.reconcile.models import SyncItem, SyncReport, failed_item
+from hotkernel.reconcile.keep import candidate_who, default_who
+from hotkernel.reconcile.keep import keep_in_lock as keep_in_lock
+from hotkernel.reconcile.keep import record_and_keep as record_and_keep
+from hotkernel.reconcile.models import SyncItem, SyncReport, failed_item, measured, run_seconds
 from hotkernel.reconcile.plan import (
     _AUTO,
     CPU_DEVICE,
@@ -45,6 +48,7 @@ from hotkernel.reconcile.plan import (
     select_names,
     target_state,
 )
+from hotkernel.reconcile.progress import RunCounter, SyncProgress
 from hotkernel.reconcile.ray_executor import RayExecutor
 from hotkernel.run.render import contract_sha256, render_target
 from hotkernel.run.verify import verify
@@ -62,37 +66,6 @@ from hotkernel.workspace.lockfile import LockEntry, read_lock, workspace_lock, w
 from hotkernel.workspace.paths import Workspace
 
 DEFAULT_ROUNDS = 7
-SyncProgress = Callable[[int, int, str], None]  # (runs done, runs planned, "<target>: <what>")
-
-
-def candidate_who(candidate: Path) -> str | None:
-    """The candidate's own module-level ``WHO = "..."`` (read with ast, never imported), if it has one."""
-    try:
-        tree = ast.parse(candidate.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return None
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == "WHO"
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-            and node.value.value.strip()
-        ):
-            return " ".join(node.value.value.split())
-    return None
-
-
-def default_who(ws: Workspace) -> str:
-    """Who a sync records as author when the candidate declares no ``WHO``: $HOTKERNEL_WHO, else git's
-    user.name, else 'unknown'."""
-    who = os.environ.get("HOTKERNEL_WHO", "").strip()
-    if who:
-        return who
-    name = git_user_name(ws.root)
-    return f"{name} (via hotkernel sync)" if name else "unknown (recorded by hotkernel sync)"
 
 
 def manifest_rounds(manifest: Any) -> int:
@@ -139,14 +112,14 @@ class InlineLane:
     """The default lane: each verify in this process, in the workspace itself, one at a time."""
 
     ws: Workspace
-    python: str | None = None
+    python: str | PythonOnce | None = None
     name: str = "local"
     kinds: frozenset[str] = frozenset({"cuda", "cpu"})
 
     def run(self, job: Job, cancel: threading.Event, status: LaneStatus) -> LaneRun:
         kwargs: dict[str, Any] = {
             "n": job.rounds,
-            "python": self.python,
+            "python": python_of(self.python),
             "cancel": cancel,
             "progress": lambda done, _total, msg: status(msg, done),
         }
@@ -155,6 +128,15 @@ class InlineLane:
         status("verify", 0)
         result = verify(self.ws, self.ws.root / job.baseline, self.ws.root / job.candidate, **kwargs)
         return LaneRun(result=result, facts=None, lane=self.name)
+
+
+@dataclass
+class _Held:
+    """A would-be new best, recorded but not yet in the lock: its confirmation verify decides."""
+
+    record: str
+    fingerprint: dict[str, Any]
+    device: str
 
 
 @dataclass
@@ -167,6 +149,7 @@ class _Prepared:
     reasons: list[str]
     device_kind: str
     jobs: list[Job] = field(default_factory=list)
+    held: _Held | None = None  # set by _record_outcome when the first verify would be a new best
 
 
 def sync(
@@ -185,6 +168,7 @@ def sync(
     gpus: str | None = None,
     executor: str | Executor = "local",
     address: str | None = None,
+    budget_s: float | None = None,
 ) -> SyncReport:
     """Render what is missing, then verify and record every out-of-date target (all with ``from_scratch``).
 
@@ -192,7 +176,10 @@ def sync(
     ``gpus`` ('all' or '0,1'): one verify per GPU of this host at a time; ``executor`` 'ray' (``address``: the
     cluster, default a local instance): one Ray task per verify; or an ``Executor`` object. Whatever runs the
     verifies, this process alone writes results/, hotkernel.lock and LEADERBOARD.md, one target at a time.
+    Targets run in ``budget.staleness_order``. ``budget_s``: from the call on, no verify starts after it and one
+    still running then is cancelled unrecorded; what did not run is in the report's ``left``.
     """
+    deadline = Deadline(budget_s)
     manifest = load_workspace_manifest(ws)  # a bad manifest stops here: nothing written
     if check:
         if gpu_name is _AUTO:
@@ -205,29 +192,31 @@ def sync(
     if rounds < 1:
         raise HotkernelError(f"sync: -n must be >= 1 (got {rounds})")
     select_names(manifest, names)  # an unknown name stops here, before a lane or a cluster starts
+    once = PythonOnce(ws, python) if executor == "local" else None  # one interpreter probe per sync
     pool = (
         executor
         if not isinstance(executor, str)
-        else build_executor(ws, gpus=gpus, executor=executor, address=address, python=python)
+        else build_executor(ws, gpus=gpus, executor=executor, address=address, python=once or python)
     )
     if gpu_name is _AUTO:
         gpu_name = lane_gpu_name(pool)
     command = "hotkernel sync " + " ".join(names or [])
+    run = _Run(
+        ws,
+        manifest,
+        rounds=rounds,
+        who=who,
+        python=once or python,
+        timeout_s=timeout_s,
+        gpu_name=gpu_name,
+        pool=pool or LaneExecutor([InlineLane(ws, once or python, kinds=inline_kinds(gpu_name))]),
+        deadline=deadline,
+        counter=RunCounter(progress),
+        progress=progress,
+    )
     try:
         with workspace_lock(ws, wait_s=wait_s, command=command.strip()), TerminationRaises():
-            return _sync_locked(
-                ws,
-                manifest,
-                names,
-                from_scratch=from_scratch,
-                rounds=rounds,
-                who=who,
-                python=python,
-                timeout_s=timeout_s,
-                progress=progress,
-                gpu_name=gpu_name,
-                pool=pool or LaneExecutor([InlineLane(ws, python, kinds=inline_kinds(gpu_name))]),
-            )
+            return run.locked(names, from_scratch=from_scratch)
     finally:
         if pool is not None:
             pool.close()
@@ -250,98 +239,144 @@ def lane_gpu_name(pool: Executor | None) -> str | None:
     return visible_gpu_name()
 
 
-def _sync_locked(
-    ws: Workspace,
-    manifest: Any,
-    names: list[str] | None,
-    *,
-    from_scratch: bool,
-    rounds: int,
-    who: str | None,
-    python: str | None,
-    timeout_s: float | None,
-    progress: SyncProgress | None,
-    gpu_name: str | None,
-    pool: Executor,
-) -> SyncReport:
-    """``sync`` inside the workspace lock: prepare every target, run its jobs on ``pool``, record each."""
-    current = plan(ws, names=names, gpu_name=gpu_name, manifest=manifest)  # state may have moved
-    pending = {i.name: i for i in current.items}
-    selected = select_names(manifest, names)
-    fallback_who = who or default_who(ws)
-    to_run = [name for name in selected if name in pending or from_scratch]
-    items: dict[str, SyncItem] = {
-        name: SyncItem(name=name, status="up to date") for name in selected if name not in to_run
-    }
-    kinds = pool.kinds()
-    no_cuda = (
-        f"no CUDA GPU in {pool.describe()} (cuda target)"
-        if not isinstance(pool, LaneExecutor)
-        else "no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)"
-    )
-    prepared: dict[str, _Prepared] = {}
-    for name in to_run:
-        reasons = pending[name].reasons if name in pending else ["from scratch"]
-        ready = _prepare(
-            ws,
-            manifest,
-            name,
-            reasons,
-            rounds=rounds,
-            timeout_s=timeout_s,
-            kinds=kinds,
-            no_cuda=no_cuda,
-            gpu_name=gpu_name,
-            progress=progress,
+@dataclass
+class _Run:
+    """One sync inside the workspace lock: prepare the targets, run their jobs on ``pool`` (most out of date
+    first), record each outcome, verify would-be new bests a second time, then the competitors."""
+
+    ws: Workspace
+    manifest: Any
+    rounds: int
+    who: str | None
+    python: str | PythonOnce | None
+    timeout_s: float | None
+    gpu_name: str | None
+    pool: Executor
+    deadline: Deadline
+    counter: RunCounter
+    progress: SyncProgress | None
+    items: dict[str, SyncItem] = field(default_factory=dict)  # job key -> what became of it
+    left: list[str] = field(default_factory=list)
+    before: Any = None  # store_snapshot after the last record
+    fallback_who: str = ""
+
+    def locked(self, names: list[str] | None, *, from_scratch: bool) -> SyncReport:
+        ws, manifest = self.ws, self.manifest
+        current = plan(ws, names=names, gpu_name=self.gpu_name, manifest=manifest)  # state may have moved
+        pending = {i.name: i for i in current.items}
+        records = current_records(ws)
+        selected = select_names(manifest, names)  # the report's order; the runs go most out of date first
+        to_run = staleness_order([name for name in selected if name in pending or from_scratch], records)
+        self.items = {name: SyncItem(name=name, status="up to date") for name in selected if name not in to_run}
+        prepared = self.prepare(to_run, pending)
+        first = [job for ready in prepared.values() for job in ready.jobs]
+        self.counter.plan(first, recorded_seconds(records))
+        self.before = store_snapshot(ws)  # what no run may change: record compares, and restores the lock
+        self.fallback_who = self.who or default_who(ws)
+        rivals: list[SyncItem] = []
+        try:
+            self.run_jobs(first, prepared)
+            held = [ready for ready in prepared.values() if ready.held is not None]
+            confirming = [replace(ready.jobs[0], key=f"{ready.name}/confirm") for ready in held]
+            self.counter.plan(confirming, {})
+            self.run_jobs(confirming, prepared)
+            for name in staleness_order(selected, records):  # competitors: one at a time, after the lanes
+                rivals += self.competitors(name, from_scratch)
+        finally:  # records are written with record(board=False): the board once, after them (also after a Ctrl-C)
+            if prepared or any(manifest.targets[name].competitors for name in selected):
+                with SignalsDeferred():
+                    write_leaderboard(ws)
+        repaired = []
+        if leaderboard_difference(ws) is not None:  # e.g. a kill just after a record: the board is generated
+            write_leaderboard(ws)
+            repaired.append("LEADERBOARD.md was stale: rewritten from results/")
+        keys = [name for name in selected if name in self.items]
+        ordered = [self.items[k] for name in keys for k in (name, f"{name}/confirm") if k in self.items] + rivals
+        self.left += [i.name for i in rivals if i.status == "not run"]
+        return SyncReport(
+            check=False,
+            plan=current,
+            items=ordered,
+            repaired=repaired,
+            budget_s=self.deadline.budget_s,
+            order=to_run,
+            left=self.left,
+            **board_summary(ws),
         )
-        if isinstance(ready, SyncItem):
-            items[name] = ready
-        else:
-            prepared[name] = ready
-    jobs = [job for ready in prepared.values() for job in ready.jobs]
-    counter = _RunCounter(progress, total=sum(job.runs for job in jobs))
-    by_key = {job.key: ready for ready in prepared.values() for job in ready.jobs}
-    before = store_snapshot(ws)  # what no run may change: record compares, and restores the lock
-    rivals: list[SyncItem] = []
-    try:
-        with contextlib.closing(pool.run(jobs, counter.lane_status)) as outcomes:
+
+    def prepare(self, to_run: list[str], pending: dict[str, Any]) -> dict[str, _Prepared]:
+        kinds = self.pool.kinds()
+        no_cuda = (
+            f"no CUDA GPU in {self.pool.describe()} (cuda target)"
+            if not isinstance(self.pool, LaneExecutor)
+            else "no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)"
+        )
+        prepared: dict[str, _Prepared] = {}
+        for name in to_run:
+            reasons = pending[name].reasons if name in pending else ["from scratch"]
+            ready = _prepare(
+                self.ws,
+                self.manifest,
+                name,
+                reasons,
+                rounds=self.rounds,
+                timeout_s=self.timeout_s,
+                kinds=kinds,
+                no_cuda=no_cuda,
+                gpu_name=self.gpu_name,
+                progress=self.progress,
+            )
+            if isinstance(ready, SyncItem):
+                self.items[name] = ready
+            else:
+                prepared[name] = ready
+        return prepared
+
+    def run_jobs(self, jobs: list[Job], prepared: dict[str, _Prepared]) -> None:
+        """Run ``jobs`` on the pool and record each outcome as it comes (signals wait for a record to finish)."""
+        if not jobs:
+            return
+        by_key = {job.key: prepared[job.target] for job in jobs}
+        extra = {"deadline": self.deadline.at} if self.deadline.at is not None else {}
+        with contextlib.closing(self.pool.run(jobs, self.counter.lane_status, **extra)) as outcomes:
             for outcome in outcomes:
-                ready = by_key[outcome.job.key]
+                ready, key = by_key[outcome.job.key], outcome.job.key
+                confirms = ready.held.record if key.endswith("/confirm") and ready.held else None
+                if outcome.budget:
+                    self.items[key] = SyncItem(name=ready.name, status="not run", reason=outcome.error)
+                    self.left.append(ready.name)
+                    self.counter.say(ready.name, "not run: the budget is spent")
+                    self.counter.finish(outcome.job)
+                    continue
                 with SignalsDeferred():  # a record and its lock entry are written whole, or not at all
-                    items[ready.name] = _record_outcome(
-                        ws,
+                    self.items[key] = _record_outcome(
+                        self.ws,
                         ready,
                         outcome,
-                        who=who,
-                        fallback_who=fallback_who,
-                        gpu_name=gpu_name,
-                        counter=counter,
-                        before=before,
+                        who=self.who,
+                        fallback_who=self.fallback_who,
+                        gpu_name=self.gpu_name,
+                        counter=self.counter,
+                        before=self.before,
+                        confirms=confirms,
                     )
-                    before = store_snapshot(ws)
-                counter.finish(outcome.job)
-        for name in selected:  # competitors run here, one at a time, after the lanes are done
-            rivals += sync_competitors(
-                ws,
-                manifest,
-                name,
-                n=rounds,
-                python=python,
-                timeout_s=timeout_s,
-                gpu_name=gpu_name,
-                from_scratch=from_scratch,
-                progress=progress,
-                board=False,
-            )
-    finally:  # records are written with record(board=False): the board once, after them (also after a Ctrl-C)
-        if prepared or any(manifest.targets[name].competitors for name in selected):
-            write_leaderboard(ws)
-    repaired = []
-    if leaderboard_difference(ws) is not None:  # e.g. a kill just after a record: the board is generated
-        write_leaderboard(ws)
-        repaired.append("LEADERBOARD.md was stale: rewritten from results/")
-    ordered = [items[name] for name in selected if name in items] + rivals
-    return SyncReport(check=False, plan=current, items=ordered, repaired=repaired, **board_summary(ws))
+                    self.before = store_snapshot(self.ws)
+                self.counter.finish(outcome.job)
+
+    def competitors(self, name: str, from_scratch: bool) -> list[SyncItem]:
+        return sync_competitors(
+            self.ws,
+            self.manifest,
+            name,
+            n=self.rounds,
+            python=python_of(self.python) if self.manifest.targets[name].competitors else None,
+            timeout_s=self.timeout_s,
+            gpu_name=self.gpu_name,
+            from_scratch=from_scratch,
+            progress=self.progress,
+            board=False,
+            deadline=self.deadline,
+        )
 
 
 def board_summary(ws: Workspace) -> dict[str, Any]:
@@ -354,45 +389,7 @@ def board_summary(ws: Workspace) -> dict[str, Any]:
     return {"best": best_rows(list(rows.values())), "latest": latest}
 
 
-class _RunCounter:
-    """Turns each lane's verify progress into whole-sync progress: (runs done, runs planned, message); with
-    several lanes the message shows what every busy lane does."""
-
-    def __init__(self, progress: SyncProgress | None, total: int) -> None:
-        self.progress, self.total, self.offset = progress, total, 0
-        self.lanes: dict[str, tuple[str, int]] = {}  # lane -> (what it does, runs of its job done)
-        self.guard = threading.Lock()
-
-    def say(self, name: str, message: str, done: int = 0) -> None:
-        """A message about target ``name`` from the coordinator."""
-        self._emit(f"{name}: {message}", done)
-
-    def lane_status(self, lane: str, message: str, done: int) -> None:
-        """What ``lane`` does now ("<job>: <what>", or "idle"); called from the lanes' threads."""
-        with self.guard:
-            if message == "idle":
-                self.lanes.pop(lane, None)
-            else:
-                self.lanes[lane] = (message, done)
-            busy = dict(self.lanes)
-        if message == "idle" or not busy:
-            return
-        if len(busy) == 1 and lane in busy:
-            text = message
-        else:
-            text = " | ".join(f"{name}: {what}" for name, (what, _) in sorted(busy.items()))
-        self._emit(text, sum(d for _, d in busy.values()))
-
-    def finish(self, job: Job) -> None:
-        with self.guard:
-            self.offset += job.runs
-            for lane, (what, _) in list(self.lanes.items()):
-                if what.startswith(f"{job.key}: "):
-                    self.lanes.pop(lane)
-
-    def _emit(self, text: str, done: int) -> None:
-        if self.progress is not None:
-            self.progress(min(self.offset + done, self.total), self.total, text)
+_RunCounter = RunCounter  # the name lab/benchmarks/coordinator_costs.py imports
 
 
 def _prepare(
@@ -451,10 +448,15 @@ def _record_outcome(
     who: str | None,
     fallback_who: str,
     gpu_name: str | None,
-    counter: _RunCounter,
+    counter: RunCounter,
     before: StoreSnapshot,
+    confirms: str | None = None,
 ) -> SyncItem:
-    """Record one finished job (the coordinator's part); every anticipated failure becomes a ``failed`` item."""
+    """Record one finished job (the coordinator's part); every anticipated failure becomes a ``failed`` item.
+
+    A ``faster`` first verify that would be the target's new best is recorded but kept out of the lock
+    (``ready.held``): sync verifies the same files again, and that record (``confirms``: the first one's path)
+    is what the lock points at. Without the second verify the target stays out of date."""
     name, state = ready.name, ready.state
 
     def say(message: str) -> None:
@@ -463,7 +465,7 @@ def _record_outcome(
     try:
         if outcome.run is None:
             say(f"failed: {outcome.error}")
-            return SyncItem(name=name, status="failed", reason=outcome.error)
+            return SyncItem(name=name, status="failed", reason=outcome.error, confirms=confirms)
         result, facts = outcome.run.result, outcome.run.facts
         target_dir = ws.targets_dir / name
         ran = result.candidate.sha256
@@ -475,6 +477,7 @@ def _record_outcome(
                 status="failed",
                 verdict=None,
                 reason="candidate changed during sync: run `hotkernel sync` again",
+                confirms=confirms,
             )
         say(f"record ({result.verdict})")
         if ready.device_kind == CPU_DEVICE:
@@ -486,7 +489,6 @@ def _record_outcome(
             for k in ("manifest", "baseline_sha256", "candidate_sha256", "contract_sha256", "sources_sha256")
         }
         fingerprint["device"] = device
-        note = f"hotkernel sync: {', '.join(ready.reasons)}"
         declared = candidate_who(target_dir / "candidate.py")  # read after rendering
         author = who or declared or fallback_who
         if not (who or declared):
@@ -494,30 +496,8 @@ def _record_outcome(
                 f"targets/{name}/candidate.py declares no WHO: recorded as {author!r}; "
                 'put WHO = "<who wrote it>" in the candidate to name its author'
             )
-        kind = "cpu" if device == CPU_DEVICE else "cuda"
-        provenance = None
-        if facts is not None:  # measured where the run happened (a lane's GPU, a cluster node)
-            provenance = collect_provenance(
-                ws,
-                result,
-                python=result.python,
-                device_kind=kind,
-                facts={k: v for k, v in facts.items() if k != "cpu"},
-                cpu=facts.get("cpu"),
-            )
-        rec = record(
-            ws,
-            name,
-            result,
-            note=note,
-            who=author,
-            python=result.python,
-            fingerprint=fingerprint,
-            device_kind=kind,
-            before=before,
-            provenance=provenance,
-            board=False,
-        )
+        rec = _write_record(ws, ready, result, facts, fingerprint, author=author, before=before, confirms=confirms)
+        speedup, interval = measured(result)
         if rec.tampered:
             say("failed: the run changed files only hotkernel writes")
             return SyncItem(
@@ -526,8 +506,13 @@ def _record_outcome(
                 verdict="invalid",
                 record=rec.path,
                 reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated",
+                confirms=confirms,
             )
-        if result.verdict != "invalid":  # an invalid run measured nothing: the target stays out of date
+        new_best = result.verdict == "faster" and (rec.previous_best is None or (speedup or 0) > rec.previous_best)
+        if confirms is None and new_best:
+            ready.held = _Held(record=rec.path, fingerprint=fingerprint, device=device)
+            say(f"{result.verdict}: a new best, verified again before it counts")
+        elif result.verdict != "invalid":  # an invalid run measured nothing: the target stays out of date
             lock = read_lock(ws)
             lock.targets.setdefault(name, {})[device] = LockEntry(
                 **fingerprint,
@@ -541,58 +526,60 @@ def _record_outcome(
             name=name,
             status="recorded",
             verdict=result.verdict,
-            speedup=rec.speedup,
+            speedup=speedup,
+            interval=interval,
             record=rec.path,
             beats_best=rec.beats_best,
             clear_of_best=rec.clear_of_best,
             reason=result.reason,
             who=author,
+            confirms=confirms,
+            seconds=run_seconds(result),
         )
     except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
         return failed_item(name, err, say)
 
 
-def keep_in_lock(ws: Workspace, target: str, record_path: str, verify_result: Any, device: str) -> bool:
-    """A record that beats the best makes its candidate the kept one: point the lock at it.
-
-    Only when the candidate on disk is the one that was verified and the target's other inputs (manifest
-    entry, rendered baseline, contract) are what the lock would record now; else the lock is left alone and
-    ``plan`` keeps saying what is out of date. Returns whether the lock changed.
-    """
-    manifest = load_workspace_manifest(ws)
-    if target not in manifest.targets:
-        return False
-    context = resolved_target(manifest, target)
-    state = target_state(ws, context, manifest_fingerprint(manifest, target), contract_sha256())
-    verified = getattr(getattr(verify_result, "candidate", None), "sha256", None)
-    if not verified or verified != state["candidate_sha256"]:
-        return False
-    if getattr(getattr(verify_result, "baseline", None), "sha256", None) != state["baseline_sha256"]:
-        return False  # the verify ran a baseline rendered from an older manifest entry
-    on_disk = (state["baseline_on_disk"], state["contract_on_disk"])
-    if on_disk != (state["baseline_sha256"], state["contract_sha256"]):
-        return False
-    key = CPU_DEVICE if str(context.get("device", "cuda")) == CPU_DEVICE else device
-    parts = ("manifest", "baseline_sha256", "candidate_sha256", "contract_sha256", "sources_sha256")
-    fingerprint = {k: state[k] for k in parts}
-    protocol = getattr(verify_result, "protocol", None) or current_protocol()
-    with workspace_lock(ws, wait_s=60.0, command=f"hotkernel record {target}"):  # not while a sync writes
-        lock = read_lock(ws)
-        lock.targets.setdefault(target, {})[key] = LockEntry(
-            **fingerprint,
-            device=key,
-            record=record_path,
-            verdict=verify_result.verdict,
-            protocol=protocol,
+def _write_record(
+    ws: Workspace,
+    ready: _Prepared,
+    result: Any,
+    facts: dict[str, Any] | None,
+    fingerprint: dict[str, Any],
+    *,
+    author: str,
+    before: StoreSnapshot,
+    confirms: str | None,
+) -> RecordResult:
+    """``record`` one verify of ``ready`` (board=False); ``confirms``: the record it repeats."""
+    kind = "cpu" if fingerprint["device"] == CPU_DEVICE else "cuda"
+    provenance = None
+    if facts is not None:  # measured where the run happened (a lane's GPU, a cluster node)
+        provenance = collect_provenance(
+            ws,
+            result,
+            python=result.python,
+            device_kind=kind,
+            facts={k: v for k, v in facts.items() if k != "cpu"},
+            cpu=facts.get("cpu"),
         )
-        write_lock(ws, lock)
-    return True
-
-
-def record_and_keep(ws: Workspace, target: str, verify_result: Any, **kwargs: Any) -> RecordResult:
-    """``record`` (see ``hotkernel.store.record.record`` for ``kwargs``), then, when the record beats the best,
-    point the lock at its candidate: the loop keeps it."""
-    result = record(ws, target, verify_result, **kwargs)
-    if result.beats_best and ws.manifest.is_file():
-        keep_in_lock(ws, target, result.path, verify_result, result.device)
-    return result
+    note = f"hotkernel sync: {', '.join(ready.reasons)}"
+    extra: dict[str, Any] = {}
+    if confirms is not None:
+        note += f"; confirms {confirms}"
+        if "confirms" in inspect.signature(record).parameters:  # the store's field for the pair
+            extra["confirms"] = confirms
+    return record(
+        ws,
+        ready.name,
+        result,
+        note=note,
+        who=author,
+        python=result.python,
+        fingerprint=fingerprint,
+        device_kind=kind,
+        before=before,
+        provenance=provenance,
+        board=False,
+        **extra,
+    )

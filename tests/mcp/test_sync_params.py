@@ -73,3 +73,14 @@ async def test_bad_combinations_are_refused_with_the_fix(workspace, args: dict, 
         result = await client.call_tool("sync", args)
     assert result.is_error and says in "\n".join(getattr(c, "text", "") for c in result.content)
     assert seen == []
+
+
+async def test_budget_s_reaches_the_sync_job_and_is_bounded(workspace) -> None:
+    root, seen = workspace
+    async with Client(build_server(root)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        given = await client.call_tool("sync", {"budget_s": 600})
+        too_small = await client.call_tool("sync", {"budget_s": 1})
+    assert "budget" in str(tools["sync"].input_schema["properties"]["budget_s"])
+    assert given.is_error and too_small.is_error
+    assert [s["budget_s"] for s in seen] == [600]  # the one below the minimum never reached a job

@@ -225,7 +225,7 @@ def test_second_sync_refuses_then_waits(tmp_path: Path) -> None:
     ws.manifest.write_text(
         MANIFEST.split("  alpha:")[0] + "  gpu_only:\n    from: ./kern.py:scale\n    shapes: [128x128]\n"
     )
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ws.root), "4"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ws.root), "15"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"  # the first sync is inside its verify
         refused = _cli(ws.root, "sync")
@@ -404,7 +404,9 @@ def test_sync_on_a_fresh_clone_shows_each_target_and_the_best_rows(tmp_path: Pat
     report = sync(ws, gpu_name=None)
     assert [i.status for i in report.items] == ["up to date"] * 3 and not report.repaired
     print_report(report, [])
-    lines = capsys.readouterr().err.splitlines()
+    out, err = capsys.readouterr()
+    assert err == ""  # results go to stdout: `hotkernel sync 2>/dev/null` shows them
+    lines = out.splitlines()
     assert lines[0] == f"alpha....... up to date; last record: faster 1.250x [1.238, 1.262] on cpu ({faster.path})"
     assert lines[1].startswith("beta........ up to date; last record: inconclusive on cpu (results/beta/")
     assert lines[2].startswith("gpu_only.... up to date; last record: inconclusive on Test GPU (results/gpu_only/")
@@ -427,26 +429,36 @@ def test_sync_says_when_a_new_best_is_inside_the_noise(tmp_path: Path, capsys) -
             status="recorded",
             verdict="faster",
             speedup=1.3,
+            interval=[1.2, 1.4],
             record="results/alpha/a.json",
             beats_best=True,
             clear_of_best=False,
         ),
         SyncItem(
-            name="beta",
+            name="alpha",
             status="recorded",
             verdict="faster",
-            speedup=1.5,
+            speedup=1.28,
+            interval=[1.21, 1.35],
+            record="results/alpha/b.json",
+            confirms="results/alpha/a.json",
+        ),
+        SyncItem(
+            name="beta",
+            status="recorded",
+            verdict="inconclusive",
+            speedup=1.004,
+            interval=[0.99, 1.02],
             record="results/beta/b.json",
-            beats_best=True,
-            clear_of_best=True,
         ),
     ]
     print_report(report.model_copy(update={"items": items}), [])
-    lines = capsys.readouterr().err.splitlines()
+    lines = capsys.readouterr().out.splitlines()
     assert lines[0].endswith(
-        "faster 1.300x, beats the best so far (inside the two verifies' noise) (results/alpha/a.json)"
+        "faster 1.300x [1.200, 1.400], beats the best so far (inside the two verifies' noise) (results/alpha/a.json)"
     ), lines[0]
-    assert lines[1].endswith("faster 1.500x, beats the best so far (results/beta/b.json)"), lines[1]
+    assert lines[1].endswith("faster 1.280x [1.210, 1.350], confirms results/alpha/a.json (results/alpha/b.json)")
+    assert lines[2].endswith("recorded: inconclusive 1.004x [0.990, 1.020] (results/beta/b.json)"), lines[2]
 
 
 def test_sync_rewrites_a_stale_board_and_says_so(tmp_path: Path) -> None:
@@ -468,7 +480,7 @@ from hotkernel.reconcile.sync import sync
 from hotkernel.workspace.paths import Workspace
 
 hotkernel.reconcile.sync.verify = lambda ws, baseline, candidate, **kw: synthetic_result(
-    Path(baseline).parent.name, "faster", 1.5, device="cpu")
+    Path(baseline).parent.name, "slower", 0.8, device="cpu")  # slower: one verify, no confirmation
 real_replace = os.replace
 def replace(src, dst, *args, **kwargs):
     if Path(dst).name == sys.argv[2]:  # SIGKILL just before this file gets its new content
@@ -535,5 +547,5 @@ def test_sync_output_lists_only_what_is_still_torn_after_it(tmp_path: Path, caps
     report = sync(ws, gpu_name=None)
     assert report.plan.problems and report.repaired  # seen before, repaired by the sync
     print_report(report, store_problems(ws))
-    err = capsys.readouterr().err
-    assert "repaired: " in err and "\n! " not in err and not err.startswith("! ")
+    out = capsys.readouterr().out
+    assert "repaired: " in out and "\n! " not in out and not out.startswith("! ")

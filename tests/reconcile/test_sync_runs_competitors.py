@@ -45,8 +45,14 @@ def test_sync_runs_competitors_and_writes_the_board_once(tmp_path: Path, monkeyp
 
     monkeypatch.setattr(sync_module, "record", spying_record)
     report = sync_module.sync(ws, n=3, executor=LaneExecutor([ScriptedLane("solo")]), gpu_name=None)
-    assert [i.name for i in report.items] == ["alpha", "beta", "alpha competitor compile"]
-    assert [name for name, _ in calls] == ["alpha", "beta"]
+    # alpha is faster (a new best): verified a second time, both recorded
+    assert [(i.name, bool(i.confirms)) for i in report.items] == [
+        ("alpha", False),
+        ("alpha", True),
+        ("beta", False),
+        ("alpha competitor compile", False),
+    ]
+    assert sorted(name for name, _ in calls) == ["alpha", "beta"]
     assert all(kw["board"] is False and kw["n"] == 3 for _, kw in calls)
-    assert boards_per_record == [False, False] and len(boards) == 1  # one board for two records
+    assert boards_per_record == [False] * 3 and len(boards) == 1  # one board for three records
     assert leaderboard_difference(ws) is None and not report.repaired

@@ -5,8 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 
-from hotkernel.cli.commands.bench import console, progress_display
+from hotkernel.cli.commands.bench import progress_display
+from hotkernel.errors import HotkernelError
+from hotkernel.reconcile.budget import duration_text, parse_budget
 from hotkernel.reconcile.plan import check_exit_code, plan_lines
 from hotkernel.reconcile.sync import sync
 from hotkernel.store.leaderboard import store_problems
@@ -46,15 +50,28 @@ def register(app: typer.Typer) -> None:
         address: str = typer.Option(
             None, "--address", help="Ray cluster address for --executor ray (default: start a local Ray instance)"
         ),
+        budget: str = typer.Option(
+            None,
+            "--budget",
+            help="stop after this long (90s, 10m, 1h): most out-of-date targets first; a verify still running "
+            "then is cancelled unrecorded, and the report says what is left",
+        ),
         as_json: bool = typer.Option(False, "--json", help="print the SyncReport as JSON"),
     ) -> None:
         """Bring the workspace up to date: render, verify, record, regenerate LEADERBOARD.md.
 
-        A failing target is reported and the others go on; exit 1 at the end when any target failed or
-        recorded an incorrect/invalid verdict. cuda targets on a machine without an NVIDIA GPU are skipped.
+        Targets never recorded run first, then the others by the age of their newest record. A faster result
+        that would be a new best is verified a second time and both are recorded. Results go to stdout,
+        progress to stderr. A failing target is reported and the others go on; exit 1 at the end when any
+        target failed or recorded an incorrect/invalid verdict. cuda targets on a machine without an NVIDIA
+        GPU are skipped.
         """
 
         ws = find_workspace()
+        try:
+            budget_s = parse_budget(budget)
+        except HotkernelError as err:
+            raise typer.BadParameter(str(err).split(": ", 1)[-1], param_hint="--budget") from None
         if check:
             report = sync(ws, names or None, check=True)
             if as_json:
@@ -77,6 +94,7 @@ def register(app: typer.Typer) -> None:
                 gpus=gpus,
                 executor=executor,
                 address=address,
+                budget_s=budget_s,
             )
         if as_json:
             typer.echo(report.model_dump_json(indent=2))
@@ -87,30 +105,16 @@ def register(app: typer.Typer) -> None:
 
 
 def print_report(report: Any, problems: list[str]) -> None:
-    """One line per target (pre-commit style) with its newest record, what is still torn (``problems``, read
-    after the sync), then the leaderboard's best rows."""
-    out = console()
+    """One line per target (pre-commit style) with its verdict, ratio and interval, or its newest record; what
+    is still torn (``problems``, read after the sync); what the budget left; then the leaderboard's best rows.
+    On stdout: the results are the command's output (progress went to stderr)."""
+    out = Console(soft_wrap=True)
     width = max((len(i.name) for i in report.items), default=10) + 4
-    colours = {"recorded": "green", "up to date": "dim", "skipped": "yellow", "failed": "red"}
+    colours = {"recorded": "green", "up to date": "dim", "skipped": "yellow", "failed": "red", "not run": "yellow"}
     for item in report.items:
-        detail = ""
-        if item.status == "recorded":
-            speed = f" {item.speedup:.3f}x" if item.speedup is not None and item.verdict == "faster" else ""
-            best = ", beats the best so far" if item.beats_best else ""
-            best += " (inside the two verifies' noise)" if item.beats_best and not item.clear_of_best else ""
-            detail = f": {item.verdict}{speed}{best} ({item.record})"
-            if item.verdict in ("incorrect", "invalid"):
-                detail += f" reason: {item.reason}"
-        elif item.reason:
-            detail = f" ({item.reason})"
-        if item.status != "recorded":
-            latest = report.latest.get(item.name)
-            detail += f"; last record: {row_text(latest)}" if latest else "; no record of this protocol yet"
-        colour = colours[item.status]
-        if item.verdict in ("incorrect", "invalid"):
-            colour = "red"
+        colour = "red" if item.verdict in ("incorrect", "invalid") else colours[item.status]
         name = item.name.ljust(width, ".")
-        out.print(f"{name} [{colour}]{item.status}[/{colour}]{detail}", highlight=False, markup=True)
+        out.print(f"{name} [{colour}]{item.status}[/{colour}]{item_detail(item, report)}", highlight=False)
     for line in problems:
         out.print(f"! {line}", markup=False, highlight=False)
     for line in report.repaired:
@@ -119,7 +123,15 @@ def print_report(report: Any, problems: list[str]) -> None:
     for item in report.items:
         counts[item.status] = counts.get(item.status, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
-    out.print(f"Sync: {summary}.")
+    out.print(f"Sync: {summary}.", markup=False, highlight=False)
+    if report.left:
+        spent = f"the {duration_text(report.budget_s)} budget" if report.budget_s else "the budget"
+        out.print(
+            f"Left when {spent} was spent: {', '.join(dict.fromkeys(report.left))}; run `hotkernel sync` again "
+            "to continue (most out-of-date first)",
+            markup=False,
+            highlight=False,
+        )
     if report.best:
         out.print("Best so far (LEADERBOARD.md):")
         for row in report.best:
@@ -133,8 +145,32 @@ def print_report(report: Any, problems: list[str]) -> None:
         )
 
 
+def item_detail(item: Any, report: Any) -> str:
+    """': faster 1.530x [1.498, 1.563], beats the best so far (results/...)' for a recorded item; the reason
+    and the newest record for the others (rich markup escaped)."""
+    if item.status == "recorded":
+        detail = f": {item.verdict}{ratio_text(item.speedup, item.interval)}"
+        if item.confirms:
+            detail += f", confirms {item.confirms}"
+        elif item.beats_best:
+            detail += ", beats the best so far"
+            detail += " (inside the two verifies' noise)" if not item.clear_of_best else ""
+        detail += f" ({item.record})"
+        if item.verdict in ("incorrect", "invalid"):
+            detail += f" reason: {item.reason}"
+    else:
+        detail = f" ({item.reason})" if item.reason else ""
+        latest = report.latest.get(item.name)
+        detail += f"; last record: {row_text(latest)}" if latest else "; no record of this protocol yet"
+    return escape(detail)
+
+
+def ratio_text(speedup: float | None, interval: list[float] | None) -> str:
+    """' 1.530x [1.498, 1.563]', whatever the verdict ('' when nothing was measured)."""
+    text = f" {speedup:.3f}x" if speedup is not None else ""
+    return text + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+
+
 def row_text(row: Any) -> str:
     """'faster 1.530x [1.498, 1.563] on NVIDIA H200 (results/...)' for a leaderboard row."""
-    speed = f" {row.speedup:.3f}x" if row.speedup is not None and row.verdict == "faster" else ""
-    interval = f" [{row.interval[0]:.3f}, {row.interval[1]:.3f}]" if speed and row.interval else ""
-    return f"{row.verdict}{speed}{interval} on {row.device} ({row.path})"
+    return f"{row.verdict}{ratio_text(row.speedup, row.interval)} on {row.device} ({row.path})"

@@ -220,11 +220,23 @@ async def sync(
             max_length=300,
         ),
     ] = None,
+    budget_s: Annotated[
+        float | None,
+        Field(
+            description="time budget in seconds, 10 to 86400: the most out-of-date targets run first, a verify "
+            "still running at the end is cancelled unrecorded, and the result's 'left' lists what did not run; "
+            "default None = no budget",
+            ge=10,
+            le=86400,
+        ),
+    ] = None,
     wait_s: WaitS = DEFAULT_WAIT_S,
 ) -> SyncOutcome:  # type: ignore[valid-type]
     """Reconcile the workspace: render, verify and record every out-of-date target (what plan lists).
 
     Writes targets/, results/, hotkernel.lock and LEADERBOARD.md; a target already up to date is left alone.
+    Never-recorded targets run first, then the oldest records. A faster result that would be a new best is
+    verified a second time (both recorded). Each item carries its speedup and interval whenever measured.
     With gpus, independent targets run in parallel, one per GPU; with executor 'ray', on a Ray cluster.
     Use plan first to see what it would do; use verify + record for one candidate you are iterating on.
     """
@@ -247,6 +259,7 @@ async def sync(
         "gpus": gpus,
         "executor": executor,
         "address": address,
+        "budget_s": budget_s,
     }
     info, result = await run_job(ctx, "sync", ws, args, wait_s)
     return SyncOutcome(job=info, result=result)

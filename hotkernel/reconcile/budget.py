@@ -1,0 +1,134 @@
+"""A sync's time budget: the ``--budget`` value, which targets go first, and the time left for the rest.
+
+Order: targets with no record yet (in manifest order), then the others by the age of their newest record, the
+oldest first. The estimate of what is left comes from measured verify times: a target's newest record (the
+wall time of its runs), else the mean seconds per run of what this sync has verified so far.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from hotkernel.errors import HotkernelError, quote
+from hotkernel.store.models import Record
+
+_PART = re.compile(r"(\d+(?:\.\d+)?)([hms]?)")
+_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
+
+
+def parse_budget(text: str | float | None) -> float | None:
+    """Seconds of a budget: '90s', '10m', '1h', '1h30m' or a plain number of seconds; None for None."""
+    if text is None:
+        return None
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        spec = text.strip().lower().replace(" ", "")
+        parts = _PART.findall(spec)
+        if not spec or "".join(a + b for a, b in parts) != spec or (len(parts) > 1 and "" in (u for _, u in parts)):
+            raise HotkernelError(f"--budget {quote(text)}: give a duration like 90s, 10m, 1h or 1h30m")
+        seconds = sum(float(value) * _UNIT_S[unit] for value, unit in parts)
+    if seconds <= 0:
+        raise HotkernelError(f"--budget {quote(str(text))}: give a duration above zero, e.g. 10m")
+    return seconds
+
+
+def staleness_order(names: Sequence[str], records: Iterable[tuple[str, Record]]) -> list[str]:
+    """``names`` with never-recorded targets first (their given order), then by newest record, oldest first.
+
+    Competitor records do not count: a target whose candidate was never recorded is never-recorded."""
+    newest: dict[str, str] = {}
+    for _path, rec in records:
+        if rec.role != "competitor" and rec.created_at > newest.get(rec.target, ""):
+            newest[rec.target] = rec.created_at
+    position = {name: i for i, name in enumerate(names)}
+    return sorted(names, key=lambda name: (name in newest, newest.get(name, ""), position[name]))
+
+
+def recorded_seconds(records: Iterable[tuple[str, Record]]) -> dict[str, float]:
+    """Per target: the seconds its newest candidate record's runs took (the sum of their wall times)."""
+    newest: dict[str, tuple[str, float]] = {}
+    for _path, rec in records:
+        walls = [run.wall_s for run in rec.result.runs if run.wall_s is not None]
+        if rec.role == "competitor" or not walls:
+            continue
+        if rec.created_at > newest.get(rec.target, ("", 0.0))[0]:
+            newest[rec.target] = (rec.created_at, float(sum(walls)))
+    return {target: seconds for target, (_at, seconds) in newest.items()}
+
+
+def duration_text(seconds: float) -> str:
+    """'45 s', '3 min 20 s', '1 h 05 min'."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+@dataclass
+class Deadline:
+    """The end of a budget (``monotonic`` seconds), or none; ``expired`` once it has passed."""
+
+    budget_s: float | None = None
+    start: float = field(default_factory=time.monotonic)
+
+    @property
+    def at(self) -> float | None:
+        return None if self.budget_s is None else self.start + self.budget_s
+
+    def left_s(self) -> float | None:
+        return None if self.at is None else self.at - time.monotonic()
+
+    def expired(self) -> bool:
+        left = self.left_s()
+        return left is not None and left <= 0
+
+    def arm(self, event: threading.Event) -> threading.Timer | None:
+        """A started timer that sets ``event`` at the deadline (None without a budget); cancel it when done."""
+        left = self.left_s()
+        if left is None:
+            return None
+        timer = threading.Timer(max(0.0, left), event.set)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+
+@dataclass
+class Estimate:
+    """Seconds left for the runs not yet done: each job's recorded time where there is one, else the mean
+    seconds per run measured in this sync so far."""
+
+    history: dict[str, float]  # job key -> seconds from its target's newest record
+    runs: dict[str, int]  # job key -> runs it makes
+    measured_s: float = 0.0
+    measured_runs: int = 0
+
+    def add_job(self, key: str, runs: int, seconds: float | None) -> None:
+        self.runs[key] = runs
+        if seconds is not None:
+            self.history[key] = seconds
+
+    def finished(self, runs: int, seconds: float) -> None:
+        """A job of ``runs`` runs took ``seconds``: the rate for jobs without history."""
+        if runs > 0 and seconds > 0:
+            self.measured_runs += runs
+            self.measured_s += seconds
+
+    def left_s(self, pending: Iterable[str], progress: dict[str, int]) -> float | None:
+        """Seconds for the ``pending`` jobs, ``progress``: runs each has done; None while nothing tells."""
+        rate = self.measured_s / self.measured_runs if self.measured_runs else None
+        total = 0.0
+        for key in pending:
+            runs = self.runs.get(key, 0)
+            per_run = self.history[key] / runs if key in self.history and runs else rate
+            if per_run is None:
+                return None
+            total += per_run * max(0, runs - progress.get(key, 0))
+        return total
