@@ -4,6 +4,8 @@ the per-call perturbation that makes every timed call see content it has not see
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import enum
 import inspect
 import os
 from collections.abc import Callable
@@ -51,8 +53,8 @@ def make_raw(
     torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str,
     problem: Problem | None = None,
 ) -> list[Any]:
-    """The raw tensors of one input set: rotated ones from ``set_seed``, shared ones from ``shared_seed``; for a
-    module problem, its own inputs from ``set_seed`` and the Model's tensors from ``shared_seed``."""
+    """The raw inputs of one set: rotated ones from ``set_seed``, shared ones from ``shared_seed``; for a module
+    problem, its own inputs from ``set_seed`` and (KernelBench) the Model's ``state`` from ``shared_seed``."""
     dtype = torch_dtype(torch, spec["dtype"])
     if problem is not None:
         return problem_raw(torch, spec, shape_index, set_seed, shared_seed, device, problem)
@@ -65,23 +67,149 @@ def make_raw(
 
 def problem_raw(torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str,
                 problem: Problem) -> list[Any]:
-    """A module problem's inputs then its Model's tensors, checked against the shapes hotkernel.yaml lists."""
+    """A module problem's inputs then its Model's ``state``, checked against the inputs hotkernel.yaml lists (the
+    shapes of top-level tensors; a structured input, a scalar or ``state`` is listed by its name only)."""
     dtype = torch_dtype(torch, spec["dtype"])
     rotated = rotated_raw(spec)
     own = problem.inputs(torch, shape_index, mix_seed(set_seed, 0), device, dtype)
-    tensors = own + problem.model_tensors(torch, mix_seed(shared_seed, 1), device, dtype)
-    given = [list(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in tensors]
-    listed = [item["shapes"][shape_index] for item in spec["inputs"]]
-    if given != listed or [i < len(own) for i in range(len(tensors))] != rotated:
+    state = problem.state(torch, mix_seed(shared_seed, 1), device, dtype)
+    values = own + ([state] if state is not None else [])
+    given = [list(v.shape) if isinstance(v, torch.Tensor) and v.dim() else type(v).__name__ for v in values]
+    listed = [item["shapes"][shape_index] if item.get("shapes") else None for item in spec["inputs"]]
+    same = len(given) == len(listed) and all(
+        want is None or got == want or not isinstance(values[i], torch.Tensor)
+        for i, (got, want) in enumerate(zip(given, listed, strict=False)))
+    if not same or [i < len(own) for i in range(len(values))] != rotated:
         names = [item["name"] for item, rot in zip(spec["inputs"], rotated, strict=False) if rot]
-        raise ValueError(f"{spec['from']} makes inputs of shapes {given}, the first {len(own)} its own; "
-                         f"hotkernel.yaml lists {listed} and rotates {names} (a problem's own inputs, and only "
-                         "they, rotate): import it again (hotkernel new NAME --from FILE --force)")
-    return tensors
+        raise ValueError(f"{spec['from']} makes inputs {given}, the first {len(own)} its own; hotkernel.yaml "
+                         f"lists {listed} and rotates {names} (a problem's own inputs, and only they, rotate): "
+                         "import it again (hotkernel new NAME --from FILE --force)")
+    return values
+
+
+# ---- structured inputs ------------------------------------------------------------------------------------
+# A call input is a tensor (0-d included), a Python scalar (a constant of the case, passed as is) or a tuple,
+# list, dict, dataclass or plain object (one with ``__dict__``) holding them. torch.utils._pytree flattens them:
+# it already knows tuples, lists, dicts and namedtuples, and a dataclass or plain object class is registered the
+# first time one is seen (flattened by its fields, rebuilt without calling ``__init__``). Seeds, rotation, the
+# perturbation, checksums, the memory check and the hand-over to the judge work on the tensor leaves.
+TREE_CONSTANTS = (bool, int, float, complex, str, bytes, type(None), enum.Enum)
+
+
+def is_structure(torch: Any, value: Any) -> bool:
+    """A dataclass or plain object that holds inputs (not a tensor, constant, callable, class or torch type)."""
+    if isinstance(value, (torch.Tensor, torch.dtype, torch.device, *TREE_CONSTANTS, type)) or callable(value):
+        return False
+    return dataclasses.is_dataclass(value) or hasattr(value, "__dict__")
+
+
+def register_structure(pytree: Any, cls: type) -> None:
+    """Make ``cls`` a pytree node: its dataclass fields (or instance attributes) are its children."""
+    if cls in pytree.SUPPORTED_NODES:
+        return
+
+    def names_of(obj: Any) -> tuple[str, ...]:
+        if dataclasses.is_dataclass(obj):
+            return tuple(field.name for field in dataclasses.fields(obj))
+        return tuple(vars(obj))
+
+    def flatten(obj: Any) -> tuple[list[Any], tuple[str, ...]]:
+        names = names_of(obj)
+        return [getattr(obj, name) for name in names], names
+
+    def unflatten(values: Any, names: tuple[str, ...]) -> Any:
+        obj = cls.__new__(cls)
+        for name, value in zip(names, values, strict=True):
+            object.__setattr__(obj, name, value)  # frozen dataclasses too
+        return obj
+
+    pytree.register_pytree_node(cls, flatten, unflatten)
+
+
+def tree_leaves(torch: Any, values: Any) -> list[Any]:
+    """Every leaf of ``values`` in order, registering dataclasses and plain objects on the way."""
+    import torch.utils._pytree as pytree
+
+    leaves = pytree.tree_leaves(values)
+    for _ in range(16):  # one registration round per nesting level of new classes
+        new = {type(leaf) for leaf in leaves if is_structure(torch, leaf)}
+        if not new:
+            break
+        for cls in new:
+            register_structure(pytree, cls)
+        leaves = pytree.tree_leaves(values)
+    return leaves
+
+
+def tensor_leaves(torch: Any, values: Any) -> list[Any]:
+    """The tensors of ``values`` (a list of call inputs, or one input), in flattening order."""
+    return [leaf for leaf in tree_leaves(torch, values) if isinstance(leaf, torch.Tensor)]
+
+
+def map_tensors(torch: Any, fn: Callable[[Any], Any], values: Any) -> Any:
+    """``values`` with every tensor leaf replaced by ``fn(leaf)`` (constants and structure kept)."""
+    import torch.utils._pytree as pytree
+
+    tree_leaves(torch, values)
+    return pytree.tree_map(lambda leaf: fn(leaf) if isinstance(leaf, torch.Tensor) else leaf, values)
+
+
+class Layout:
+    """The roles of the tensor leaves of one input set (aligned with ``tensor_leaves(set)``): ``per_set`` (a copy
+    per set), ``output`` (a destination buffer: filled before every judged call, judged through the return
+    value, not hashed), ``after`` (a Model buffer the forward may update: judged after the correctness pass's
+    calls, not hashed)."""
+
+    def __init__(self, torch: Any, spec: dict[str, Any], values: list[Any], per_set: list[bool],
+                 after_ids: set[int]) -> None:
+        outputs = set(spec.get("outputs") or [])
+        names = spec.get("derived_inputs") or [item["name"] for item in spec["inputs"]]
+        self.leaves, self.per_set, self.output, self.after = [], [], [], []
+        for index, value in enumerate(values):
+            name = names[index] if index < len(names) else None
+            for leaf in tensor_leaves(torch, value):
+                self.leaves.append(leaf)
+                self.per_set.append(bool(per_set[index]) if index < len(per_set) else False)
+                self.output.append(name in outputs)
+                self.after.append(id(leaf) in after_ids)
+
+    def guarded(self) -> list[Any]:
+        """The leaves the inputs-unchanged check hashes: neither destination buffers nor Model buffers."""
+        return [t for t, out, aft in zip(self.leaves, self.output, self.after, strict=True) if not (out or aft)]
+
+    def outputs(self) -> list[Any]:
+        return [t for t, out in zip(self.leaves, self.output, strict=True) if out]
+
+    def judged_after(self) -> list[Any]:
+        return [t for t, aft in zip(self.leaves, self.after, strict=True) if aft]
+
+
+def set_layout(torch: Any, spec: dict[str, Any], values: list[Any], derived: bool, problem: Problem | None) -> Layout:
+    """The roles of one set's tensor leaves, identical in the worker and the judge: per-set inputs (with a
+    ``derive`` hook, every input), destination buffers (the SPEC's ``outputs``) and, for a KernelBench problem,
+    the buffers in its final ``state`` input."""
+    per_set = [True] * len(values) if derived else rotated_raw(spec)
+    after: set[int] = set()
+    if problem is not None and problem.buffer_keys and values and isinstance(values[-1], dict):
+        after = {id(values[-1][key]) for key in problem.buffer_keys if key in values[-1]}
+    return Layout(torch, spec, values, per_set, after)
+
+
+def fill_destinations(torch: Any, buffers: list[Any], seed: int) -> None:
+    """Content no result can be: NaN for floating buffers, a fresh random fill for integer and boolean ones."""
+    generator = torch.Generator(device=buffers[0].device) if buffers else None
+    if generator is not None:
+        generator.manual_seed(seed)
+    with torch.no_grad():
+        for t in buffers:
+            if t.is_floating_point() or t.is_complex():
+                t.fill_(float("nan"))
+            else:
+                t.random_(generator=generator)
 
 
 def call_inputs(raw: list[Any], derive: Callable[..., Any] | None, kwargs: dict[str, Any]) -> list[Any]:
-    """The kernel's positional inputs: the raw tensors, or what the ``derive`` hook makes of them."""
+    """The kernel's positional inputs: the raw inputs, or what the ``derive`` hook makes of them."""
     if derive is None:
         return raw
     out = derive(*raw, **kwargs) if kwargs and accepts_kwargs(derive) else derive(*raw)
@@ -101,6 +229,8 @@ def input_bytes(spec: dict[str, Any], shape_index: int) -> tuple[int, int]:
     size = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1}[spec["dtype"]]
     rotated = shared = 0
     for item, rot in zip(spec["inputs"], rotated_raw(spec), strict=False):
+        if not item.get("shapes"):  # a structured input or state: counted once the first set exists
+            continue
         count = 1
         for dim in item["shapes"][shape_index]:
             count *= int(dim)
@@ -112,11 +242,14 @@ def input_bytes(spec: dict[str, Any], shape_index: int) -> tuple[int, int]:
 
 
 def as_outputs(torch: Any, value: Any) -> list[Any]:
-    """A kernel's return value as a list of tensors (a tensor, or a tuple/list of tensors)."""
+    """A kernel's return value as a list of plain tensors (a tensor, or a tuple/list of tensors): anything else,
+    a Tensor subclass included (it decides what every operation on it returns), fails ``output_plain_tensor``."""
     items = list(value) if isinstance(value, (tuple, list)) else [value]
-    for item in items:
-        if not isinstance(item, torch.Tensor):
-            raise CheckFailed("output_shape_dtype", f"kernel returned {type(item).__name__}, not a tensor")
+    for index, item in enumerate(items):
+        if type(item) is not torch.Tensor and type(item) is not torch.nn.Parameter:
+            what = "a subclass of torch.Tensor" if isinstance(item, torch.Tensor) else "not a tensor"
+            raise CheckFailed("output_plain_tensor", f"output {index} is a {type(item).__name__} ({what}): return "
+                                                     "plain torch.Tensor outputs")
     return items
 
 
@@ -137,7 +270,8 @@ def checksum(torch: Any, tensor: Any) -> list[float]:
 
 
 def nbytes(tensors: list[Any]) -> int:
-    return int(sum(t.numel() * t.element_size() for t in tensors))
+    """Bytes of the tensors in ``tensors`` (a list of tensors; other items count nothing)."""
+    return int(sum(t.numel() * t.element_size() for t in tensors if hasattr(t, "element_size")))
 
 
 def sync_device(torch: Any, device_kind: str) -> None:
@@ -206,7 +340,7 @@ class PlacementPad:
     Every run is a fresh process that allocates the same sizes in the same order, so without it every run of a
     verify lands its inputs and workspaces on the same physical memory, and a placement that makes a kernel
     slower or faster holds for a whole verify: the speedup moves between verifies by more than its interval
-    says (benchmarks/evidence/h200_sync/placement_*). The pad makes placement vary from run to run, so the
+    says. The pad makes placement vary from run to run, so the
     interval covers it. It yields to the target: ``release`` when a shape would not fit beside it."""
 
     def __init__(self) -> None:
@@ -261,11 +395,13 @@ def poison_tensors(torch: Any, outputs: list[list[Any]], protected: list[Any]) -
 # range). One copy kernel per call does both writes: it restores the element call j - K changed in the same set
 # and sets call j's (``fused_perturbation``); the last K calls are restored after the last kernel. Every call
 # sees its set with exactly its own element changed. A second copy per call cost each kernel 0.2-0.5 us more on
-# the H200 (benchmarks/evidence/contract_v2/fused_ab_2041/). Cost: 7 x N elements of memory and one copy per
+# the H200. Cost: 7 x N elements of memory and one copy per
 # call, timed alone and subtracted (``overhead_ms`` in the run JSON).
-def perturb_slot(torch: Any, first_set: list[Any], per_set: list[bool]) -> int | None:
-    """Index of the input a timed call sees perturbed: the first per-set, contiguous, non-empty tensor."""
-    for index, (tensor, own) in enumerate(zip(first_set, per_set, strict=False)):
+def perturb_slot(torch: Any, layout: Layout) -> int | None:
+    """Index of the tensor leaf a timed call sees perturbed: the first per-set, contiguous, non-empty one that is
+    neither a destination buffer (the kernel overwrites it) nor a Model buffer the forward updates."""
+    for index, tensor in enumerate(layout.leaves):
+        own = layout.per_set[index] and not layout.output[index] and not layout.after[index]
         if own and tensor.is_contiguous() and tensor.numel() > 0 and tensor.element_size() in (1, 2, 4, 8):
             return index
     return None
@@ -324,6 +460,58 @@ def fused_perturbation(torch: Any, pos: Any, values: Any, orig: Any, k_sets: int
     first_pos = torch.where(had, pos[prev], pos)
     first_val = torch.where(had & (pos[prev] != pos), orig[prev], values)
     return torch.stack([first_pos, pos], dim=1), torch.stack([first_val, values], dim=1)
+
+
+class Perturbation:
+    """The worker's side for one shape: the perturbed leaf of every set (``flats``, bit views), buffers sized by
+    the timer (``resize``), one sample's draws (``draw``), the one copy before call j (``perturb``) and the
+    restores after a sample's last call (``settle``). No perturbable leaf: every method does nothing."""
+
+    def __init__(self, torch: Any, leaves: list[Any], own_elements: bool, device: str) -> None:
+        self.torch, self.device, self.own_elements = torch, device, own_elements
+        self.flats = [bits_view(torch, t) for t in leaves]
+        self.dtype = leaves[0].dtype if leaves else None
+        self.n = 0
+
+    def resize(self, n: int) -> None:
+        if not self.flats:
+            return
+        torch, kind = self.torch, self.flats[0].dtype
+        self.pos = torch.zeros(n, dtype=torch.int64, device=self.device)
+        self.val = torch.zeros(n, dtype=kind, device=self.device)
+        self.orig = torch.zeros(n, dtype=kind, device=self.device)
+        self.writes = (torch.zeros(n, 2, dtype=torch.int64, device=self.device),
+                       torch.zeros(n, 2, dtype=kind, device=self.device))
+        self.n = n
+        self.pos_of = [self.pos[j:j + 1] for j in range(n)]
+        self.orig_of = [self.orig[j:j + 1] for j in range(n)]
+        self.write_pos = [self.writes[0][j] for j in range(n)]
+        self.write_val = [self.writes[1][j] for j in range(n)]
+
+    def draw(self, seed: int) -> None:
+        if not self.flats:
+            return
+        torch, flats = self.torch, self.flats
+        pos, second = perturbation_draws(torch, flats[0].numel(), self.n, seed, self.device, self.own_elements,
+                                         self.dtype)
+        self.pos.copy_(pos)
+        self.val.copy_(gather_per_set(torch, flats, second) if self.own_elements else second)
+        self.orig.copy_(gather_per_set(torch, flats, pos))
+        write_pos, write_val = fused_perturbation(torch, self.pos, self.val, self.orig, len(flats))
+        self.writes[0].copy_(write_pos)
+        self.writes[1].copy_(write_val)
+
+    def perturb(self, j: int, k: int) -> None:
+        """One copy: call j - K's element restored, call j's set."""
+        if self.flats:
+            self.flats[k].index_copy_(0, self.write_pos[j], self.write_val[j])
+
+    def settle(self, j: int) -> None:
+        """After the last call of a sample, the last K calls' elements restored."""
+        if self.flats and j == self.n - 1:
+            k_sets = len(self.flats)
+            for i in range(max(0, j + 1 - k_sets), j + 1):
+                self.flats[i % k_sets].index_copy_(0, self.pos_of[i], self.orig_of[i])
 
 
 def apply_perturbation(torch: Any, inputs: list[Any], slot: int, position: int, value_bits: Any) -> None:

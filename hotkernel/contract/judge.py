@@ -15,21 +15,25 @@ from collections.abc import Callable
 from typing import Any
 
 from .checks import OUTPUT_CHECKS, OutputCase, check_floor, check_result, verdict_of
-from .correctness import check_outputs, tolerances
+from .correctness import check_outputs, correctness_baseline_error, tolerances
 from .hygiene import die_with_parent
 from .inputs import (
+    Layout,
     apply_perturbation,
     as_outputs,
     call_inputs,
     checksum,
     exact_fp32,
     make_raw,
+    map_tensors,
     nbytes,
     perturbation_of_call,
+    set_layout,
+    tensor_leaves,
 )
 from .knobs import PARENT_PID_ENV, CheckFailed
-from .problems import is_problem_ref, load_function, load_problem
-from .spec import device_kind_of, read_spec, workspace_root
+from .problems import Problem, is_problem_ref, load_function, load_problem
+from .spec import apply_threads, device_kind_of, read_spec, workspace_root
 from .transport import import_outputs
 
 
@@ -42,6 +46,7 @@ class JudgeState:
         self.expected: dict[tuple[str, int], list[tuple[tuple[int, ...], str]]] = {}
         self.precision: dict[str, str] = {}
         self.ceiling_gbps: dict[str, float] = {}
+        self.baseline_error: dict[tuple[str, int], list[list[float]]] = {}
 
 
 def judge_main() -> None:
@@ -145,9 +150,10 @@ def wide_dtype(torch: Any, name: str) -> Any:
 
 
 def reference_outputs(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: list[Any],
-                      kwargs: dict[str, Any]) -> list[Any]:
-    """The reference on upcast inputs and modules; the precision that works is found once per target:
-    fp64 (fp32 targets) or fp32, then fp32, then the target dtype (stated in ``reference_precision``)."""
+                      kwargs: dict[str, Any], layout: Layout | None = None) -> list[Any]:
+    """The reference on upcast copies of the inputs (and upcast modules), then the Model buffers as its forward
+    left them (``layout.after``); the precision that works is found once per target: fp64 (fp32 targets) or
+    fp32, then fp32, then the target dtype (stated in ``reference_precision``)."""
     torch = state.torch
     key = json.dumps(spec, sort_keys=True)
     ladder = ["fp64", "fp32", "target"] if spec["dtype"] == "fp32" else ["fp32", "target"]
@@ -157,16 +163,41 @@ def reference_outputs(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inpu
     last_error: Exception | None = None
     for name in ladder:
         wide = wide_dtype(torch, name)
+
+        def widen(t: Any, _wide: Any = wide) -> Any:
+            return t.to(_wide) if _wide is not None and t.is_floating_point() else t.clone()
+
         try:
             with torch.no_grad(), upcast_modules(torch, modules if wide is not None else [], wide):
-                cast = [t.to(wide) if wide is not None and t.is_floating_point() else t for t in inputs]
+                cast = map_tensors(torch, widen, inputs)
                 outs = as_outputs(torch, ref_fn(*cast, **kwargs))
         except (RuntimeError, TypeError) as err:
             last_error = err
             continue
         state.precision[key] = name
-        return outs
+        if layout is None:
+            return outs
+        after = [t for t, aft in zip(tensor_leaves(torch, cast), layout.after, strict=True) if aft]
+        return outs + after
     raise CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
+
+
+def check_deterministic(state: JudgeState, spec: dict[str, Any], ref_fn: Any, problem: Problem | None,
+                        inputs: list[Any], kwargs: dict[str, Any]) -> None:
+    """A Model that draws random numbers (dropout in training mode) is judged only when two references under
+    other RNG seeds agree (an output zero by construction stays judgeable); else ``reference_deterministic``."""
+    torch = state.torch
+    random_parts = problem.random_modules(torch) if problem is not None else []
+    if not random_parts:
+        return
+    results = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        results.append(reference_outputs(state, spec, ref_fn, inputs, kwargs))
+    if not all(torch.equal(a, b) for a, b in zip(*results, strict=True)):
+        raise CheckFailed("reference_deterministic", f"the Model draws random numbers ({', '.join(random_parts)}) "
+                                                     "in training mode, so its output is noise that cannot be "
+                                                     "judged: build it in eval mode or without dropout")
 
 
 def precision_label(state: JudgeState, spec: dict[str, Any], modules: int) -> str | None:
@@ -187,6 +218,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     device = "cuda" if device_kind == "cuda" else "cpu"
     module_problem = load_problem(spec["from"], root, spec.get("cases") or []) if is_problem_ref(spec["from"]) else None
     base_fn, ref_fn, derive = judge_functions(state, spec, root)
+    threads = apply_threads(torch, spec)
     kwargs = dict(spec.get("kwargs") or {})
     tol = tolerances(spec["dtype"], spec)
     checks: list[dict[str, Any]] = []
@@ -214,13 +246,18 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             raise CheckFailed("single_protocol_line", f"shape {label}: judged outputs unreadable: {err}") from err
         stamps = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
 
-        def inputs_for(item: dict[str, Any], _i: int = shape_index) -> list[Any]:
+        def inputs_for(item: dict[str, Any], _i: int = shape_index) -> tuple[list[Any], Layout]:
             raw = make_raw(torch, spec, _i, int(item["set_seed"]), int(item["shared_seed"]), device,
                            module_problem)
-            return call_inputs(raw, derive, kwargs)
+            values = call_inputs(raw, derive, kwargs)
+            return values, set_layout(torch, spec, values, derive is not None, module_problem)
 
-        first_inputs = inputs_for(shape_rec["correct"][0])
+        first_inputs, first_layout = inputs_for(shape_rec["correct"][0])
+        after_shapes = [(tuple(t.shape), str(t.dtype)) for t in first_layout.judged_after()]
+        check_deterministic(state, spec, ref_fn, module_problem, first_inputs, kwargs)
         expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
+        shape_tol = {**tol, "baseline": baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs,
+                                                       kwargs)}
         shape_error, shape_ok = 0.0, True
         for kind in ("correct", "timed"):
             items, outputs = shape_rec[kind], handed.get(kind, [])
@@ -229,11 +266,14 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             if kind == "correct" and len(items) != shape_rec["rotation"]:
                 raise CheckFailed("outputs_match_reference", f"shape {label}: not every input set was checked")
             for item, outs in zip(items, outputs, strict=False):
-                inputs = inputs_for(item)
+                inputs, layout = inputs_for(item)
                 where = f"shape {label}, set {item['set']}" + (
                     f", timed sample {item['sample']} call {item['call']}" if kind == "timed" else "")
-                reference = reference_for(state, spec, ref_fn, inputs, kwargs, item, shape_rec)
-                case = OutputCase(torch, outs, inputs, expected, item, kind, reference, tol, check_outputs)
+                judged = layout if kind == "correct" else None
+                reference = reference_for(state, spec, ref_fn, inputs, kwargs, item, shape_rec, judged)
+                shapes = expected + after_shapes if kind == "correct" else expected
+                case = OutputCase(torch, outs, layout.guarded(), shapes, item, kind, reference, shape_tol,
+                                  check_outputs)
                 for check in OUTPUT_CHECKS:
                     found = check.function(case)
                     for entry in found:
@@ -251,7 +291,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             shape_ok = False
         worst = max(worst, shape_error)
         out_bytes = sum(math.prod(shape) * dtype_size(torch, dtype) for shape, dtype in expected)
-        shape_bytes = spec.get("bytes") or nbytes(first_inputs) + out_bytes
+        shape_bytes = spec.get("bytes") or nbytes(first_layout.leaves) + out_bytes
         floor_bytes = spec.get("min_bytes")
         if floor_bytes is None and not shape_rec.get("cache_resident"):
             floor_bytes = shape_rec.get("rotated_bytes") or 0
@@ -261,7 +301,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             shape_ok = False
         per_shape.append({"shape": label, "max_abs_error": shape_error, "ok": shape_ok, "bytes": int(shape_bytes),
                           "floor_ms": floor_ms, "transport": shape_rec["outputs"].get("kind")})
-        del handed, first_inputs
+        del handed, first_inputs, first_layout
     modules = len(modules_of(torch, ref_fn))
     if failure is None:
         checks.append({"name": "outputs_match_reference", "ok": True,
@@ -272,12 +312,13 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         status, reason = verdict_of(failure["name"]), f"{failure['name']}: {failure['detail']}"
     return {"status": status, "reason": reason, "checks": checks, "max_error": worst, "per_shape": per_shape,
             "ceiling_gbps": ceiling, "tolerances": tol, "reference_precision": precision_label(state, spec, modules),
-            "judge_s": round(time.monotonic() - started, 3)}
+            "judge_s": round(time.monotonic() - started, 3), "threads": threads}
 
 
 def reference_for(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: list[Any], kwargs: dict[str, Any],
-                  item: dict[str, Any], shape_rec: dict[str, Any]) -> Callable[[], list[Any]]:
-    """A lazy reference for one judged output: on the inputs as the call saw them (timed calls: perturbed)."""
+                  item: dict[str, Any], shape_rec: dict[str, Any], layout: Layout | None) -> Callable[[], list[Any]]:
+    """A lazy reference for one judged output: on the inputs as the call saw them (timed calls: perturbed); with
+    ``layout``, followed by the Model buffers as the reference's forward left them."""
     cache: list[list[Any]] = []
 
     def compute() -> list[Any]:
@@ -285,12 +326,13 @@ def reference_for(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: 
             seen = inputs
             slot = shape_rec.get("perturbed_input")
             if item.get("perturb_seed") is not None and slot is not None:
-                seen = [t.clone() for t in inputs]
-                position, value = perturbation_of_call(state.torch, seen, slot, int(item["n_calls"]),
+                seen = map_tensors(state.torch, lambda t: t.clone(), inputs)
+                leaves = tensor_leaves(state.torch, seen)
+                position, value = perturbation_of_call(state.torch, leaves, slot, int(item["n_calls"]),
                                                        int(item["perturb_seed"]), int(item["call"]),
                                                        bool(shape_rec.get("perturb_derived")))
-                apply_perturbation(state.torch, seen, slot, position, value)
-            cache.append(reference_outputs(state, spec, ref_fn, seen, kwargs))
+                apply_perturbation(state.torch, leaves, slot, position, value)
+            cache.append(reference_outputs(state, spec, ref_fn, seen, kwargs, layout))
         return cache[0]
 
     return compute
@@ -306,9 +348,25 @@ def expected_outputs(state: JudgeState, spec: dict[str, Any], shape_index: int, 
     key = (json.dumps(spec, sort_keys=True), shape_index)
     if key not in state.expected:
         with state.torch.no_grad():
-            outs = as_outputs(state.torch, base_fn(*inputs, **kwargs))
+            copies = map_tensors(state.torch, lambda t: t.clone(), inputs)  # the baseline may write into them
+            outs = as_outputs(state.torch, base_fn(*copies, **kwargs))
         state.expected[key] = [(tuple(t.shape), str(t.dtype)) for t in outs]
     return state.expected[key]
+
+
+def baseline_error(state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, ref_fn: Any,
+                   inputs: list[Any], kwargs: dict[str, Any]) -> list[list[float]]:
+    """Per output, the baseline's own ``[rel_l2, corr]`` against the reference on the shape's first set, once per
+    judge (``correctness_admit_baseline``: the bounds never reject the baseline's own accuracy)."""
+    torch = state.torch
+    key = (json.dumps(spec, sort_keys=True), shape_index)
+    if key not in state.baseline_error:
+        with torch.no_grad():
+            copies = map_tensors(torch, lambda t: t.clone(), inputs)
+            outs = as_outputs(torch, base_fn(*copies, **kwargs))
+            refs = reference_outputs(state, spec, ref_fn, inputs, kwargs)
+            state.baseline_error[key] = correctness_baseline_error(torch, outs, refs)
+    return state.baseline_error[key]
 
 
 def measure_ceiling_gbps(state: JudgeState, device_kind: str) -> float:

@@ -37,10 +37,14 @@ def load_function(ref: str, root: str) -> Callable[..., Any]:
 
 # ---- module problems (docs/suites.md) -----------------------------------------------------------------------
 # A ``from`` that names a file without a function is a problem file in one of two layouts. KernelBench:
-# ``class Model(nn.Module)``, ``get_inputs()``, ``get_init_inputs()``; the baseline is the Model called with
-# the inputs, and its parameters and buffers are further inputs after them. GPU MODE (reference-kernels):
-# ``generate_input(**case, seed)`` and ``ref_kernel(data)``; the inputs are the items of ``data``. Inputs follow
-# the problem's own distribution, made from the contract's seeds on the target's device.
+# ``class Model(nn.Module)``, ``get_inputs()``, ``get_init_inputs()``; the call's inputs are the items of
+# get_inputs() then ``state``, one mapping {state_dict key: tensor} of the Model's parameters then buffers; the
+# baseline is ``torch.func.functional_call(model, state, inputs)``. The Model runs in the mode its file builds it
+# in (training mode: KernelBench's own harness runs it so), for the baseline, the judge's reference and the
+# candidate alike; the buffers its forward updates in place (BatchNorm's running statistics) are judged after
+# the call like outputs. GPU MODE (reference-kernels): ``generate_input(**case, seed)`` and ``ref_kernel(data)``;
+# the inputs are the items of ``data`` when it is a tuple or list, else ``data`` itself. Inputs follow the
+# problem's own distribution, made from the contract's seeds on the target's device.
 PROBLEM_SEED_MOD = 2**31 - 1  # a GPU MODE generate_input may hand its seed to numpy or random
 
 
@@ -74,39 +78,53 @@ class Problem:
             for name, value in (self.cases[0] if self.cases else {}).items():
                 setattr(module, name, value)
         self._meta_model: Any = None
+        self.packed = True  # GPU MODE: data was a tuple or list (the inputs are its items)
+        self.buffer_keys: list[str] = []  # KernelBench: the state keys that are buffers, not parameters
 
     def inputs(self, torch: Any, shape_index: int, seed: int, device: str, dtype: Any) -> list[Any]:
-        """The problem's own inputs of one set, made under ``seed`` on ``device`` (floats cast to ``dtype``
-        for KernelBench; GPU MODE's generate_input picks its own dtypes)."""
+        """The problem's own inputs of one set, made under ``seed`` on ``device`` (floating tensors cast to
+        ``dtype`` for KernelBench, other values as they are; GPU MODE's generate_input picks its own dtypes)."""
         if self.format == "gpumode":
             case = dict(self.cases[shape_index]) if self.cases else {}
             with torch.device(device):
                 data = self.module.generate_input(**case, seed=seed % PROBLEM_SEED_MOD)
-            return list(data) if isinstance(data, (tuple, list)) else [data]
+            self.packed = isinstance(data, (tuple, list))
+            return list(data) if self.packed else [data]
         torch.manual_seed(seed)
         with torch.device(device):
             values = list(self.module.get_inputs())
-        return [v.to(dtype) if v.is_floating_point() else v for v in values]
+        return [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
 
-    def model_tensors(self, torch: Any, seed: int, device: str, dtype: Any) -> list[Any]:
-        """The Model's parameters then buffers (named_parameters(), named_buffers() order), initialised by
-        the Model itself under ``seed`` on ``device``, floats cast to ``dtype``; none for GPU MODE."""
+    def state(self, torch: Any, seed: int, device: str, dtype: Any) -> dict[str, Any] | None:
+        """KernelBench: the Model's ``state``, {key: tensor} of named_parameters() then named_buffers(), made by
+        the Model itself under ``seed`` on ``device``, floats cast to ``dtype``; None for GPU MODE."""
         if self.format == "gpumode":
-            return []
+            return None
         torch.manual_seed(seed)
         with torch.device(device):
             model = self.module.Model(*self.module.get_init_inputs())
-        tensors = [t.detach() for _, t in model.named_parameters()] + [t.detach() for _, t in model.named_buffers()]
-        return [t.to(dtype) if t.is_floating_point() else t for t in tensors]
+        params = {key: t.detach() for key, t in model.named_parameters()}
+        buffers = {key: t.detach() for key, t in model.named_buffers()}
+        self.buffer_keys = list(buffers)
+        return {key: t.to(dtype) if t.is_floating_point() else t for key, t in {**params, **buffers}.items()}
 
-    def meta_model(self, torch: Any) -> tuple[Any, list[str]]:
-        """The Model built on the meta device (no memory) and the names of its tensors, in input order."""
+    def meta_model(self, torch: Any) -> Any:
+        """The Model built on the meta device (no memory), in the mode its file builds it in."""
         if self._meta_model is None:
             with torch.device("meta"):
-                model = self.module.Model(*self.module.get_init_inputs())
-            names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
-            self._meta_model = (model, names)
+                self._meta_model = self.module.Model(*self.module.get_init_inputs())
         return self._meta_model
+
+    def random_modules(self, torch: Any) -> list[str]:
+        """Modules whose forward draws random numbers as the Model is built (dropout with p > 0 in training
+        mode), e.g. ``['drop: Dropout(p=0.1)']``; none for GPU MODE."""
+        if self.format == "gpumode":
+            return []
+        found = []
+        for name, sub in self.meta_model(torch).named_modules():
+            if isinstance(sub, torch.nn.modules.dropout._DropoutNd) and sub.training and sub.p > 0:
+                found.append(f"{name or 'model'}: {type(sub).__name__}(p={sub.p})")
+        return found
 
 
 _PROBLEMS: dict[str, Problem] = {}
@@ -122,9 +140,9 @@ def load_problem(ref: str, root: str, cases: list[dict[str, Any]] | None) -> Pro
 
 
 class ProblemBaseline:
-    """A problem's baseline as a function of the call's inputs: KernelBench's Model with its parameters and
-    buffers taken from the trailing inputs (``torch.func.functional_call`` on a meta-device Model), or GPU MODE's
-    ``ref_kernel`` of the inputs as one tuple."""
+    """A problem's baseline as a function of the call's inputs: KernelBench's Model called on its inputs with the
+    final input ``state`` as its parameters and buffers (``torch.func.functional_call`` on a meta-device Model),
+    or GPU MODE's ``ref_kernel`` of ``data`` (the inputs as one tuple, or the one input itself)."""
 
     def __init__(self, ref: str, root: str) -> None:
         self.path = os.path.normpath(os.path.join(root, ref))
@@ -135,7 +153,6 @@ class ProblemBaseline:
 
         problem = _PROBLEMS[self.path]  # as last loaded (with the cases of the current run)
         if problem.format == "gpumode":
-            return problem.module.ref_kernel(tuple(args))
-        model, names = problem.meta_model(torch)
-        count = len(args) - len(names)
-        return torch.func.functional_call(model, dict(zip(names, args[count:], strict=True)), tuple(args[:count]))
+            return problem.module.ref_kernel(tuple(args) if problem.packed or len(args) != 1 else args[0])
+        *inputs, state = args
+        return torch.func.functional_call(problem.meta_model(torch), state, tuple(inputs))

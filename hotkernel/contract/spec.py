@@ -44,6 +44,16 @@ def device_kind_of(spec: dict[str, Any]) -> str:
     return "cuda" if str(spec.get("device", "cuda")).startswith("cuda") else "cpu"
 
 
+def apply_threads(torch: Any, spec: dict[str, Any]) -> int | None:
+    """A cpu target's intra-op thread count pinned to the SPEC's ``threads`` (baseline, candidate and judge
+    alike); the count in effect, or None for cuda targets (the key is ignored there)."""
+    if device_kind_of(spec) != "cpu":
+        return None
+    if spec.get("threads"):
+        torch.set_num_threads(int(spec["threads"]))
+    return int(torch.get_num_threads())
+
+
 def workspace_root(script: str) -> str:
     """The workspace root: the parent of ``targets/`` (scripts live in ``targets/<name>/``)."""
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(script))))

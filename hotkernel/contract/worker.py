@@ -17,26 +17,27 @@ from typing import Any
 from .checks import check_wall_clock, fit_rotation
 from .hygiene import die_with_parent, wait_exited
 from .inputs import (
+    Layout,
+    Perturbation,
     PlacementPad,
     as_outputs,
-    bits_view,
     cache_bytes,
     call_inputs,
     checksum,
     exact_fp32,
-    fused_perturbation,
-    gather_per_set,
+    fill_destinations,
     input_bytes,
     make_raw,
     nbytes,
     perturb_slot,
-    perturbation_draws,
     poison_memory,
     poison_tensors,
     rotated_raw,
     rotation_count,
     rotation_with_outputs,
+    set_layout,
     sync_device,
+    tensor_leaves,
 )
 from .knobs import (
     CACHE_MULTIPLE,
@@ -52,6 +53,7 @@ from .knobs import (
 from .problems import Problem, is_problem_ref, load_function, load_problem
 from .spec import (
     SeedSource,
+    apply_threads,
     cpu_name,
     device_kind_of,
     host_available_bytes,
@@ -122,7 +124,7 @@ def patched_functions(torch: Any, saved: dict[str, Any]) -> list[str]:
 def preload_triton(torch: Any) -> None:
     """What a Triton kernel's first launch pays once per process, paid here while a pre-started worker waits
     for its job: the cache key (Triton hashes its own sources and libtriton, 0.38 s on the H200) and the gluon
-    import (0.1 s) (benchmarks/evidence/verify_timing/triton_first_launch.jsonl). CPU work only: no CUDA
+    import (0.1 s). CPU work only: no CUDA
     context is created. Skipped where torch sees no GPU or Triton is not installed."""
     if importlib.util.find_spec("triton") is None or not torch.cuda.is_available():
         return
@@ -190,6 +192,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
         raise CheckFailed("device_available", "target wants CUDA but torch.cuda.is_available() is False")
     device = "cuda" if device_kind == "cuda" else "cpu"
     root = workspace_root(script)
+    threads = apply_threads(torch, spec)
     marks = {"start": time.perf_counter()}
     if device_kind == "cuda":
         torch.cuda.init()  # the context, timed apart from the script's import
@@ -245,7 +248,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     job_phases = {f"{b}": round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)}
     return {"status": "measured", "reason": None, "device": name, "device_kind": device_kind,
             "torch": torch.__version__, "seed_policy": seeds.policy, "cache_bytes": cache, "shapes": shapes_out,
-            "job_phases_s": job_phases, "placement_pad_bytes": placement_pad.bytes}
+            "job_phases_s": job_phases, "placement_pad_bytes": placement_pad.bytes, "threads": threads}
 
 
 keep_alive: list[Any] = []
@@ -297,6 +300,79 @@ def fitted_rotation(sizes: tuple[int, int, int], wanted: int, free: int | None, 
     return n_sets, free
 
 
+class ShapeInputs:
+    """How one shape's input sets are made: raw inputs from seeds (a problem's own generator or the SPEC's
+    shapes), the ``derive`` hook, and the roles of their tensor leaves (:class:`Layout`)."""
+
+    def __init__(self, torch: Any, spec: dict[str, Any], shape_index: int, derive: Callable[..., Any] | None,
+                 kwargs: dict[str, Any], device: str, problem: Problem | None) -> None:
+        self.torch, self.spec, self.shape_index, self.derive = torch, spec, shape_index, derive
+        self.kwargs, self.device, self.problem = kwargs, device, problem
+        self.rotated = rotated_raw(spec)
+
+    def build(self, set_seed: int, shared_seed: int) -> list[Any]:
+        raw = make_raw(self.torch, self.spec, self.shape_index, set_seed, shared_seed, self.device, self.problem)
+        return call_inputs(raw, self.derive, self.kwargs)
+
+    def per_set(self, values: list[Any]) -> list[bool]:
+        """Per top-level input: whether each set has its own copy (with a ``derive`` hook, every input)."""
+        return [True] * len(values) if self.derive is not None else self.rotated
+
+    def layout(self, values: list[Any]) -> Layout:
+        return set_layout(self.torch, self.spec, values, self.derive is not None, self.problem)
+
+    def refill(self, sets: list[list[Any]], fresh_seeds: list[int], shared: int) -> None:
+        """Every set's per-set inputs (and the shared ones, through set 0) copied from new seeds, leaf by leaf;
+        then the destination buffers filled (``fill_destinations``)."""
+        torch = self.torch
+        for k, values in enumerate(sets):
+            fresh = self.build(fresh_seeds[k], shared)
+            flags = self.per_set(values)
+            with torch.no_grad():
+                for index, (old, new) in enumerate(zip(values, fresh, strict=False)):
+                    if k == 0 or flags[index]:
+                        for buf, leaf in zip(tensor_leaves(torch, old), tensor_leaves(torch, new), strict=True):
+                            buf.copy_(leaf)
+            del fresh
+            fill_destinations(torch, self.layout(values).outputs(), fresh_seeds[k])
+
+
+def first_call(torch: Any, inputs: ShapeInputs, kernel: Callable[..., Any], kwargs: dict[str, Any],
+               seeds: tuple[int, int], label: str, device_kind: str) -> tuple[list[Any], list[Any], int]:
+    """(the first input set, pristine copies of its Model buffers, bytes of one call's outputs)."""
+    try:
+        first = inputs.build(seeds[1], seeds[0])
+        pristine = [t.detach().clone() for t in inputs.layout(first).judged_after()]
+        probe = as_outputs(torch, kernel(*first, **kwargs))
+        sync_device(torch, device_kind)
+    except torch.OutOfMemoryError as err:
+        raise CheckFailed("fits_memory", f"shape {label}: the first input set and one call ran out of device "
+                                         f"memory ({str(err).splitlines()[0][:160]}): use a smaller shape or free "
+                                         "the memory") from err
+    return first, pristine, nbytes(probe)
+
+
+def correctness_pass(torch: Any, kernel: Callable[..., Any], kwargs: dict[str, Any], sets: list[list[Any]],
+                     layouts: list[Layout], pristine: list[Any], urandom: random.SystemRandom,
+                     device_kind: str) -> tuple[list[list[Any]], list[list[float]], list[int]]:
+    """Every set once: its Model buffers reset, destination buffers filled, then the call. Per set: the outputs
+    (a device copy each) followed by the Model buffers as the call left them; the inputs' checksums; sizes."""
+    outputs, sums, out_sizes = [], [], []
+    for values, layout in zip(sets, layouts, strict=True):
+        with torch.no_grad():
+            for buf, saved in zip(layout.judged_after(), pristine, strict=True):
+                buf.copy_(saved)
+        fill_destinations(torch, layout.outputs(), urandom.getrandbits(63))
+        outs = as_outputs(torch, kernel(*values, **kwargs))
+        sync_device(torch, device_kind)
+        out_sizes = [t.numel() * t.element_size() for t in outs]
+        outputs.append([t.detach().clone() for t in outs] + [t.detach().clone() for t in layout.judged_after()])
+        del outs
+    for layout in layouts:
+        sums.append([checksum(torch, t) for t in layout.guarded()])
+    return outputs, sums, out_sizes
+
+
 def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, kernel: Callable[..., Any],
               derive: Callable[..., Any] | None, kwargs: dict[str, Any], seeds: SeedSource, cache: int, device: str,
               device_kind: str, clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
@@ -305,195 +381,51 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape.
     ``await_exit``: the previous run's killed processes, waited for before the timer (their CUDA teardown
     overlaps this run's inputs and correctness pass, never its timed samples)."""
-    perf_counter, monotonic, elapsed = clocks
     marks = {"start": time.perf_counter()}
-    rotated = rotated_raw(spec)
     urandom = random.SystemRandom()  # call picks: os.urandom, not the `random` state a script can seed
+    inputs = ShapeInputs(torch, spec, shape_index, derive, kwargs, device, module_problem)
     rotated_bytes, shared_bytes = input_bytes(spec, shape_index)
     await_exit = await_exit or []
     # Before the first set: the outputs are not known yet, so none are counted (a lower bound; the check after
     # the first call counts them).
     _, free = fitted_rotation((rotated_bytes, shared_bytes, 0), MIN_ROTATION, free_bytes(torch, device_kind),
                               lambda: free_bytes(torch, device_kind), await_exit, device_kind, label)
-
-    def build(set_seed: int, shared_seed: int) -> list[Any]:
-        return call_inputs(make_raw(torch, spec, shape_index, set_seed, shared_seed, device, module_problem),
-                           derive,
-                           kwargs)
-
-    own_elements = derive is not None or module_problem is not None  # perturb with another element of the tensor
-
     shared_seed, first_seed = seeds.next(), seeds.next()
-    try:
-        first = build(first_seed, shared_seed)
-        per_set_flags = [True] * len(first) if derive is not None else rotated
-        per_set = nbytes([t for t, own in zip(first, per_set_flags, strict=False) if own])
-        wanted, cache_resident = rotation_count(per_set, cache, device_kind)
-        probe = as_outputs(torch, kernel(*first, **kwargs))
-        sync_device(torch, device_kind)
-    except torch.OutOfMemoryError as err:
-        raise CheckFailed("fits_memory", f"shape {label}: the first input set and one call ran out of device "
-                                         f"memory ({str(err).splitlines()[0][:160]}): use a smaller shape or free "
-                                         "the memory") from err
-    out_bytes = nbytes(probe)
-    del probe
+    first, pristine, out_bytes = first_call(torch, inputs, kernel, kwargs, (shared_seed, first_seed), label,
+                                            device_kind)
+    layout = inputs.layout(first)
+    per_set = nbytes([t for t, own in zip(layout.leaves, layout.per_set, strict=True) if own])
+    total = nbytes(layout.leaves)
+    wanted, cache_resident = rotation_count(per_set, cache, device_kind)
     wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind)
-    held = nbytes(first) if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
-    n_sets, free = fitted_rotation((per_set, nbytes(first) - per_set, out_bytes), wanted, free,
+    held = total if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
+    n_sets, free = fitted_rotation((per_set, total - per_set, out_bytes), wanted, free,
                                    lambda: free_bytes(torch, device_kind, held), await_exit, device_kind, label)
     cache_resident = cache_resident or n_sets * per_set <= CACHE_MULTIPLE * cache
     set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
     sets: list[list[Any]] = [first]
-    for k in range(1, n_sets):
-        fresh = build(set_seeds[k], shared_seed)
-        if derive is None:  # shared (non-rotated) inputs are one tensor used by every set
-            fresh = [f if rot else s for f, s, rot in zip(fresh, first, rotated, strict=False)]
-        sets.append(fresh)
-    all_inputs = [t for s in sets for t in s]
-    input_sizes = sorted({t.numel() * t.element_size() for t in first})
+    for k in range(1, n_sets):  # shared (non-rotated) inputs are one value used by every set
+        fresh = inputs.build(set_seeds[k], shared_seed)
+        sets.append([f if own else s for f, s, own in zip(fresh, first, inputs.per_set(first), strict=False)])
+    layouts = [inputs.layout(values) for values in sets]
+    input_sizes = sorted({t.numel() * t.element_size() for t in layout.leaves})
     poison_memory(torch, input_sizes * 2 + [sum(input_sizes)], device)
-
     marks["inputs"] = time.perf_counter()
-    # Correctness pass: every set once, outputs kept (a device copy each).
-    correct_outputs, correct_items, out_sizes = [], [], []
-    for k in range(n_sets):
-        outs = as_outputs(torch, kernel(*sets[k], **kwargs))
-        sync_device(torch, device_kind)
-        out_sizes = [t.numel() * t.element_size() for t in outs]
-        correct_outputs.append([t.detach().clone() for t in outs])
-        del outs
-    for k in range(n_sets):
-        correct_items.append({"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed,
-                              "checksums": [checksum(torch, t) for t in sets[k]]})
-
+    correct_outputs, sums, out_sizes = correctness_pass(torch, kernel, kwargs, sets, layouts, pristine, urandom,
+                                                        device_kind)
+    correct_items = [{"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed, "checksums": sums[k]}
+                     for k in range(n_sets)]
     marks["correctness_pass"] = time.perf_counter()
-    # The per-call perturbation (inputs.py): buffers sized by the timer through `resize`.
-    slot = perturb_slot(torch, first, per_set_flags)
-    flats = [bits_view(torch, s[slot]) for s in sets] if slot is not None else []
-    state: dict[str, Any] = {"n": 0}
-
-    def resize(n: int) -> None:
-        if not flats:
-            return
-        state["buffers"] = (torch.zeros(n, dtype=torch.int64, device=device),
-                            torch.zeros(n, dtype=flats[0].dtype, device=device),
-                            torch.zeros(n, dtype=flats[0].dtype, device=device))
-        state["writes"] = (torch.zeros(n, 2, dtype=torch.int64, device=device),
-                           torch.zeros(n, 2, dtype=flats[0].dtype, device=device))
-        pos, _, orig = state["buffers"]
-        write_pos, write_val = state["writes"]
-        state.update(n=n, pos=[pos[j:j + 1] for j in range(n)], orig=[orig[j:j + 1] for j in range(n)],
-                     write_pos=[write_pos[j] for j in range(n)], write_val=[write_val[j] for j in range(n)])
-
-    def draw(seed: int) -> None:
-        if not flats:
-            return
-        pos, second = perturbation_draws(torch, flats[0].numel(), state["n"], seed, device, own_elements,
-                                         first[slot].dtype)
-        values = gather_per_set(torch, flats, second) if own_elements else second
-        buf_pos, buf_val, buf_orig = state["buffers"]
-        buf_pos.copy_(pos)
-        buf_val.copy_(values)
-        buf_orig.copy_(gather_per_set(torch, flats, pos))
-        write_pos, write_val = fused_perturbation(torch, buf_pos, buf_val, buf_orig, n_sets)
-        state["writes"][0].copy_(write_pos)
-        state["writes"][1].copy_(write_val)
-
-    def perturb(j: int, k: int) -> None:
-        """One copy: call j - K's element restored, call j's set."""
-        if flats:
-            flats[k].index_copy_(0, state["write_pos"][j], state["write_val"][j])
-
-    def settle(j: int) -> None:
-        """After the last call of a sample, the last K calls' elements restored."""
-        if flats and j == state["n"] - 1:
-            for i in range(max(0, j + 1 - n_sets), j + 1):
-                flats[i % n_sets].index_copy_(0, state["pos"][i], state["orig"][i])
-
-    def call(j: int) -> Any:
-        k = j % n_sets
-        perturb(j, k)
-        out = kernel(*sets[k], **kwargs)
-        settle(j)
-        return out
-
-    def overhead_call(j: int) -> None:
-        perturb(j, j % n_sets)
-        settle(j)
-
-    sample_seeds: dict[int, tuple[list[int], int, int]] = {}
-
-    def refill(index: int) -> None:
-        shared = seeds.next()
-        fresh_seeds = [seeds.next() for _ in range(n_sets)]
-        for k in range(n_sets):
-            fresh = build(fresh_seeds[k], shared)
-            with torch.no_grad():
-                for position, (buf, new) in enumerate(zip(sets[k], fresh, strict=False)):
-                    if k == 0 or derive is not None or rotated[position]:
-                        buf.copy_(new)
-            del fresh
-        perturb_seed = seeds.next()
-        draw(perturb_seed)
-        sample_seeds[index] = (fresh_seeds, shared, perturb_seed)
-
-    def prepare(index: int) -> None:
-        if index < 0:
-            draw(seeds.next())
-        else:
-            refill(index)
-
-    def pick_calls(n: int) -> set[int]:
-        """One unpredictable call per set (a repeat, when the set is called more than once)."""
-        return {urandom.randrange(k, n, n_sets) for k in range(n_sets)}
-
-    def pointers(out: Any) -> tuple:
-        return tuple(t.data_ptr() for t in as_outputs(torch, out))
-
-    last = SAMPLES - 1
-    sampled = set(urandom.sample(range(last), min(SAMPLED_EARLY, last)))
-    timed_outputs, timed_items = [], []
-
-    def on_sample_done(index: int, kept: dict[int, Any], writers: dict[int, int], n_calls: int) -> None:
-        if index != last and index not in sampled:
-            return
-        sync_device(torch, device_kind)
-        owners: dict[int, Any] = {}
-        for j, out in kept.items():
-            owners.setdefault(writers[j], out)
-        chosen = sorted(owners) if index == last else [urandom.choice(sorted(owners))]
-        fresh_seeds, shared, perturb_seed = sample_seeds[index]
-        for call_index in chosen:
-            k = call_index % n_sets
-            timed_outputs.append([t.detach().clone() for t in as_outputs(torch, owners[call_index])])
-            item = {"set": k, "sample": index, "call": call_index, "n_calls": n_calls, "set_seed": fresh_seeds[k],
-                    "shared_seed": shared, "perturb_seed": perturb_seed if flats else None}
-            if index == last:
-                item["checksums"] = [checksum(torch, t) for t in sets[k]]
-            timed_items.append(item)
-
-    def poison(kept: list[Any] | None) -> None:
-        if kept is not None:
-            poison_tensors(torch, [as_outputs(torch, o) for o in kept], all_inputs)
-        else:
-            poison_memory(torch, out_sizes * 2, device)
-
-    sweep = (torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
-             if device_kind == "cuda" else None)
-
-    def flush() -> None:
-        """A read-only pass over 2x L2: evicts the refill's dirty lines and leaves clean ones."""
-        if sweep is not None:
-            sweep.sum()
-
     if await_exit:
         await_previous_run(await_exit)
     marks["await_exit"] = time.perf_counter()
-    timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind, resize=resize,
-                     prepare=prepare, pick_calls=pick_calls, pointers=pointers, on_sample_done=on_sample_done,
-                     poison=poison, flush=flush, clock=perf_counter, wall=monotonic, elapsed_ms=elapsed,
-                     n_calls=spec.get("iters"))
-    sync_device(torch, device_kind)
+    slot = perturb_slot(torch, layout)
+    own_elements = derive is not None or module_problem is not None  # perturb with another element of the tensor
+    perturbation = Perturbation(torch, [lay.leaves[slot] for lay in layouts] if slot is not None else [],
+                                own_elements, device)
+    timing, timed_outputs, timed_items = time_shape(torch, spec, kernel, kwargs, sets, layouts, inputs, seeds,
+                                                    perturbation, out_sizes, cache, device, device_kind, clocks,
+                                                    urandom)
     marks["timer"] = time.perf_counter()
     names = list(marks)
     record = {
@@ -510,3 +442,88 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
         "phases_s": {b: round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)},
     }
     return record, {"correct": correct_outputs, "timed": timed_outputs}
+
+
+def time_shape(torch: Any, spec: dict[str, Any], kernel: Callable[..., Any], kwargs: dict[str, Any],
+               sets: list[list[Any]], layouts: list[Layout], inputs: ShapeInputs, seeds: SeedSource,
+               perturbation: Perturbation, out_sizes: list[int], cache: int, device: str, device_kind: str,
+               clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
+               urandom: random.SystemRandom) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
+    """The timer's callbacks over the K sets, and the outputs and seeds of the timed calls it keeps."""
+    perf_counter, monotonic, elapsed = clocks
+    n_sets = len(sets)
+    all_inputs = [t for lay in layouts for t in lay.leaves]
+    sample_seeds: dict[int, tuple[list[int], int, int]] = {}
+
+    def call(j: int) -> Any:
+        k = j % n_sets
+        perturbation.perturb(j, k)
+        out = kernel(*sets[k], **kwargs)
+        perturbation.settle(j)
+        return out
+
+    def overhead_call(j: int) -> None:
+        perturbation.perturb(j, j % n_sets)
+        perturbation.settle(j)
+
+    def prepare(index: int) -> None:
+        if index < 0:
+            perturbation.draw(seeds.next())
+            return
+        shared = seeds.next()
+        fresh_seeds = [seeds.next() for _ in range(n_sets)]
+        inputs.refill(sets, fresh_seeds, shared)
+        perturb_seed = seeds.next()
+        perturbation.draw(perturb_seed)
+        sample_seeds[index] = (fresh_seeds, shared, perturb_seed)
+
+    def pick_calls(n: int) -> set[int]:
+        """One unpredictable call per set (a repeat, when the set is called more than once)."""
+        return {urandom.randrange(k, n, n_sets) for k in range(n_sets)}
+
+    def pointers(out: Any) -> tuple:
+        return tuple(t.data_ptr() for t in as_outputs(torch, out))
+
+    last = SAMPLES - 1
+    sampled = set(urandom.sample(range(last), min(SAMPLED_EARLY, last)))
+    timed_outputs: list[list[Any]] = []
+    timed_items: list[dict[str, Any]] = []
+
+    def on_sample_done(index: int, kept: dict[int, Any], writers: dict[int, int], n_calls: int) -> None:
+        if index != last and index not in sampled:
+            return
+        sync_device(torch, device_kind)
+        owners: dict[int, Any] = {}
+        for j, out in kept.items():
+            owners.setdefault(writers[j], out)
+        chosen = sorted(owners) if index == last else [urandom.choice(sorted(owners))]
+        fresh_seeds, shared, perturb_seed = sample_seeds[index]
+        for call_index in chosen:
+            k = call_index % n_sets
+            timed_outputs.append([t.detach().clone() for t in as_outputs(torch, owners[call_index])])
+            item = {"set": k, "sample": index, "call": call_index, "n_calls": n_calls, "set_seed": fresh_seeds[k],
+                    "shared_seed": shared, "perturb_seed": perturb_seed if perturbation.flats else None}
+            if index == last:
+                item["checksums"] = [checksum(torch, t) for t in layouts[k].guarded()]
+            timed_items.append(item)
+
+    def poison(kept: list[Any] | None) -> None:
+        if kept is not None:
+            poison_tensors(torch, [as_outputs(torch, o) for o in kept], all_inputs)
+        else:
+            poison_memory(torch, out_sizes * 2, device)
+
+    sweep = (torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
+             if device_kind == "cuda" else None)
+
+    def flush() -> None:
+        """A read-only pass over 2x L2: evicts the refill's dirty lines and leaves clean ones."""
+        if sweep is not None:
+            sweep.sum()
+
+    timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind,
+                     resize=perturbation.resize, prepare=prepare, pick_calls=pick_calls, pointers=pointers,
+                     on_sample_done=on_sample_done, poison=poison, flush=flush, clock=perf_counter, wall=monotonic,
+                     elapsed_ms=elapsed, n_calls=spec.get("iters"))
+    sync_device(torch, device_kind)
+    return timing, timed_outputs, timed_items

@@ -1,0 +1,292 @@
+"""Real CPU runs of problem files with structured inputs: a KernelBench Model's ``state`` (BatchNorm in training
+mode, a model of more than 200 tensors, dropout), GPU MODE tasks in their own format (an output buffer written by
+``ref_kernel`` and returned, a dict input with a scalar), each with its honest and dishonest candidates."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hotkernel.run.render import render_target
+from hotkernel.run.runner import JudgeProcess, RunOutcome, run_script
+from hotkernel.workspace.paths import Workspace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from adversarial.workspace import TARGET, default_resolved, make_workspace, python  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+BATCHNORM_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.fc = nn.Linear(features, features)
+        self.bn = nn.BatchNorm1d(features)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+
+
+batch_size = 32
+features = 16
+
+
+def get_inputs():
+    return [torch.randn(batch_size, features)]
+
+
+def get_init_inputs():
+    return [features]
+"""
+DEEP_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, x, scale):
+        for layer in self.layers:
+            x = torch.tanh(layer(x)) * scale
+        return x
+
+
+def get_inputs():
+    return [torch.randn(8, 8), 1.5]
+
+
+def get_init_inputs():
+    return [8, 110]
+"""
+DROPOUT_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(p=0.2)
+
+    def forward(self, x):
+        return self.drop(x * 2)
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+BUFFER_TASK = """import torch
+
+
+def generate_input(size: int, seed: int):
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.randn(size, generator=gen)
+    return x, torch.empty(size)
+
+
+def ref_kernel(data):
+    x, out = data
+    out[...] = torch.relu(x) * 2
+    return out
+"""
+DICT_TASK = """import torch
+
+
+def generate_input(rows: int, seed: int):
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    weights = {"w": torch.randn(rows, 16, generator=gen), "b": torch.randn(16, generator=gen)}
+    return {"x": torch.randn(rows, 16, generator=gen), "params": weights, "alpha": 0.5, "step": torch.tensor(3)}
+
+
+def ref_kernel(data):
+    p = data["params"]
+    return (data["x"] * p["w"] + p["b"]) * data["alpha"] + data["step"]
+"""
+
+
+def problem_target(root: Path, source: str, resolved: dict[str, Any]) -> tuple[Workspace, dict[str, Any]]:
+    ws, _ = make_workspace(root)
+    (ws.root / "problems").mkdir()
+    (ws.root / "problems" / "task.py").write_text(source)
+    spec = default_resolved(**{"from": "./problems/task.py", "kwargs": {}, **resolved})
+    render_target(ws, TARGET, spec)
+    return ws, spec
+
+
+def run(ws: Workspace, spec: dict[str, Any], body: str | None, judge: JudgeProcess) -> RunOutcome:
+    path = ws.target_dir(TARGET) / "candidate.py"
+    if body is None:
+        script = f"targets/{TARGET}/baseline.py"
+    else:
+        path.write_text(body)
+        script = f"targets/{TARGET}/candidate.py"
+    return run_script(ws, script, python=python(), judge=judge, resolved=spec)
+
+
+BN_FUNCTIONAL = """import torch
+import torch.nn as nn
+from torch.func import functional_call
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.fc = nn.Linear(features, features)
+        self.bn = nn.BatchNorm1d(features)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+
+
+with torch.device("meta"):
+    MODEL = Model(16)
+
+
+def kernel(x, state):
+    return functional_call(MODEL, state, (x,))
+"""
+BN_HANDWRITTEN = """import torch
+
+
+def kernel(x, state):
+    y = x @ state["fc.weight"].T + state["fc.bias"]
+    mean, var = y.mean(0), y.var(0, unbiased=False)
+    {update}
+    return (y - mean) / torch.sqrt(var + 1e-5) * state["bn.weight"] + state["bn.bias"]
+"""
+BN_UPDATE = """n = y.shape[0]
+    state["bn.running_mean"].mul_(0.9).add_(0.1 * mean)
+    state["bn.running_var"].mul_(0.9).add_(0.1 * var * n / (n - 1))
+    state["bn.num_batches_tracked"].add_(1)"""
+
+
+def test_batchnorm_state_in_training_mode(tmp_path: Path) -> None:
+    spec_keys = {
+        "inputs": [{"name": "x", "shapes": [[32, 16]]}, {"name": "state", "shapes": None}],
+        "shapes": ["32x16"],
+        "rotate": ["x"],
+        "cases": [],
+    }
+    ws, spec = problem_target(tmp_path / "ws", BATCHNORM_PROBLEM, spec_keys)
+    with JudgeProcess(ws, python=python()) as judge:
+        outcome = run(ws, spec, None, judge)
+        assert outcome.status == "ok", outcome.reason
+        outcome = run(ws, spec, BN_FUNCTIONAL, judge)
+        assert outcome.status == "ok", outcome.reason
+        outcome = run(ws, spec, BN_HANDWRITTEN.format(update=BN_UPDATE), judge)
+        assert outcome.status == "ok", outcome.reason
+        # the right output, but the running statistics left as they were: judged like an output
+        outcome = run(ws, spec, BN_HANDWRITTEN.format(update="pass"), judge)
+        assert outcome.status == "incorrect", outcome.reason
+        assert outcome.reason.startswith("outputs_match_reference"), outcome.reason
+        # a parameter changed in place is tampering
+        tamper = BN_HANDWRITTEN.format(
+            update=BN_UPDATE + '\n    state["fc.bias"].add_(0)\n    state["bn.weight"].mul_(1.5)'
+        )
+        outcome = run(ws, spec, tamper, judge)
+        assert outcome.status == "incorrect", outcome.reason
+        assert outcome.reason.startswith("inputs_unchanged"), outcome.reason
+
+
+def test_a_model_of_more_than_200_tensors_with_a_scalar_input(tmp_path: Path) -> None:
+    spec_keys = {
+        "inputs": [
+            {"name": "x", "shapes": [[8, 8]]},
+            {"name": "scale", "shapes": None},
+            {"name": "state", "shapes": None},
+        ],
+        "shapes": ["8x8"],
+        "rotate": ["x", "scale"],
+        "cases": [],
+    }
+    ws, spec = problem_target(tmp_path / "ws", DEEP_PROBLEM, spec_keys)
+    with JudgeProcess(ws, python=python()) as judge:
+        outcome = run(ws, spec, None, judge)
+        assert outcome.status == "ok", outcome.reason
+        wrong_scale = "import torch\n\n\ndef kernel(x, scale, state):\n    return torch.zeros(8, 8) + scale\n"
+        outcome = run(ws, spec, wrong_scale, judge)
+        assert outcome.status == "incorrect", outcome.reason
+
+
+def test_dropout_in_training_mode_is_named_not_judged(tmp_path: Path) -> None:
+    spec_keys = {
+        "inputs": [{"name": "x", "shapes": [[64, 64]]}, {"name": "state", "shapes": None}],
+        "shapes": ["64x64"],
+        "rotate": ["x"],
+        "cases": [],
+    }
+    ws, spec = problem_target(tmp_path / "ws", DROPOUT_PROBLEM, spec_keys)
+    with JudgeProcess(ws, python=python()) as judge:
+        outcome = run(ws, spec, None, judge)
+    assert outcome.status == "invalid", outcome.reason
+    assert outcome.reason.startswith("reference_deterministic: the Model draws random numbers (drop: Dropout(p=0.2))")
+
+
+BUFFER_ADAPTER = """import torch
+
+
+def custom_kernel(data):
+    x, out = data
+    {body}
+    return out
+
+
+def kernel(*data): return custom_kernel(data)
+"""
+
+
+ONCE = """global DONE
+    if "DONE" not in globals():
+        out.copy_(torch.relu(x) * 2)
+        DONE = True"""
+
+
+def test_gpumode_output_buffer(tmp_path: Path) -> None:
+    spec_keys = {
+        "inputs": [{"name": "x0", "shapes": [[4096]]}, {"name": "x1", "shapes": [[4096]]}],
+        "shapes": ["4096"],
+        "rotate": ["x0", "x1"],
+        "outputs": ["x1"],
+        "cases": [{"size": 4096}],
+    }
+    ws, spec = problem_target(tmp_path / "ws", BUFFER_TASK, spec_keys)
+    with JudgeProcess(ws, python=python()) as judge:
+        assert run(ws, spec, None, judge).status == "ok"
+        honest = run(ws, spec, BUFFER_ADAPTER.format(body="torch.mul(torch.relu(x), 2, out=out)"), judge)
+        assert honest.status == "ok", honest.reason
+        untouched = run(ws, spec, BUFFER_ADAPTER.format(body="pass"), judge)
+        assert untouched.status == "incorrect", untouched.reason
+        assert untouched.reason.split(":", 1)[0] in ("output_not_nan", "outputs_match_reference"), untouched.reason
+        once = BUFFER_ADAPTER.format(body=ONCE)
+        stale = run(ws, spec, once, judge)
+        assert stale.status == "incorrect", stale.reason
+        low = run(ws, spec, BUFFER_ADAPTER.format(body="out.copy_(torch.relu(x.bfloat16()).float() * 2)"), judge)
+        assert low.status == "incorrect", low.reason
+
+
+def test_gpumode_dict_input_with_a_scalar_and_a_0d_tensor(tmp_path: Path) -> None:
+    spec_keys = {
+        "inputs": [{"name": "data", "shapes": None}],
+        "shapes": ["64x16"],
+        "rotate": ["data"],
+        "cases": [{"rows": 64}],
+    }
+    ws, spec = problem_target(tmp_path / "ws", DICT_TASK, spec_keys)
+    with JudgeProcess(ws, python=python()) as judge:
+        outcome = run(ws, spec, None, judge)
+        assert outcome.status == "ok", outcome.reason
+        assert outcome.run is not None
+        wrong = 'def kernel(data):\n    return data["x"] * data["params"]["w"] * data["alpha"]\n'
+        outcome = run(ws, spec, wrong, judge)
+        assert outcome.status == "incorrect", outcome.reason
