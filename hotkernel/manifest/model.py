@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 from pydantic.fields import FieldInfo
 
 from hotkernel.contract.correctness import CORRECTNESS_DEFAULT_TOLERANCES
@@ -100,7 +109,10 @@ def _shape_entry(value: Any) -> str | dict[str, str]:
 
 
 def _extra_entry(value: Any) -> str:
-    """An ``extra`` item ``name:shape``, normalised."""
+    """An ``extra`` item ``name:shape``, normalised, or a bare ``name``: a problem file's input that is not a
+    plain tensor (a scalar, a structured input, a Model's ``state``), whose value the problem file makes."""
+    if isinstance(value, str) and ":" not in value and is_parameter_name(value.strip()):
+        return value.strip()
     if isinstance(value, str) and ":" in value:
         name, _, shape = value.partition(":")
         name = name.strip()
@@ -222,7 +234,11 @@ ExtraEntry = Annotated[
     str,
     BeforeValidator(_extra_entry),
     WithJsonSchema(
-        {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*:" + SHAPE_PATTERN[1:], "maxLength": MAX_STRING}
+        {
+            "type": "string",
+            "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(:" + SHAPE_PATTERN[1:-1] + ")?$",
+            "maxLength": MAX_STRING,
+        }
     ),
 ]
 FunctionRef = Annotated[
@@ -336,6 +352,13 @@ class Defaults(BaseModel):
         ge=1,
         description="Timed calls per repetition of targets that do not set one; null = sized by the timer.",
     )
+    threads: int = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="CPU threads of cpu targets that do not set one (default 1): baseline, candidate and judge "
+        "alike; ignored for cuda targets.",
+    )
 
 
 class TargetSpec(BaseModel):
@@ -400,6 +423,13 @@ class TargetSpec(BaseModel):
         max_length=MAX_ITEMS,
         description="Names of the tensors `derive` returns, in call order (required with derive).",
     )
+    outputs: Annotated[list[Identifier], Key("--output", "outputs", "texts")] = Field(
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="Inputs that are destination buffers (the kernel writes its result into them and returns "
+        "them): filled with NaN (integers: random values) before every judged call, not held to the "
+        "inputs-unchanged check; judged through what the kernel returns.",
+    )
     reference: Annotated[FunctionRef | None, Key("--reference", "reference", "ref")] = Field(
         None,
         description="Function computing the right answer in fp32 (fp64 for fp32 targets) when the baseline "
@@ -437,6 +467,9 @@ class TargetSpec(BaseModel):
     device: Annotated[Literal["cuda", "cpu"] | None, Key("--device", "device", "text", DEVICES)] = Field(
         None, description="cuda or cpu; default: defaults.device."
     )
+    threads: Annotated[int | None, Key("--threads", "threads", "int")] = Field(
+        None, ge=1, le=1024, description="CPU threads of a cpu target; default: defaults.threads (ignored for cuda)."
+    )
     competitors: Annotated[list[Competitor], Key("--competitor", "competitors", "texts")] = Field(
         default_factory=list,
         max_length=MAX_ITEMS,
@@ -444,6 +477,18 @@ class TargetSpec(BaseModel):
         "competitors: compile, compile-max-autotune, compile-reduce-overhead (torch.compile of the baseline) "
         "or a function reference.",
     )
+
+    @field_validator("extra")
+    @classmethod
+    def _bare_extras_need_a_problem(cls, extra: list[str], info: ValidationInfo) -> list[str]:
+        bare = [item for item in extra if ":" not in item]
+        source = info.data.get("from_")
+        if bare and not (isinstance(source, str) and is_problem_source(source)):
+            raise ValueError(
+                f"{quote(bare[0])} is not an extra input; write name:shape, e.g. w:8192 (a bare name only with a "
+                "problem file as `from`, which makes its value)"
+            )
+        return extra
 
 
 @dataclass(frozen=True)
@@ -502,7 +547,7 @@ def raw_inputs(spec: TargetSpec) -> list[tuple[str, str]]:
     pairs = [(spec.input, head)]
     for item in spec.extra:
         name, _, shape = item.partition(":")
-        pairs.append((name, shape))
+        pairs.append((name, shape))  # a bare name (a problem's non-tensor input): no shape
     return pairs
 
 

@@ -44,7 +44,10 @@ def resolved_target(manifest: Manifest, name: str) -> dict[str, Any]:
     default_atol, default_rtol = DEFAULT_TOLERANCES[dtype]
     inputs = []
     for input_name, headline in raw_inputs(spec):
-        shapes = []
+        shapes: list[list[int]] | None = []
+        if not headline and not any(isinstance(e, dict) and input_name in e for e in spec.shapes):
+            inputs.append({"name": input_name, "shapes": None})  # made by the problem file: no shape
+            continue
         for entry in spec.shapes:
             if isinstance(entry, dict) and input_name in entry:
                 shapes.append(list(parse_shape(entry[input_name])))
@@ -74,6 +77,8 @@ def resolved_target(manifest: Manifest, name: str) -> dict[str, Any]:
         "seed": spec.seed if spec.seed is not None else defaults.seed,
         "iters": spec.iters if spec.iters is not None else defaults.iters,
         "device": spec.device or defaults.device,
+        **({"outputs": list(spec.outputs)} if spec.outputs else {}),
+        **({"threads": spec.threads or defaults.threads} if (spec.device or defaults.device) == "cpu" else {}),
     }
 
 

@@ -40,6 +40,7 @@ SAMPLES: dict[str, tuple[list[str], object]] = {
     "rotate": (["w"], ["w"]),
     "derive": (["./k.py:pack"], "./k.py:pack"),
     "inputs": (["x", "w"], ["x", "w"]),
+    "outputs": (["w"], ["w"]),
     "reference": (["./k.py:reference"], "./k.py:reference"),
     "flops": (["256"], 256.0),
     "bytes": (["1024"], 1024),
@@ -49,6 +50,7 @@ SAMPLES: dict[str, tuple[list[str], object]] = {
     "seed": (["7"], 7),
     "iters": (["3"], 3),
     "device": (["cpu"], "cpu"),
+    "threads": (["2"], 2),
     "competitors": (["compile", "./k.py:scale"], ["compile", "./k.py:scale"]),
 }
 # Keys that go only with a module problem (from: ./problem.py): written by tests/suites/test_module_problem.py.

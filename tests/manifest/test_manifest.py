@@ -117,7 +117,7 @@ BAD_CASES = [
         "extra: [w:8192]",
         "extra: [w8192]",
         12,
-        "targets.rmsnorm.extra[0]: 'w8192' is not an extra input; write name:shape, e.g. w:8192",
+        "targets.rmsnorm.extra: 'w8192' is not an extra input; write name:shape, e.g. w:8192",
     ),
     (
         "shapes: [64x128]",

@@ -55,7 +55,7 @@ def test_root_manifest_validates_against_the_schema() -> None:
         {"from": "torch:neg", "shapes": ["4096xx"]},
         {"from": "torch:neg", "shapes": []},
         {"shapes": ["8"]},
-        {"from": "torch:neg", "shapes": ["8"], "extra": ["w8192"]},
+        {"from": "torch:neg", "shapes": ["8"], "extra": ["w:81x"]},
     ],
 )
 def test_schema_rejects_what_the_loader_rejects(target: dict) -> None:
