@@ -1,4 +1,4 @@
-"""The figures docs/speedrun.md quotes from the three decode attention experiments of 2026-12-04, recomputed from
+"""The figures lab/speedrun.md quotes from the three decode attention experiments of 2026-12-04, recomputed from
 their raw files (lab/benchmarks/evidence/speedrun/decode_*).
 
     python lab/benchmarks/decode_tables.py placement lab/benchmarks/evidence/speedrun/decode_placement_1829

@@ -1,4 +1,4 @@
-"""The tables docs/speedrun.md quotes from two H200 evidence folders, recomputed from their raw files.
+"""The tables lab/speedrun.md quotes from two H200 evidence folders, recomputed from their raw files.
 
     python lab/benchmarks/drift_tables.py rows  lab/benchmarks/evidence/speedrun/h200_c41/row_waves.jsonl ...
     python lab/benchmarks/drift_tables.py watch lab/benchmarks/evidence/h200_sync/drift_watch_1655

@@ -1,6 +1,6 @@
 """Summarise the H200 speedrun from the committed records: speedups, share of the measured copy ceiling, goals.
 
-    python lab/benchmarks/speedrun_summary.py     # prints the markdown table used in docs/speedrun.md
+    python lab/benchmarks/speedrun_summary.py     # prints the markdown table used in lab/speedrun.md
 
 Reads every candidate record under results/<target>/ (through hotkernel's own loader; invalidated ones and
 competitors such as torch.compile skipped), the manifest's `bytes` per target and the calibrated copy ceiling in

@@ -268,7 +268,7 @@ def test_commands_are_profiled_with_the_extra_metrics(bare_path, tmp_path):
 
 @pytest.mark.parametrize("cache_control", ["all", "none"])
 def test_both_sides_are_profiled_with_the_cache_control_asked(bare_path, tmp_path, cache_control):
-    """ncu flushes the caches by default; 'none' gives times comparable with verify's (docs/speedrun.md)."""
+    """ncu flushes the caches by default; 'none' gives times comparable with verify's (lab/speedrun.md)."""
     log = _stand_in_ncu(bare_path, RAW)
     params = pd.Params(
         command=["python3 a.py", "python3 b.py"],

@@ -1,7 +1,7 @@
 """Does the decode attention candidate's speed follow where its inputs lie, inside one process?
 
 Under the placement pad the kept decode pair runs at two speeds, about 37.95 and 38.1-38.4 us, in stretches of
-rounds that are separate processes with different pads (docs/speedrun.md, "Reproducibility with the placement
+rounds that are separate processes with different pads (lab/speedrun.md, "Reproducibility with the placement
 pad"). This separates the two explanations. In one process it draws PLACEMENTS pads (0-1 GiB in 2 MiB steps, a
 seeded generator, the first REPEATS drawn again at the end), and for each: holds the pad, copies the target's
 inputs (q, and ROTATION sets of k and v, as the contract rotates them) onto fresh memory, and times the kept

@@ -5,7 +5,7 @@ Usage (device): hotkernel profile --tool ncu -c 40 --json -- python3 lab/benchma
 Builds the headline inputs the way lab/speedrun/check_variants.py does (same shapes, same int4 packing), then calls
 the manifest's baseline and the speedrun variant VARIANT (a parameter set of a lab/speedrun/<TARGET>/ module) three
 times each, so ncu's summary puts the two side by side (duration, DRAM throughput %, achieved occupancy): the
-profiler evidence behind docs/speedrun.md.
+profiler evidence behind lab/speedrun.md.
 """
 
 from __future__ import annotations

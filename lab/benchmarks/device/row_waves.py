@@ -1,7 +1,7 @@
 """Does the row count's fit to the SMs cost the kept rmsnorm and softmax kernels their last few percent?
 
 The kept row kernels stand at about 92% of the copy ceiling where `torch.neg` over the same bytes reaches about
-95% (docs/speedrun.md, "Goals"). They run one program a row: at the headline 4096 rows on 132 SMs, 31.03 rows an
+95% (lab/speedrun.md, "Goals"). They run one program a row: at the headline 4096 rows on 132 SMs, 31.03 rows an
 SM, so some SMs take a 32nd row while the rest wait, and the last programs run on an emptying card; `torch.neg`
 cuts the same bytes into thousands of small blocks. This times each kernel at row counts that are whole multiples of
 the SM count (28, 30, 32, 34 and 64 rows an SM) and at the headline's 4096 and 8192, 8192 columns bf16, by CUDA-graph

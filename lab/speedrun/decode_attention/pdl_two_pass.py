@@ -31,7 +31,7 @@ Variants:
   combine parked early, 49 partials per query head cost one slightly larger vectorised load.
 - `pdl_2wave_il_bn64_st4` (`pdl_2wave_bn64_st4` with `interleave`): under the contract's placement pad the kept
   pair runs at two speeds, about 37.95 and 38.1-38.4 us, in stretches of rounds, while cuDNN does not move
-  (docs/speedrun.md, "Reproducibility with the placement pad"). Its 33 splits of a KV head each stream their own
+  (lab/speedrun.md, "Reproducibility with the placement pad"). Its 33 splits of a KV head each stream their own
   254 KB range, 33 streams 254 KB apart in K and in V; which DRAM channels those concurrent streams hit depends on
   the physical pages under them. Interleaved, the 33 splits of a head read 33 adjacent 16 KB tiles at a time, one
   528 KB window moving through K and V, so the channels see the same spread whatever the pages: the slow

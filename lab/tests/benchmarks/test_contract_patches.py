@@ -50,7 +50,7 @@ def test_an_honest_candidate_passes_without_the_perturbation(tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_without_the_perturbation_memoized_outputs_pass(tmp_path: Path) -> None:
-    """Why the contract keeps its copies (docs/speedrun.md, "What the per-call perturbation costs"): with none,
+    """Why the contract keeps its copies (lab/speedrun.md, "What the per-call perturbation costs"): with none,
     the memoizing candidate's repeats are right and nothing catches it."""
     result = standalone(patched_workspace(tmp_path, "no_perturb_patch"), "memo_strided_sample")
     assert result["status"] == "ok", result.get("reason")

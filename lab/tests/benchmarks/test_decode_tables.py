@@ -1,4 +1,4 @@
-"""lab/benchmarks/decode_tables.py on the committed H200 evidence: the decode attention figures docs/speedrun.md quotes
+"""lab/benchmarks/decode_tables.py on the committed H200 evidence: the decode attention figures lab/speedrun.md quotes
 ("What moves decode attention's time") come out of the raw files."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_small_pad_puts_the_pair_level_with_cudnn_in_a_bare_graph() -> None:
 
 
 def test_contract_puts_more_on_cudnn_than_on_the_pair_against_the_bare_graph() -> None:
-    """docs/speedrun.md: on GPU-12d4823c cuDNN took about 1.7 us more per call in the contract's rounds than in the
+    """lab/speedrun.md: on GPU-12d4823c cuDNN took about 1.7 us more per call in the contract's rounds than in the
     bare graph, the pair about 0.8 us more."""
     lines = decode_tables.contract_lines(EVIDENCE / "decode_small_pad_1842").splitlines()
     assert lines[0].endswith("bare graph median 36.79 us, +0.78 us in the contract"), lines[0]

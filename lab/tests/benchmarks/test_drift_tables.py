@@ -1,4 +1,4 @@
-"""lab/benchmarks/drift_tables.py on the committed H200 evidence: the figures docs/speedrun.md quotes from the row-count
+"""lab/benchmarks/drift_tables.py on the committed H200 evidence: the figures lab/speedrun.md quotes from the row-count
 sweep and the drift watch come out of the raw files."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_spread_shows_the_placement_pad_keeping_reruns_inside_the_interval() -> 
 
 
 def test_records_gives_the_spread_the_docs_quote_for_the_kept_gemv_and_int4_kernels() -> None:
-    """docs/speedrun.md and docs/leaderboard.md: gemv's 16 records of one contract and candidate file on nine cards,
+    """lab/speedrun.md and docs/leaderboard.md: gemv's 16 records of one contract and candidate file on nine cards,
     1.057-1.077x, intervals 0.4-1.8% wide; the int4 kernel's six records on four cards under that contract,
     1.495-1.507x, and six on three cards under the contract with the placement pad, 1.491-1.504x."""
     gemv = drift_tables.records_lines("gemv", "rows_bm4_bk2048_w4")
@@ -65,7 +65,7 @@ def test_records_gives_the_spread_the_docs_quote_for_the_kept_gemv_and_int4_kern
 
 
 def test_pair_gives_each_second_speedup_against_the_first_interval() -> None:
-    """docs/speedrun.md's reproducibility tables: 4 of 7 at 3eb5ecf (before the placement pad), 6 of 7 in each of
+    """lab/speedrun.md's reproducibility tables: 4 of 7 at 3eb5ecf (before the placement pad), 6 of 7 in each of
     the two pairs with it; outside, by how much beyond the interval's nearer end."""
     before = drift_tables.pair_table(EVIDENCE / "h200_sync" / "run_1647").splitlines()
     assert before[-1].startswith("4 of 7") and "| 1.057x [1.055, 1.060] | 1.067x | **no** (+0.7%) |" in before[3]
@@ -81,7 +81,7 @@ def test_pair_gives_each_second_speedup_against_the_first_interval() -> None:
 
 
 def test_reruns_puts_the_pairs_spread_at_twice_what_the_interval_assumes() -> None:
-    """docs/speedrun.md: over the 21 headlines of the three sync pairs under the placement pad, the second run's
+    """lab/speedrun.md: over the 21 headlines of the three sync pairs under the placement pad, the second run's
     log speedup minus the first's, in units of the standard error the verifies' own rounds give, has a mean
     square of 2.42 where independent rounds would give about 1.21, and leans low (mean -0.46)."""
     sync = EVIDENCE / "h200_sync"
@@ -93,7 +93,7 @@ def test_reruns_puts_the_pairs_spread_at_twice_what_the_interval_assumes() -> No
 
 
 def test_perturb_gives_what_the_inline_perturbation_costs_each_side() -> None:
-    """docs/verdicts.md and docs/speedrun.md: on one card, each kernel ran 0.46-1.41 us slower per call with the
+    """docs/verdicts.md and lab/speedrun.md: on one card, each kernel ran 0.46-1.41 us slower per call with the
     two one-element copies around it than without them, beyond the 2.85-2.92 us of their own that the timer
     subtracts; the speedups moved from 1.026x to 1.020x (decode attention) ... 3.721x to 3.798x (softmax)."""
     rows = {r[0]: r for r in _cells(drift_tables.perturb_table(EVIDENCE / "contract_v2" / "perturb_ab_1846"))[2:]}
@@ -106,7 +106,7 @@ def test_perturb_gives_what_the_inline_perturbation_costs_each_side() -> None:
 
 def test_perturb_gives_a_column_per_mode_and_the_fused_copy_costs_less() -> None:
     """perturb_ab.sh with HK_MODES='perturbed fused plain' at f4279c7: two copies per call, the one-copy patch
-    the contract then adopted, none. The figures docs/speedrun.md quotes."""
+    the contract then adopted, none. The figures lab/speedrun.md quotes."""
     header, _, *body = _cells(drift_tables.perturb_table(EVIDENCE / "contract_v2" / "fused_ab_2041"))
     rows = {row[0]: row for row in body}
     assert header[1:4] == ["perturbed [99% interval]", "fused [99% interval]", "plain [99% interval]"]
@@ -139,7 +139,7 @@ def test_watch_ends_with_the_temperature_range_of_the_whole_watch() -> None:
 
 
 def test_shares_put_the_kept_row_kernels_near_94_percent_without_the_copies() -> None:
-    """docs/speedrun.md: without the copies the kept rmsnorm and softmax kernels ran at 94.1% and 93.8% of the
+    """lab/speedrun.md: without the copies the kept rmsnorm and softmax kernels ran at 94.1% and 93.8% of the
     calibrated copy ceiling, with them 91.2% and 90.9%."""
     lines = drift_tables.shares_lines(EVIDENCE / "contract_v2" / "perturb_ab_1846").splitlines()
     rmsnorm = next(line for line in lines if line.startswith("rmsnorm"))
@@ -150,7 +150,7 @@ def test_shares_put_the_kept_row_kernels_near_94_percent_without_the_copies() ->
 
 
 def test_shares_with_one_copy_per_call_sit_between_two_copies_and_none() -> None:
-    """docs/speedrun.md: one copy per call (fused_ab_2041) put rmsnorm and softmax at 92.4% and 92.3%."""
+    """lab/speedrun.md: one copy per call (fused_ab_2041) put rmsnorm and softmax at 92.4% and 92.3%."""
     lines = drift_tables.shares_lines(EVIDENCE / "contract_v2" / "fused_ab_2041").splitlines()
     rmsnorm = next(line for line in lines if line.startswith("rmsnorm"))
     softmax = next(line for line in lines if line.startswith("softmax"))
@@ -159,7 +159,7 @@ def test_shares_with_one_copy_per_call_sit_between_two_copies_and_none() -> None
 
 
 def test_the_one_copy_records_subtract_half_the_two_copy_overhead() -> None:
-    """docs/speedrun.md, "One copy per call": the 14 GPU records of the pair at 4012007 subtracted 1.41-1.68 us per
+    """lab/speedrun.md, "One copy per call": the 14 GPU records of the pair at 4012007 subtracted 1.41-1.68 us per
     call, where two copies took about 2.85 (perturb_ab_1846's subtracted overhead: 2.85-2.92 us)."""
 
     records = sorted((ROOT / "results").glob("*/20261204T205*.json"))
@@ -170,7 +170,7 @@ def test_the_one_copy_records_subtract_half_the_two_copy_overhead() -> None:
 
 
 def test_the_second_card_repeats_the_two_copy_cost() -> None:
-    """docs/speedrun.md: perturb_ab_2057 ran the two-copy contract (its perturbed runs say contract 41b7e6fa);
+    """lab/speedrun.md: perturb_ab_2057 ran the two-copy contract (its perturbed runs say contract 41b7e6fa);
     two copies cost 0.43-1.25 us per call per kernel there, int4 1.500x against 1.521x without."""
     folder = EVIDENCE / "contract_v2" / "perturb_ab_2057"
     for path in folder.glob("verify_*_perturbed.json"):  # "plain" runs a patched copy of it
@@ -184,7 +184,7 @@ def test_the_second_card_repeats_the_two_copy_cost() -> None:
 
 
 def test_both_pairs_under_one_copy_per_call_put_every_rerun_inside() -> None:
-    """docs/speedrun.md, "Reproducibility with one copy per call": 7 of 7 on each of two cards, and the
+    """lab/speedrun.md, "Reproducibility with one copy per call": 7 of 7 on each of two cards, and the
     standardised differences of the 14 headlines near the model's spread."""
     sync = EVIDENCE / "h200_sync"
     first = drift_tables.pair_table(sync / "run_2052").splitlines()
@@ -199,7 +199,7 @@ def test_both_pairs_under_one_copy_per_call_put_every_rerun_inside() -> None:
 
 
 def test_one_copy_per_call_costs_a_third_to_a_half_of_a_microsecond() -> None:
-    """docs/speedrun.md, "One copy per call": under the contract of 4012007 on a third card (perturb_ab_2118) the
+    """lab/speedrun.md, "One copy per call": under the contract of 4012007 on a third card (perturb_ab_2118) the
     one copy cost int4 0.37/0.36 us and rmsnorm 0.53/0.63 us per call (baseline/candidate) beyond what is
     subtracted; int4 1.508x against 1.521x without, rmsnorm at 92.5% of the ceiling against 94.2%."""
     folder = EVIDENCE / "contract_v2" / "perturb_ab_2118"
