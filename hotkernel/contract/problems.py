@@ -43,7 +43,8 @@ def load_function(ref: str, root: str) -> Callable[..., Any]:
 # in (training mode: KernelBench's own harness runs it so), for the baseline, the judge's reference and the
 # candidate alike; the buffers its forward updates in place (BatchNorm's running statistics) are judged after
 # the call like outputs. GPU MODE (reference-kernels): ``generate_input(**case, seed)`` and ``ref_kernel(data)``;
-# the inputs are the items of ``data`` when it is a tuple or list, else ``data`` itself. Inputs follow the
+# the inputs are the items of ``data`` when it is a tuple or list of two or more, else ``data`` itself (so
+# ``ref_kernel`` gets ``data`` back as it was made, whichever process calls it). Inputs follow the
 # problem's own distribution, made from the contract's seeds on the target's device.
 PROBLEM_SEED_MOD = 2**31 - 1  # a GPU MODE generate_input may hand its seed to numpy or random
 
@@ -78,7 +79,6 @@ class Problem:
             for name, value in (self.cases[0] if self.cases else {}).items():
                 setattr(module, name, value)
         self._meta_model: Any = None
-        self.packed = True  # GPU MODE: data was a tuple or list (the inputs are its items)
         self.buffer_keys: list[str] = []  # KernelBench: the state keys that are buffers, not parameters
 
     def inputs(self, torch: Any, shape_index: int, seed: int, device: str, dtype: Any) -> list[Any]:
@@ -88,8 +88,7 @@ class Problem:
             case = dict(self.cases[shape_index]) if self.cases else {}
             with torch.device(device):
                 data = self.module.generate_input(**case, seed=seed % PROBLEM_SEED_MOD)
-            self.packed = isinstance(data, (tuple, list))
-            return list(data) if self.packed else [data]
+            return list(data) if isinstance(data, (tuple, list)) and len(data) != 1 else [data]
         torch.manual_seed(seed)
         with torch.device(device):
             values = list(self.module.get_inputs())
@@ -153,6 +152,6 @@ class ProblemBaseline:
 
         problem = _PROBLEMS[self.path]  # as last loaded (with the cases of the current run)
         if problem.format == "gpumode":
-            return problem.module.ref_kernel(tuple(args) if problem.packed or len(args) != 1 else args[0])
+            return problem.module.ref_kernel(args[0] if len(args) == 1 else tuple(args))
         *inputs, state = args
         return torch.func.functional_call(problem.meta_model(torch), state, tuple(inputs))
