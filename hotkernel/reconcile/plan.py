@@ -330,13 +330,37 @@ def plan_lines(p: Plan) -> list[str]:
     lines += [f"  note: {note}" for note in p.notes]
     adds = sum(1 for i in p.items if i.action == "create")
     changes = len(p.items) - adds
+    stale = stale_generated(p.problems)
     torn = f" {len(p.problems)} problem(s) in results/ or LEADERBOARD.md (lines with '!')." if p.problems else ""
     rivals = f" {len(p.competitors)} competitor(s) to run." if p.competitors else ""
-    if not p.items and not p.competitors:
+    board = (
+        f" Out of date: {', '.join(stale)} (regenerate with `hotkernel leaderboard`; `hotkernel sync` does too)."
+        if stale
+        else ""
+    )
+    if not p.items and not p.competitors and not stale:
         lines.append(f"No changes. {len(p.up_to_date)} target(s) up to date.{rivals}{torn}")
+    elif not p.items and not p.competitors:
+        lines.append(f"Plan: the board to regenerate, {len(p.up_to_date)} target(s) up to date.{board}{torn}")
     else:
         lines.append(f"Plan: {adds} to add, {changes} to change, {len(p.up_to_date)} up to date.{rivals}{torn}")
     return lines
+
+
+GENERATED_STALE = re.compile(r"^(\S+) is (stale|missing)\b")
+
+
+def stale_generated(problems: list[str]) -> list[str]:
+    """The generated files (LEADERBOARD.md, a roofline chart, the README headline) that ``problems`` name as
+    stale or missing: the board is out of date, as after a kill between a record and the board's rewrite."""
+    names = [m.group(1) for m in map(GENERATED_STALE.match, problems) if m and not m.group(1).startswith("results/")]
+    return list(dict.fromkeys(names))
+
+
+def plan_exit_code(p: Plan) -> int:
+    """``plan``'s exit status for scripts: 0 up to date, 2 when a target, a competitor or the board is out of date
+    or results/ has a problem line (as ``sync --check``)."""
+    return 2 if p.out_of_date or p.problems else 0
 
 
 def check_exit_code(report: SyncReport) -> int:

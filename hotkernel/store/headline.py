@@ -14,22 +14,21 @@ HEADLINE_END = "<!-- hotkernel:headline:end -->"
 START_PREFIX = "<!-- hotkernel:headline:start"
 
 
-def _speedup(row: LeaderboardRow | None) -> str:
-    if row is None or row.speedup is None:
-        return "not beaten (no faster record)"
-    interval = f" [{row.interval[0]:.3f}, {row.interval[1]:.3f}]" if row.interval else ""
-    return f"{row.speedup:.3f}x{interval}"
+def _speedup(entry: BestEntry) -> str:
+    if entry.best is None or entry.median is None:
+        return "not beaten (no confirmed faster record)"
+    return f"{entry.median:.3f}x"
 
 
 def same_files_cell(entry: BestEntry) -> str:
-    """Every counted run of the best candidate's very files on its device: how many, and their speedups' range
-    (the spread between runs, which one verify's interval does not show)."""
-    if entry.same_files_runs == 0 or entry.same_files_low is None or entry.same_files_high is None:
+    """Every counted run of the best candidate's very files on its device: how many, and the range of their
+    point speedups (the spread between runs, which one verify's interval does not show); the median of them is
+    the headline speedup."""
+    if entry.same_files_runs == 0 or entry.same_files_point_low is None or entry.same_files_point_high is None:
         return ""
-    if entry.same_files_runs == 1:
-        return "1 run"
     others = f", {entry.same_files_not_faster} not faster" if entry.same_files_not_faster else ""
-    return f"{entry.same_files_runs} runs: {entry.same_files_low:.3f}-{entry.same_files_high:.3f}x{others}"
+    low, high = entry.same_files_point_low, entry.same_files_point_high
+    return f"{entry.same_files_runs} runs: {low:.3f}-{high:.3f}x{others}"
 
 
 def _vs(entry: BestEntry) -> str:
@@ -61,11 +60,12 @@ def headline_block(devices: list[tuple[str, str, float | None, list[BestEntry], 
     for device, chart, ceiling, entries, newest in devices:
         measured = f"the {ceiling / 1000:.2f} TB/s copy ceiling the judge measured" if ceiling else "no ceiling"
         lines += [
-            f"**{device}** (best counted record per target; [roofline chart]({chart}); every row is in "
+            f"**{device}** (per target: the median of every counted run of the best confirmed candidate's files; "
+            f"[roofline chart]({chart}); every row is in "
             "[LEADERBOARD.md](LEADERBOARD.md)):",
             "",
-            f"| target | shape, dtype | baseline (`from`) | speedup over the baseline [interval] | every run of "
-            f"the same files | vs the best competitor | share of {measured} |",
+            "| target | shape, dtype | baseline (`from`) | speedup over the baseline (median of the runs) | "
+            f"every run of the same files | vs the best competitor | share of {measured} |",
             "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         for entry in entries:
@@ -73,14 +73,16 @@ def headline_block(devices: list[tuple[str, str, float | None, list[BestEntry], 
             shape = ", ".join(x for x in (any_row.shape, any_row.dtype) if x) if any_row is not None else ""
             baseline = f"`{any_row.baseline_from}`" if any_row is not None and any_row.baseline_from else ""
             lines.append(
-                f"| {entry.target} | {shape} | {baseline} | {_speedup(entry.best)} | "
+                f"| {entry.target} | {shape} | {baseline} | {_speedup(entry)} | "
                 f"{same_files_cell(entry)} | {_vs(entry)} | "
                 f"{_share(entry.best, newest.get(entry.target), ceiling)} |"
             )
         lines.append("")
     lines += [
-        "The runs are the counted records of the same baseline, candidate and contract files on that card "
-        "(their speedups' range is the spread between runs, which one verify's interval does not show). The "
+        "The runs are the counted records of the same baseline, candidate and contract files on that card; a "
+        "candidate is crowned only once a second, independent verify of its files was also faster with an "
+        "overlapping interval, and its speedup is the median of those runs (their range is the spread between "
+        "runs, which one verify's interval does not show). The "
         "share is the manifest's `bytes` over the median time (the candidate's; the baseline's where nothing "
         "beat it) against that ceiling.",
         "",

@@ -11,7 +11,7 @@ from hotkernel.run.models import Verdict, VerifyResult
 
 RECORD_KIND = "record"
 RecordRole = Literal["candidate", "competitor"]
-RECORD_SCHEMA = 1
+RECORD_SCHEMA = 2  # 2: the compact file (store/compact.py); 1: every run in full, indented
 
 
 class Provenance(_Model):
@@ -80,6 +80,19 @@ class Record(_Model):
         default=None,
         description="the competitor as hotkernel.yaml names it (compile-max-autotune, ./f.py:fn); None for candidates",
     )
+    run_id: str | None = Field(
+        default=None, description="the run-store id (.hotkernel/runs/<id>.json) of the verify it keeps, when it had one"
+    )
+    imported: bool = Field(
+        default=False,
+        description="True when the result came from a file (`record --import`), not from this workspace's run "
+        "store or a sync: listed as imported on the board",
+    )
+    confirms: str | None = Field(
+        default=None,
+        description="the record (results/<target>/<name>.json) of the first verify of the same files that this "
+        "second, independent verify confirms",
+    )
 
 
 class RecordResult(_Model):
@@ -105,6 +118,16 @@ class RecordResult(_Model):
         default=None, description="[low, high] interval of the previous best's speedup"
     )
     previous_best_path: str | None = Field(default=None, description="record holding the previous best")
+    awaiting_confirmation: bool = Field(
+        default=False,
+        description="True for a faster candidate record that no second verify of the same files confirms yet: it "
+        "is not crowned until one does (`hotkernel sync` runs it; or verify and record again)",
+    )
+    confirmed: bool = Field(
+        default=False,
+        description="True when a second, independent verify of the same files was also faster with an "
+        "overlapping interval: the pair counts for the best",
+    )
     leaderboard: str = Field(description="path of the regenerated LEADERBOARD.md")
     tampered: list[str] = Field(
         default_factory=list,
@@ -163,6 +186,17 @@ class LeaderboardRow(_Model):
         description="the sha256 of the baseline, the candidate and the contract the record measured, "
         "joined by ':' (None when one is missing): records with the same files ran the same experiment",
     )
+    point: float | None = Field(
+        default=None,
+        description="the verdict rule's point estimate of the speedup for any measured verdict (inconclusive "
+        "included): what the median of a file set's runs is taken over",
+    )
+    confirmed: bool = Field(
+        default=False,
+        description="a counted faster candidate record with another counted faster record of the same files "
+        "whose interval overlaps its own (two independent verifies agree); only those can be the best",
+    )
+    imported: bool = Field(default=False, description="the result was imported from a file (`record --import`)")
 
 
 class BestEntry(_Model):
@@ -190,6 +224,18 @@ class BestEntry(_Model):
     same_files_low: float | None = Field(default=None, description="the lowest speedup of those that were faster")
     same_files_high: float | None = Field(default=None, description="the highest speedup of those that were faster")
     same_files_not_faster: int = Field(default=0, description="how many of those were not faster")
+    median: float | None = Field(
+        default=None,
+        description="the headline: the median point speedup of the counted runs of the best's files (what "
+        "reruns give); a goal counts as met by it",
+    )
+    same_files_point_low: float | None = Field(default=None, description="lowest point speedup of those runs")
+    same_files_point_high: float | None = Field(default=None, description="highest point speedup of those runs")
+    awaiting: LeaderboardRow | None = Field(
+        default=None,
+        description="the fastest counted faster candidate no second verify confirms yet (not crowned), if any "
+        "beats the best's median",
+    )
 
 
 class SuiteSummary(_Model):

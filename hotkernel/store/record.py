@@ -28,15 +28,29 @@ from hotkernel.insight.gpu_info import gpu_info
 from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
 from hotkernel.run.models import VerifyResult
 from hotkernel.run.render import expected_baseline_sha256
+from hotkernel.store.compact import COMPACT_SCHEMA, encode
 from hotkernel.store.leaderboard import (
+    best_entries,
     current_protocol,
     device_of,
+    files_key,
+    leaderboard_rows,
     load_record,
     not_counted_reason,
     scan_results,
     write_leaderboard,
 )
-from hotkernel.store.models import HistoryEntry, Invalidation, Provenance, Record, RecordResult
+from hotkernel.store.models import (
+    BestEntry,
+    HistoryEntry,
+    Invalidation,
+    LeaderboardRow,
+    Provenance,
+    Record,
+    RecordResult,
+)
+from hotkernel.store.recompute import recompute_problem
+from hotkernel.store.rows import result_files
 from hotkernel.workspace.lockfile import Lock, read_lock, workspace_lock, write_lock
 from hotkernel.workspace.paths import Workspace, validate_target_name
 
@@ -45,12 +59,13 @@ def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def write_new_json(directory: Path, stem: str, data: dict[str, Any]) -> Path:
+def write_new_json(directory: Path, stem: str, data: dict[str, Any] | str) -> Path:
     """Write ``directory/<stem>.json`` atomically; on a name collision ``<stem>_001.json``, ``_002``, ...
 
-    The suffix keeps names in time order when sorted as strings ('.' sorts before '_').
+    ``data``: the file's text, or a JSON object written indented. The suffix keeps names in time order when
+    sorted as strings ('.' sorts before '_').
     """
-    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    text = data if isinstance(data, str) else json.dumps(data, indent=2, sort_keys=True) + "\n"
     for attempt in range(1000):
         path = directory / (f"{stem}.json" if attempt == 0 else f"{stem}_{attempt:03d}.json")
         if path.exists():
@@ -175,21 +190,43 @@ def _one_line(value: str, what: str) -> str:
 def best_counted(
     ws: Workspace, target: str, device: str, protocol: int, lock: Lock | None = None
 ) -> tuple[str, Record] | None:
-    """(path, record) of the best counted faster speedup of ``target`` on ``device``, or None: vouched candidate
-    records only (a competitor never becomes the best)."""
-    best: tuple[str, Record] | None = None
-    for path, rec in scan_results(ws, lock).records:
-        if (
-            rec.target != target
-            or device_of(rec) != device
-            or rec.role != "candidate"
-            or not_counted_reason(rec, protocol) is not None
-        ):
-            continue
-        if rec.result.verdict == "faster" and rec.result.speedup is not None:
-            if best is None or rec.result.speedup > (best[1].result.speedup or 0.0):
-                best = (path, rec)
-    return best
+    """(path, record) of the board's best for ``target`` on ``device`` (a confirmed counted faster candidate,
+    ``store/rows.py``), or None."""
+    entry, _ = board_view(ws, target, device, protocol, lock)
+    if entry is None or entry.best is None:
+        return None
+    return next((p, r) for p, r in scan_results(ws, lock).records if p == entry.best.path)
+
+
+def board_view(
+    ws: Workspace, target: str, device: str, protocol: int, lock: Lock | None = None
+) -> tuple[BestEntry | None, list[LeaderboardRow]]:
+    """The board's entry of ``target`` on ``device`` (None when it has no record) and its rows."""
+    records = [(p, r) for p, r in scan_results(ws, lock).records if r.target == target and device_of(r) == device]
+    rows = leaderboard_rows(records, protocol)
+    entries = best_entries(rows)
+    return (entries[0] if entries else None), rows
+
+
+def check_measured(ws: Workspace, target: str, result: VerifyResult, confirms: str | None, lock: Lock) -> None:
+    """Refuse, in one line, a result whose numbers do not recompute from its samples, and a ``confirms`` that
+    does not name a counted faster record of the same files."""
+    problem = recompute_problem(result, target)
+    if problem:
+        raise HotkernelError(
+            f"record: this result is not what its runs measured ({problem}); record a run the runner stored: "
+            f"`hotkernel record {target} --latest`"
+        )
+    if confirms is None:
+        return
+    first = next((r for p, r in scan_results(ws, lock).records if p == confirms), None)
+    if first is None or first.target != target or first.result.verdict != "faster":
+        raise HotkernelError(f"record: confirms={confirms!r} is not a counted faster record of {target!r}")
+    if files_key(first) is None or files_key(first) != result_files(result):
+        raise HotkernelError(
+            f"record: confirms={confirms!r} measured other files than this verify; a confirmation verifies the "
+            "same baseline, candidate and contract"
+        )
 
 
 def run_tolerances(verify_result: VerifyResult) -> dict[str, float] | None:
@@ -300,6 +337,9 @@ def record(
     before: StoreSnapshot | None = None,
     competitor: str | None = None,
     board: bool = True,
+    run_id: str | None = None,
+    imported: bool = False,
+    confirms: str | None = None,
 ) -> RecordResult:
     """Write the record and its index entry (inside the workspace lock), regenerate LEADERBOARD.md, and say
     whether it beats the best so far.
@@ -312,6 +352,10 @@ def record(
     that beats the best is the reconciler's part (``hotkernel.reconcile.sync.record_and_keep``).
     ``competitor``: the manifest's name of the competitor the candidate side ran: the record is kept with
     ``role: competitor`` and never beats the best.
+    ``run_id``: the run-store id the result came from; ``imported``: the result came from a file
+    (``record --import``), labelled so on the board; ``confirms``: the record of the first verify of the same
+    files that this second verify confirms. A result whose verdict, speedup or interval does not follow from its
+    samples is refused (``store/recompute.py``).
     """
     validate_target_name(target)
     who = _one_line(who, "who")
@@ -322,6 +366,7 @@ def record(
             f"run `hotkernel record {verify_result.target} ...`"
         )
     spec, spec_fingerprint = target_spec(ws, target, verify_result)
+    check_measured(ws, target, verify_result, confirms, read_lock(ws))
     tolerances = run_tolerances(verify_result)
     protocol = current_protocol()
     prov = provenance or collect_provenance(ws, verify_result, python=python, device_kind=device_kind)
@@ -335,7 +380,7 @@ def record(
                 )
         tampered = changed_since(ws, before) if before is not None else []
         lock = before.lock.model_copy(deep=True) if tampered and before is not None else read_lock(ws)
-        best = best_counted(ws, target, device, protocol, lock)
+        entry, _ = board_view(ws, target, device, protocol, lock)
         now = utc_now()
         at = now.isoformat(timespec="seconds").replace("+00:00", "Z")
         rec = Record(
@@ -353,46 +398,72 @@ def record(
             invalidated=Invalidation(reason=tamper_reason(tampered), at=at) if tampered else None,
             role="competitor" if competitor else "candidate",
             competitor=competitor,
+            run_id=run_id,
+            imported=imported,
+            confirms=confirms,
         )
-        path = write_new_json(ws.results_dir / target, now.strftime("%Y%m%dT%H%M%SZ"), rec.model_dump(mode="json"))
+        path = write_new_json(ws.results_dir / target, now.strftime("%Y%m%dT%H%M%SZ"), record_text(rec))
         rel = path.relative_to(ws.root).as_posix()
         lock.records[rel] = sha256_file(path) or ""
         write_lock(ws, lock)
+        _, after = board_view(ws, target, device, protocol, lock)
         leaderboard = write_leaderboard(ws) if board else ws.leaderboard
     counted = not_counted_reason(rec, protocol) is None
-    speedup = verify_result.speedup
-    previous = best[1].result.speedup if best else None
-    previous_interval = best[1].result.interval if best else None
+    judged = judge_record(rec, rel, entry, after, counted=counted, leaderboard=leaderboard.relative_to(ws.root))
+    return judged.model_copy(update={"tampered": tampered})
+
+
+def judge_record(
+    rec: Record,
+    rel: str,
+    before: BestEntry | None,
+    after: list[LeaderboardRow],
+    *,
+    counted: bool,
+    leaderboard: Path,
+) -> RecordResult:
+    """Whether a record beats the board's best (its median) and whether a second verify confirms it yet."""
+    result = rec.result
+    speedup = result.speedup
+    best = before.best if before is not None else None
+    previous = before.median if before is not None and best is not None else None
+    previous_interval = best.interval if best is not None else None
     beats = (
         counted
-        and competitor is None
-        and verify_result.verdict == "faster"
+        and rec.role == "candidate"
+        and result.verdict == "faster"
         and speedup is not None
         and (previous is None or speedup > previous)
     )
     # Clear: the two verifies' intervals do not overlap, so neither one's noise explains the order.
     clear = beats and (
-        previous is None
-        or (
-            verify_result.interval is not None
-            and previous_interval is not None
-            and verify_result.interval[0] > previous_interval[1]
-        )
+        previous_interval is None or (result.interval is not None and result.interval[0] > previous_interval[1])
     )
+    row = next((r for r in after if r.path == rel), None)
+    confirmed = bool(row is not None and row.confirmed)
     return RecordResult(
         path=rel,
-        target=target,
-        device=device,
-        verdict=verify_result.verdict,
-        speedup=speedup if verify_result.verdict in ("faster", "slower") else None,
+        target=rec.target,
+        device=device_of(rec),
+        verdict=result.verdict,
+        speedup=speedup if result.verdict in ("faster", "slower") else None,
         beats_best=bool(beats),
         clear_of_best=bool(clear),
+        awaiting_confirmation=bool(beats and not confirmed),
+        confirmed=confirmed,
         previous_best=previous,
         previous_best_interval=previous_interval,
-        previous_best_path=best[0] if best else None,
-        leaderboard=leaderboard.relative_to(ws.root).as_posix(),
-        tampered=tampered,
+        previous_best_path=best.path if best is not None else None,
+        leaderboard=leaderboard.as_posix(),
     )
+
+
+def record_text(rec: Record) -> str:
+    """A record file's text: compact (``store/compact.py``) for schema 2, as schema-1 files were written else."""
+    data = rec.model_dump(mode="json")
+    if rec.schema_version >= COMPACT_SCHEMA:
+        return encode(data)
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 def tamper_reason(paths: list[str]) -> str:
@@ -431,7 +502,7 @@ def invalidate_record(ws: Workspace, path: str | os.PathLike[str], reason: str) 
             )
         at = utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
         rec.invalidated = Invalidation(reason=reason, at=at)
-        text = json.dumps(rec.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+        text = record_text(rec)
         atomic_write_text(resolved, text, overwrite=True)
         lock.records[rel] = sha256_text(text)
         write_lock(ws, lock)

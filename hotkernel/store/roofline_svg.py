@@ -100,7 +100,7 @@ def render_roofline_svg(
     """The SVG text of one device's chart; ``newest``: each target's newest counted candidate row (its
     baseline is drawn where no candidate beat it)."""
     points, unplaced = _points(entries, newest)
-    speedups = {e.target: e.best.speedup for e in entries if e.best is not None and e.best.speedup}
+    speedups = {e.target: e.median for e in entries if e.best is not None and e.median}
     peaks = []
     for dtype in sorted(set(dtypes)):
         try:

@@ -36,11 +36,7 @@ def suite_summaries(entries: list[BestEntry]) -> list[SuiteSummary]:
         groups.setdefault((suite_of(entry.target), entry.device), []).append(entry)
     out = []
     for (suite, device), group in sorted(groups.items()):
-        speedups = [
-            e.best.speedup
-            for e in group
-            if e.best is not None and e.best.verdict == "faster" and e.best.speedup is not None
-        ]
+        speedups = [e.median for e in group if e.best is not None and e.median is not None]
         fast = {p_label(p): sum(1 for s in speedups if s > p) / len(group) for p in FAST_P}
         geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
         out.append(

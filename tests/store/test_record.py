@@ -16,6 +16,7 @@ from hotkernel._util.fs import sha256_file
 from hotkernel.cli.commands.record import best_line
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
+from hotkernel.run.runstore import run_ids, save_run
 from hotkernel.store import record as record_module
 from hotkernel.store.leaderboard import current_protocol, load_records, scan_results
 from hotkernel.store.record import history, invalidate_record, record, store_snapshot, write_new_json
@@ -96,16 +97,19 @@ def test_beats_best_only_when_faster_than_every_counted_record(tmp_path: Path) -
 
     assert not rec("inconclusive", None).beats_best
     first = rec("faster", 1.2)
-    assert first.beats_best and first.previous_best is None
+    assert first.beats_best and first.awaiting_confirmation and first.previous_best is None
+    confirmation = rec("faster", 1.2)  # a second verify of the same files: the pair is crowned
+    assert confirmation.confirmed and not confirmation.awaiting_confirmation
     assert not rec("faster", 1.1).beats_best
     assert not rec("slower", 0.9).beats_best
     assert not rec("incorrect", None).beats_best
     better = rec("faster", 1.3)
-    assert better.beats_best and better.previous_best == 1.2 and better.previous_best_path == first.path
+    assert better.beats_best and better.awaiting_confirmation and better.previous_best_path == confirmation.path
+    assert better.previous_best == pytest.approx(1.2)  # the median of the best's runs
     other_device = record(
         ws,
         "softmax",
-        synthetic_result("softmax", "faster", 1.01, device="Other"),
+        synthetic_result("softmax", "faster", 1.05, device="Other"),
         note="x",
         who="agent",
         provenance=provenance("Other"),
@@ -130,19 +134,19 @@ def test_a_best_inside_the_noise_of_the_previous_one_is_not_clear_of_it(tmp_path
 
     first = rec(1.2)
     assert first.beats_best and first.clear_of_best and first.previous_best_interval is None
-    clear = rec(1.3)  # [1.287, 1.313] against [1.188, 1.212]
+    assert best_line(first).startswith("beats the best so far, awaiting confirmation")
+    rec(1.2)  # confirmed: the best, median 1.2
+    clear = rec(1.3)  # [1.296, 1.304] against [1.196, 1.204]
     assert clear.beats_best and clear.clear_of_best
-    assert clear.previous_best_interval == pytest.approx([1.188, 1.212])
-    noisy = rec(1.31)  # [1.2969, 1.3231] overlaps [1.287, 1.313]
-    assert noisy.beats_best and not noisy.clear_of_best and noisy.previous_best == 1.3
-    assert not rec(1.0).clear_of_best  # not a best at all
-    assert best_line(clear) == "beats the best so far"
-    assert best_line(noisy).startswith(
-        "beats the best so far only inside the two verifies' noise (previous best "
-        "1.300x [1.287, 1.313], results/softmax/"
-    )
-    assert best_line(noisy).endswith(
-        "verify it once more and keep it only when that verify beats the previous best again"
+    assert clear.previous_best_interval == pytest.approx([1.1965, 1.2035], abs=1e-3)
+    rec(1.3)
+    noisy = rec(1.301)  # overlaps [1.296, 1.304]
+    assert noisy.beats_best and not noisy.clear_of_best and noisy.previous_best == pytest.approx(1.3)
+    assert not rec(1.1).clear_of_best  # not a best at all
+    assert best_line(noisy).startswith("beats the best so far, awaiting confirmation")
+    confirmed = rec(1.301)
+    assert best_line(confirmed).startswith(
+        "beats the best so far (confirmed), but only inside the two verifies' noise (previous best 1.300x ["
     )
 
 
@@ -186,20 +190,31 @@ def test_record_refuses_a_result_of_another_target_and_bad_names(tmp_path: Path)
     assert not ws.results_dir.exists()
 
 
-def test_cli_record_from_stdin(tmp_path: Path) -> None:
+def test_cli_record_import_is_labelled_and_a_run_id_comes_from_the_run_store(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     result = synthetic_result("gemv", "slower", 0.8)
     env = {**os.environ, "HOTKERNEL_WORKSPACE": str(ws.root)}
-    cmd = [sys.executable, "-m", "hotkernel", "record", "gemv", "-", "--who", "me", "--note", "tried", "--json"]
+    base = [sys.executable, "-m", "hotkernel", "record", "gemv"]
+    meta = ["--who", "me", "--note", "tried", "--json"]
+    cmd = [*base, "--import", "-", *meta]
     out = subprocess.run(
         cmd, input=result.model_dump_json(), capture_output=True, text=True, env=env, cwd=ws.root, timeout=120
     )
     assert out.returncode == 0, out.stderr
     reply = json.loads(out.stdout)
     assert reply["verdict"] == "slower" and reply["beats_best"] is False
-    assert (ws.root / reply["path"]).is_file()
+    assert json.loads((ws.root / reply["path"]).read_text())["imported"] is True
+    assert "imported" in ws.leaderboard.read_text()
     bad = subprocess.run(cmd, input="{not json", capture_output=True, text=True, env=env, cwd=ws.root, timeout=120)
     assert bad.returncode == 1 and "not a verify result" in bad.stderr and "Traceback" not in bad.stderr
+    stdin = subprocess.run([*base, "-", *meta], capture_output=True, text=True, env=env, cwd=ws.root, timeout=120)
+    assert stdin.returncode == 1 and "is not one" in stdin.stderr  # JSON is not taken from outside any more
+
+    save_run(ws, synthetic_result("gemv", "faster", 1.5))
+    stored = subprocess.run([*base, "--latest", *meta], capture_output=True, text=True, env=env, cwd=ws.root)
+    assert stored.returncode == 0, stored.stderr
+    kept = json.loads((ws.root / json.loads(stored.stdout)["path"]).read_text())
+    assert kept["imported"] is False and kept["run_id"] == run_ids(ws)[-1]
 
 
 def test_record_refuses_what_does_not_describe_the_target(tmp_path: Path) -> None:

@@ -1,4 +1,9 @@
-"""``hotkernel record TARGET RESULT_JSON``: keep a verify result, regenerate LEADERBOARD.md."""
+"""``hotkernel record TARGET RUN_ID | --latest | --import FILE``: keep a verify result, regenerate LEADERBOARD.md.
+
+The result comes from the workspace's run store (``.hotkernel/runs/``, written by ``verify``), by its id; a
+result from elsewhere is recorded only through ``--import FILE`` and is labelled imported on the board. Either
+way ``record`` refuses a result whose verdict, speedup or interval does not follow from its samples.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +16,15 @@ from pydantic import ValidationError
 
 from hotkernel.cli.commands.bench import console, print_json
 from hotkernel.errors import HotkernelError
-from hotkernel.reconcile.sync import record_and_keep
+from hotkernel.reconcile.keep import record_and_keep
 from hotkernel.run.models import VerifyResult
+from hotkernel.run.runstore import latest_verify, load_run, verify_runs
 from hotkernel.store.models import RecordResult
-from hotkernel.workspace.paths import find_workspace
+from hotkernel.workspace.paths import Workspace, find_workspace
 
 
-def read_verify_result(source: str) -> object:
-    """Parse the JSON ``hotkernel verify --json`` wrote, from a file or ``-`` (stdin)."""
+def read_verify_result(source: str) -> VerifyResult:
+    """Parse the JSON ``hotkernel verify --json`` wrote, from a file or ``-`` (stdin): the ``--import`` path."""
 
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
@@ -34,38 +40,89 @@ def read_verify_result(source: str) -> object:
         ) from None
 
 
+def stored_result(ws: Workspace, target: str, run_id: str | None, latest: bool) -> tuple[str, VerifyResult]:
+    """(run id, result) of a verify in the run store: ``run_id``, or the newest of ``target`` with ``latest``."""
+    if latest == (run_id is not None):
+        raise HotkernelError(
+            f"record: pass one run id or --latest (list the runs with `hotkernel record {target} --runs`), "
+            "or --import FILE for a result from elsewhere"
+        )
+    stored = latest_verify(ws, target) if latest else load_run(ws, str(run_id))
+    if stored.kind != "verify":
+        raise HotkernelError(f"record: run {stored.run_id} is a bench, not a verify; record a verify's run")
+    return stored.run_id, stored.result  # type: ignore[return-value]
+
+
+def run_lines(ws: Workspace, target: str) -> list[str]:
+    """One line per stored verify of ``target``, oldest first: id, verdict, speedup."""
+    lines = []
+    for stored in verify_runs(ws, target):
+        result = stored.result
+        speed = f" {result.speedup:.3f}x" if isinstance(result, VerifyResult) and result.speedup else ""
+        lines.append(f"{stored.run_id}  {getattr(result, 'verdict', '?')}{speed}")
+    return lines or [f"no stored verify of {target}: run `hotkernel verify` first"]
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``record`` command to the CLI."""
 
     @app.command("record")
     def record_command(
         target: str = typer.Argument(..., help="target name, e.g. rmsnorm"),
-        result_json: str = typer.Argument(..., help="file `hotkernel verify --json` wrote, or - for stdin"),
-        who: str = typer.Option(..., "--who", help="honest author of the candidate (person, or agent + model)"),
-        note: str = typer.Option(..., "--note", help="one line: what the candidate changed"),
+        run_id: str | None = typer.Argument(None, help="id of a verify in the run store (`--runs` lists them)"),
+        who: str = typer.Option("", "--who", help="honest author of the candidate (person, or agent + model)"),
+        note: str = typer.Option("", "--note", help="one line: what the candidate changed"),
+        latest: bool = typer.Option(False, "--latest", help="record the newest stored verify of TARGET"),
+        import_file: str | None = typer.Option(
+            None, "--import", help="record a result from elsewhere (a `verify --json` file, - for stdin), labelled"
+        ),
+        confirms: str | None = typer.Option(
+            None, "--confirms", help="the record (results/TARGET/....json) of the first verify this one confirms"
+        ),
+        runs: bool = typer.Option(False, "--runs", help="list TARGET's stored verifies and record nothing"),
         as_json: bool = typer.Option(False, "--json", help="print the RecordResult as JSON"),
     ) -> None:
-        """Write results/TARGET/<UTC time>.json and regenerate LEADERBOARD.md; say if it beats the best."""
+        """Write results/TARGET/<UTC time>.json from a stored verify and regenerate LEADERBOARD.md; say whether
+        it beats the best and whether a second verify confirms it yet."""
 
         ws = find_workspace()
-        result = record_and_keep(ws, target, read_verify_result(result_json), note=note, who=who)
-        if as_json:
-            print_json(result)
+        if runs:
+            for line in run_lines(ws, target):
+                console().print(line, markup=False, highlight=False)
             return
-        best = best_line(result)
-        speed = f" {result.speedup:.3f}x" if result.speedup is not None else ""
-        console().print(f"recorded {result.path}: {result.verdict}{speed}; {best}")
+        found: str | None = None
+        if import_file is not None:
+            if run_id is not None or latest:
+                raise HotkernelError("record: --import FILE takes no run id and no --latest")
+            result = read_verify_result(import_file)
+        else:
+            found, result = stored_result(ws, target, run_id, latest)
+        imported = import_file is not None
+        outcome = record_and_keep(
+            ws, target, result, note=note, who=who, run_id=found, imported=imported, confirms=confirms
+        )
+        if as_json:
+            print_json(outcome)
+            return
+        speed = f" {outcome.speedup:.3f}x" if outcome.speedup is not None else ""
+        label = " (imported)" if imported else ""
+        console().print(f"recorded {outcome.path}{label}: {outcome.verdict}{speed}; {best_line(outcome)}")
 
 
 def best_line(result: RecordResult) -> str:
-    """Whether the record beats the best so far, and when it does only by the two verifies' noise, what to do."""
+    """Whether the record beats the best so far, whether a second verify confirms it, and what to do."""
     if not result.beats_best:
         return "does not beat the best so far"
+    if result.awaiting_confirmation:
+        return (
+            "beats the best so far, awaiting confirmation: it is crowned once a second verify of the same files is "
+            "also faster with an overlapping interval (`hotkernel sync` runs it; or verify again and record with "
+            f"--confirms {result.path})"
+        )
     if result.clear_of_best or not result.previous_best_interval or result.previous_best is None:
-        return "beats the best so far"
+        return "beats the best so far (confirmed)"
     low, high = result.previous_best_interval
     return (
-        f"beats the best so far only inside the two verifies' noise (previous best {result.previous_best:.3f}x "
-        f"[{low:.3f}, {high:.3f}], {result.previous_best_path}): verify it once more and keep it only when "
-        "that verify beats the previous best again"
+        f"beats the best so far (confirmed), but only inside the two verifies' noise (previous best "
+        f"{result.previous_best:.3f}x [{low:.3f}, {high:.3f}], {result.previous_best_path})"
     )
