@@ -18,7 +18,10 @@ S=$SECONDS
 for i in 1 2; do
   if [ "$i" -gt 1 ] && [ $((SECONDS - S)) -gt $((BUDGET_S / 2)) ]; then echo "run $i skipped: budget"; break; fi
   t0=$SECONDS
-  python3 -m hotkernel sync $TARGETS --from-scratch --json > "$OUT/sync_$i.json" 2> "$OUT/sync_$i.err"
+  # HK_SYNC_ALL_FIRST=1: the first run is the whole workspace, the CPU target included (its wall time is the
+  # "whole workspace from scratch" figure); the second run re-syncs the GPU targets only.
+  names=$TARGETS; [ "$i" = 1 ] && [ "${HK_SYNC_ALL_FIRST:-0}" = 1 ] && names=""
+  python3 -m hotkernel sync $names --from-scratch --json > "$OUT/sync_$i.json" 2> "$OUT/sync_$i.err"
   echo "sync run $i rc=$? wall_s=$((SECONDS - t0))" | tee -a "$OUT/sync_walls.txt"
 done
 python3 -m hotkernel leaderboard > /dev/null 2>&1

@@ -92,13 +92,25 @@ def free_bytes(device: str) -> int | None:
 
 
 def tensor_bytes(entries: list[dict[str, Any]], dtype_bytes: int) -> int:
+    """Bytes of probed inputs: tensors (floats at the target's dtype), the leaves of structured inputs, the
+    Model's ``state`` as the probe sized it; Python scalars hold none."""
     total = 0
     for entry in entries:
-        count = 1
-        for dim in entry["shape"]:
-            count *= int(dim)
-        total += count * (dtype_bytes if entry.get("floating") else DTYPE_BYTES.get(entry["dtype"], 8))
+        kind = entry.get("kind", "tensor")
+        if kind == "state":
+            total += int(entry.get("bytes") or 0)
+        elif kind == "tree":
+            total += tensor_bytes(entry.get("leaves") or [], dtype_bytes)
+        elif kind == "tensor":
+            count = 1
+            for dim in entry["shape"]:
+                count *= int(dim)
+            total += count * (dtype_bytes if entry.get("floating") else DTYPE_BYTES.get(entry["dtype"], 8))
     return total
+
+
+def is_model_state(entry: dict[str, Any]) -> bool:
+    return "param" in entry or entry.get("kind") == "state"
 
 
 def step_import_and_fit(log: Log, kb: Path, device: str, problems: list[int] | None, dtype_bytes: int) -> list[int]:
@@ -115,8 +127,8 @@ def step_import_and_fit(log: Log, kb: Path, device: str, problems: list[int] | N
         for item, reply in zip(result.imported, probe_problems(ws, paths), strict=True):
             probe = reply["probe"]
             entries = probe["shapes"][0]
-            own = tensor_bytes([e for e in entries if "param" not in e], dtype_bytes)
-            params = tensor_bytes([e for e in entries if "param" in e], dtype_bytes)
+            own = tensor_bytes([e for e in entries if not is_model_state(e)], dtype_bytes)
+            params = tensor_bytes([e for e in entries if is_model_state(e)], dtype_bytes)
             out = tensor_bytes(probe.get("outputs") or [], dtype_bytes)
             _, refusal = fit(own, params, out, 2, free, "cuda" if device == "cuda" else "cpu")
             log(step="fit", target=item.target, fits=refusal is None, refusal=refusal, input_bytes=own,
