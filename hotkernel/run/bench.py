@@ -19,6 +19,7 @@ from hotkernel.errors import HotkernelError
 from hotkernel.manifest.python import user_python
 from hotkernel.run import runner
 from hotkernel.run.models import BenchResult, RunSummary, SampleStats
+from hotkernel.run.runstore import save_run
 from hotkernel.workspace.paths import Workspace
 
 Progress = Callable[[int, int, str], None]
@@ -189,19 +190,22 @@ def bench(
     timed = [r for r in runs if r.index >= 0 and r.status == "ok" and r.ms is not None]
     first_ok = next((r for r in runs if r.status == "ok" and r.data), None)
     data = first_ok.data if first_ok and first_ok.data else {}
-    return BenchResult(
-        script=display_path(ws, path),
-        status="ok" if failure is None else failure.status,
-        reason=None if failure is None else failure.reason,
-        n=n,
-        warmup=warmup,
-        stats=sample_stats([r.ms for r in timed if r.ms is not None]),
-        target=data.get("target"),
-        device=data.get("device"),
-        contract={k: data.get(k) for k in CONTRACT_FIELDS if k in data},
-        per_shape=list(data.get("per_shape") or []),
-        python=python,
-        runs=runs,
+    return save_run(  # the run store keeps every result the runner produced
+        ws,
+        BenchResult(
+            script=display_path(ws, path),
+            status="ok" if failure is None else failure.status,
+            reason=None if failure is None else failure.reason,
+            n=n,
+            warmup=warmup,
+            stats=sample_stats([r.ms for r in timed if r.ms is not None]),
+            target=data.get("target"),
+            device=data.get("device"),
+            contract={k: data.get(k) for k in CONTRACT_FIELDS if k in data},
+            per_shape=list(data.get("per_shape") or []),
+            python=python,
+            runs=runs,
+        ),
     )
 
 

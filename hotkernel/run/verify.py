@@ -39,6 +39,7 @@ from hotkernel.run.bench import (
     target_context,
 )
 from hotkernel.run.models import RunSummary, SideSummary, VerifyResult
+from hotkernel.run.runstore import save_run
 from hotkernel.run.verdict import (
     DEFAULT_ALPHA,
     MIN_EPSILON,
@@ -183,7 +184,7 @@ def verify(
                 )
 
             state.run_all(one, cancel)
-    return state.result(ws, paths, python)
+    return save_run(ws, state.result(ws, paths, python))  # the run store: what `record RUN_ID` keeps
 
 
 @dataclass
