@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import textwrap
 import time
@@ -89,36 +90,16 @@ async def call(client: Client, name: str, args: dict | None = None, **kwargs):
 
 
 async def test_tools_listed(workspace: Path) -> None:
-    expected = {
-        "gpu_info",
-        "roofline",
-        "torch_trace",
-        "profile",
-        "profile_diff",
-        "top_kernels",
-        "disasm",
-        "bench",
-        "verify",
-        "record",
-        "new_target",
-        "list_targets",
-        "show_target",
-        "add_target",
-        "update_target",
-        "remove_target",
-        "plan",
-        "sync",
-        "leaderboard",
-        "history",
-        "invalidate_record",
-        "calibrate",
-        "job_status",
-        "cancel_job",
-        "list_jobs",
-    }
+    """The README lists exactly the server's tools (between its hotkernel:mcp-tools markers)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- hotkernel:mcp-tools", 1)[1].split("<!-- hotkernel:mcp-tools:end -->", 1)[0]
+    listed = re.findall(r"`([a-z_]+)`", block.split("-->", 1)[1])
     async with Client(build_server(workspace)) as client:
-        names = {tool.name for tool in (await client.list_tools()).tools}
-    assert expected <= names, f"missing tools: {sorted(expected - names)}"
+        names = [tool.name for tool in (await client.list_tools()).tools]
+    assert len(names) == len(set(names)) and len(listed) == len(set(listed))
+    extra, missing = sorted(set(listed) - set(names)), sorted(set(names) - set(listed))
+    assert not extra and not missing, f"README.md lists {extra} the server lacks and misses {missing}"
+    assert {"verify", "sync", "profile_diff", "import_suite", "job_status"} <= set(names)
 
 
 async def test_list_and_show_target(workspace: Path) -> None:
