@@ -441,10 +441,10 @@ def perturbation_of_call(
 
 
 def gather_per_set(torch: Any, flats: list[Any], index: Any) -> Any:
-    """``out[j] = flats[j % K][index[j]]``."""
+    """``out[j] = flats[j % K][index[j]]`` (fewer calls than sets: the first ``index.numel()`` sets only)."""
     k_sets = len(flats)
     out = torch.empty(index.numel(), dtype=flats[0].dtype, device=index.device)
-    for k in range(k_sets):
+    for k in range(min(k_sets, index.numel())):
         picks = torch.arange(k, index.numel(), k_sets, device=index.device)
         out[picks] = flats[k][index[picks]]
     return out
@@ -478,7 +478,6 @@ class Perturbation:
             return
         torch, kind = self.torch, self.flats[0].dtype
         self.pos = torch.zeros(n, dtype=torch.int64, device=self.device)
-        self.val = torch.zeros(n, dtype=kind, device=self.device)
         self.orig = torch.zeros(n, dtype=kind, device=self.device)
         self.writes = (torch.zeros(n, 2, dtype=torch.int64, device=self.device),
                        torch.zeros(n, 2, dtype=kind, device=self.device))
@@ -494,10 +493,10 @@ class Perturbation:
         torch, flats = self.torch, self.flats
         pos, second = perturbation_draws(torch, flats[0].numel(), self.n, seed, self.device, self.own_elements,
                                          self.dtype)
+        values = gather_per_set(torch, flats, second) if self.own_elements else second
         self.pos.copy_(pos)
-        self.val.copy_(gather_per_set(torch, flats, second) if self.own_elements else second)
         self.orig.copy_(gather_per_set(torch, flats, pos))
-        write_pos, write_val = fused_perturbation(torch, self.pos, self.val, self.orig, len(flats))
+        write_pos, write_val = fused_perturbation(torch, self.pos, values, self.orig, len(flats))
         self.writes[0].copy_(write_pos)
         self.writes[1].copy_(write_val)
 
