@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from hotkernel._util.fs import atomic_write_text
 from hotkernel.contract import build
 from hotkernel.errors import HotkernelError
+from hotkernel.run.signature import adapter_note, inputs_note
 from hotkernel.workspace.paths import Workspace, validate_target_name
 
 CONTRACT_NAME = "hk_contract.py"
@@ -131,25 +132,9 @@ def _context(resolved: dict[str, Any], protocol: int | None = None) -> dict[str,
         "rtol": resolved.get("rtol"),
         "dtype": resolved.get("dtype"),
         "device": resolved.get("device"),
-        "problem_note": problem_note(resolved, positional),
+        "inputs_note": inputs_note(resolved),
+        "adapter_note": adapter_note(resolved),
     }
-
-
-def problem_note(resolved: dict[str, Any], positional: list[str]) -> str:
-    """For a module problem (docs/suites.md): which inputs are its own and which are the Model's tensors."""
-    if "cases" not in resolved:
-        return ""
-    own = [name for name in positional if name in resolved["rotate"]]
-    model = [name for name in positional if name not in resolved["rotate"]]
-    text = (
-        f"\nA module problem (docs/suites.md): first its own inputs ({', '.join(own)}; integer ones keep their dtype)"
-    )
-    if model:
-        text += (
-            f", then the Model's parameters and buffers ({', '.join(model)}: named_parameters(), then "
-            "named_buffers(), '.' written '_')"
-        )
-    return text + "."
 
 
 def expected_baseline(resolved: dict[str, Any], *, protocol: int | None = None) -> str:

@@ -96,3 +96,58 @@ def test_untouched_candidate_follows_the_manifest_edited_one_never(tmp_path) -> 
     edited = candidate.read_text()
     render_target(ws, first["name"], first)
     assert candidate.read_text() == edited  # an edited candidate is never overwritten
+
+
+def _problem(inputs: list[dict], **keys: object) -> dict:
+    return default_resolved(**{"from": "./problems/task.py", "kwargs": {}, "cases": [], "inputs": inputs, **keys})
+
+
+def _docstring(text: str) -> str:
+    import ast
+
+    return ast.get_docstring(ast.parse(text)) or ""
+
+
+def test_candidate_of_a_function_target_lists_each_tensor_and_the_kwargs() -> None:
+    doc = _docstring(render.initial_candidate(default_resolved()))
+    assert "  x: fp32 tensor, 64x256 at the headline shape, on cpu" in doc
+    assert "  w: fp32 tensor, 256 at the headline shape, on cpu" in doc
+    assert "The manifest's kwargs come as keyword arguments." in doc
+    assert "state" not in doc and "custom_kernel" not in render.initial_candidate(default_resolved())
+
+
+def test_candidate_of_a_kernelbench_problem_says_what_state_holds_and_the_mode() -> None:
+    inputs = [{"name": "x", "shapes": [[32, 16]]}, {"name": "scale", "shapes": None}, {"name": "state", "shapes": None}]
+    text = render.initial_candidate(_problem(inputs))
+    doc = _docstring(text)
+    assert "def kernel(x, scale, state):" in text and "_baseline_kernel(x, scale, state)" in text
+    assert "x: fp32 tensor (an integer one keeps its dtype), 32x16 at the headline shape" in doc
+    assert "scale: made by the problem file and passed as it makes it: a Python scalar" in doc
+    state = doc[doc.index("  state: ") :]
+    assert "{state_dict key: tensor}" in state and "named_parameters() then named_buffers()" in state
+    assert "training mode for KernelBench" in " ".join(state.split())
+    assert "torch.func.functional_call(model, state, (x, scale))" in doc
+    one = render.initial_candidate(_problem([inputs[0], inputs[2]]))
+    assert "torch.func.functional_call(model, state, (x,))" in one
+    compile(text, "candidate.py", "exec")
+
+
+def test_candidate_of_a_gpumode_task_names_the_buffer_and_the_adapter() -> None:
+    inputs = [{"name": "x0", "shapes": [[4096]]}, {"name": "x1", "shapes": [[4096]]}]
+    text = render.initial_candidate(_problem(inputs, outputs=["x1"], cases=[{"size": 4096}]))
+    doc = " ".join(_docstring(text).split())
+    assert "x0: a tensor of the dtype generate_input gives it, 4096 at the headline shape" in doc
+    assert "x1: a tensor of the dtype generate_input gives it, 4096 at the headline shape, on cpu; a " in doc
+    assert "destination buffer: write the result into it and return it" in doc
+    assert "x0: a tensor of the dtype generate_input gives it, 4096 at the headline shape, on cpu; a" not in doc
+    assert "state" not in doc and "functional_call" not in doc
+    line = "kernel = lambda *data: custom_kernel(tuple(data))"
+    assert f"# {line}" in text
+    # the line works: GPU MODE's custom_kernel(data) unpacks the tuple it is given
+    scope: dict = {"custom_kernel": lambda data: (lambda x, out: out)(*data)}
+    exec(line, scope)
+    assert scope["kernel"](1, 2) == 2
+    single = render.initial_candidate(_problem([{"name": "data", "shapes": None}], cases=[{"rows": 64}]))
+    assert "# kernel = custom_kernel\n" in single
+    assert "data: made by the problem file and passed as it makes it" in " ".join(_docstring(single).split())
+    compile(text, "candidate.py", "exec")
