@@ -100,6 +100,15 @@ async def test_tools_listed(workspace: Path) -> None:
     extra, missing = sorted(set(listed) - set(names)), sorted(set(names) - set(listed))
     assert not extra and not missing, f"README.md lists {extra} the server lacks and misses {missing}"
     assert {"verify", "sync", "profile_diff", "import_suite", "job_status"} <= set(names)
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
+    table = docs.split("\n## Tools\n", 1)[1].split("\n## ", 1)[0]
+    documented = {
+        name
+        for row in table.splitlines()
+        if row.startswith("| `")
+        for name in re.findall(r"`([a-z_]+)`", row.split("|")[1])
+    }
+    assert documented == set(names), f"docs/mcp.md's tools table: {sorted(set(names) ^ documented)}"
 
 
 async def test_list_and_show_target(workspace: Path) -> None:
