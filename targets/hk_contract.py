@@ -374,10 +374,10 @@ class ProblemBaseline:
 # ======================================== probe.py ==========================================================
 PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant, tried first
 SCALE_MIN_DIM = 64  # --scale shrinks every dimension constant above this (channels of 3 or 16 stay)
-FLAG_DIM = 32  # the flags' real run: dimension constants above this become this, the batch 2
+FLAG_DIM = 16  # the flags' real run: dimension constants above this become this, the batch 2
 OUTPUT_PROBE_S = 2.0  # the outputs at the problem's own shapes on the meta device (an RNN unrolls slowly there)
 REAL_RUN_S = 60.0  # one real run (shapes that only a real run tells)
-FLAG_RUN_S = 10.0  # the flags' run at reduced size
+FLAG_RUN_S = 5.0  # the flags' run at reduced size
 FLAG_STATE_BYTES = 64 << 20  # a Model above this is not built for real to find flags
 REAL_RUN_FACTOR = 3  # a real run is estimated at this many times the inputs' bytes
 REFERENCE_ALIASES = ("ref_kernel", "reference", "ref", "reference_kernel", "ref_impl", "reference_impl")
@@ -469,6 +469,11 @@ def time_limit(seconds: float) -> Iterator[None]:
         return
 
     def expire(signum: int, frame: Any) -> None:
+        while frame is not None:  # never inside an import: a half-imported module would break later problems
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                signal.setitimer(signal.ITIMER_REAL, 0.1)
+                return
+            frame = frame.f_back
         raise ProbeLimit(f"ran past {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
@@ -914,8 +919,9 @@ def probe_problem(
 
 def probe_warm_up(torch: Any) -> None:
     """The first meta convolution imports torch._dynamo (seconds): once, before any time limit runs."""
-    with contextlib.suppress(Exception), torch.device("meta"):
-        torch.nn.BatchNorm2d(1)(torch.nn.Conv2d(1, 1, 1)(torch.empty(2, 1, 2, 2)))
+    for device in ("meta", "cpu"):
+        with contextlib.suppress(Exception), torch.device(device), torch.no_grad():
+            torch.nn.BatchNorm2d(1)(torch.nn.Conv2d(1, 1, 1)(torch.ones(2, 1, 2, 2))).tril()
 
 
 def probe_main(argv: list[str]) -> None:
@@ -1943,6 +1949,9 @@ CHECKS: tuple[Check, ...] = (
     Check("import_failed", "worker", "invalid", None, "the script imports and has `kernel`"),
     Check("functions_unpatched", "worker", "invalid", None,
           "timer, comparison, RNG and the contract's own functions are the objects saved before the import"),
+    Check("output_plain_tensor", "worker", "invalid", as_outputs,
+          "every output is a plain torch.Tensor: not a subclass (which decides what every operation on it, the "
+          "checks' own included, returns) and not another object"),
     Check("timer_consistent_with_wall_clock", "worker", "invalid", check_wall_clock,
           "the timer's event time explains the wall clock"),
     Check("inputs_unchanged", "output", "incorrect", check_inputs_unchanged, "the kernel left its inputs alone"),
@@ -1956,6 +1965,9 @@ CHECKS: tuple[Check, ...] = (
     Check("timed_outputs_match_reference", "output", "incorrect", None,
           "outputs of checked timed calls (perturbed inputs) match the reference"),
     Check("faster_than_floor", "shape", "invalid", check_floor, "no faster than the copy ceiling allows"),
+    Check("reference_deterministic", "judge", "invalid", None,
+          "the reference gives the same outputs under two RNG seeds (a Model with dropout in training mode does "
+          "not: its output is noise, which cannot be judged)"),
     Check("outputs_stable_during_judging", "judge", "invalid", None,
           "handed-over buffers did not change while the judge read them"),
 )

@@ -1,22 +1,38 @@
-"""Probing a problem file: its inputs, the Model's tensors and its outputs, found without allocating the inputs
-(run in the user's python by ``hotkernel new`` and ``hotkernel import``)."""
+"""Probing a problem file: every input (tensors, scalars, structured inputs, the Model's state), the outputs,
+the destination buffers and the flags of a problem, found on the meta device or under FakeTensorMode, or by one
+real run within a memory check where the shapes are data dependent (run in the user's python by ``hotkernel
+new`` and ``hotkernel import``; one process probes a whole suite)."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import json
-import keyword
 import os
-import re
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from .problems import problem_format
 from .spec import load_file_module
 
-# ---- probing a problem file without allocating its inputs (run by ``hotkernel new`` / ``hotkernel import``) ----
-PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant --scale shrinks, tried first
+PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant, tried first
+SCALE_MIN_DIM = 64  # --scale shrinks every dimension constant above this (channels of 3 or 16 stay)
+FLAG_DIM = 16  # the flags' real run: dimension constants above this become this, the batch 2
+OUTPUT_PROBE_S = 2.0  # the outputs at the problem's own shapes on the meta device (an RNN unrolls slowly there)
+REAL_RUN_S = 60.0  # one real run (shapes that only a real run tells)
+FLAG_RUN_S = 5.0  # the flags' run at reduced size
+FLAG_STATE_BYTES = 64 << 20  # a Model above this is not built for real to find flags
+REAL_RUN_FACTOR = 3  # a real run is estimated at this many times the inputs' bytes
+REFERENCE_ALIASES = ("ref_kernel", "reference", "ref", "reference_kernel", "ref_impl", "reference_impl")
+NOT_A_REFERENCE = ("generate_input", "check_implementation", "custom_kernel", "make_match_reference")
+GIB = float(1 << 30)
+
+
+class ProbeLimit(Exception):
+    """A probe step ran past its time limit."""
 
 
 def problem_error(path: str, err: BaseException, what: str) -> str:
@@ -31,22 +47,281 @@ def problem_error(path: str, err: BaseException, what: str) -> str:
     return f"{where}: {what} raised {type(err).__name__}: {str(err)[:300]}"
 
 
-def _tensor_entries(torch: Any, values: Any, what: str, *, scalars: bool = False) -> list[dict[str, Any]]:
-    items = list(values) if isinstance(values, (tuple, list)) else [values]
-    entries = []
-    for index, item in enumerate(items):
-        if not isinstance(item, torch.Tensor):
-            raise ValueError(f"{what} gives a {type(item).__name__} at position {index}, not a tensor")
-        if item.dim() == 0 and not scalars:
-            raise ValueError(f"{what} gives a 0-d tensor at position {index} (hotkernel inputs have a shape)")
-        entries.append(
-            {
-                "shape": list(item.shape),
-                "dtype": str(item.dtype).replace("torch.", ""),
-                "floating": bool(item.is_floating_point()),
-            }
+# ---- describing values ------------------------------------------------------------------------------------
+def _tensor(t: Any) -> dict[str, Any]:
+    return {
+        "shape": list(t.shape),
+        "dtype": str(t.dtype).replace("torch.", ""),
+        "floating": bool(t.is_floating_point()),
+    }
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def leaves(torch: Any, value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """(path, leaf) of every tensor and scalar in ``value``: containers through ``torch.utils._pytree``,
+    dataclasses and plain objects through their fields (``.name``)."""
+    from torch.utils import _pytree as pytree
+
+    if isinstance(value, torch.Tensor) or _is_scalar(value):
+        return [(path, value)]
+    flat, _ = pytree.tree_flatten_with_path(value)
+    if len(flat) != 1 or flat[0][0]:  # a container pytree knows
+        found: list[tuple[str, Any]] = []
+        for keys, leaf in flat:
+            found += leaves(torch, leaf, path + pytree.keystr(keys))
+        return found
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    elif hasattr(value, "__dict__") and not callable(value):
+        fields = {k: v for k, v in vars(value).items() if not k.startswith("_")}
+    else:
+        raise ValueError(
+            f"{path or 'the value'} is a {type(value).__name__}, neither a tensor, a scalar nor a container"
         )
-    return entries
+    found = []
+    for key, item in fields.items():
+        found += leaves(torch, item, f"{path}.{key}")
+    return found
+
+
+def describe(torch: Any, name: str, value: Any) -> dict[str, Any]:
+    """One top-level input entry: ``tensor`` (0-d included), ``scalar`` (a constant of the case) or ``tree``."""
+    if isinstance(value, torch.Tensor):
+        return {"name": name, "kind": "tensor", **_tensor(value)}
+    if _is_scalar(value):
+        return {"name": name, "kind": "scalar", "value": value}
+    found = [{"path": p, **_tensor(leaf)} for p, leaf in leaves(torch, value) if isinstance(leaf, torch.Tensor)]
+    return {"name": name, "kind": "tree", "type": type(value).__name__, "leaves": found}
+
+
+def describe_outputs(torch: Any, out: Any) -> list[dict[str, Any]]:
+    items = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [describe(torch, f"out{index}", item) for index, item in enumerate(items)]
+
+
+def tensor_bytes(torch: Any, value: Any) -> int:
+    return sum(t.numel() * t.element_size() for _, t in leaves(torch, value) if isinstance(t, torch.Tensor))
+
+
+# ---- limits: time and memory --------------------------------------------------------------------------------
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ProbeLimit after ``seconds`` (SIGALRM; no limit off the main thread or without SIGALRM)."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        while frame is not None:  # never inside an import: a half-imported module would break later problems
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                signal.setitimer(signal.ITIMER_REAL, 0.1)
+                return
+            frame = frame.f_back
+        raise ProbeLimit(f"ran past {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _proc_bytes(file: str, key: str) -> int | None:
+    try:
+        with open(file, encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def probe_free_bytes(torch: Any, device: str) -> int | None:
+    """Memory free for a real run on ``device`` (None: unknown)."""
+    if device.startswith("cuda"):
+        return int(torch.cuda.mem_get_info()[0])
+    return _proc_bytes("/proc/meminfo", "MemAvailable")
+
+
+@contextlib.contextmanager
+def memory_cap(torch: Any, device: str, need: int | None, what: str) -> Iterator[None]:
+    """A real run on ``device``: refused with the numbers when ``need`` (estimated bytes) exceeds the free
+    memory, and its allocations capped at the free memory (CPU: RLIMIT_AS; CUDA: the allocator's fraction), so
+    running out is a ValueError with the numbers, never a killed probe."""
+    free = probe_free_bytes(torch, device)
+    if free is not None and need is not None and need > free:
+        raise ValueError(f"{what} needs about {need / GIB:.2f} GiB on {device}, {free / GIB:.2f} GiB free")
+    restore: Callable[[], None] = lambda: None  # noqa: E731
+    if free is not None and device.startswith("cuda"):
+        total = torch.cuda.get_device_properties(torch.device(device)).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, free / total))
+        restore = lambda: torch.cuda.set_per_process_memory_fraction(1.0)  # noqa: E731
+    elif free is not None:
+        import resource
+
+        size, old = _proc_bytes("/proc/self/status", "VmSize"), resource.getrlimit(resource.RLIMIT_AS)
+        if size is not None and (old[0] == resource.RLIM_INFINITY or old[0] > size + free):
+            resource.setrlimit(resource.RLIMIT_AS, (size + free, old[1]))
+            restore = lambda: resource.setrlimit(resource.RLIMIT_AS, old)  # noqa: E731
+    try:
+        yield
+    except (MemoryError, RuntimeError) as err:
+        if isinstance(err, MemoryError) or "out of memory" in str(err) or "can't allocate" in str(err):
+            shown = f"{free / GIB:.2f} GiB" if free is not None else "the memory"
+            raise ValueError(f"{what} needs more than the {shown} free on {device}") from None
+        raise
+    finally:
+        restore()
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+
+def probe_device(torch: Any, device: str | None) -> str:
+    if device:
+        return device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+# ---- a GPU MODE reference under other names ---------------------------------------------------------------
+def _defined_here(module: Any, value: Any) -> bool:
+    return inspect.isfunction(value) and getattr(value, "__module__", None) == module.__name__
+
+
+def reference_function(module: Any) -> tuple[str, Callable[..., Any]] | None:
+    """A GPU MODE reference's ``ref_kernel`` or its unambiguous stand-in: ``(how it was found, function)``.
+
+    In order: ``ref_kernel``; one alias (``reference``, ``ref``, ...); the function ``check_implementation``
+    closes over (``make_match_reference(fn, ...)``); the one function of one parameter the file defines besides
+    generate_input and check_implementation. None when there is none; ValueError when several fit."""
+    if callable(getattr(module, "ref_kernel", None)):
+        return "ref_kernel", module.ref_kernel
+    aliases = [n for n in REFERENCE_ALIASES[1:] if callable(getattr(module, n, None))]
+    if len(aliases) == 1:
+        return aliases[0], getattr(module, aliases[0])
+    if len(aliases) > 1:
+        raise ValueError(f"{module.__file__}: several references ({', '.join(aliases)}); name one ref_kernel")
+    check = getattr(module, "check_implementation", None)
+    cells = [c.cell_contents for c in (getattr(check, "__closure__", None) or ()) if c.cell_contents is not None]
+    closed = [v for v in cells if inspect.isfunction(v) and v.__name__ not in NOT_A_REFERENCE]
+    if len(closed) == 1:
+        return "check_implementation", closed[0]
+    single = []
+    for name, value in vars(module).items():
+        if name.startswith("_") or name in NOT_A_REFERENCE or not _defined_here(module, value):
+            continue
+        params = [p for p in inspect.signature(value).parameters.values() if p.default is p.empty]
+        if len(params) == 1:
+            single.append(name)
+    if len(single) == 1:
+        return single[0], getattr(module, single[0])
+    if len(single) > 1:
+        raise ValueError(
+            f"{module.__file__}: no ref_kernel, and several functions could be the reference "
+            f"({', '.join(single)}); name it ref_kernel"
+        )
+    return None
+
+
+def problem_layout(module: Any) -> str:
+    """``kernelbench`` or ``gpumode`` (a reference under another name included); ValueError for neither."""
+    if all(callable(getattr(module, n, None)) for n in ("Model", "get_inputs", "get_init_inputs")):
+        return "kernelbench"
+    if callable(getattr(module, "generate_input", None)) and reference_function(module) is not None:
+        return "gpumode"
+    raise ValueError(
+        f"{module.__file__}: neither a KernelBench problem (class Model, get_inputs(), "
+        "get_init_inputs()) nor a GPU MODE reference (generate_input(), ref_kernel()); "
+        "see docs/suites.md"
+    )
+
+
+# ---- dimension constants: --scale and the flags' run ---------------------------------------------------------
+def _dims(torch: Any, values: Any) -> set[int]:
+    return {int(d) for _, t in leaves(torch, values) if isinstance(t, torch.Tensor) for d in t.shape}
+
+
+def dimension_constants(module: Any, dims: set[int], above: int) -> dict[str, int]:
+    """Module-level int constants above ``above`` whose value is a dimension of an input or a Model tensor."""
+    return {
+        name: value
+        for name, value in vars(module).items()
+        if not name.startswith("_") and type(value) is int and value > above and value in dims
+    }
+
+
+def batch_constant(module: Any, inputs: Any) -> str | None:
+    """The module-level int that is the first input tensor's first dimension (``batch_size`` first)."""
+    first = next((t for _, t in leaves(sys.modules["torch"], inputs) if getattr(t, "dim", lambda: 0)() > 0), None)
+    if first is None:
+        return None
+    names = [*PROBE_BATCH_NAMES, *(n for n in vars(module) if n not in PROBE_BATCH_NAMES)]
+    return next(
+        (n for n in names if type(getattr(module, n, None)) is int and getattr(module, n) == first.shape[0]), None
+    )
+
+
+@contextlib.contextmanager
+def constants(module: Any, values: dict[str, Any]) -> Iterator[None]:
+    """The module-level constants set to ``values`` for the duration, then put back."""
+    missing = object()
+    before = {name: getattr(module, name, missing) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is missing:
+                delattr(module, name)
+            else:
+                setattr(module, name, value)
+
+
+# ---- KernelBench --------------------------------------------------------------------------------------------
+def _build(torch: Any, path: str, module: Any, device: str) -> tuple[Any, Any]:
+    """(inputs, Model) of the problem on ``device`` (errors as ``FILE:LINE: ... raised``)."""
+    try:
+        with torch.device(device):
+            inputs = list(module.get_inputs())
+    except Exception as err:  # noqa: BLE001 - reported with the file and line
+        raise ValueError(problem_error(path, err, "get_inputs()")) from None
+    try:
+        with torch.device(device):
+            model = module.Model(*module.get_init_inputs())
+    except Exception as err:  # noqa: BLE001
+        raise ValueError(problem_error(path, err, "Model(*get_init_inputs())")) from None
+    return inputs, model
+
+
+def _build_any(torch: Any, path: str, module: Any, device: str) -> tuple[Any, Any, str]:
+    """On the meta device, or (where only a real run tells: ``.item()``, data-dependent shapes) for real on
+    ``device`` within the memory check: (inputs, Model, how)."""
+    try:
+        return (*_build(torch, path, module, "meta"), "meta")
+    except ValueError as meta_error:
+        try:
+            with memory_cap(torch, device, None, f"{path}: building the problem for real"), time_limit(REAL_RUN_S):
+                return (*_build(torch, path, module, device), "real")
+        except ProbeLimit:
+            raise ValueError(f"{meta_error} (on the meta device; a real run ran past {REAL_RUN_S:g} s)") from None
+
+
+def _check_state(torch: Any, path: str, model: Any) -> None:
+    registered = {id(t) for t in [*model.parameters(), *model.buffers()]}
+    for sub_name, sub in model.named_modules():
+        for attr, value in vars(sub).items():
+            if isinstance(value, torch.Tensor) and id(value) not in registered:
+                raise ValueError(
+                    f"{path}: Model keeps the tensor {(sub_name + '.' if sub_name else '') + attr} "
+                    "outside its parameters and buffers (its values cannot follow the contract's seeds); "
+                    "register it with self.register_buffer"
+                )
 
 
 def _forward_names(module: Any, count: int) -> list[str]:
@@ -56,121 +331,261 @@ def _forward_names(module: Any, count: int) -> list[str]:
     return names[:count] if len(names) >= count else [f"x{i}" for i in range(count)]
 
 
-def _kernelbench_probe(
-    torch: Any, path: str, module: Any, scale: float | None, cases: list[dict[str, Any]] | None
+def _scaled(torch: Any, module: Any, scale: float, inputs: Any, model: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """(every dimension constant scaled, the batch alone scaled) for ``--scale``."""
+    dims = _dims(torch, inputs) | _dims(torch, list(model.parameters()) + list(model.buffers()))
+    batch = batch_constant(module, inputs)
+    names = set(dimension_constants(module, dims, SCALE_MIN_DIM)) | ({batch} if batch else set())
+    every = {n: max(1, int(round(getattr(module, n) * scale))) for n in sorted(names)}
+    return every, {n: v for n, v in every.items() if n == batch}
+
+
+def _equal(torch: Any, a: Any, b: Any) -> bool:
+    la, lb = leaves(torch, a), leaves(torch, b)
+    if len(la) != len(lb):
+        return False
+    for (_, x), (_, y) in zip(la, lb, strict=True):
+        same = torch.equal(x, y) if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) else x == y
+        if not same:
+            return False
+    return True
+
+
+def signal_flags(torch: Any, first: Any, again: Any, randoms: list[str]) -> list[str]:
+    """Flags from two real outputs of the same inputs under other random states: NaN/inf, a constant output
+    (every element equal), a random one."""
+    flags = []
+    tensors = [t for _, t in leaves(torch, first) if isinstance(t, torch.Tensor)]
+    if any(t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in tensors):
+        flags.append("the reference output holds NaN or inf")
+    if tensors and all(t.numel() > 1 and bool((t == t.flatten()[0]).all()) for t in tensors):
+        values = ", ".join(f"{t.flatten()[0].item():g}" for t in tensors)
+        flags.append(f"constant output: every element is {values}; it carries no signal")
+    if not _equal(torch, first, again):
+        what = ", ".join(randoms) if randoms else "the forward draws random numbers"
+        flags.append(f"random output: the same inputs give different outputs ({what})")
+    elif randoms:
+        flags.append(f"random modules that did not change the output: {', '.join(randoms)}")
+    return flags
+
+
+def _random_modules(torch: Any, model: Any) -> list[str]:
+    return [
+        f"{name or 'Model'}: {type(sub).__name__}(p={sub.p}) in training mode"
+        for name, sub in model.named_modules()
+        if isinstance(sub, torch.nn.modules.dropout._DropoutNd) and sub.training and sub.p > 0
+    ]
+
+
+def _kernelbench_flags(torch: Any, module: Any, inputs: Any, model: Any) -> tuple[list[str], str]:
+    """(flags, how the flags were found) from real runs on the CPU with the dimension constants shrunk."""
+    state = list(model.parameters()) + list(model.buffers())
+    randoms = _random_modules(torch, model)
+    static = [f"random output: {', '.join(randoms)}"] if randoms else []
+    if tensor_bytes(torch, state) > FLAG_STATE_BYTES:
+        return static, f"not run: the Model holds {tensor_bytes(torch, state) / GIB:.2f} GiB"
+    batch = batch_constant(module, inputs)
+    small = {n: FLAG_DIM for n in dimension_constants(module, _dims(torch, [inputs, state]), FLAG_DIM)}
+    if batch and getattr(module, batch) > 2:
+        small[batch] = 2
+    try:
+        with constants(module, small), memory_cap(torch, "cpu", None, "the flags' run"), time_limit(FLAG_RUN_S):
+            torch.manual_seed(0)
+            real = module.Model(*module.get_init_inputs())
+            torch.manual_seed(1)
+            args = module.get_inputs()
+            with torch.no_grad():
+                outs = []
+                for seed in (3, 4):
+                    torch.manual_seed(seed)
+                    outs.append(real(*args))
+    except Exception as err:  # noqa: BLE001 - flags are advice: a run that fails leaves them unchecked
+        return static, f"not run: the run at reduced size raised {type(err).__name__}: {str(err)[:120]}"
+    shown = ", ".join(f"{k}={v}" for k, v in small.items())
+    return signal_flags(torch, *outs, randoms), f"real run on cpu ({shown or 'own sizes'})"
+
+
+def kernelbench_probe(
+    torch: Any, path: str, module: Any, scale: float | None, cases: list[dict[str, Any]] | None, device: str
 ) -> dict[str, Any]:
     case: dict[str, Any] = dict(cases[0]) if cases else {}
-    if scale is not None and not case:  # the constant that is the first input's first dimension
-        try:
-            with torch.device("meta"):
-                first = list(module.get_inputs())[0]
-            head = int(first.shape[0])
-        except Exception:  # noqa: BLE001 - reported below, with the line, by the real probe
-            head = None
-        names = [*PROBE_BATCH_NAMES, *(n for n in vars(module) if n not in PROBE_BATCH_NAMES)]
-        for name in names:
-            value = getattr(module, name, None)
-            if isinstance(value, int) and not isinstance(value, bool) and value == head:
-                case[name] = max(1, int(round(value * scale)))
+    notes: list[str] = []
+    with constants(module, case):
+        inputs, model, how = _build_any(torch, path, module, device)
+    if scale is not None and not case:
+        every, batch_only = _scaled(torch, module, scale, inputs, model)
+        for candidate in (every, batch_only):
+            try:
+                with constants(module, candidate):
+                    inputs, model, how = _build_any(torch, path, module, device)
+                case = candidate
                 break
-    for name, value in case.items():
-        setattr(module, name, value)
-    try:
-        with torch.device("meta"):
-            inputs = module.get_inputs()
-    except Exception as err:  # noqa: BLE001 - reported with the file and line
-        raise ValueError(problem_error(path, err, "get_inputs()")) from None
-    entries = _tensor_entries(torch, inputs, "get_inputs()")
-    try:
-        with torch.device("meta"):
-            model = module.Model(*module.get_init_inputs())
-    except Exception as err:  # noqa: BLE001
-        raise ValueError(problem_error(path, err, "Model(*get_init_inputs())")) from None
-    registered = {id(t) for t in list(model.parameters()) + list(model.buffers())}
-    for sub_name, sub in model.named_modules():
-        for attr, value in vars(sub).items():
-            if isinstance(value, torch.Tensor) and id(value) not in registered:
-                raise ValueError(
-                    f"{path}: Model keeps the tensor {(sub_name + '.' if sub_name else '') + attr} "
-                    "outside its parameters and buffers (its values cannot follow the contract's seeds)"
-                )
-    names = _forward_names(module, len(entries))
-    for entry, name in zip(entries, names, strict=True):
-        entry["name"] = name
-    taken = set(names)
-    state = list(model.named_parameters()) + list(model.named_buffers())
-    for key, tensor in state:
-        base = re.sub(r"\W", "_", key)
-        name = base if base.isidentifier() and not keyword.iskeyword(base) and base not in taken else "p_" + base
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        entry = _tensor_entries(torch, [tensor], f"the Model's tensor {key}")[0]
-        entries.append({**entry, "name": name, "param": key})
+            except ValueError as err:
+                notes.append(f"--scale of {', '.join(candidate)} failed: {str(err)[:200]}")
+        if case and case is batch_only and every != batch_only:
+            notes.append(f"--scale shrank only {', '.join(batch_only) or 'nothing'}")
+    with constants(module, case):
+        return _kernelbench_reply(torch, path, module, case, inputs, model, how, notes)
+
+
+def _kernelbench_reply(
+    torch: Any, path: str, module: Any, case: dict[str, Any], inputs: Any, model: Any, how: str, notes: list[str]
+) -> dict[str, Any]:
+    _check_state(torch, path, model)
+    names = _forward_names(module, len(inputs))
+    entries = [describe(torch, name, value) for name, value in zip(names, inputs, strict=True)]
+    state = list(model.parameters()) + list(model.buffers())
+    entries.append({"name": "state", "kind": "state", "tensors": len(state), "bytes": tensor_bytes(torch, state)})
     outputs = None
     try:
-        with torch.no_grad():
-            out = model(*inputs)
-    except Exception:  # noqa: BLE001 - an op without a meta kernel: outputs are checked at the first run
-        out = None
-    if out is not None:
-        outputs = _tensor_entries(torch, out, "Model.forward", scalars=True)
-    return {"format": "kernelbench", "cases": [case] if case else None, "shapes": [entries], "outputs": outputs}
+        with torch.no_grad(), time_limit(OUTPUT_PROBE_S):
+            outputs = describe_outputs(torch, model(*inputs))
+    except Exception:  # noqa: BLE001 - no meta kernel, or too slow on meta: outputs are checked at the first run
+        outputs = None
+    flags, flag_run = _kernelbench_flags(torch, module, inputs, model)
+    return {
+        "format": "kernelbench",
+        "cases": [case] if case else None,
+        "shapes": [entries],
+        "outputs": outputs,
+        "destinations": [],
+        "flags": flags + notes,
+        "flag_run": flag_run,
+        "mode": "train" if model.training else "eval",
+        "how": how,
+        "reference": None,
+    }
 
 
-def _gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]]) -> dict[str, Any]:
-    """Under FakeTensorMode: a reference's generate_input names its device (``device="cuda"``), which the meta
-    device context would not override; fake tensors of any device hold no memory."""
+# ---- GPU MODE -----------------------------------------------------------------------------------------------
+def _data_entries(torch: Any, data: Any) -> list[dict[str, Any]]:
+    if isinstance(data, (tuple, list)):
+        return [describe(torch, f"x{index}", item) for index, item in enumerate(data)]
+    return [describe(torch, "data", data)]
+
+
+def _destinations(torch: Any, data: Any, out: Any) -> list[str]:
+    """The inputs (names, or name+path inside a structured input) that the reference returns itself."""
+    returned = {t.untyped_storage()._cdata for _, t in leaves(torch, out) if isinstance(t, torch.Tensor)}
+    items = list(enumerate(data)) if isinstance(data, (tuple, list)) else [(None, data)]
+    found = []
+    for index, item in items:
+        name = "data" if index is None else f"x{index}"
+        for sub, leaf in leaves(torch, item):
+            if isinstance(leaf, torch.Tensor) and leaf.untyped_storage()._cdata in returned:
+                found.append(name + sub)
+    return found
+
+
+def _fake(torch: Any) -> Any:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    shapes, outputs = [], None
-    for case in cases:
+    return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: str) -> tuple[Any, str]:
+    """(data, how) of one case: under FakeTensorMode, else by a real run on ``device``."""
+    try:
+        with _fake(torch):
+            return module.generate_input(**case, seed=1), "fake"
+    except Exception as fake_error:  # noqa: BLE001 - data dependent: one real run tells
+        why = f"{type(fake_error).__name__} under FakeTensorMode"
+    try:
+        with memory_cap(torch, device, None, f"{path}: generate_input(**{case})"), time_limit(REAL_RUN_S):
+            with torch.device(device):
+                return module.generate_input(**case, seed=1), "real"
+    except Exception as err:  # noqa: BLE001
+        what = f"generate_input(**{case}) ({why}; then a real run on {device})"
+        raise ValueError(problem_error(path, err, what)) from None
+
+
+def _reference_run(
+    torch: Any, path: str, module: Any, ref: Any, cases: list[dict[str, Any]], datas: list[Any], device: str
+) -> tuple[Any, Any, str, list[str]]:
+    """(data, output, how, flags) of the reference: under FakeTensorMode on the first case, else one real run on
+    the smallest case within the memory check (then its output is checked for a constant)."""
+    if datas[0][1] == "fake":
         try:
-            with FakeTensorMode():
-                data = module.generate_input(**case, seed=1)
-        except Exception as err:  # noqa: BLE001
-            raise ValueError(problem_error(path, err, f"generate_input(**{case})")) from None
-        entries = _tensor_entries(torch, data, "generate_input()")
-        for index, entry in enumerate(entries):
-            entry["name"] = f"x{index}"
-        shapes.append(entries)
-        if outputs is None:
-            with contextlib.suppress(Exception), FakeTensorMode(allow_non_fake_inputs=True):
-                outputs = _tensor_entries(
-                    torch,
-                    module.ref_kernel(tuple(data) if isinstance(data, (tuple, list)) else (data,)),
-                    "ref_kernel()",
-                    scalars=True,
-                )
-    return {"format": "gpumode", "cases": cases, "shapes": shapes, "outputs": outputs}
+            with _fake(torch):
+                return datas[0][0], ref(datas[0][0]), "fake", []
+        except Exception:  # noqa: BLE001 - data dependent: one real run tells
+            pass
+    index = min(range(len(cases)), key=lambda i: tensor_bytes(torch, datas[i][0]))
+    need = REAL_RUN_FACTOR * tensor_bytes(torch, datas[index][0])
+    what = f"{path}: the reference on {cases[index]}"
+    try:
+        with memory_cap(torch, device, need, what), time_limit(REAL_RUN_S), torch.device(device):
+            data = module.generate_input(**cases[index], seed=1)
+            runs = [(data, ref(data))]
+    except ValueError:
+        raise
+    except Exception as err:  # noqa: BLE001
+        what = f"the reference on {cases[index]} (a real run on {device})"
+        raise ValueError(problem_error(path, err, what)) from None
+    flags = signal_flags(torch, runs[0][1], runs[0][1], [])
+    return runs[0][0], runs[0][1], "real", flags
 
 
-def probe_problem(torch: Any, path: str, scale: float | None, cases: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """Inputs (names, shapes, dtypes), Model parameters and outputs of a problem file, on the meta device."""
+def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]], device: str) -> dict[str, Any]:
+    """A GPU MODE reference: each case's data under FakeTensorMode (a reference's generate_input names its device,
+    ``device="cuda"``, which fake tensors of any device honour without memory), else by a real run."""
+    found = reference_function(module)
+    assert found is not None  # problem_layout said gpumode
+    alias, ref = found
+    datas = [_generate(torch, path, module, case, device) for case in cases]
+    data, out, how, flags = _reference_run(torch, path, module, ref, cases, datas, device)
+    if any(h == "real" for _, h in datas):
+        how = "real"
+    return {
+        "format": "gpumode",
+        "cases": cases,
+        "shapes": [_data_entries(torch, d) for d, _ in datas],
+        "outputs": describe_outputs(torch, out),
+        "destinations": _destinations(torch, data, out),
+        "flags": flags,
+        "flag_run": "real run" if how == "real" else "not checked (shapes found under FakeTensorMode)",
+        "mode": None,
+        "how": how,
+        "reference": alias,
+    }
+
+
+def probe_problem(
+    torch: Any, path: str, scale: float | None, cases: list[dict[str, Any]] | None, device: str | None = None
+) -> dict[str, Any]:
+    """Inputs, outputs, destinations, flags and mode of a problem file (docs/suites.md, "the probe")."""
     try:
         module = load_file_module(path, (os.path.dirname(os.path.dirname(path)),))
     except Exception as err:  # noqa: BLE001
         raise ValueError(problem_error(path, err, "importing the file")) from None
-    layout = problem_format(module)
-    if layout == "gpumode":
-        return _gpumode_probe(torch, path, module, list(cases or [{}]))
-    return _kernelbench_probe(torch, path, module, scale, cases)
+    if problem_layout(module) == "gpumode":
+        return gpumode_probe(torch, path, module, list(cases or [{}]), probe_device(torch, device))
+    return kernelbench_probe(torch, path, module, scale, cases, probe_device(torch, device))
+
+
+def probe_warm_up(torch: Any) -> None:
+    """The first meta convolution imports torch._dynamo (seconds): once, before any time limit runs."""
+    for device in ("meta", "cpu"):
+        with contextlib.suppress(Exception), torch.device(device), torch.no_grad():
+            torch.nn.BatchNorm2d(1)(torch.nn.Conv2d(1, 1, 1)(torch.ones(2, 1, 2, 2))).tril()
 
 
 def probe_main(argv: list[str]) -> None:
     """``probe REQUESTS_JSON``: one JSON line per request, ``{"ok": ..., "probe"|"error": ...}``."""
     import torch
 
+    probe_warm_up(torch)
+
     for request in json.loads(argv[0]):
         try:
-            reply = {
-                "ok": True,
-                "probe": probe_problem(torch, request["path"], request.get("scale"), request.get("cases")),
-            }
+            probe = probe_problem(
+                torch, request["path"], request.get("scale"), request.get("cases"), request.get("device")
+            )
+            reply: dict[str, Any] = {"ok": True, "probe": probe}
         except Exception as err:  # noqa: BLE001 - one bad problem is one reply, not a dead probe
             reply = {
                 "ok": False,
                 "error": str(err) if isinstance(err, ValueError) else problem_error(request["path"], err, "probing"),
             }
-        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.write(json.dumps(reply, default=str) + "\n")
         sys.stdout.flush()

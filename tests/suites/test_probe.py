@@ -1,0 +1,151 @@
+"""The probe (``hk_contract.probe_problem``) on problem files written in the suites' own layouts: every input
+described (tensors, Python scalars, dict inputs, the Model's state as one entry), destination buffers, the
+real-run fallback for data-dependent shapes, flags for constant and random outputs; and the real KernelBench
+files of ../shared/kernelbench read in place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hotkernel.contract import probe  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+KB2 = FIXTURES / "kernelbench_suite" / "level2"
+GM = FIXTURES / "gpumode_problems" / "problems" / "hkdemo"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "kernelbench"
+needs_kb = pytest.mark.skipif(not SHARED.is_dir(), reason=f"KernelBench not at {SHARED}")
+
+
+def run(path: Path, cases: list[dict[str, Any]] | None = None, scale: float | None = None) -> dict[str, Any]:
+    return probe.probe_problem(torch, str(path), scale, cases, "cpu")
+
+
+def by_name(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {entry["name"]: entry for entry in entries}
+
+
+def test_a_batchnorm_model_has_its_state_as_one_entry_in_training_mode() -> None:
+    reply = run(KB2 / "1_BatchNorm_Model.py")
+    entries = reply["shapes"][0]
+    assert [e["name"] for e in entries] == ["x", "state"]
+    assert entries[-1] == {"name": "state", "kind": "state", "tensors": 5, "bytes": (4 * 8 * 4) + 8}
+    assert reply["mode"] == "train" and reply["how"] == "meta" and reply["flags"] == []
+
+
+def test_a_model_with_hundreds_of_tensors_is_one_state_entry() -> None:
+    entries = run(KB2 / "2_Deep_Linear_BN_Stack.py")["shapes"][0]
+    assert len(entries) == 2 and entries[1]["kind"] == "state" and entries[1]["tensors"] == 420
+
+
+def test_a_python_scalar_input_is_a_scalar_entry() -> None:
+    entries = by_name(run(KB2 / "3_Scalar_Multiplication.py")["shapes"][0])
+    assert entries["A"]["kind"] == "tensor" and entries["A"]["shape"] == [128, 96]
+    assert entries["s"] == {"name": "s", "kind": "scalar", "value": 2.5}
+    assert entries["state"]["tensors"] == 0
+
+
+def test_a_constant_output_and_a_random_output_are_flagged() -> None:
+    constant = run(KB2 / "4_Linear_Min_Clamp_Dropout.py")["flags"]
+    assert any(flag.startswith("constant output: every element is 0") for flag in constant), constant
+    random = run(KB2 / "5_Linear_Dropout.py")["flags"]
+    assert any(flag.startswith("random output") and "Dropout(p=0.5)" in flag for flag in random), random
+    assert run(KB2 / "3_Scalar_Multiplication.py")["flags"] == []
+
+
+def test_scale_shrinks_every_large_dimension_not_only_the_batch() -> None:
+    reply = run(KB2 / "5_Linear_Dropout.py", scale=0.25)
+    assert reply["cases"] == [{"batch_size": 128, "in_features": 1024, "out_features": 512}]
+    assert reply["shapes"][0][0]["shape"] == [128, 1024]
+    assert reply["shapes"][0][1]["bytes"] == (1024 * 512 + 512) * 4  # the weights shrink too
+
+
+def test_an_output_buffer_in_data_is_a_destination() -> None:
+    reply = run(GM / "out_buffer_py" / "reference.py", [{"size": 64}, {"size": 128}])
+    assert reply["destinations"] == ["x2"] and reply["how"] == "fake"
+    assert [e["name"] for e in reply["shapes"][1]] == ["x0", "x1", "x2"]
+    assert reply["shapes"][1][2]["shape"] == [128, 128]
+
+
+def test_a_reference_that_returns_a_new_tensor_has_no_destination() -> None:
+    assert run(GM / "alias_py" / "reference.py", [{"rows": 4, "cols": 8}])["destinations"] == []
+
+
+def test_a_dict_input_is_one_tree_entry_with_its_tensor_leaves() -> None:
+    (entry,) = run(GM / "dict_input_py" / "reference.py", [{"rows": 4, "cols": 8}])["shapes"][0]
+    assert entry["name"] == "data" and entry["kind"] == "tree" and entry["type"] == "dict"
+    assert [(leaf["path"], leaf["shape"]) for leaf in entry["leaves"]] == [("['x']", [4, 8]), ("['w']", [8])]
+
+
+def test_data_dependent_shapes_fall_back_to_one_real_run() -> None:
+    reply = run(GM / "data_dependent_py" / "reference.py", [{"size": 100}])
+    assert reply["how"] == "real"
+    (entry,) = reply["shapes"][0]
+    assert 50 <= entry["shape"][0] < 100
+    assert reply["outputs"][0]["shape"] == [1]
+
+
+def test_a_real_run_that_would_not_fit_is_refused_with_the_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probe, "probe_free_bytes", lambda torch, device: 1000)
+    with pytest.raises(ValueError, match=r"needs about 0\.00 GiB on cpu, 0\.00 GiB free"):
+        run(GM / "data_dependent_py" / "reference.py", [{"size": 100}])
+
+
+def test_a_reference_under_another_name_is_found_through_check_implementation() -> None:
+    reply = run(GM / "alias_py" / "reference.py", [{"rows": 4, "cols": 8}])
+    assert reply["reference"] == "check_implementation" and reply["outputs"][0]["shape"] == [4, 8]
+
+
+def test_two_candidate_references_are_ambiguous(tmp_path: Path) -> None:
+    file = tmp_path / "reference.py"
+    file.write_text(
+        "import torch\n\ndef generate_input(n, seed):\n    return (torch.ones(n),)\n\n"
+        "def reference(data):\n    return data[0]\n\ndef ref(data):\n    return data[0]\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match=r"several references \(reference, ref\); name one ref_kernel"):
+        run(file, [{"n": 4}])
+
+
+def test_structured_values_are_described_leaf_by_leaf() -> None:
+    from dataclasses import dataclass
+
+    @dataclass
+    class Config:
+        x: Any
+        k: int
+
+    class Plain:
+        def __init__(self) -> None:
+            self.weights = [torch.ones(2, 3), torch.zeros(4)]
+            self.alpha = 0.5
+
+    entry = probe.describe(torch, "x0", (Config(torch.ones(5), 3), Plain()))
+    assert [(leaf["path"], leaf["shape"]) for leaf in entry["leaves"]] == [
+        ("[0].x", [5]),
+        ("[1].weights[0]", [2, 3]),
+        ("[1].weights[1]", [4]),
+    ]
+    assert probe.describe(torch, "t", torch.tensor(1.5)) == {
+        "name": "t",
+        "kind": "tensor",
+        "shape": [],
+        "dtype": "float32",
+        "floating": True,
+    }
+
+
+@needs_kb
+@pytest.mark.parametrize("name", ["5_Matrix_scalar_multiplication.py", "33_BatchNorm.py"])
+def test_the_level_1_problems_that_were_skipped_now_probe(name: str) -> None:
+    reply = run(SHARED / "level1" / name)
+    kinds = [entry["kind"] for entry in reply["shapes"][0]]
+    assert kinds[-1] == "state" and reply["mode"] == "train"
+    if name.startswith("5_"):
+        assert kinds == ["tensor", "scalar", "state"]
+    else:
+        assert reply["shapes"][0][-1]["tensors"] == 5  # weight, bias, running_mean, running_var, num_batches_tracked
