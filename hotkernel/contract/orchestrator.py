@@ -45,6 +45,7 @@ from .worker import worker_main
 
 LIVE: dict[int, Any] = {}  # pid -> Worker | Judge started by this process and not yet closed
 RETIRING: dict[int, threading.Thread] = {}  # worker pid -> the thread reaping its killed run (Worker.retire)
+KILLED: set[int] = set()  # every process a run's teardown killed: its exit is not a later run's escapee
 
 
 def live_pids() -> set[int]:
@@ -86,6 +87,7 @@ class Worker:
         become_subreaper()
         self.token = secrets.token_hex(16)
         self.adopted_before = own_children()
+        self.exited_before = exited_children()  # zombies of earlier runs are not this run's
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         env.update(WORKER_ENV)
@@ -149,9 +151,12 @@ class Worker:
         processes found when it was retired (``retire``) are among them, and the orphans are looked for then."""
         if not self.retired:
             self.retired = [(pid, start_ticks(pid)) for pid in sorted(self.processes() | {self.proc.pid})]
-        kill_processes(self.processes(orphans=False) | {pid for pid, _ in self.retired} | {self.proc.pid})
+        doomed = self.processes(orphans=False) | {pid for pid, _ in self.retired} | {self.proc.pid}
+        KILLED.update(doomed | exited_children(doomed))  # their exited children come to this subreaper next
+        kill_processes(doomed)
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=5)
+        reap(exited_children() & (KILLED - live_pids()))
         remove_ipc_files(self.proc.pid)
 
     def retire(self) -> None:
@@ -160,6 +165,7 @@ class Worker:
         to exit before its timer starts (``exiting_processes``)."""
         pids = self.processes() | {self.proc.pid}
         self.retired = [(pid, start_ticks(pid)) for pid in sorted(pids)]
+        KILLED.update(pids | exited_children(pids))  # their exited children come to this subreaper next
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
@@ -373,10 +379,15 @@ def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float,
     else:
         worker.reader.join(timeout=1.0)
     leftovers = wait_for_leftovers(worker)
+    escaped = reap_escaped(worker)
     lines = protocol_lines(worker)
     if leftovers:
         return fail("no_leftover_processes", f"{len(leftovers)} process(es) of the run were still running "
                                              f"{LEFTOVER_GRACE_S:.0f} s after the worker reported; killed")
+    if escaped:
+        return fail("no_leftover_processes", f"{len(escaped)} process(es) left the run's process tree (re-parented "
+                                             "to the orchestrator) and exited before the end of the run; a run "
+                                             "starts no detached processes")
     if not lines:
         if code not in (None, 0):
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
@@ -400,6 +411,44 @@ def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float,
     if record.get("status") != "measured":
         return {"status": "invalid", "reason": str(record.get("reason") or "crashed: worker failed without a reason")}
     return {"status": "measured", "record": record}
+
+
+def exited_children(parents: set[int] | None = None) -> set[int]:
+    """Children of this process (or of ``parents``) that have exited and are not reaped yet (state Z in /proc).
+    Nothing else here reaps a process re-parented to this subreaper, so one that escaped the run and exited stays
+    here however briefly it lived."""
+    found: set[int] = set()
+    wanted = {str(pid) for pid in parents} if parents is not None else {str(os.getpid())}
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    text = handle.read().decode("ascii", "replace")
+            except OSError:
+                continue
+            fields = text[text.rfind(")") + 2:].split()
+            if len(fields) > 1 and fields[0] == "Z" and fields[1] in wanted:
+                found.add(int(entry))
+    return found
+
+
+def reap_escaped(worker: Worker) -> list[int]:
+    """Reap and return the exited processes re-parented to this orchestrator during the worker's run: not a
+    process it started (worker, judge), not one of a retired run, not one that had exited before the run."""
+    started = live_pids() | {worker.proc.pid} | {pid for pid, _ in exiting_processes()} | KILLED
+    escaped = sorted(exited_children() - started - worker.exited_before - worker.adopted_before)
+    reap(set(escaped))
+    return escaped
+
+
+def reap(pids: set[int]) -> None:
+    """Reap exited children of this process (never one a ``Popen`` of this process still waits for)."""
+    for pid in pids - live_pids():
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+        KILLED.discard(pid)
 
 
 def wait_for_leftovers(worker: Worker) -> list[int]:
