@@ -29,6 +29,31 @@ class Task:
     cases: list[dict[str, Any]]
     atol: float | None
     rtol: float | None
+    gpus: int = 1
+    gpus_reason: str = ""
+
+
+GPU_KEYS = ("world_size", "num_gpus", "gpus", "ranks")  # the keys of task.yml that say how many GPUs a case needs
+
+
+def gpus_needed(doc: dict[str, Any]) -> tuple[int, str]:
+    """(GPUs a task needs, the reason) from ``task.yml``: a ``world_size`` (or ``num_gpus``...) in a case, in
+    ``config`` or at the top level; ``multi_gpu: true`` without a count is 2 or more."""
+    places = [("", doc), ("config", doc.get("config"))] + [
+        (section, case) for section in ("tests", "benchmarks") for case in (doc.get(section) or [])
+    ]
+    best, why = 1, ""
+    for section, mapping in places:
+        if not isinstance(mapping, dict):
+            continue
+        for key in GPU_KEYS:
+            value = mapping.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > best:
+                where = f"{section}: " if section else ""
+                best, why = value, f"needs {value} GPUs ({where}{key}: {value} in task.yml)"
+    if best == 1 and doc.get("multi_gpu") is True:
+        return 2, "needs several GPUs (multi_gpu: true in task.yml)"
+    return best, why
 
 
 def tolerances(reference: Path) -> tuple[float | None, float | None]:
@@ -72,4 +97,5 @@ def read_task(folder: Path) -> Task:
     except SyntaxError as err:
         raise HotkernelError(f"gpumode: {reference}:{err.lineno}: does not parse; fix the file") from None
     target = f"gm_{slug(folder.parent.name)}_{slug(folder.name)}"[:64].rstrip("_")
-    return Task(folder, reference, target, cases, atol, rtol)
+    gpus, why = gpus_needed(doc)
+    return Task(folder, reference, target, cases, atol, rtol, gpus, why)

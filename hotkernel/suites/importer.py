@@ -3,7 +3,9 @@ add flow (``run.targets.change_target``: validated, under the workspace lock, mi
 
 The problem files are copied into the workspace (``problems/kernelbench/level<L>/``,
 ``problems/gpumode/<suite>/<task>/``) so every target's sources lie inside it, and probed in one run of the
-user's python on the meta device. A problem that cannot become a target is skipped with the reason."""
+user's python (the meta device or FakeTensorMode; one real run where the shapes are data dependent). A problem
+that cannot become a target is skipped with the reason; one whose output is constant or random is imported with
+its flags."""
 
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ class Imported(BaseModel):
     problem: str = Field(description="the problem file, relative to the workspace")
     shapes: list[str] = Field(description="the headline inputs' shapes, one per shape entry")
     cases: list[dict[str, Any]] | None = Field(description="the cases written (e.g. a scaled batch_size)")
+    flags: list[str] = Field(default_factory=list, description="what the probe found (constant or random output)")
 
 
 class Skipped(BaseModel):
@@ -76,8 +79,21 @@ def _add(
     except HotkernelError as err:
         result.skipped.append(Skipped(problem=rel, reason=str(err)))
         return
-    heads = [format_shape(case[0]["shape"]) for case in probe["shapes"]]
-    result.imported.append(Imported(target=name, problem=rel, shapes=heads, cases=fields.get("cases")))
+    heads = [head_label(case) for case in probe["shapes"]]
+    flags = list(probe.get("flags") or [])
+    result.imported.append(Imported(target=name, problem=rel, shapes=heads, cases=fields.get("cases"), flags=flags))
+
+
+def head_label(entries: list[dict[str, Any]]) -> str:
+    """The headline input of one case: its shape, or what it is (a scalar's value, a structured input)."""
+    head = entries[0]
+    if "shape" in head:
+        return format_shape(head["shape"])
+    if head.get("kind") == "scalar":
+        return f"{head['name']}={head['value']}"
+    if head.get("kind") == "tree":
+        return f"{head['name']}: {head.get('type', 'tree')} of {len(head.get('leaves', []))} tensors"
+    return str(head.get("name"))
 
 
 def import_suite(
@@ -85,14 +101,15 @@ def import_suite(
     suite: Suite,
     directory: Path | str,
     *,
-    level: int = 1,
+    level: int | None = None,
     problems: list[int] | None = None,
     dtype: str | None = None,
     scale: float | None = None,
     device: str | None = None,
     command: str = "hotkernel import",
 ) -> SuiteImport:
-    """Add one target per problem of ``directory`` (a KernelBench level folder or a GPU MODE task folder)."""
+    """Add one target per problem of ``directory`` (a KernelBench level folder or a GPU MODE task folder); the
+    KernelBench level is ``level``, else read from the folder's name (``level2``), else 1."""
     directory = Path(directory).expanduser().resolve()
     if scale is not None and not 0 < scale <= 1:
         raise HotkernelError(f"--scale {scale}: give a factor in (0, 1], e.g. 0.25")
@@ -103,6 +120,7 @@ def import_suite(
             raise HotkernelError("--scale applies to kernelbench; a GPU MODE task's shapes are its benchmarks")
         _import_gpumode(ws, result, directory, given, command)
     else:
+        level = level if level is not None else kernelbench.folder_level(directory)
         _import_kernelbench(ws, result, directory, level, problems, {"dtype": "fp32", **given}, scale, command)
     return result
 
@@ -127,7 +145,10 @@ def _import_kernelbench(
         rel = f"{PROBLEMS_DIR}/kernelbench/level{level}/{problem.file.name}"
         _copy(problem.file, ws.root / rel)
         todo.append((problem, rel))
-    replies = probe_problems(ws, [{"path": str(ws.root / rel), "scale": scale, "cases": None} for _, rel in todo])
+    device = given.get("device")
+    replies = probe_problems(
+        ws, [{"path": str(ws.root / rel), "scale": scale, "cases": None, "device": device} for _, rel in todo]
+    )
     for (problem, rel), reply in zip(todo, replies, strict=True):
         if not reply["ok"]:
             result.skipped.append(Skipped(problem=problem.file.name, reason=reply["error"]))
@@ -137,6 +158,9 @@ def _import_kernelbench(
 
 def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: dict[str, Any], command: str) -> None:
     task = gpumode.read_task(directory)
+    if task.gpus > 1:
+        result.skipped.append(Skipped(problem=str(directory), reason=task.gpus_reason))
+        return
     if task.target in _existing(ws):
         result.skipped.append(Skipped(problem=str(directory), reason=f"{task.target} is already a target"))
         return
@@ -146,20 +170,21 @@ def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: 
     for source in sorted([*directory.glob("*.py"), directory / "task.yml"]):
         _copy(source, ws.root / base / directory.name / source.name)
     rel = (base / directory.name / task.reference.name).as_posix()
-    reply = probe_problems(ws, [{"path": str(ws.root / rel), "scale": None, "cases": task.cases}])[0]
+    request = {"path": str(ws.root / rel), "scale": None, "cases": task.cases, "device": given.get("device")}
+    reply = probe_problems(ws, [request])[0]
     if not reply["ok"]:
         result.skipped.append(Skipped(problem=str(directory), reason=reply["error"]))
         return
     probe = dict(reply["probe"])
     seen: dict[str, int] = {}
     for index, shapes in enumerate(probe["shapes"]):  # two cases with the same tensor shapes are one shape
-        seen.setdefault(repr([entry["shape"] for entry in shapes]), index)
+        seen.setdefault(repr([{k: v for k, v in entry.items() if k != "name"} for entry in shapes]), index)
     keep = sorted(seen.values())
     probe["shapes"] = [probe["shapes"][i] for i in keep]
     probe["cases"] = [probe["cases"][i] for i in keep]
     outputs = probe.get("outputs") or []
     fields = dict(given)
     if "dtype" not in fields:
-        fields["dtype"] = next((TORCH_DTYPES[o["dtype"]] for o in outputs if o["dtype"] in TORCH_DTYPES), "fp32")
+        fields["dtype"] = next((TORCH_DTYPES[o["dtype"]] for o in outputs if o.get("dtype") in TORCH_DTYPES), "fp32")
     fields.update({key: value for key, value in (("atol", task.atol), ("rtol", task.rtol)) if value is not None})
     _add(ws, result, task.target, rel, probe, fields, command)

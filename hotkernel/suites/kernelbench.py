@@ -27,6 +27,15 @@ def slug(text: str) -> str:
     return re.sub(r"_+", "_", re.sub(r"[^a-z0-9]", "_", text.lower())).strip("_")
 
 
+LEVEL_RE = re.compile(r"^level[_-]?(?P<level>[0-9]+)$", re.IGNORECASE)
+
+
+def folder_level(directory: Path) -> int:
+    """The level a folder's name says (``level2`` -> 2), else 1."""
+    match = LEVEL_RE.match(Path(directory).name)
+    return int(match["level"]) if match else 1
+
+
 def level_dir(directory: Path, level: int) -> Path:
     """``DIR`` itself when it holds the problem files, else ``DIR/level<level>``."""
     if not directory.is_dir():

@@ -39,3 +39,15 @@ def test_import_suite_adds_the_gpumode_task(tmp_path: Path) -> None:
     assert not failed, text
     assert data is not None and [i["target"] for i in data["imported"]] == ["gm_demo_scaled_relu"]
     assert "gm_demo_scaled_relu" in load_manifest(tmp_path / "hotkernel.yaml").targets
+
+
+MULTI_GPU = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "gpumode_problems" / "problems" / "hkdemo" / "multi_gpu_py"
+)
+
+
+def test_import_suite_lists_a_skip_with_its_reason(tmp_path: Path) -> None:
+    failed, text, data = _call(tmp_path, {"suite": "gpumode", "directory": str(MULTI_GPU), "device": "cpu"})
+    assert not failed, text
+    assert data is not None and data["imported"] == []
+    assert data["skipped"][0]["reason"] == "needs 8 GPUs (tests: world_size: 8 in task.yml)"

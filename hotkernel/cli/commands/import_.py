@@ -29,13 +29,14 @@ def parse_numbers(text: str | None) -> list[int] | None:
 
 
 def summary(result: SuiteImport) -> list[str]:
-    """Lines: one per target added, one per problem skipped and why, and the totals."""
+    """Lines: one per target added, one per flag of a target, one per problem skipped and why, and the totals."""
     lines = [
         f"added {item.target} ({item.problem}: {', '.join(item.shapes)}"
         + (f", {item.cases[0]}" if item.cases and result.suite == "kernelbench" else "")
         + ")"
         for item in result.imported
     ]
+    lines += [f"flagged {item.target}: {flag}" for item in result.imported for flag in item.flags]
     lines += [f"skipped {item.problem}: {item.reason}" for item in result.skipped]
     lines.append(f"{len(result.imported)} imported, {len(result.skipped)} skipped, into {result.manifest}")
     return lines
@@ -52,13 +53,17 @@ def register(app: typer.Typer) -> None:
             help="KernelBench: a level folder (or the folder holding level1/...); "
             "GPU MODE: a task folder, e.g. reference-kernels/problems/pmpp/vectoradd_py",
         ),
-        level: int = typer.Option(1, "--level", help="KernelBench level (default 1)"),
+        level: int | None = typer.Option(
+            None, "--level", help="KernelBench level (default: the folder's name, level2 -> 2, else 1)"
+        ),
         problems: str | None = typer.Option(None, "--problems", help="KernelBench problem numbers, e.g. 19,23"),
         dtype: str | None = typer.Option(
             None, "--dtype", help="target dtype (KernelBench default fp32; GPU MODE: the reference's output dtype)"
         ),
         scale: float | None = typer.Option(
-            None, "--scale", help="KernelBench: shrink the batch (first) dimension by this factor, e.g. 0.25"
+            None,
+            "--scale",
+            help="KernelBench: shrink the batch and every dimension constant above 64 by this factor, e.g. 0.25",
         ),
         device: str | None = typer.Option(None, "--device", help="cuda or cpu (default: defaults.device)"),
         as_json: bool = typer.Option(False, "--json", help="print the SuiteImport as JSON"),

@@ -277,7 +277,10 @@ def import_suite(
             "reference-kernels/problems/pmpp/vectoradd_py",
         ),
     ],
-    level: Annotated[int, Field(ge=1, le=10, description="KernelBench level (default 1)")] = 1,
+    level: Annotated[
+        int | None,
+        Field(ge=1, le=10, description="KernelBench level (default: the folder's name, level2 -> 2, else 1)"),
+    ] = None,
     problems: Annotated[
         list[int] | None, Field(max_length=1000, description="KernelBench problem numbers, e.g. [19, 23]; default all")
     ] = None,
@@ -290,7 +293,11 @@ def import_suite(
     ] = None,
     scale: Annotated[
         float | None,
-        Field(gt=0, le=1, description="KernelBench: shrink the batch (first) dimension by this factor, e.g. 0.25"),
+        Field(
+            gt=0,
+            le=1,
+            description="KernelBench: shrink the batch and every dimension constant above 64 by this factor, e.g. 0.25",
+        ),
     ] = None,
     device: Annotated[
         Literal["cuda", "cpu"] | None, Field(description="cuda or cpu (default: defaults.device)")
@@ -299,10 +306,12 @@ def import_suite(
     """Import a problem suite: one target per KernelBench problem file, or one per GPU MODE task (its benchmark
     shapes, its reference's tolerances), added to hotkernel.yaml (created when absent) and rendered.
 
-    The files are copied into problems/ of the workspace and probed on the meta device (nothing is allocated);
-    problems that cannot become targets are listed under skipped with the reason. docs/suites.md has the
-    conventions (how a candidate receives a Model's parameters). For one function (or one problem file) use
-    new_target or add_target instead; list_targets shows what was added.
+    The files are copied into problems/ of the workspace and probed on the meta device or under FakeTensorMode
+    (one real run, within a memory check, where the shapes are data dependent). Every problem that cannot become
+    a target is listed under skipped with its exact reason (e.g. "needs 8 GPUs (world_size: 8 in task.yml)");
+    each imported target lists its flags (a constant output that carries no signal, a random output).
+    docs/suites.md has the conventions (the Model's state, output buffers, flags). For one function (or one
+    problem file) use new_target or add_target instead; list_targets shows what was added.
     """
     try:
         ws = find_workspace(start_dir(ctx))

@@ -1,0 +1,76 @@
+"""``hotkernel import`` on suites in their authors' layouts (tasks and problem files written for these tests):
+the level read from the folder, the Model's state, output buffers, flags, and every skip with its reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hotkernel.cli.commands.import_ import summary
+from hotkernel.manifest import load_manifest
+from hotkernel.suites import gpumode
+from hotkernel.suites.importer import import_suite
+from hotkernel.suites.kernelbench import folder_level
+from hotkernel.workspace.paths import Workspace
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+KB2 = FIXTURES / "kernelbench_suite" / "level2"
+GM = FIXTURES / "gpumode_problems" / "problems" / "hkdemo"
+
+
+@pytest.fixture()
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    monkeypatch.chdir(tmp_path)
+    return Workspace(tmp_path)
+
+
+def test_the_level_is_read_from_the_folder_name() -> None:
+    assert folder_level(Path("/x/KernelBench/level2")) == 2
+    assert folder_level(Path("/x/level_3")) == 3
+    assert folder_level(Path("/x/problems")) == 1
+
+
+def test_a_multi_gpu_task_says_how_many_gpus_it_needs() -> None:
+    task = gpumode.read_task(GM / "multi_gpu_py")
+    assert (task.gpus, task.gpus_reason) == (8, "needs 8 GPUs (tests: world_size: 8 in task.yml)")
+    assert gpumode.gpus_needed({"multi_gpu": True}) == (2, "needs several GPUs (multi_gpu: true in task.yml)")
+    assert gpumode.read_task(GM / "out_buffer_py").gpus == 1
+
+
+def test_a_multi_gpu_task_is_skipped_with_the_reason(ws: Workspace) -> None:
+    result = import_suite(ws, "gpumode", GM / "multi_gpu_py", device="cpu")
+    assert result.imported == []
+    assert [s.reason for s in result.skipped] == ["needs 8 GPUs (tests: world_size: 8 in task.yml)"]
+    assert not ws.manifest.exists()
+
+
+@pytest.mark.slow
+def test_a_level_imports_with_its_state_its_scalars_and_its_flags(ws: Workspace) -> None:
+    result = import_suite(ws, "kernelbench", KB2, device="cpu")
+    assert [i.target for i in result.imported] == [
+        "kb2_001_batchnorm_model",
+        "kb2_002_deep_linear_bn_stack",
+        "kb2_003_scalar_multiplication",
+        "kb2_004_linear_min_clamp_dropout",
+        "kb2_005_linear_dropout",
+    ], result.skipped
+    targets = load_manifest(ws.manifest).targets
+    assert targets["kb2_002_deep_linear_bn_stack"].extra == ["state"]  # 420 tensors, one input
+    assert targets["kb2_003_scalar_multiplication"].extra == ["s", "state"]
+    assert (ws.root / "problems" / "kernelbench" / "level2" / "1_BatchNorm_Model.py").is_file()
+    flags = {i.target: i.flags for i in result.imported}
+    assert flags["kb2_001_batchnorm_model"] == []
+    assert flags["kb2_004_linear_min_clamp_dropout"][0].startswith("constant output: every element is 0")
+    assert flags["kb2_005_linear_dropout"][0].startswith("random output")
+    lines = summary(result)
+    assert any(line.startswith("flagged kb2_004_linear_min_clamp_dropout: constant output") for line in lines)
+
+
+@pytest.mark.slow
+def test_an_output_buffer_of_a_gpumode_task_becomes_an_output(ws: Workspace) -> None:
+    result = import_suite(ws, "gpumode", GM / "out_buffer_py", device="cpu")
+    assert [i.target for i in result.imported] == ["gm_hkdemo_out_buffer_py"], result.skipped
+    spec = load_manifest(ws.manifest).targets["gm_hkdemo_out_buffer_py"]
+    assert spec.outputs == ["x2"]  # type: ignore[attr-defined]
+    assert (ws.root / "problems" / "gpumode" / "hkdemo" / "eval.py").is_file()
