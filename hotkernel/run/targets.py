@@ -93,18 +93,58 @@ def probe_problems(ws: Workspace, requests: list[dict[str, Any]]) -> list[dict[s
     return [json.loads(line) for line in lines]
 
 
+def _is_tensor(entry: dict[str, Any]) -> bool:
+    """A top-level tensor input of a probe entry (the probe's ``kind``; entries without one are tensors)."""
+    return entry.get("kind", "tensor") == "tensor"
+
+
+def _extra_item(entry: dict[str, Any]) -> str:
+    """``name:shape`` for a tensor; a bare ``name`` for a scalar, a structured input or ``state`` (made by the
+    problem file)."""
+    return f"{entry['name']}:{format_shape(entry['shape'])}" if _is_tensor(entry) else str(entry["name"])
+
+
+def _shape_entries(shapes: list[list[dict[str, Any]]]) -> list[Any]:
+    """``shapes`` of the manifest: the first input's shape per case, or ``{name: shape}`` of the tensor inputs
+    when there are several cases or the first input is not a tensor."""
+    head = shapes[0]
+    if len(shapes) == 1 and _is_tensor(head[0]):
+        return [format_shape(head[0]["shape"])]
+    entries = [{e["name"]: format_shape(e["shape"]) for e in case if _is_tensor(e)} for case in shapes]
+    if not all(entries):
+        first = head[0]["name"]
+        raise HotkernelError(
+            f"{first}: no input of this problem is a plain tensor (a structured input only); hotkernel names a "
+            "shape by a tensor input: make one input a tensor, or list its shapes by hand"
+        )
+    return entries
+
+
+def _destinations(probe: dict[str, Any]) -> list[str]:
+    """The probe's destinations (inputs the reference writes into and returns) as top-level input names."""
+    found = list(probe.get("destinations") or [])
+    nested = [name for name in found if not name.isidentifier()]
+    if nested:
+        raise HotkernelError(
+            f"the reference writes into {nested[0]}, a tensor inside a structured input; `outputs` names top-level "
+            "inputs only: return the result, or pass the buffer as an input of its own"
+        )
+    return found
+
+
 def problem_fields(probe: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    """Manifest keys of a module problem from its probe: input, shapes, extra (the rest of its inputs, then the
-    Model's parameters and buffers), rotate (the problem's own inputs) and cases; keys in ``given`` win."""
+    """Manifest keys of a module problem from its probe: input, shapes, extra (the rest of its inputs: tensors
+    as ``name:shape``, scalars, structured inputs and a KernelBench Model's ``state`` as a bare name), rotate
+    (the problem's own inputs), outputs (the inputs the reference writes into and returns) and cases; keys in
+    ``given`` win. Entries without ``kind`` (an older probe: Model tensors marked ``param``) still map."""
     shapes = probe["shapes"]
     head = shapes[0]
-    fields: dict[str, Any] = {"input": head[0]["name"]}
-    if len(shapes) == 1:
-        fields["shapes"] = [format_shape(head[0]["shape"])]
-    else:
-        fields["shapes"] = [{entry["name"]: format_shape(entry["shape"]) for entry in case} for case in shapes]
-    fields["extra"] = [f"{entry['name']}:{format_shape(entry['shape'])}" for entry in head[1:]]
-    fields["rotate"] = [entry["name"] for entry in head if "param" not in entry]
+    fields: dict[str, Any] = {"input": head[0]["name"], "shapes": _shape_entries(shapes)}
+    fields["extra"] = [_extra_item(entry) for entry in head[1:]]
+    fields["rotate"] = [e["name"] for e in head if "param" not in e and e.get("kind") != "state"]
+    outputs = _destinations(probe)
+    if outputs:
+        fields["outputs"] = outputs
     if probe.get("cases"):
         fields["cases"] = probe["cases"]
     fields.update({key: value for key, value in given.items() if value is not None})
