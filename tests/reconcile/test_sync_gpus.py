@@ -5,6 +5,7 @@ in the middle leaves what was recorded and a consistent lock. Fake lanes (no tor
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import signal
 import sys
 import threading
@@ -12,12 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
+from store import record_factory
 from store.record_factory import synthetic_result
 
 import hotkernel.store.record
+from hotkernel._util.fs import sha256_file
 from hotkernel.reconcile.executor import Job, LaneDied, LaneExecutor, LaneRun, ProcessLane
 from hotkernel.reconcile.plan import plan
 from hotkernel.reconcile.sync import sync
+from hotkernel.run.models import VerifyResult
 from hotkernel.store.leaderboard import leaderboard_difference
 from hotkernel.workspace.lockfile import read_lock
 from hotkernel.workspace.paths import Workspace
@@ -41,14 +45,33 @@ VERDICTS = {
 
 
 def workspace(root: Path, manifest: str = CPU_MANIFEST) -> Workspace:
+    ScriptedLane.root = root  # the fake lanes report the sha256 of the candidate they "ran" there
+    ScriptedLane.calls = {}
     root.mkdir(parents=True)
     (root / "kern.py").write_text("def scale(x):\n    return x * 2\n", encoding="utf-8")
     (root / "hotkernel.yaml").write_text(manifest, encoding="utf-8")
     return Workspace(root)
 
 
+FACTORY = threading.Lock()
+
+
+def ran_on_disk(result: VerifyResult, candidate: Path) -> VerifyResult:
+    """``result`` as a verify of the files on disk reports it: the sha256 of the candidate, of the baseline
+    beside it and of the workspace's contract."""
+    files = {"candidate": candidate, "baseline": candidate.parent / "baseline.py"}
+    sides = {
+        role: getattr(result, role).model_copy(update={"sha256": sha256_file(path)}) for role, path in files.items()
+    }
+    contract = sha256_file(candidate.parent.parent / "hk_contract.py")
+    return result.model_copy(update={**sides, "contract_sha256": contract})
+
+
 class ScriptedLane:
     """A fake lane: a synthetic result per target after ``delays[target]`` seconds, facts of its own GPU/CPU."""
+
+    root: Path | None = None
+    calls: dict[str, int] = {}  # noqa: RUF012 - per workspace: how often each job ran
 
     def __init__(
         self, name: str, *, kinds=frozenset({"cpu"}), delays: dict[str, float] | None = None, facts: dict | None = None
@@ -61,7 +84,12 @@ class ScriptedLane:
         status("verify", 1)
         time.sleep(self.delays.get(job.target, 0.0))
         verdict, speedup = VERDICTS.get(job.target, ("inconclusive", None))
-        result = synthetic_result(job.target, verdict, speedup, device=self.facts.get("device", "cpu"))
+        with FACTORY:  # the factory's per-call jitter, fixed per job: the same bytes whatever the lanes' order
+            ScriptedLane.calls[job.key] = ScriptedLane.calls.get(job.key, -1) + 1  # a rerun is a new measurement
+            record_factory._CALLS = itertools.count(1000 * sum(map(ord, job.key)) + ScriptedLane.calls[job.key])
+            result = synthetic_result(job.target, verdict, speedup, device=self.facts.get("device", "cpu"))
+        if ScriptedLane.root is not None:
+            result = ran_on_disk(result, ScriptedLane.root / job.candidate)
         if "cuda" in self.kinds:
             result = result.model_copy(update={"device_kind": "cuda"})
         return LaneRun(result=result, facts=dict(self.facts))

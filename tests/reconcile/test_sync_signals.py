@@ -32,8 +32,9 @@ from store.record_factory import synthetic_result
 import hotkernel.reconcile.sync as sync_module
 from hotkernel.workspace.paths import Workspace
 
-sync_module.verify = lambda ws, baseline, candidate, **kw: synthetic_result(
-    Path(baseline).parent.name, "slower", 0.8, device="cpu")
+from reconcile.test_sync_gpus import ran_on_disk
+sync_module.verify = lambda ws, baseline, candidate, **kw: ran_on_disk(synthetic_result(
+    Path(baseline).parent.name, "slower", 0.8, device="cpu"), Path(candidate))
 real_record = sync_module.record
 def slow_record(*args, **kwargs):  # the signal arrives while a record is being written
     print("recording", args[1], flush=True)
