@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from hotkernel.reconcile.plan import plan, plan_lines
+from hotkernel.reconcile.plan import plan, plan_exit_code, plan_lines
 from hotkernel.workspace.paths import find_workspace
 
 
@@ -18,12 +18,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List out-of-date targets: '+ name: new', '~ name: candidate changed', then a summary line.
 
-        Imports no torch and runs nothing; `hotkernel sync` brings the listed targets up to date.
+        Imports no torch and runs nothing; `hotkernel sync` brings the listed targets up to date. Exits 0 when
+        everything is up to date, 2 when a target, a competitor or the board is out of date or results/ has a
+        problem line.
         """
 
         result = plan(find_workspace(), names=names or None)
         if as_json:
             typer.echo(result.model_dump_json(indent=2))
-            return
-        for line in plan_lines(result):
-            typer.echo(line)
+        else:
+            for line in plan_lines(result):
+                typer.echo(line)
+        code = plan_exit_code(result)
+        if code:
+            raise typer.Exit(code)
