@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .inputs import checksum
+from .inputs import as_outputs, checksum
 from .knobs import (
     CHECKSUM_REL_TOL,
     DEVICE_HEADROOM_BYTES,
@@ -165,6 +165,9 @@ CHECKS: tuple[Check, ...] = (
     Check("import_failed", "worker", "invalid", None, "the script imports and has `kernel`"),
     Check("functions_unpatched", "worker", "invalid", None,
           "timer, comparison, RNG and the contract's own functions are the objects saved before the import"),
+    Check("output_plain_tensor", "worker", "invalid", as_outputs,
+          "every output is a plain torch.Tensor: not a subclass (which decides what every operation on it, the "
+          "checks' own included, returns) and not another object"),
     Check("timer_consistent_with_wall_clock", "worker", "invalid", check_wall_clock,
           "the timer's event time explains the wall clock"),
     Check("inputs_unchanged", "output", "incorrect", check_inputs_unchanged, "the kernel left its inputs alone"),
@@ -178,6 +181,9 @@ CHECKS: tuple[Check, ...] = (
     Check("timed_outputs_match_reference", "output", "incorrect", None,
           "outputs of checked timed calls (perturbed inputs) match the reference"),
     Check("faster_than_floor", "shape", "invalid", check_floor, "no faster than the copy ceiling allows"),
+    Check("reference_deterministic", "judge", "invalid", None,
+          "the reference gives the same outputs under two RNG seeds (a Model with dropout in training mode does "
+          "not: its output is noise, which cannot be judged)"),
     Check("outputs_stable_during_judging", "judge", "invalid", None,
           "handed-over buffers did not change while the judge read them"),
 )

@@ -17,11 +17,36 @@ class Case:
     checks: tuple[str, ...]  # the reason must start with one of these ("" for ok)
     timeout_s: float = 120.0
     family: str = ""
+    problem: str = ""  # a key of PROBLEMS: the case's target is that problem file (its untouched candidate)
 
     @property
     def is_control(self) -> bool:
         return self.status == "ok" or self.name == "zeros"
 
+
+# Problem files some cases run as their target instead of ``rms`` (a KernelBench Model: inputs, then ``state``).
+PROBLEMS: dict[str, str] = {
+    "dropout": """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(p=0.5)
+
+    def forward(self, x):
+        return self.drop(x * 2)
+
+
+def get_inputs():
+    return [torch.randn(64, 256)]
+
+
+def get_init_inputs():
+    return []
+""",
+}
 
 CASES: tuple[Case, ...] = (
     Case("untouched", "ok", (), family="control: the rendered candidate"),
@@ -98,6 +123,14 @@ CASES: tuple[Case, ...] = (
         family="torch.compile of a wrong function",
     ),
     Case("compiled_honest", "ok", (), timeout_s=300.0, family="control: torch.compile (Inductor)"),
+    Case("tensor_subclass", "invalid", ("output_plain_tensor",), family="a Tensor subclass that agrees with anything"),
+    Case(
+        "untouched",
+        "invalid",
+        ("reference_deterministic",),
+        family="a reference that draws random numbers (dropout in training mode)",
+        problem="dropout",
+    ),
 )
 
 CHEATS = tuple(case for case in CASES if not case.is_control)

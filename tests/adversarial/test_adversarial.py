@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from hotkernel.run.render import render_target
+from hotkernel.run.render import initial_candidate, render_target
 from hotkernel.run.runner import JudgeProcess, run_script
+from hotkernel.workspace.paths import Workspace
 
-from .cases import CASES, Case
-from .workspace import TARGET, install_candidate, make_workspace, python
+from .cases import CASES, PROBLEMS, Case
+from .workspace import TARGET, default_resolved, install_candidate, make_workspace, python
 
 pytestmark = pytest.mark.slow
 
@@ -25,9 +27,22 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
         yield ws, resolved, pristine, judge
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def problem_resolved(ws: Workspace, name: str) -> dict[str, Any]:
+    """``rms`` rendered from the problem file PROBLEMS[name] (written under problems/)."""
+    (ws.root / "problems").mkdir(exist_ok=True)
+    (ws.root / "problems" / f"{name}.py").write_text(PROBLEMS[name])
+    inputs = [{"name": "x", "shapes": [[64, 256]]}, {"name": "state", "shapes": None}]
+    return default_resolved(**{"from": f"./problems/{name}.py", "kwargs": {}, "cases": [], "inputs": inputs})
+
+
+@pytest.mark.parametrize(
+    "case", CASES, ids=[case.name + (f"-{case.problem}" if case.problem else "") for case in CASES]
+)
 def test_case(session: tuple, case: Case) -> None:
     ws, resolved, pristine, judge = session
+    if case.problem:
+        resolved = problem_resolved(ws, case.problem)
+        pristine = initial_candidate(resolved)
     render_target(ws, TARGET, resolved)  # restores a baseline/contract an earlier case edited
     if case.name == "untouched":
         (ws.target_dir(TARGET) / "candidate.py").write_text(pristine)
