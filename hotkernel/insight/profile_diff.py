@@ -22,6 +22,7 @@ from hotkernel.insight.kernel_diff import (
     METRICS,
     MOVED_POINTS,
     MOVED_REL_PCT,
+    KernelDiff,
     ProfileDiff,
     change_text,
     diff_reports,
@@ -50,37 +51,42 @@ def summary_lines(result: ProfileDiff, *, name_width: int = 60) -> list[str]:
         lines += [f"  {line}" for line in result.moved_most]
     else:
         lines.append(f"nothing moved (no change of {MOVED_REL_PCT:g}% or {MOVED_POINTS:g} points)")
-    by_key = {m.key: m for m in METRICS}
     for row in result.kernels:
-        if row.match in ("only_a", "only_b"):
-            side = "A" if row.match == "only_a" else "B"
-            calls = row.calls_a if row.match == "only_a" else row.calls_b
-            values = [
-                f"{by_key[c.metric].label} {fmt(c.a if side == 'A' else c.b, by_key[c.metric].unit)}"
-                for c in row.metrics
-                if (c.a if side == "A" else c.b) is not None
-            ]
-            lines.append(f"{row.kernel[:name_width]}  [only in {side}, {calls}x]  " + ", ".join(values))
-            continue
-        lines.append(f"{row.kernel[:name_width]}  [{row.match} match, {row.calls_a}x -> {row.calls_b}x]")
-        if row.match in ("sole", "base"):
-            lines.append(f"    A was: {(row.name_a or '')[:name_width]}")
-        if row.launch_a and row.launch_b and row.launch_a != row.launch_b:
-            lines.append(f"    launch: {row.launch_a} -> {row.launch_b}")
-        lines.append(f"    {'metric':<18}{'A':>10}{'B':>10}{'change':>12}")
-        for c in row.metrics:
-            if c.a is None and c.b is None:
-                continue
-            metric = by_key[c.metric]
-            delta = "" if c.delta is None else change_text(metric, c)
-            label = f"{metric.label} ({metric.unit})"
-            lines.append(
-                f"    {label:<18}{fmt(c.a, metric.unit):>10}{fmt(c.b, metric.unit):>10}{delta:>12}"
-                + ("  *" if c.moved else "")
-            )
+        lines += kernel_lines(row, name_width)
     if result.kernel_count > len(result.kernels):
         lines.append(f"... {result.kernel_count - len(result.kernels)} lighter kernels not shown (--top)")
     lines += [f"note: {note}" for note in result.notes]
+    return lines
+
+
+def kernel_lines(row: KernelDiff, name_width: int) -> list[str]:
+    """One kernel's block: a one-sided kernel on one line, a pair as a table of its metrics."""
+    by_key = {m.key: m for m in METRICS}
+    if row.match in ("only_a", "only_b"):
+        side = "A" if row.match == "only_a" else "B"
+        calls = row.calls_a if side == "A" else row.calls_b
+        values = [
+            f"{by_key[c.metric].label} {fmt(c.a if side == 'A' else c.b, by_key[c.metric].unit)}"
+            for c in row.metrics
+            if (c.a if side == "A" else c.b) is not None
+        ]
+        return [f"{row.kernel[:name_width]}  [only in {side}, {calls}x]  " + ", ".join(values)]
+    lines = [f"{row.kernel[:name_width]}  [{row.match} match, {row.calls_a}x -> {row.calls_b}x]"]
+    if row.match in ("sole", "base"):
+        lines.append(f"    A was: {(row.name_a or '')[:name_width]}")
+    if row.launch_a and row.launch_b and row.launch_a != row.launch_b:
+        lines.append(f"    launch: {row.launch_a} -> {row.launch_b}")
+    lines.append(f"    {'metric':<18}{'A':>10}{'B':>10}{'change':>12}")
+    for c in row.metrics:
+        if c.a is None and c.b is None:
+            continue
+        metric = by_key[c.metric]
+        delta = "" if c.delta is None else change_text(metric, c)
+        label = f"{metric.label} ({metric.unit})"
+        lines.append(
+            f"    {label:<18}{fmt(c.a, metric.unit):>10}{fmt(c.b, metric.unit):>10}{delta:>12}"
+            + ("  *" if c.moved else "")
+        )
     return lines
 
 
