@@ -10,8 +10,6 @@ plain decimal (``0x5`` is read by YAML as 5, ``1_000`` as 1000: neither is what 
 
 from __future__ import annotations
 
-import ast
-import difflib
 import math
 from pathlib import Path
 from typing import Any
@@ -34,16 +32,16 @@ from ruamel.yaml.scalarint import BinaryInt, HexInt, OctalInt, ScalarInt
 
 from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest.model import (
-    FILE_REF_RE,
     FUNCTION_REF_HELP,
     MAX_STRING,
-    PROBLEM_REF_RE,
     Defaults,
     Manifest,
     TargetSpec,
     is_parameter_name,
     shape_label,
 )
+from hotkernel.manifest.problem import ManifestProblem, did_you_mean
+from hotkernel.manifest.problem_files import check_function_file, check_problem
 from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE
 
 MAX_FILE_BYTES = 512 << 10  # 512 KiB: 100 targets take about 15 KiB
@@ -56,15 +54,6 @@ NAME_RULE = (
     "at most 64 characters)"
 )
 NAME_HELP = f"target name is not allowed: {NAME_RULE}"
-
-
-class ManifestProblem(Exception):
-    """A problem at a place in the document: ``loc`` is the key path, ``message`` says what to fix."""
-
-    def __init__(self, loc: tuple[Any, ...], message: str) -> None:
-        super().__init__(message)
-        self.loc = loc
-        self.message = message
 
 
 def yaml_rt() -> YAML:
@@ -103,11 +92,6 @@ def plain(value: Any) -> Any:
     if isinstance(value, str):
         return str(value)
     return value
-
-
-def did_you_mean(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def allowed_keys(model: type[BaseModel]) -> list[str]:
@@ -362,92 +346,6 @@ def describe_pydantic_error(error: dict[str, Any]) -> tuple[tuple[Any, ...], str
     return loc, f"{error['msg'].rstrip('.')} (got {quote(given)})"
 
 
-def _read_workspace_python(root: Path, rel: str, loc: tuple[Any, ...]) -> ast.Module:
-    """The parsed Python file ``rel``, which must lie inside the workspace ``root``."""
-    root_resolved = root.resolve()
-    try:
-        file = (root_resolved / rel).resolve()
-    except (OSError, ValueError):
-        raise ManifestProblem(loc, f"{quote(rel)} is not a usable path; fix it") from None
-    if file != root_resolved and root_resolved not in file.parents:
-        raise ManifestProblem(loc, f"{quote(rel)} is outside the workspace; put the file inside {root_resolved}")
-    try:
-        source = file.read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raise ManifestProblem(
-            loc, f"file {quote(rel)} not found (relative to {root_resolved}); create it or fix the path"
-        ) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ManifestProblem(loc, f"{quote(rel)}: cannot read ({err.__class__.__name__}); fix the file") from None
-    try:
-        tree = ast.parse(source, filename=str(file))
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
-        line = getattr(err, "lineno", None)
-        raise ManifestProblem(
-            loc,
-            f"{rel}{':' + str(line) if line else ''} does not parse ({err.__class__.__name__}); fix the file",
-        ) from None
-    return tree
-
-
-PROBLEM_LAYOUTS = {
-    "kernelbench": ("Model", "get_inputs", "get_init_inputs"),
-    "gpumode": ("generate_input", "ref_kernel"),
-}
-
-
-def problem_layout(root: Path, rel: str, loc: tuple[Any, ...]) -> str:
-    """``kernelbench`` or ``gpumode``: the layout of the problem file ``rel`` by its top-level names."""
-    functions, others = _top_level_names(_read_workspace_python(root, rel, loc))
-    names = functions | others
-    for layout, wanted in PROBLEM_LAYOUTS.items():
-        if all(name in names for name in wanted):
-            return layout
-    missing = [name for name in PROBLEM_LAYOUTS["kernelbench"] if name not in names]
-    raise ManifestProblem(
-        loc,
-        f"{rel} is not a problem file: it defines no {', '.join(missing)} (KernelBench: class Model(nn.Module), "
-        f"get_inputs(), get_init_inputs(); GPU MODE: generate_input(), ref_kernel(); docs/suites.md); for a "
-        f"function write {rel}:function",
-    )
-
-
-def _check_function_file(root: Path, ref: str, loc: tuple[Any, ...]) -> None:
-    """For ``./file.py:function``: the file is inside the workspace and defines ``function`` at top level."""
-    match = FILE_REF_RE.fullmatch(ref)
-    if not match:
-        return
-    rel, func = match["path"], match["func"]
-    functions, others = _top_level_names(_read_workspace_python(root, rel, loc))
-    if func in functions:
-        return
-    if func in others:
-        raise ManifestProblem(
-            loc,
-            f"{func!r} in {rel} is not a function (a class or a value); name a function defined with def "
-            f"(a module-style problem class is not supported yet)",
-        )
-    hint = did_you_mean(func, sorted(functions | others))
-    raise ManifestProblem(loc, f"{rel} defines no function {func!r}; {hint}define it at the top level of {rel}")
-
-
-def _top_level_names(tree: ast.Module) -> tuple[set[str], set[str]]:
-    """(functions defined with def or imported, other top-level names: classes and assignments)."""
-    functions: set[str] = set()
-    others: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.add(node.name)
-        elif isinstance(node, ast.ClassDef):
-            others.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            functions.update(t.id for t in targets if isinstance(t, ast.Name))  # f = functools.partial(...)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            functions.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-    return functions, others - functions
-
-
 def check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
     """Cross-field rules pydantic cannot place on a line: names, shape mappings, rotate, derive, files."""
     base: tuple[Any, ...] = ("targets", name)
@@ -507,37 +405,11 @@ def check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
         )
     if spec.inputs is not None and len(set(spec.inputs)) != len(spec.inputs):
         raise ManifestProblem((*base, "inputs"), "a derived input is listed twice; rename one")
-    _check_problem(spec, base, root)
+    check_problem(spec, base, root)
     if root is not None:
         for key, ref in (("from", spec.from_), ("reference", spec.reference), ("derive", spec.derive)):
             if ref is not None:
-                _check_function_file(root, ref, (*base, key))
-
-
-def _check_problem(spec: TargetSpec, base: tuple[Any, ...], root: Path | None) -> None:
-    """Shapes are given; ``cases`` go with a module problem (one per shape); a problem makes its own inputs."""
-    problem = PROBLEM_REF_RE.fullmatch(spec.from_)
-    if not spec.shapes:
-        fill = " (for a module problem hotkernel new and hotkernel import read them from the file)" if problem else ""
-        raise ManifestProblem((*base, "shapes"), f"give at least one shape, e.g. 4096x8192{fill}")
-    if spec.cases is not None and not problem:
-        raise ManifestProblem((*base, "cases"), "cases go with a module problem (from: ./problem.py); remove them")
-    if not problem:
-        return
-    if spec.derive is not None:
-        raise ManifestProblem((*base, "derive"), "a module problem makes its own inputs; remove derive")
-    if spec.cases is not None and len(spec.cases) != len(spec.shapes):
-        raise ManifestProblem(
-            (*base, "cases"), f"{len(spec.cases)} case(s) for {len(spec.shapes)} shape(s); give one case per shape"
-        )
-    if root is not None:
-        layout = problem_layout(root, problem["path"], (*base, "from"))
-        if layout == "kernelbench" and len(spec.cases or []) > 1:
-            raise ManifestProblem(
-                (*base, "cases"),
-                "a KernelBench problem has one case (its module-level "
-                "constants); import it once per case under another name",
-            )
+                check_function_file(root, ref, (*base, key))
 
 
 def check_target_fields(name: str, fields: dict[str, Any], root: Path | None) -> TargetSpec:
