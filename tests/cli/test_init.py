@@ -83,3 +83,8 @@ def test_init_command_then_new_keeps_the_schema_line(tmp_path: Path, monkeypatch
     assert added.exit_code == 0, added.output
     text = (tmp_path / "hotkernel.yaml").read_text()
     assert text.startswith(f"# yaml-language-server: $schema={SCHEMA_COPY}\n") and "  neg:\n" in text
+
+
+def test_the_example_workspace_ignores_what_init_ignores() -> None:
+    lines = (Path(__file__).resolve().parents[2] / ".gitignore").read_text().splitlines()
+    assert set(IGNORED) <= set(lines), sorted(set(IGNORED) - set(lines))
