@@ -67,6 +67,11 @@ class BenchResult(_Model):
     )
     python: str | None = Field(default=None, description="interpreter the script ran under")
     runs: list[RunSummary] = Field(default_factory=list, description="every run, warmup included, in order")
+    run_id: str | None = Field(
+        default=None,
+        description="the id this result was saved under in the workspace's run store (.hotkernel/runs/<id>.json); "
+        "None when the workspace could not keep it",
+    )
 
 
 class SideSummary(_Model):
@@ -128,3 +133,8 @@ class VerifyResult(_Model):
     )
     python: str | None = Field(default=None, description="interpreter the scripts ran under")
     runs: list[RunSummary] = Field(default_factory=list, description="every run in order")
+    run_id: str | None = Field(
+        default=None,
+        description="the id this verify was saved under in the workspace's run store (.hotkernel/runs/<id>.json): "
+        "`hotkernel record TARGET <run_id>` keeps it; None when the workspace could not keep it",
+    )

@@ -44,9 +44,15 @@ class StoredRun:
     result: VerifyResult | BenchResult
 
 
+def stored_body(result: VerifyResult | BenchResult) -> dict[str, Any]:
+    """The result as the store keeps it: its JSON without ``run_id`` (the id is derived from the digest)."""
+    return result.model_dump(mode="json", exclude={"run_id"})
+
+
 def result_digest(result: VerifyResult | BenchResult) -> str:
-    """sha256 of the result's canonical JSON (sorted keys, no spaces): what a stored run's digest covers."""
-    text = json.dumps(result.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    """sha256 of the result's canonical JSON (sorted keys, no spaces, no ``run_id``): what a stored run's digest
+    covers."""
+    text = json.dumps(stored_body(result), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -56,11 +62,11 @@ def runs_dir(ws: Any) -> Path:
 
 
 def save_run(ws: Any, result: R) -> R:
-    """Write ``result`` into the run store and return it unchanged; a workspace that cannot be written to
-    (read-only, no root) keeps nothing and the result is still returned."""
+    """Write ``result`` into the run store and return it with its ``run_id``; a workspace that cannot be written
+    to (read-only, no root) keeps nothing and the result comes back with ``run_id`` None."""
     root = getattr(ws, "root", None)
     if root is None:
-        return result
+        return result.model_copy(update={"run_id": None})
     digest = result_digest(result)
     now = dt.datetime.now(dt.timezone.utc)
     run_id = f"{now.strftime('%Y%m%dT%H%M%SZ')}-{digest[:8]}"
@@ -70,15 +76,16 @@ def save_run(ws: Any, result: R) -> R:
         "id": run_id,
         "created_at": now.isoformat(timespec="seconds").replace("+00:00", "Z"),
         "digest": digest,
-        "result": result.model_dump(mode="json"),
+        "result": stored_body(result),
     }
+    path = runs_dir(ws) / f"{run_id}.json"
     try:
-        folder = runs_dir(ws)
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(folder / f"{run_id}.json", json.dumps(body, separators=(",", ":")) + "\n", overwrite=False)
-    except OSError:
-        pass  # the run store is a convenience for `record`; a read-only workspace still gets its result
-    return result
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(body, separators=(",", ":")) + "\n", overwrite=False)
+    except OSError:  # a read-only workspace still gets its result, without a run id to record
+        if not path.is_file():  # else the same result, saved within the same second, is already kept
+            return result.model_copy(update={"run_id": None})
+    return result.model_copy(update={"run_id": run_id})
 
 
 def _path(ws: Any, run_id: str) -> Path:
@@ -99,7 +106,7 @@ def load_run(ws: Any, run_id: str) -> StoredRun:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         model = VerifyResult if data.get("kind") == "verify" else BenchResult
-        result = model.model_validate(data["result"])
+        result = model.model_validate({**data["result"], "run_id": None})
         digest, created, kind = str(data["digest"]), str(data["created_at"]), data["kind"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
         raise HotkernelError(f"{where}: damaged run file (not a stored run); run verify again") from None
@@ -107,6 +114,7 @@ def load_run(ws: Any, run_id: str) -> StoredRun:
         raise HotkernelError(f"{where}: damaged run file (its id or kind is wrong); run verify again")
     if result_digest(result) != digest:
         raise HotkernelError(f"{where}: edited after the run (its digest does not match); run verify again")
+    result = result.model_copy(update={"run_id": run_id})
     return StoredRun(run_id=run_id, kind=kind, created_at=created, digest=digest, result=result)
 
 

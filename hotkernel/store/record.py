@@ -389,7 +389,7 @@ def record(
             who=who,
             note=note,
             contract=verify_result.protocol,
-            result=verify_result,
+            result=verify_result.model_copy(update={"run_id": None}),  # the record's own run_id names it
             provenance=prov,
             fingerprint=fingerprint or {},
             spec=spec,

@@ -121,3 +121,5 @@ def print_bench(result: Any) -> None:
             f"median {stats.median_ms:.4f} (n={stats.n}, device {result.device})"
         )
         out.print("samples (ms): " + ", ".join(f"{s:.4f}" for s in stats.samples_ms))
+    if result.run_id:
+        out.print(f"run: {result.run_id} (.hotkernel/runs/{result.run_id}.json)", markup=False, highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -25,7 +26,7 @@ def register(app: typer.Typer) -> None:
             help="rounds it may run when the answer is still open after -n (default 2n; -n again: never more)",
         ),
         as_json: bool = typer.Option(
-            False, "--json", help="print the VerifyResult as JSON (save it for `hotkernel record`)"
+            False, "--json", help="print the VerifyResult as JSON (its run_id is what `hotkernel record` takes)"
         ),
     ) -> None:
         """Verify CANDIDATE against BASELINE: faster / slower / inconclusive / incorrect / invalid.
@@ -71,3 +72,13 @@ def print_verify(result: Any) -> None:
     for side in (result.baseline, result.candidate):
         if side.stats.n:
             out.print(f"  {side.script}: median {side.stats.median_ms:.4f} ms (n={side.stats.n})")
+    for line in run_lines(result):
+        out.print(line, markup=False, highlight=False)
+
+
+def run_lines(result: Any) -> list[str]:
+    """The run-store id the verify was saved under and the command that records it (none without an id)."""
+    if not result.run_id:
+        return []
+    target = result.target or Path(result.candidate.script).parent.name or "TARGET"
+    return [f"run: {result.run_id}", f"next: hotkernel record {target} {result.run_id}"]
