@@ -21,6 +21,7 @@
 #   competitors  lab/benchmarks/device/competitors_check.py, modes $HK_COMPETITOR_MODES, $HK_COMPETITOR_BUDGET_S
 #   first_launch  lab/benchmarks/device/triton_first_launch.py (a Triton candidate's first call in a fresh process)
 #   compile_more  suites.sh --kinds compile at --scale 0.125 on $HK_COMPILE_PROBLEMS ($HK_COMPILE_BUDGET_S)
+#   warm      lab/benchmarks/device/verify_warm.sh: CLI verify -n 7 of $HK_WARM_TARGET (default rmsnorm), three times
 #   gpumode   lab/benchmarks/device/gpumode_check.py: lab/gpumode's GPU MODE-format tasks imported, A/A verified,
 #             and the destination-passing submissions (correct, untouched, bf16) verified ($HK_GPUMODE_BUDGET_S)
 #   level3    suites.sh on KernelBench level 3 (kb/level3 carried): import and fit at its own shapes, A/A verifies
@@ -74,6 +75,7 @@ for s in ${STEPS//,/ }; do
     own_shape) SUITES_BUDGET_S=${HK_OWN_BUDGET_S:-240} step own_shape bash lab/benchmarks/device/suites.sh \
                  "$WORK/own_shape" --kinds aa --scale 1 --no-fit --count 100 --problems "$HK_OWN_PROBLEMS" \
                  --verify-timeout-s "${HK_OWN_VERIFY_S:-90}" ;;
+    warm) step warm bash lab/benchmarks/device/verify_warm.sh "$WORK/warm" "${HK_WARM_TARGET:-rmsnorm}" ;;
     gpumode) step gpumode python3 lab/benchmarks/device/gpumode_check.py "$WORK/gpumode" \
                --budget-s "${HK_GPUMODE_BUDGET_S:-200}" ;;
     level3) HK_KB_DIR=$PWD/kb/level3 SUITES_BUDGET_S=${HK_L3_BUDGET_S:-300} step level3 bash \
