@@ -6,11 +6,11 @@ set -u
 OUT=${1:?usage: verify_warm.sh OUT [TARGET]}; T=${2:-rmsnorm}
 mkdir -p "$OUT"
 for i in 1 2 3; do
-  t0=$(date +%s.%N)
+  t0=$(date +%s%N)
   python3 -m hotkernel verify -n 7 --json "targets/$T/baseline.py" "targets/$T/candidate.py" > "$OUT/verify_$i.json" \
     2> "$OUT/verify_$i.err"
   rc=$?
-  echo "verify $T run $i rc=$rc wall_s=$(echo "$(date +%s.%N) - $t0" | bc)" | tee -a "$OUT/walls.txt"
+  echo "verify $T run $i rc=$rc wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))" | tee -a "$OUT/walls.txt"
 done
 python3 - "$OUT" <<'PY'
 import json, sys
