@@ -119,11 +119,12 @@ def load_run(ws: Any, run_id: str) -> StoredRun:
 
 
 def run_ids(ws: Any) -> list[str]:
-    """Every run id in the store, oldest first."""
+    """Every run id in the store, oldest first (by the second in the id, then by when the file was written)."""
     folder = runs_dir(ws)
     if not folder.is_dir():
         return []
-    return sorted(p.stem for p in folder.glob("*.json") if RUN_ID.match(p.stem) and not p.is_symlink())
+    found = [p for p in folder.glob("*.json") if RUN_ID.match(p.stem) and not p.is_symlink()]
+    return [p.stem for p in sorted(found, key=lambda p: (p.stem[:16], p.stat().st_mtime_ns, p.stem))]
 
 
 def verify_runs(ws: Any, target: str) -> list[StoredRun]:
@@ -148,3 +149,17 @@ def latest_verify(ws: Any, target: str) -> StoredRun:
             f"`hotkernel verify targets/{target}/baseline.py targets/{target}/candidate.py` first"
         )
     return runs[-1]
+
+
+def stored_verify(ws: Any, target: str, run_id: str | None, latest: bool) -> StoredRun:
+    """The stored verify to record: ``run_id``, or with ``latest`` the newest of ``target``; exactly one of the
+    two. A HotkernelError when it is not there, was edited, or is a bench."""
+    if latest == (run_id is not None):
+        raise HotkernelError(
+            f"record: pass one run id or latest (list the runs with `hotkernel record {target} --runs`), "
+            "or import a result from elsewhere with `hotkernel record --import FILE`"
+        )
+    stored = latest_verify(ws, target) if latest else load_run(ws, str(run_id))
+    if stored.kind != "verify":
+        raise HotkernelError(f"record: run {stored.run_id} is a bench, not a verify; record a verify's run")
+    return stored

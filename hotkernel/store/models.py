@@ -151,6 +151,19 @@ class HistoryEntry(_Model):
     not_counted_reason: str | None = Field(default=None, description="why it is not counted")
     role: RecordRole = Field(default="candidate", description="'candidate' or 'competitor'")
     competitor: str | None = Field(default=None, description="the competitor's manifest name (competitor records)")
+    confirmed: bool = Field(
+        default=False,
+        description="a counted faster candidate record that a second verify of the same files, also faster with an "
+        "overlapping interval, confirms: it can be the best",
+    )
+    awaiting_confirmation: bool = Field(
+        default=False,
+        description="a counted faster candidate record no second verify of the same files confirms yet: not "
+        "crowned until one does",
+    )
+    imported: bool = Field(default=False, description="the result was imported from a file (`record --import`)")
+    run_id: str | None = Field(default=None, description="the run-store id the result was recorded from")
+    confirms: str | None = Field(default=None, description="the record this one was recorded to confirm")
 
 
 class LeaderboardRow(_Model):
@@ -195,6 +208,11 @@ class LeaderboardRow(_Model):
         default=False,
         description="a counted faster candidate record with another counted faster record of the same files "
         "whose interval overlaps its own (two independent verifies agree); only those can be the best",
+    )
+    awaiting_confirmation: bool = Field(
+        default=False,
+        description="a counted faster candidate record no second verify of the same files confirms yet: never the "
+        "best until one does",
     )
     imported: bool = Field(default=False, description="the result was imported from a file (`record --import`)")
 

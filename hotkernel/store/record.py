@@ -208,15 +208,24 @@ def board_view(
     return (entries[0] if entries else None), rows
 
 
-def check_measured(ws: Workspace, target: str, result: VerifyResult, confirms: str | None, lock: Lock) -> None:
-    """Refuse, in one line, a result whose numbers do not recompute from its samples, and a ``confirms`` that
-    does not name a counted faster record of the same files."""
+def check_measured(
+    ws: Workspace, target: str, result: VerifyResult, confirms: str | None, lock: Lock, run_id: str | None = None
+) -> None:
+    """Refuse, in one line, a result whose numbers do not recompute from its samples, a run already recorded, and
+    a ``confirms`` that does not name a counted faster record of the same files."""
     problem = recompute_problem(result, target)
     if problem:
         raise HotkernelError(
             f"record: this result is not what its runs measured ({problem}); record a run the runner stored: "
             f"`hotkernel record {target} --latest`"
         )
+    if run_id is not None:
+        kept = next((p for p, r in scan_results(ws, lock).records if r.run_id == run_id), None)
+        if kept is not None:
+            raise HotkernelError(
+                f"record: run {run_id} is already recorded as {kept}: one record per verify; verify again to "
+                "record another"
+            )
     if confirms is None:
         return
     first = next((r for p, r in scan_results(ws, lock).records if p == confirms), None)
@@ -366,7 +375,7 @@ def record(
             f"run `hotkernel record {verify_result.target} ...`"
         )
     spec, spec_fingerprint = target_spec(ws, target, verify_result)
-    check_measured(ws, target, verify_result, confirms, read_lock(ws))
+    check_measured(ws, target, verify_result, confirms, read_lock(ws), run_id)
     tolerances = run_tolerances(verify_result)
     protocol = current_protocol()
     prov = provenance or collect_provenance(ws, verify_result, python=python, device_kind=device_kind)
@@ -511,29 +520,33 @@ def invalidate_record(ws: Workspace, path: str | os.PathLike[str], reason: str) 
 
 
 def history(ws: Workspace, target: str) -> list[HistoryEntry]:
-    """Every record of ``target``, oldest first."""
+    """Every record of ``target``, oldest first, with its confirmation state as the board sees it."""
     validate_target_name(target)
     protocol = current_protocol()
+    records = [(path, rec) for path, rec in scan_results(ws).records if rec.target == target]
+    rows = {row.path: row for row in leaderboard_rows(records, protocol)}
     entries = []
-    for path, rec in scan_results(ws).records:
-        if rec.target != target:
-            continue
-        reason = not_counted_reason(rec, protocol)
-        has_speedup = rec.result.verdict in ("faster", "slower")
+    for path, rec in records:
+        row = rows[path]
         entries.append(
             HistoryEntry(
                 path=path,
                 created_at=rec.created_at,
-                device=device_of(rec),
+                device=row.device,
                 verdict=rec.result.verdict,
-                speedup=rec.result.speedup if has_speedup else None,
-                interval=rec.result.interval if has_speedup else None,
+                speedup=row.speedup,
+                interval=row.interval,
                 who=rec.who,
                 note=rec.note,
-                counted=reason is None,
-                not_counted_reason=reason,
+                counted=row.counted,
+                not_counted_reason=row.not_counted_reason,
                 role=rec.role,
                 competitor=rec.competitor,
+                confirmed=row.confirmed,
+                awaiting_confirmation=row.awaiting_confirmation,
+                imported=rec.imported,
+                run_id=rec.run_id,
+                confirms=rec.confirms,
             )
         )
     entries.sort(key=lambda e: (e.created_at, e.path))

@@ -112,6 +112,7 @@ def mark_best(rows: list[LeaderboardRow]) -> None:
             row.confirmed = any(
                 other is not row and _overlap(row, other) and not (row.imported and other.imported) for other in faster
             )
+            row.awaiting_confirmation = not row.confirmed
         confirmed = [r for r in faster if r.confirmed]
         if not confirmed:
             continue

@@ -220,7 +220,9 @@ async def test_record_needs_a_verify_from_this_server(workspace: Path) -> None:
     before = snapshot(workspace)
     async with Client(build_server(workspace)) as client:
         result = await call(client, "record", {"target": "scale", "note": "n/a", "who": "test"})
-        assert result.is_error and "verify first" in text_of(result)
+        assert result.is_error and "pass one run id or latest" in text_of(result)
+        result = await call(client, "record", {"target": "scale", "note": "n/a", "who": "test", "latest": True})
+        assert result.is_error and "no stored verify of target 'scale'" in text_of(result)
     assert snapshot(workspace) == before
 
 
@@ -231,7 +233,13 @@ async def test_leaderboard_and_history_empty(workspace: Path) -> None:
         assert board.structured_content["rows"] == []
         assert (workspace / "LEADERBOARD.md").read_text() == board.structured_content["markdown"]
         hist = await call(client, "history", {"target": "scale"})
-        assert not hist.is_error and hist.structured_content == {"target": "scale", "records": []}
+        assert not hist.is_error
+        assert hist.structured_content == {
+            "target": "scale",
+            "records": [],
+            "awaiting_confirmation": [],
+            "imported": [],
+        }
 
 
 async def test_no_workspace_says_how_to_start(tmp_path: Path) -> None:
@@ -395,10 +403,12 @@ async def test_full_loop_on_cpu(workspace: Path) -> None:
         assert not verified.is_error, text_of(verified)
         verdict = verified.structured_content["result"]["verdict"]
         assert verdict in ("faster", "slower", "inconclusive")
-        job_id = verified.structured_content["job"]["job_id"]
-        wrong = await call(client, "record", {"target": "scale", "note": "x", "who": "t", "verify_job_id": job_id})
-        assert wrong.is_error and "verify_job_id" in text_of(wrong)
-        recorded = await call(client, "record", {"target": "double", "note": "same kernel", "who": "pytest"})
+        run_id = verified.structured_content["result"]["run_id"]
+        wrong = await call(client, "record", {"target": "scale", "note": "x", "who": "t", "run_id": run_id})
+        assert wrong.is_error and "not 'scale'" in text_of(wrong)
+        recorded = await call(
+            client, "record", {"target": "double", "note": "same kernel", "who": "pytest", "run_id": run_id}
+        )
         assert not recorded.is_error, text_of(recorded)
         path = recorded.structured_content["path"]
         assert (workspace / path).is_file() and recorded.structured_content["verdict"] == verdict

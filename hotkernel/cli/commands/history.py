@@ -20,7 +20,8 @@ def register(app: typer.Typer) -> None:
         target: str = typer.Argument(..., help="target name"),
         as_json: bool = typer.Option(False, "--json", help="print the records as a JSON list"),
     ) -> None:
-        """List every record of TARGET, oldest first: verdict, speedup, who, note, whether it counts."""
+        """List every record of TARGET, oldest first: verdict, speedup, confirmed or awaiting confirmation, imported,
+        who, note, whether it counts."""
 
         entries = history(find_workspace(), target)
         if as_json:
@@ -32,7 +33,9 @@ def register(app: typer.Typer) -> None:
         for e in entries:  # one plain line per record: readable in a terminal, greppable in a log
             speed = f" {e.speedup:.3f}x" if e.speedup is not None and e.verdict == "faster" else ""
             counted = "" if e.counted else f"  NOT COUNTED ({e.not_counted_reason})"
-            typer.echo(f"{e.path}  {e.device}  {e.verdict}{speed}  who: {e.who}  note: {e.note}{counted}")
+            state = " (confirmed)" if e.confirmed else " (awaiting confirmation)" if e.awaiting_confirmation else ""
+            label = "  imported" if e.imported else ""
+            typer.echo(f"{e.path}  {e.device}  {e.verdict}{speed}{state}{label}  who: {e.who}  note: {e.note}{counted}")
 
     @app.command("invalidate")
     def invalidate_command(

@@ -18,7 +18,7 @@ from hotkernel.cli.commands.bench import console, print_json
 from hotkernel.errors import HotkernelError
 from hotkernel.reconcile.keep import record_and_keep
 from hotkernel.run.models import VerifyResult
-from hotkernel.run.runstore import latest_verify, load_run, verify_runs
+from hotkernel.run.runstore import stored_verify, verify_runs
 from hotkernel.store.models import RecordResult
 from hotkernel.workspace.paths import Workspace, find_workspace
 
@@ -38,19 +38,6 @@ def read_verify_result(source: str) -> VerifyResult:
             f"{source}: not a verify result ({first}); save one with "
             "`hotkernel verify BASELINE CANDIDATE --json > result.json`"
         ) from None
-
-
-def stored_result(ws: Workspace, target: str, run_id: str | None, latest: bool) -> tuple[str, VerifyResult]:
-    """(run id, result) of a verify in the run store: ``run_id``, or the newest of ``target`` with ``latest``."""
-    if latest == (run_id is not None):
-        raise HotkernelError(
-            f"record: pass one run id or --latest (list the runs with `hotkernel record {target} --runs`), "
-            "or --import FILE for a result from elsewhere"
-        )
-    stored = latest_verify(ws, target) if latest else load_run(ws, str(run_id))
-    if stored.kind != "verify":
-        raise HotkernelError(f"record: run {stored.run_id} is a bench, not a verify; record a verify's run")
-    return stored.run_id, stored.result  # type: ignore[return-value]
 
 
 def run_lines(ws: Workspace, target: str) -> list[str]:
@@ -96,7 +83,8 @@ def register(app: typer.Typer) -> None:
                 raise HotkernelError("record: --import FILE takes no run id and no --latest")
             result = read_verify_result(import_file)
         else:
-            found, result = stored_result(ws, target, run_id, latest)
+            stored = stored_verify(ws, target, run_id, latest)
+            found, result = stored.run_id, stored.result
         imported = import_file is not None
         outcome = record_and_keep(
             ws, target, result, note=note, who=who, run_id=found, imported=imported, confirms=confirms

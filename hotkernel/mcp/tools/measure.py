@@ -10,10 +10,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from hotkernel.errors import quote
-from hotkernel.mcp import jobs
 from hotkernel.mcp.base import (
     DEFAULT_WAIT_S,
-    MAX_JOB_ID,
     Role,
     TargetName,
     WaitS,
@@ -26,10 +24,11 @@ from hotkernel.mcp.base import (
     tool,
     workspace_of,
 )
+from hotkernel.reconcile.keep import record_and_keep as record_result
 from hotkernel.reconcile.models import Plan, SyncReport
 from hotkernel.reconcile.plan import plan as make_plan
-from hotkernel.reconcile.sync import record_and_keep as record_result
 from hotkernel.run.models import BenchResult, VerifyResult
+from hotkernel.run.runstore import RUN_ID, stored_verify
 from hotkernel.store.models import RecordResult
 from hotkernel.workspace.paths import MANIFEST_NAME, MAX_PATH, TARGET_NAME_RE, Workspace
 
@@ -141,46 +140,40 @@ def record(
             max_length=120,
         ),
     ],
-    verify_job_id: Annotated[
+    run_id: Annotated[
         str | None,
         Field(
-            description="job id of the verify whose result to keep; default None = the latest finished "
-            "verify of "
-            "this target in this server",
-            max_length=MAX_JOB_ID,
+            description="the run_id of the verify to keep, as verify's result gives it (the workspace's run store, "
+            "e.g. '20261205T101500Z-1a2b3c4d'); default None: pass latest instead",
+            pattern=RUN_ID.pattern,
+            max_length=32,
+        ),
+    ] = None,
+    latest: Annotated[
+        bool, Field(description="keep the newest stored verify of this target (instead of run_id); default false")
+    ] = False,
+    confirms: Annotated[
+        str | None,
+        Field(
+            description="the record (results/<target>/....json) of the first faster verify of the same files that "
+            "this second verify confirms; default None",
+            max_length=MAX_PATH,
         ),
     ] = None,
 ) -> RecordResult:
-    """Keep a verify result as results/<target>/<UTC time>.json and regenerate LEADERBOARD.md.
+    """Keep a verify the runner stored as results/<target>/<UTC time>.json and regenerate LEADERBOARD.md.
 
-    Record every verify, win or lose: the record says whether it beats the best so far (beats_best). Keep the
-    change only when it does; otherwise revert the candidate. beats_best without clear_of_best: the two
-    intervals overlap, so verify once more and keep the change only when it beats the previous best again.
-    Only a verify this server ran can be recorded (a result cannot be typed in). To re-run and record
-    everything out of date use sync instead.
+    Record every verify, win or lose: the record says whether it beats the best so far (beats_best). A faster
+    record is crowned only once a second verify of the same files is also faster with an overlapping interval
+    (awaiting_confirmation until then): verify again and record it with confirms=<the first record's path>, or
+    run sync. Keep the change only when it beats the best; otherwise revert the candidate. Only a verify from the
+    workspace's run store can be recorded, by its run_id (a result cannot be typed in), and its verdict, speedup
+    and interval must follow from its samples. To re-run and record everything out of date use sync instead.
     """
     ws = workspace_of(ctx)
     known_target(ws, target)
-    if verify_job_id is not None:
-        job = jobs.get_job(verify_job_id)
-        if job.op != "verify" or job.state != "done" or job.args.get("target") != target:
-            raise ToolError(
-                f"verify_job_id {quote(verify_job_id)} is not a finished verify of target {target!r} (it is a "
-                f"{job.op} job, state {job.state}); pass the job id of a verify of {target!r} that is done"
-            )
-    else:
-        job = jobs.latest_job("verify", lambda j: j.args.get("target") == target)
-        if job is None:
-            raise ToolError(f"no finished verify of target {target!r} in this server: call verify first")
-    with job.lock:
-        if job.recorded:
-            raise ToolError(
-                f"the verify job {job.id} of {target!r} is already recorded as {job.recorded}: "
-                "one record per verify; run verify again to record another experiment"
-            )
-        result = record_result(ws, target, VerifyResult.model_validate(job.result), note=note, who=who)
-        job.recorded = result.path
-    return result
+    stored = stored_verify(ws, target, run_id, latest)
+    return record_result(ws, target, stored.result, note=note, who=who, run_id=stored.run_id, confirms=confirms)
 
 
 @tool(read_only=False, destructive=False, idempotent=False)

@@ -26,11 +26,15 @@ class Leaderboard(BaseModel):
     path: str = Field(description="workspace-relative path of LEADERBOARD.md")
     markdown: str = Field(description="the file's content")
     rows: list[LeaderboardRow] = Field(
-        description="one row per record, sorted by target, device, path; role says candidate or competitor"
+        description="one row per record, sorted by target, device, path; role says candidate or competitor; a "
+        "faster candidate is confirmed (a second verify of the same files agrees: it can be the best) or "
+        "awaiting_confirmation; imported marks a result recorded from a file"
     )
     best: list[BestEntry] = Field(
-        description="per target and device: the best candidate, the fastest competitor, and the best candidate's "
-        "speedup over that competitor (vs_competitor; below 1 the competitor is faster)"
+        description="per target and device: the best confirmed candidate with its headline (median: the median "
+        "speedup of the counted runs of its files, with their count and range), the fastest competitor, the best "
+        "candidate's speedup over that competitor (vs_competitor; below 1 the competitor is faster), and the "
+        "fastest faster record still awaiting confirmation (awaiting)"
     )
     summary: list[SuiteSummary] = Field(
         description="per suite and device: KernelBench fast_p (p = 0, 1.0, 1.5, 2.0) and the geometric mean "
@@ -42,7 +46,18 @@ class History(BaseModel):
     """history: every record of one target."""
 
     target: str = Field(description="target name")
-    records: list[HistoryEntry] = Field(description="oldest first; invalidated records included (counted=false)")
+    records: list[HistoryEntry] = Field(
+        description="oldest first; invalidated records included (counted=false); each says whether it is "
+        "confirmed or awaiting_confirmation, imported, its run_id and the record it confirms"
+    )
+    awaiting_confirmation: list[str] = Field(
+        default_factory=list,
+        description="paths of the counted faster records no second verify of the same files confirms yet: verify "
+        "again and record with confirms=<path>, or run sync",
+    )
+    imported: list[str] = Field(
+        default_factory=list, description="paths of the records imported from a file rather than the run store"
+    )
 
 
 @tool(read_only=False, destructive=False, idempotent=True)
@@ -68,13 +83,20 @@ def leaderboard(ctx: Context) -> Leaderboard:
 
 @tool(read_only=True, destructive=False, idempotent=True)
 def history(ctx: Context, target: TargetName) -> History:
-    """List every record of a target (oldest first), with verdict, speedup, who, note and whether it counts.
+    """List every record of a target (oldest first), with verdict, speedup, who, note, whether it counts, whether
+    it is confirmed or awaiting confirmation, and whether it was imported.
 
     Reads only. Use leaderboard for all targets, invalidate_record to discount a bad record.
     """
     ws = workspace_of(ctx)
     known_target(ws, target)
-    return History(target=target, records=target_history(ws, target))
+    records = target_history(ws, target)
+    return History(
+        target=target,
+        records=records,
+        awaiting_confirmation=[r.path for r in records if r.awaiting_confirmation],
+        imported=[r.path for r in records if r.imported],
+    )
 
 
 @tool(read_only=False, destructive=True, idempotent=True)
