@@ -433,7 +433,12 @@ def _kernelbench_reply(
 ) -> dict[str, Any]:
     _check_state(torch, path, model)
     names = _forward_names(module, len(inputs))
-    entries = [describe(torch, name, value) for name, value in zip(names, inputs, strict=True)]
+    entries = []
+    for index, (name, value) in enumerate(zip(names, inputs, strict=True)):
+        try:
+            entries.append(describe(torch, name, value))
+        except ValueError as err:
+            raise ValueError(f"{path}: get_inputs() item {index} ({name}): {err}") from None
     state = list(model.parameters()) + list(model.buffers())
     entries.append({"name": "state", "kind": "state", "tensors": len(state), "bytes": tensor_bytes(torch, state)})
     outputs = None
