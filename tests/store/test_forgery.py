@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -133,3 +136,24 @@ def test_a_repository_record_is_under_10_kb_compact_and_loads_back() -> None:
     assert back.result.baseline.stats == record_.result.baseline.stats
     assert [r.ms for r in back.result.runs] == [r.ms for r in record_.result.runs]
     assert encode(back.model_dump(mode="json")) == text
+
+
+def test_a_committed_forged_record_is_never_vouched_for_and_fails_the_check(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    honest = _record(ws, synthetic_result("rmsnorm", "faster", 1.3))
+    data = json.loads((ws.root / honest.path).read_text())
+    data["result"].update(speedup=50.0, interval=[45.0, 55.0])
+    forged = ws.results_dir / "rmsnorm" / "20991231T000000Z.json"
+    forged.write_text(json.dumps(data))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "records"]):
+        subprocess.run(["git", "-C", str(ws.root), *args], check=True, capture_output=True, env=env, timeout=60)
+    cli = {**os.environ, "HOTKERNEL_WORKSPACE": str(ws.root)}
+    run = [sys.executable, "-m", "hotkernel", "leaderboard"]
+    vouch = subprocess.run([*run, "--vouch-committed"], capture_output=True, text=True, env=cli, timeout=120)
+    assert vouch.returncode == 0, vouch.stderr
+    assert "results/rmsnorm/20991231T000000Z.json" not in read_lock(ws).records
+    check = subprocess.run([*run, "--check"], capture_output=True, text=True, env=cli, timeout=120)
+    assert check.returncode != 0
+    assert "results/rmsnorm/20991231T000000Z.json: unverified record (its numbers do not recompute" in check.stderr
