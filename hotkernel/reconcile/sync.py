@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import signal
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -215,11 +217,24 @@ def sync(
         progress=progress,
     )
     try:
-        with workspace_lock(ws, wait_s=wait_s, command=command.strip()), TerminationRaises():
+        with workspace_lock(ws, wait_s=wait_s, command=command.strip()), TerminationRaises(), interrupts_stop():
             return run.locked(names, from_scratch=from_scratch)
     finally:
         if pool is not None:
             pool.close()
+
+
+@contextlib.contextmanager
+def interrupts_stop() -> Iterator[None]:
+    """SIGINT stops the sync even when inherited ignored (``sync &`` in a script), where a held-back one would be
+    lost; main thread only, the inherited disposition comes back after."""
+    main = threading.current_thread() is threading.main_thread()
+    ignored = main and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    with contextlib.ExitStack() as stack:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            stack.callback(signal.signal, signal.SIGINT, signal.SIG_IGN)
+        yield
 
 
 def inline_kinds(gpu_name: str | None) -> frozenset[str]:

@@ -67,9 +67,17 @@ def assert_consistent(ws: Workspace) -> list[str]:
     return files
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def _ignore_sigint() -> None:  # as a script's `hotkernel sync &` starts it: SIGINT inherited ignored
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(
+    ("sig", "started_ignoring"), [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)]
+)
 @pytest.mark.parametrize("pause_s", [0.0, 0.3, 1.0])
-def test_a_signal_at_the_record_step_stops_the_sync_after_that_record(tmp_path: Path, sig: int, pause_s: float) -> None:
+def test_a_signal_at_the_record_step_stops_the_sync_after_that_record(
+    tmp_path: Path, sig: int, started_ignoring: bool, pause_s: float
+) -> None:
     ws = workspace(tmp_path / "ws")
     tests = str(Path(__file__).resolve().parents[1])
     proc = subprocess.Popen(
@@ -77,6 +85,7 @@ def test_a_signal_at_the_record_step_stops_the_sync_after_that_record(tmp_path: 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ignore_sigint if started_ignoring else None,  # noqa: PLW1509 - one call, before exec
     )
     try:
         assert proc.stdout.readline().split() == ["recording", "a"]
