@@ -27,7 +27,8 @@ from hotkernel.workspace.lockfile import workspace_lock
 from hotkernel.workspace.paths import MANIFEST_NAME, Workspace, safe_path
 
 PROBE_TIMEOUT_S = 60.0  # start-up (import torch) of the probe
-PROBE_PER_FILE_S = 10.0  # and per problem file: everything runs on the meta device
+PROBE_PER_FILE_S = 15.0  # and per problem file: meta/fake tensors, a flags run at reduced size (<= 5 s)
+PROBE_REAL_RUN_S = 60.0  # and per file that may need one real run (a GPU MODE task: data-dependent shapes)
 
 # How a caller names a manifest key and the rest of its path: ("shapes", "[1]") -> "--shape" or "shapes[1]".
 KeyLabel = Callable[[str, str], str]
@@ -69,9 +70,16 @@ def _as_edit_error(message: str, name: str, label: KeyLabel) -> str:
     return f"{label(match.group(1), match.group(2))}: {message[match.end() :]} ({MANIFEST_NAME} left as it was)"
 
 
+def probe_timeout_s(requests: list[dict[str, Any]]) -> float:
+    """The probe's limit: its start-up, each file, and one real run for each file given cases (GPU MODE)."""
+    real_runs = sum(1 for request in requests if request.get("cases"))
+    return PROBE_TIMEOUT_S + PROBE_PER_FILE_S * len(requests) + PROBE_REAL_RUN_S * real_runs
+
+
 def probe_problems(ws: Workspace, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Probe problem files in one run of the user's python (``hk_contract.probe_main``: the meta device, no
-    input is allocated): ``[{"ok": True, "probe": {...}} | {"ok": False, "error": "FILE:LINE: ..."}]``.
+    """Probe problem files in one run of the user's python (``hk_contract.probe_main``: meta or fake tensors, one
+    real run where those cannot tell the shapes, within the memory check):
+    ``[{"ok": True, "probe": {...}} | {"ok": False, "error": "FILE:LINE: ..."}]``.
 
     ``requests``: ``{"path": absolute file, "scale": float | None, "cases": [...] | None}`` each."""
     if not requests:
@@ -79,9 +87,7 @@ def probe_problems(ws: Workspace, requests: list[dict[str, Any]]) -> list[dict[s
     code = "import sys; sys.path.insert(0, sys.argv[1]); import hk_contract; hk_contract.probe_main(sys.argv[2:])"
     argv = [user_python(ws), "-c", code, str(contract_path().parent), json.dumps(requests)]
     with tempfile.TemporaryDirectory(prefix="hotkernel-probe-") as out:
-        result = run_command(
-            argv, timeout_s=PROBE_TIMEOUT_S + PROBE_PER_FILE_S * len(requests), cwd=ws.root, out_dir=out, name="probe"
-        )
+        result = run_command(argv, timeout_s=probe_timeout_s(requests), cwd=ws.root, out_dir=out, name="probe")
         lines = [line for line in result.stdout_path.read_text(encoding="utf-8").splitlines() if line.strip()]
         if len(lines) != len(requests):
             why = "timed out" if result.timed_out else f"exit {result.returncode}"
