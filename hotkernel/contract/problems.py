@@ -5,6 +5,7 @@ the inputs they define."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -54,11 +55,54 @@ def is_problem_ref(ref: str) -> bool:
     return ref.endswith(".py") and ":" not in ref
 
 
+REFERENCE_ALIASES = ("ref_kernel", "reference", "ref", "reference_kernel", "ref_impl", "reference_impl")
+NOT_A_REFERENCE = ("generate_input", "check_implementation", "custom_kernel", "make_match_reference")
+
+
+def _defined_here(module: Any, value: Any) -> bool:
+    return inspect.isfunction(value) and getattr(value, "__module__", None) == module.__name__
+
+
+def reference_function(module: Any) -> tuple[str, Callable[..., Any]] | None:
+    """A GPU MODE reference's ``ref_kernel`` or its unambiguous stand-in: ``(how it was found, function)``.
+
+    In order: ``ref_kernel``; one alias (``reference``, ``ref``, ...); the function ``check_implementation``
+    closes over (``make_match_reference(fn, ...)``); the one function of one parameter the file defines besides
+    generate_input and check_implementation. None when there is none; ValueError when several fit."""
+    if callable(getattr(module, "ref_kernel", None)):
+        return "ref_kernel", module.ref_kernel
+    aliases = [n for n in REFERENCE_ALIASES[1:] if callable(getattr(module, n, None))]
+    if len(aliases) == 1:
+        return aliases[0], getattr(module, aliases[0])
+    if len(aliases) > 1:
+        raise ValueError(f"{module.__file__}: several references ({', '.join(aliases)}); name one ref_kernel")
+    check = getattr(module, "check_implementation", None)
+    cells = [c.cell_contents for c in (getattr(check, "__closure__", None) or ()) if c.cell_contents is not None]
+    closed = [v for v in cells if inspect.isfunction(v) and v.__name__ not in NOT_A_REFERENCE]
+    if len(closed) == 1:
+        return "check_implementation", closed[0]
+    single = []
+    for name, value in vars(module).items():
+        if name.startswith("_") or name in NOT_A_REFERENCE or not _defined_here(module, value):
+            continue
+        params = [p for p in inspect.signature(value).parameters.values() if p.default is p.empty]
+        if len(params) == 1:
+            single.append(name)
+    if len(single) == 1:
+        return single[0], getattr(module, single[0])
+    if len(single) > 1:
+        raise ValueError(
+            f"{module.__file__}: no ref_kernel, and several functions could be the reference "
+            f"({', '.join(single)}); name it ref_kernel"
+        )
+    return None
+
+
 def problem_format(module: Any) -> str:
-    """``kernelbench`` or ``gpumode`` by the names a problem file defines; ValueError for neither."""
+    """``kernelbench`` or ``gpumode`` (a reference under another name included); ValueError for neither."""
     if all(callable(getattr(module, n, None)) for n in ("Model", "get_inputs", "get_init_inputs")):
         return "kernelbench"
-    if all(callable(getattr(module, n, None)) for n in ("generate_input", "ref_kernel")):
+    if callable(getattr(module, "generate_input", None)) and reference_function(module) is not None:
         return "gpumode"
     raise ValueError(
         f"{module.__file__}: neither a KernelBench problem (class Model, get_inputs(), "
@@ -74,6 +118,8 @@ class Problem:
     def __init__(self, module: Any, cases: list[dict[str, Any]] | None) -> None:
         self.module = module
         self.format = problem_format(module)
+        found = reference_function(module) if self.format == "gpumode" else None
+        self.reference = found[1] if found else None  # GPU MODE: ref_kernel or its unambiguous stand-in
         self.cases = list(cases or [])
         if self.format == "kernelbench":
             for name, value in (self.cases[0] if self.cases else {}).items():
@@ -152,6 +198,6 @@ class ProblemBaseline:
 
         problem = _PROBLEMS[self.path]  # as last loaded (with the cases of the current run)
         if problem.format == "gpumode":
-            return problem.module.ref_kernel(args[0] if len(args) == 1 else tuple(args))
+            return problem.reference(args[0] if len(args) == 1 else tuple(args))
         *inputs, state = args
         return torch.func.functional_call(problem.meta_model(torch), state, tuple(inputs))

@@ -191,7 +191,7 @@ def main(out_path: str) -> None:
     pristine = {name: (ws.target_dir(name) / "candidate.py").read_text() for name in resolved}
     plan: list[tuple[str, str, tuple[str, ...], str | None, float]] = []
     for case in CASES:
-        if case.name in SKIP_ON_GPU:
+        if case.name in SKIP_ON_GPU or case.problem:  # a problem-file case needs its own workspace (CPU suite)
             continue
         source = None if case.name == "untouched" else (CANDIDATES_DIR / f"{case.name}.py").read_text()
         statuses = (case.status,)
