@@ -962,7 +962,12 @@ def random_tensor(torch: Any, shape: list[int], dtype: Any, seed: int, device: s
 
 
 def make_raw(
-    torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str,
+    torch: Any,
+    spec: dict[str, Any],
+    shape_index: int,
+    set_seed: int,
+    shared_seed: int,
+    device: str,
     problem: Problem | None = None,
 ) -> list[Any]:
     """The raw inputs of one set: rotated ones from ``set_seed``, shared ones from ``shared_seed``; for a module
@@ -977,8 +982,9 @@ def make_raw(
     return tensors
 
 
-def problem_raw(torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str,
-                problem: Problem) -> list[Any]:
+def problem_raw(
+    torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str, problem: Problem
+) -> list[Any]:
     """A module problem's inputs then its Model's ``state``, checked against the inputs hotkernel.yaml lists (the
     shapes of top-level tensors; a structured input, a scalar or ``state`` is listed by its name only)."""
     dtype = torch_dtype(torch, spec["dtype"])
@@ -990,12 +996,15 @@ def problem_raw(torch: Any, spec: dict[str, Any], shape_index: int, set_seed: in
     listed = [item["shapes"][shape_index] if item.get("shapes") else None for item in spec["inputs"]]
     same = len(given) == len(listed) and all(
         want is None or got == want or not isinstance(values[i], torch.Tensor)
-        for i, (got, want) in enumerate(zip(given, listed, strict=False)))
+        for i, (got, want) in enumerate(zip(given, listed, strict=False))
+    )
     if not same or [i < len(own) for i in range(len(values))] != rotated:
         names = [item["name"] for item, rot in zip(spec["inputs"], rotated, strict=False) if rot]
-        raise ValueError(f"{spec['from']} makes inputs {given}, the first {len(own)} its own; hotkernel.yaml "
-                         f"lists {listed} and rotates {names} (a problem's own inputs, and only they, rotate): "
-                         "import it again (hotkernel new NAME --from FILE --force)")
+        raise ValueError(
+            f"{spec['from']} makes inputs {given}, the first {len(own)} its own; hotkernel.yaml "
+            f"lists {listed} and rotates {names} (a problem's own inputs, and only they, rotate): "
+            "import it again (hotkernel new NAME --from FILE --force)"
+        )
     return values
 
 
@@ -1072,8 +1081,9 @@ class Layout:
     value, not hashed), ``after`` (a Model buffer the forward may update: judged after the correctness pass's
     calls, not hashed)."""
 
-    def __init__(self, torch: Any, spec: dict[str, Any], values: list[Any], per_set: list[bool],
-                 after_ids: set[int]) -> None:
+    def __init__(
+        self, torch: Any, spec: dict[str, Any], values: list[Any], per_set: list[bool], after_ids: set[int]
+    ) -> None:
         outputs = set(spec.get("outputs") or [])
         names = spec.get("derived_inputs") or [item["name"] for item in spec["inputs"]]
         self.leaves, self.per_set, self.output, self.after = [], [], [], []
@@ -1160,8 +1170,10 @@ def as_outputs(torch: Any, value: Any) -> list[Any]:
     for index, item in enumerate(items):
         if type(item) is not torch.Tensor and type(item) is not torch.nn.Parameter:
             what = "a subclass of torch.Tensor" if isinstance(item, torch.Tensor) else "not a tensor"
-            raise CheckFailed("output_plain_tensor", f"output {index} is a {type(item).__name__} ({what}): return "
-                                                     "plain torch.Tensor outputs")
+            raise CheckFailed(
+                "output_plain_tensor",
+                f"output {index} is a {type(item).__name__} ({what}): return plain torch.Tensor outputs",
+            )
     return items
 
 
@@ -1171,7 +1183,7 @@ def checksum(torch: Any, tensor: Any) -> list[float]:
     flat = tensor.detach().reshape(-1)
     plain = weighted = 0.0
     for start in range(0, flat.numel(), CHECKSUM_CHUNK_ELEMENTS):
-        part = flat[start:start + CHECKSUM_CHUNK_ELEMENTS]
+        part = flat[start : start + CHECKSUM_CHUNK_ELEMENTS]
         if part.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
             part = part.to(torch.float32)
         part = part.to(torch.float64)
@@ -1346,8 +1358,7 @@ def perturbation_of_call(
 ) -> tuple[int, Any]:
     """The judge's side: (position, value bits) that timed call ``call`` saw, for its own regenerated set."""
     flat = bits_view(torch, inputs[slot])
-    pos, second = perturbation_draws(torch, flat.numel(), n_calls, seed, flat.device.type, derived,
-                                     inputs[slot].dtype)
+    pos, second = perturbation_draws(torch, flat.numel(), n_calls, seed, flat.device.type, derived, inputs[slot].dtype)
     value = flat[second[call]].clone() if derived else second[call]
     return int(pos[call].item()), value
 
@@ -1391,11 +1402,13 @@ class Perturbation:
         torch, kind = self.torch, self.flats[0].dtype
         self.pos = torch.zeros(n, dtype=torch.int64, device=self.device)
         self.orig = torch.zeros(n, dtype=kind, device=self.device)
-        self.writes = (torch.zeros(n, 2, dtype=torch.int64, device=self.device),
-                       torch.zeros(n, 2, dtype=kind, device=self.device))
+        self.writes = (
+            torch.zeros(n, 2, dtype=torch.int64, device=self.device),
+            torch.zeros(n, 2, dtype=kind, device=self.device),
+        )
         self.n = n
-        self.pos_of = [self.pos[j:j + 1] for j in range(n)]
-        self.orig_of = [self.orig[j:j + 1] for j in range(n)]
+        self.pos_of = [self.pos[j : j + 1] for j in range(n)]
+        self.orig_of = [self.orig[j : j + 1] for j in range(n)]
         self.write_pos = [self.writes[0][j] for j in range(n)]
         self.write_val = [self.writes[1][j] for j in range(n)]
 
@@ -1403,8 +1416,9 @@ class Perturbation:
         if not self.flats:
             return
         torch, flats = self.torch, self.flats
-        pos, second = perturbation_draws(torch, flats[0].numel(), self.n, seed, self.device, self.own_elements,
-                                         self.dtype)
+        pos, second = perturbation_draws(
+            torch, flats[0].numel(), self.n, seed, self.device, self.own_elements, self.dtype
+        )
         values = gather_per_set(torch, flats, second) if self.own_elements else second
         self.pos.copy_(pos)
         self.orig.copy_(gather_per_set(torch, flats, pos))
@@ -1598,8 +1612,9 @@ def correctness_statistics(
     return stats
 
 
-def correctness_matches_at_scale(torch: Any, out: Any, ref: Any, pieces: list[tuple[Any, ...]], atol: float,
-                                 rtol: float, scale: float) -> float:
+def correctness_matches_at_scale(
+    torch: Any, out: Any, ref: Any, pieces: list[tuple[Any, ...]], atol: float, rtol: float, scale: float
+) -> float:
     """Elements with ``|out - ref| <= atol + rtol * max(|ref|, scale)`` (scale: the reference's RMS).
 
     A second pass, run only when the plain elementwise rule found mismatches: an output that crosses zero inside
@@ -1817,9 +1832,18 @@ class Check(NamedTuple):
 class OutputCase:
     """One judged output: what the kernel returned, the inputs it saw, and how to get the reference."""
 
-    def __init__(self, torch: Any, outs: list[Any], inputs: list[Any], expected: list[tuple[tuple[int, ...], str]],
-                 item: dict[str, Any], kind: str, reference: Callable[[], list[Any]], tol: dict[str, Any],
-                 compare: Callable[..., list[dict[str, Any]]]) -> None:
+    def __init__(
+        self,
+        torch: Any,
+        outs: list[Any],
+        inputs: list[Any],
+        expected: list[tuple[tuple[int, ...], str]],
+        item: dict[str, Any],
+        kind: str,
+        reference: Callable[[], list[Any]],
+        tol: dict[str, Any],
+        compare: Callable[..., list[dict[str, Any]]],
+    ) -> None:
         self.torch, self.outs, self.inputs, self.expected = torch, outs, inputs, expected
         self.item, self.kind, self.reference, self.tol, self.compare = item, kind, reference, tol, compare
 
@@ -1843,8 +1867,13 @@ def check_output_structure(case: OutputCase) -> list[dict[str, Any]]:
         return [check_result("output_shape_dtype", False, f"{len(outs)} outputs, the baseline returns {len(expected)}")]
     for index, (t, (shape, dtype)) in enumerate(zip(outs, expected, strict=False)):
         if tuple(t.shape) != shape or str(t.dtype) != dtype:
-            return [check_result("output_shape_dtype", False,
-                           f"output {index} is {tuple(t.shape)} {t.dtype}, the baseline returns {shape} {dtype}")]
+            return [
+                check_result(
+                    "output_shape_dtype",
+                    False,
+                    f"output {index} is {tuple(t.shape)} {t.dtype}, the baseline returns {shape} {dtype}",
+                )
+            ]
     return [check_result("output_shape_dtype", True, "")]
 
 
@@ -1864,8 +1893,9 @@ def check_output_values(case: OutputCase) -> list[dict[str, Any]]:
         if item["ok"]:
             renamed.append(item)
         else:
-            renamed.append({**item, "name": "timed_outputs_match_reference",
-                            "detail": f"{item['name']}: {item['detail']}"})
+            renamed.append(
+                {**item, "name": "timed_outputs_match_reference", "detail": f"{item['name']}: {item['detail']}"}
+            )
     return renamed
 
 
@@ -1873,15 +1903,18 @@ def check_result(name: str, ok: bool, detail: str, max_abs_error: float | None =
     return {"name": name, "ok": bool(ok), "detail": "" if ok else detail, "max_abs_error": max_abs_error}
 
 
-def check_floor(ms: float, floor_bytes: int | None, ceiling_gbps: float | None,
-                device_kind: str) -> tuple[float | None, str | None]:
+def check_floor(
+    ms: float, floor_bytes: int | None, ceiling_gbps: float | None, device_kind: str
+) -> tuple[float | None, str | None]:
     """(floor ms, problem): a time below moving ``floor_bytes`` at the copy ceiling x the safety factor."""
     if not floor_bytes or not ceiling_gbps:
         return None, None
     floor_ms = floor_bytes / (ceiling_gbps * 1e6) / FLOOR_SAFETY[device_kind]
     if ms < floor_ms:
-        return floor_ms, (f"{ms:.6f} ms moves {floor_bytes} bytes faster than {ceiling_gbps:.1f} GB/s x "
-                          f"{FLOOR_SAFETY[device_kind]} allows ({floor_ms:.6f} ms)")
+        return floor_ms, (
+            f"{ms:.6f} ms moves {floor_bytes} bytes faster than {ceiling_gbps:.1f} GB/s x "
+            f"{FLOOR_SAFETY[device_kind]} allows ({floor_ms:.6f} ms)"
+        )
     return floor_ms, None
 
 
@@ -1906,8 +1939,9 @@ def footprint_bytes(rotated: int, shared: int, output: int, n_sets: int) -> int:
     return worker + judge
 
 
-def fit_rotation(rotated: int, shared: int, output: int, wanted: int, free: int | None,
-                 device_kind: str) -> tuple[int, str | None]:
+def fit_rotation(
+    rotated: int, shared: int, output: int, wanted: int, free: int | None, device_kind: str
+) -> tuple[int, str | None]:
     """The largest K <= ``wanted`` that fits ``free`` bytes, or (0, the refusal with the numbers)."""
     if free is None:
         return wanted, None
@@ -1918,54 +1952,116 @@ def fit_rotation(rotated: int, shared: int, output: int, wanted: int, free: int 
     needed = footprint_bytes(rotated, shared, output, k) + headroom
     if needed > free:
         where = "device" if device_kind == "cuda" else "host"
-        return 0, (f"the run needs {needed / 2**30:.2f} GiB of {where} memory ({MIN_ROTATION} input sets of "
-                   f"{rotated / 2**30:.2f} GiB, outputs of {output / 2**30:.2f} GiB, the judge's copies, "
-                   f"{headroom / 2**30:.0f} GiB headroom) and {free / 2**30:.2f} GiB are free: use a smaller "
-                   "shape or free the memory")
+        return 0, (
+            f"the run needs {needed / 2**30:.2f} GiB of {where} memory ({MIN_ROTATION} input sets of "
+            f"{rotated / 2**30:.2f} GiB, outputs of {output / 2**30:.2f} GiB, the judge's copies, "
+            f"{headroom / 2**30:.0f} GiB headroom) and {free / 2**30:.2f} GiB are free: use a smaller "
+            "shape or free the memory"
+        )
     return k, None
 
 
 CHECKS: tuple[Check, ...] = (
     Check("contract_unchanged", "tool", "invalid", None, "targets/hk_contract.py is hotkernel's contract"),
     Check("baseline_unchanged", "tool", "invalid", None, "baseline.py and the target's sources are as rendered"),
-    Check("workspace_unchanged", "tool", "invalid", None,
-          "the manifest, the lock, results/, rendered files and .hotkernel/ did not change during the run"),
+    Check(
+        "workspace_unchanged",
+        "tool",
+        "invalid",
+        None,
+        "the manifest, the lock, results/, rendered files and .hotkernel/ did not change during the run",
+    ),
     Check("device_idle", "tool", "invalid", None, "no other process uses the GPU"),
     Check("timeout", "orchestrator", "invalid", None, "the worker reported within the run's timeout"),
-    Check("single_protocol_line", "orchestrator", "invalid", None,
-          "exactly one protocol line with this run's nonce on the private fd; no JSON printed on stdout"),
+    Check(
+        "single_protocol_line",
+        "orchestrator",
+        "invalid",
+        None,
+        "exactly one protocol line with this run's nonce on the private fd; no JSON printed on stdout",
+    ),
     Check("worker_exit_clean", "orchestrator", "invalid", None, "the worker did not exit non-zero after reporting"),
-    Check("no_leftover_processes", "orchestrator", "invalid", None,
-          "no process of the run (same group, run token, or an orphan reparented to the orchestrator) survives"),
+    Check(
+        "no_leftover_processes",
+        "orchestrator",
+        "invalid",
+        None,
+        "no process of the run (same group, run token, or an orphan reparented to the orchestrator) survives",
+    ),
     Check("crashed", "orchestrator", "invalid", None, "worker and judge did not die or raise"),
     Check("device_available", "worker", "invalid", None, "the target's device exists"),
-    Check("previous_run_exited", "worker", "invalid", None,
-          "the previous run's killed processes had exited before this run's timer started"),
+    Check(
+        "previous_run_exited",
+        "worker",
+        "invalid",
+        None,
+        "the previous run's killed processes had exited before this run's timer started",
+    ),
     Check("fits_memory", "worker", "invalid", fit_rotation, "the run fits the card's (host's) free memory"),
     Check("import_failed", "worker", "invalid", None, "the script imports and has `kernel`"),
-    Check("functions_unpatched", "worker", "invalid", None,
-          "timer, comparison, RNG and the contract's own functions are the objects saved before the import"),
-    Check("output_plain_tensor", "worker", "invalid", as_outputs,
-          "every output is a plain torch.Tensor: not a subclass (which decides what every operation on it, the "
-          "checks' own included, returns) and not another object"),
-    Check("timer_consistent_with_wall_clock", "worker", "invalid", check_wall_clock,
-          "the timer's event time explains the wall clock"),
+    Check(
+        "functions_unpatched",
+        "worker",
+        "invalid",
+        None,
+        "timer, comparison, RNG and the contract's own functions are the objects saved before the import",
+    ),
+    Check(
+        "output_plain_tensor",
+        "worker",
+        "invalid",
+        as_outputs,
+        "every output is a plain torch.Tensor: not a subclass (which decides what every operation on it, the "
+        "checks' own included, returns) and not another object",
+    ),
+    Check(
+        "timer_consistent_with_wall_clock",
+        "worker",
+        "invalid",
+        check_wall_clock,
+        "the timer's event time explains the wall clock",
+    ),
     Check("inputs_unchanged", "output", "incorrect", check_inputs_unchanged, "the kernel left its inputs alone"),
-    Check("output_shape_dtype", "output", "incorrect", check_output_structure,
-          "outputs have the baseline's count, shapes and dtypes"),
+    Check(
+        "output_shape_dtype",
+        "output",
+        "incorrect",
+        check_output_structure,
+        "outputs have the baseline's count, shapes and dtypes",
+    ),
     Check("output_not_nan", "output", "incorrect", check_output_finite, "no NaN or inf in floating outputs"),
-    Check("outputs_match_reference", "output", "incorrect", check_output_values,
-          "correctness-pass outputs match the reference (elementwise and scale-free checks)"),
+    Check(
+        "outputs_match_reference",
+        "output",
+        "incorrect",
+        check_output_values,
+        "correctness-pass outputs match the reference (elementwise and scale-free checks)",
+    ),
     Check("relative_error_norm", "output", "incorrect", None, "from correctness.check_outputs"),
     Check("output_carries_signal", "output", "incorrect", None, "from correctness.check_outputs"),
-    Check("timed_outputs_match_reference", "output", "incorrect", None,
-          "outputs of checked timed calls (perturbed inputs) match the reference"),
+    Check(
+        "timed_outputs_match_reference",
+        "output",
+        "incorrect",
+        None,
+        "outputs of checked timed calls (perturbed inputs) match the reference",
+    ),
     Check("faster_than_floor", "shape", "invalid", check_floor, "no faster than the copy ceiling allows"),
-    Check("reference_deterministic", "judge", "invalid", None,
-          "the reference gives the same outputs under two RNG seeds (a Model with dropout in training mode does "
-          "not: its output is noise, which cannot be judged)"),
-    Check("outputs_stable_during_judging", "judge", "invalid", None,
-          "handed-over buffers did not change while the judge read them"),
+    Check(
+        "reference_deterministic",
+        "judge",
+        "invalid",
+        None,
+        "the reference gives the same outputs under two RNG seeds (a Model with dropout in training mode does "
+        "not: its output is noise, which cannot be judged)",
+    ),
+    Check(
+        "outputs_stable_during_judging",
+        "judge",
+        "invalid",
+        None,
+        "handed-over buffers did not change while the judge read them",
+    ),
 )
 CHECK_NAMES = tuple(check.name for check in CHECKS)
 OUTPUT_CHECKS = tuple(check for check in CHECKS if check.phase == "output" and check.function is not None)
@@ -2320,7 +2416,7 @@ def process_table() -> dict[int, tuple[int, int]]:
                     text = handle.read().decode("ascii", "replace")
             except OSError:
                 continue
-            fields = text[text.rfind(")") + 2:].split()
+            fields = text[text.rfind(")") + 2 :].split()
             if len(fields) > 3 and fields[0] != "Z":
                 table[int(entry)] = (int(fields[1]), int(fields[2]))
     return table
@@ -2366,8 +2462,9 @@ def run_processes(group: int, token: str, known: set[int], adopted_after: set[in
     found = {pid for pid, (_, pgid) in table.items() if pgid == group}
     found |= set(token_processes(token))
     if orphans:
-        found |= {pid for pid, (ppid, _) in table.items()
-                  if ppid == me and pid not in known and pid not in adopted_after}
+        found |= {
+            pid for pid, (ppid, _) in table.items() if ppid == me and pid not in known and pid not in adopted_after
+        }
     found |= descendants(found, table)
     found.discard(me)
     return found
@@ -2397,7 +2494,7 @@ def zombie(pid: int) -> bool:
             text = handle.read().decode("ascii", "replace")
     except OSError:
         return True
-    return text[text.rfind(")") + 2:].split()[:1] == ["Z"]
+    return text[text.rfind(")") + 2 :].split()[:1] == ["Z"]
 
 
 def start_ticks(pid: int) -> int | None:
@@ -2407,7 +2504,7 @@ def start_ticks(pid: int) -> int | None:
             text = handle.read().decode("ascii", "replace")
     except OSError:
         return None
-    fields = text[text.rfind(")") + 2:].split()
+    fields = text[text.rfind(")") + 2 :].split()
     return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
 
 
@@ -2447,7 +2544,7 @@ def clean_stale_run_dirs(parent: str | None = None) -> list[str]:
             for name in os.listdir(folder):
                 if not name.startswith(STALE_RUN_DIR_PREFIX):
                     continue
-                owner = name[len(STALE_RUN_DIR_PREFIX):].split("_", 1)[0]
+                owner = name[len(STALE_RUN_DIR_PREFIX) :].split("_", 1)[0]
                 path = os.path.join(folder, name)
                 try:
                     mine = os.stat(path).st_uid == os.getuid()
@@ -2471,13 +2568,22 @@ def unb64(value: str | None) -> bytes | None:
 def ipc_handle(torch: Any, tensor: Any) -> dict[str, Any]:
     """The CUDA IPC description of ``tensor`` (it must stay alive until the judge has read it)."""
     storage = tensor._typed_storage()
-    (device, handle, size_bytes, offset_bytes, ref_handle, ref_offset, event_handle,
-     event_sync) = storage._share_cuda_()
+    (device, handle, size_bytes, offset_bytes, ref_handle, ref_offset, event_handle, event_sync) = (
+        storage._share_cuda_()
+    )
     return {
-        "size": list(tensor.size()), "stride": list(tensor.stride()), "offset": int(tensor.storage_offset()),
-        "dtype": str(tensor.dtype).replace("torch.", ""), "device": int(device), "handle": b64(handle),
-        "size_bytes": int(size_bytes), "offset_bytes": int(offset_bytes), "ref_handle": b64(ref_handle),
-        "ref_offset": int(ref_offset), "event_handle": b64(event_handle), "event_sync": bool(event_sync),
+        "size": list(tensor.size()),
+        "stride": list(tensor.stride()),
+        "offset": int(tensor.storage_offset()),
+        "dtype": str(tensor.dtype).replace("torch.", ""),
+        "device": int(device),
+        "handle": b64(handle),
+        "size_bytes": int(size_bytes),
+        "offset_bytes": int(offset_bytes),
+        "ref_handle": b64(ref_handle),
+        "ref_offset": int(ref_offset),
+        "event_handle": b64(event_handle),
+        "event_sync": bool(event_sync),
     }
 
 
@@ -2489,24 +2595,40 @@ def open_ipc_handle(torch: Any, item: dict[str, Any]) -> Any:
     if not isinstance(dtype, torch.dtype):
         raise ValueError(f"not a dtype: {item['dtype']!r}")
     return rebuild_cuda_tensor(
-        torch.Tensor, torch.Size([int(v) for v in item["size"]]), tuple(int(v) for v in item["stride"]),
-        int(item["offset"]), torch.storage.TypedStorage, dtype, int(item["device"]), unb64(item["handle"]),
-        int(item["size_bytes"]), int(item["offset_bytes"]), False, unb64(item["ref_handle"]),
-        int(item["ref_offset"]), unb64(item["event_handle"]), bool(item["event_sync"]),
+        torch.Tensor,
+        torch.Size([int(v) for v in item["size"]]),
+        tuple(int(v) for v in item["stride"]),
+        int(item["offset"]),
+        torch.storage.TypedStorage,
+        dtype,
+        int(item["device"]),
+        unb64(item["handle"]),
+        int(item["size_bytes"]),
+        int(item["offset_bytes"]),
+        False,
+        unb64(item["ref_handle"]),
+        int(item["ref_offset"]),
+        unb64(item["event_handle"]),
+        bool(item["event_sync"]),
     )
 
 
-def export_outputs(torch: Any, groups: dict[str, list[list[Any]]], run_dir: str, name: str,
-                   device_kind: str) -> dict[str, Any]:
+def export_outputs(
+    torch: Any, groups: dict[str, list[list[Any]]], run_dir: str, name: str, device_kind: str
+) -> dict[str, Any]:
     """Worker side: describe ``{"correct": [[t, ...], ...], "timed": [...]}`` for the judge."""
     if device_kind == "cuda":
         with contextlib.suppress(RuntimeError):  # e.g. an allocator without IPC: the file path below
-            return {"kind": "cuda-ipc",
-                    "groups": {key: [[ipc_handle(torch, t) for t in group] for group in value]
-                               for key, value in groups.items()}}
+            return {
+                "kind": "cuda-ipc",
+                "groups": {
+                    key: [[ipc_handle(torch, t) for t in group] for group in value] for key, value in groups.items()
+                },
+            }
     buffer = io.BytesIO()
-    torch.save({key: [[t.detach().to("cpu") for t in group] for group in value] for key, value in groups.items()},
-               buffer)
+    torch.save(
+        {key: [[t.detach().to("cpu") for t in group] for group in value] for key, value in groups.items()}, buffer
+    )
     data = buffer.getvalue()
     with open(os.path.join(run_dir, name), "wb") as handle:
         handle.write(data)
@@ -2516,8 +2638,10 @@ def export_outputs(torch: Any, groups: dict[str, list[list[Any]]], run_dir: str,
 def import_outputs(torch: Any, payload: dict[str, Any], run_dir: str, device: str) -> dict[str, list[list[Any]]]:
     """Judge side: the tensors ``export_outputs`` described (views of the worker's memory for cuda-ipc)."""
     if payload.get("kind") == "cuda-ipc":
-        return {key: [[open_ipc_handle(torch, item) for item in group] for group in value]
-                for key, value in payload["groups"].items()}
+        return {
+            key: [[open_ipc_handle(torch, item) for item in group] for group in value]
+            for key, value in payload["groups"].items()
+        }
     path = os.path.join(run_dir, os.path.basename(str(payload["file"])))
     with open(path, "rb") as handle:
         data = handle.read()
@@ -2540,18 +2664,65 @@ def pristine_table(torch: Any) -> dict[str, tuple[Any, str]]:
     import torch.testing  # noqa: F401
 
     table: dict[str, tuple[Any, str]] = {}
-    for name in ("allclose", "isclose", "equal", "randn", "rand", "randint", "empty", "empty_like", "save",
-                 "Generator", "manual_seed", "arange", "index_select", "where", "stack"):
+    for name in (
+        "allclose",
+        "isclose",
+        "equal",
+        "randn",
+        "rand",
+        "randint",
+        "empty",
+        "empty_like",
+        "save",
+        "Generator",
+        "manual_seed",
+        "arange",
+        "index_select",
+        "where",
+        "stack",
+    ):
         table[f"torch.{name}"] = (torch, name)
     table["torch.testing.assert_close"] = (torch.testing, "assert_close")
-    for name in ("copy_", "clone", "to", "cpu", "float", "double", "fill_", "sum", "abs", "max", "reshape",
-                 "detach", "isfinite", "data_ptr", "__eq__", "__sub__", "index_copy_", "view", "clamp", "__ge__",
-                 "__ne__", "__and__"):
+    for name in (
+        "copy_",
+        "clone",
+        "to",
+        "cpu",
+        "float",
+        "double",
+        "fill_",
+        "sum",
+        "abs",
+        "max",
+        "reshape",
+        "detach",
+        "isfinite",
+        "data_ptr",
+        "__eq__",
+        "__sub__",
+        "index_copy_",
+        "view",
+        "clamp",
+        "__ge__",
+        "__ne__",
+        "__and__",
+    ):
         table[f"torch.Tensor.{name}"] = (torch.Tensor, name)
     for name in ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "process_time"):
         table[f"time.{name}"] = (time, name)
-    for name in ("synchronize", "Event", "CUDAGraph", "graph", "current_stream", "Stream", "stream",
-                 "empty_cache", "get_device_properties", "get_device_name", "mem_get_info"):
+    for name in (
+        "synchronize",
+        "Event",
+        "CUDAGraph",
+        "graph",
+        "current_stream",
+        "Stream",
+        "stream",
+        "empty_cache",
+        "get_device_properties",
+        "get_device_name",
+        "mem_get_info",
+    ):
         table[f"torch.cuda.{name}"] = (torch.cuda, name)
     for name in ("record", "elapsed_time", "synchronize"):
         table[f"torch.cuda.Event.{name}"] = (torch.cuda.Event, name)
@@ -2647,7 +2818,7 @@ def worker_main(argv: list[str]) -> None:
     record["phases_s"] = {"import_torch": round(warm_s, 3), "job": round(time.perf_counter() - job_started, 3)}
     payload = (json.dumps(record, allow_nan=True) + "\n").encode()
     while payload:
-        payload = payload[write(proto_fd, payload):]
+        payload = payload[write(proto_fd, payload) :]
     if not standalone:
         sys.stdin.readline()  # the orchestrator freezes this process here, the judge reads, then it is killed
     hard_exit(0)  # no atexit hooks, no finalizers: nothing runs after the protocol line
@@ -2671,8 +2842,9 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     marks["cuda_init"] = time.perf_counter()
     try:
         derive = load_function(spec["derive"], root) if spec.get("derive") else None
-        module_problem = (load_problem(spec["from"], root, spec.get("cases") or [])
-                          if is_problem_ref(spec["from"]) else None)
+        module_problem = (
+            load_problem(spec["from"], root, spec.get("cases") or []) if is_problem_ref(spec["from"]) else None
+        )
         module_name = "hk_script_" + hashlib.sha256(script.encode()).hexdigest()[:12]
         module_spec = importlib.util.spec_from_file_location(module_name, script)
         module = importlib.util.module_from_spec(module_spec)
@@ -2693,8 +2865,22 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     shapes_out, kept = [], []
     for shape_index, label in enumerate(spec["shapes"]):
         with torch.no_grad():  # one grad mode for every call (a compiled kernel is compiled once)
-            shape, groups = run_shape(torch, spec, shape_index, label, kernel, derive, kwargs, seeds, cache,
-                                      device, device_kind, clocks, module_problem, await_exit)
+            shape, groups = run_shape(
+                torch,
+                spec,
+                shape_index,
+                label,
+                kernel,
+                derive,
+                kwargs,
+                seeds,
+                cache,
+                device,
+                device_kind,
+                clocks,
+                module_problem,
+                await_exit,
+            )
             await_exit = []
         shapes_out.append(shape)
         kept.append(groups)
@@ -2717,9 +2903,19 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     marks["export"] = time.perf_counter()
     names = list(marks)
     job_phases = {f"{b}": round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)}
-    return {"status": "measured", "reason": None, "device": name, "device_kind": device_kind,
-            "torch": torch.__version__, "seed_policy": seeds.policy, "cache_bytes": cache, "shapes": shapes_out,
-            "job_phases_s": job_phases, "placement_pad_bytes": placement_pad.bytes, "threads": threads}
+    return {
+        "status": "measured",
+        "reason": None,
+        "device": name,
+        "device_kind": device_kind,
+        "torch": torch.__version__,
+        "seed_policy": seeds.policy,
+        "cache_bytes": cache,
+        "shapes": shapes_out,
+        "job_phases_s": job_phases,
+        "placement_pad_bytes": placement_pad.bytes,
+        "threads": threads,
+    }
 
 
 keep_alive: list[Any] = []
@@ -2747,12 +2943,21 @@ def await_previous_run(await_exit: list[tuple[int, int | None]]) -> None:
     """Wait for the previous run's killed processes (``previous_run_exited`` when they outlive KILL_WAIT_S)."""
     running = wait_exited(await_exit, KILL_WAIT_S)
     if running:
-        raise CheckFailed("previous_run_exited", f"the previous run's process(es) {running} were still exiting "
-                                                 f"{KILL_WAIT_S:.0f} s after they were killed")
+        raise CheckFailed(
+            "previous_run_exited",
+            f"the previous run's process(es) {running} were still exiting {KILL_WAIT_S:.0f} s after they were killed",
+        )
 
 
-def fitted_rotation(sizes: tuple[int, int, int], wanted: int, free: int | None, read_free: Callable[[], int | None],
-                    await_exit: list[tuple[int, int | None]], device_kind: str, label: str) -> tuple[int, int | None]:
+def fitted_rotation(
+    sizes: tuple[int, int, int],
+    wanted: int,
+    free: int | None,
+    read_free: Callable[[], int | None],
+    await_exit: list[tuple[int, int | None]],
+    device_kind: str,
+    label: str,
+) -> tuple[int, int | None]:
     """``(K, free)``: the rotation that fits ``free`` bytes for ``(rotated, shared, output)`` bytes, or
     ``fits_memory``. A refusal while the placement pad is held releases it, and one while the previous run's
     processes still exit (they hold their memory until then) waits for them; each reads the free memory again
@@ -2775,8 +2980,16 @@ class ShapeInputs:
     """How one shape's input sets are made: raw inputs from seeds (a problem's own generator or the SPEC's
     shapes), the ``derive`` hook, and the roles of their tensor leaves (:class:`Layout`)."""
 
-    def __init__(self, torch: Any, spec: dict[str, Any], shape_index: int, derive: Callable[..., Any] | None,
-                 kwargs: dict[str, Any], device: str, problem: Problem | None) -> None:
+    def __init__(
+        self,
+        torch: Any,
+        spec: dict[str, Any],
+        shape_index: int,
+        derive: Callable[..., Any] | None,
+        kwargs: dict[str, Any],
+        device: str,
+        problem: Problem | None,
+    ) -> None:
         self.torch, self.spec, self.shape_index, self.derive = torch, spec, shape_index, derive
         self.kwargs, self.device, self.problem = kwargs, device, problem
         self.rotated = rotated_raw(spec)
@@ -2808,8 +3021,15 @@ class ShapeInputs:
             fill_destinations(torch, self.layout(values).outputs(), fresh_seeds[k])
 
 
-def first_call(torch: Any, inputs: ShapeInputs, kernel: Callable[..., Any], kwargs: dict[str, Any],
-               seeds: tuple[int, int], label: str, device_kind: str) -> tuple[list[Any], list[Any], int]:
+def first_call(
+    torch: Any,
+    inputs: ShapeInputs,
+    kernel: Callable[..., Any],
+    kwargs: dict[str, Any],
+    seeds: tuple[int, int],
+    label: str,
+    device_kind: str,
+) -> tuple[list[Any], list[Any], int]:
     """(the first input set, pristine copies of its Model buffers, bytes of one call's outputs)."""
     try:
         first = inputs.build(seeds[1], seeds[0])
@@ -2817,15 +3037,25 @@ def first_call(torch: Any, inputs: ShapeInputs, kernel: Callable[..., Any], kwar
         probe = as_outputs(torch, kernel(*first, **kwargs))
         sync_device(torch, device_kind)
     except torch.OutOfMemoryError as err:
-        raise CheckFailed("fits_memory", f"shape {label}: the first input set and one call ran out of device "
-                                         f"memory ({str(err).splitlines()[0][:160]}): use a smaller shape or free "
-                                         "the memory") from err
+        raise CheckFailed(
+            "fits_memory",
+            f"shape {label}: the first input set and one call ran out of device "
+            f"memory ({str(err).splitlines()[0][:160]}): use a smaller shape or free "
+            "the memory",
+        ) from err
     return first, pristine, nbytes(probe)
 
 
-def correctness_pass(torch: Any, kernel: Callable[..., Any], kwargs: dict[str, Any], sets: list[list[Any]],
-                     layouts: list[Layout], pristine: list[Any], urandom: random.SystemRandom,
-                     device_kind: str) -> tuple[list[list[Any]], list[list[float]], list[int]]:
+def correctness_pass(
+    torch: Any,
+    kernel: Callable[..., Any],
+    kwargs: dict[str, Any],
+    sets: list[list[Any]],
+    layouts: list[Layout],
+    pristine: list[Any],
+    urandom: random.SystemRandom,
+    device_kind: str,
+) -> tuple[list[list[Any]], list[list[float]], list[int]]:
     """Every set once: its Model buffers reset, destination buffers filled, then the call. Per set: the outputs
     (a device copy each) followed by the Model buffers as the call left them; the inputs' checksums; sizes."""
     outputs, sums, out_sizes = [], [], []
@@ -2844,11 +3074,22 @@ def correctness_pass(torch: Any, kernel: Callable[..., Any], kwargs: dict[str, A
     return outputs, sums, out_sizes
 
 
-def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, kernel: Callable[..., Any],
-              derive: Callable[..., Any] | None, kwargs: dict[str, Any], seeds: SeedSource, cache: int, device: str,
-              device_kind: str, clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
-              module_problem: Problem | None = None, await_exit: list[tuple[int, int | None]] | None = None,
-              ) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
+def run_shape(
+    torch: Any,
+    spec: dict[str, Any],
+    shape_index: int,
+    label: str,
+    kernel: Callable[..., Any],
+    derive: Callable[..., Any] | None,
+    kwargs: dict[str, Any],
+    seeds: SeedSource,
+    cache: int,
+    device: str,
+    device_kind: str,
+    clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
+    module_problem: Problem | None = None,
+    await_exit: list[tuple[int, int | None]] | None = None,
+) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
     """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape.
     ``await_exit``: the previous run's killed processes, waited for before the timer (their CUDA teardown
     overlaps this run's inputs and correctness pass, never its timed samples)."""
@@ -2859,19 +3100,34 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     await_exit = await_exit or []
     # Before the first set: the outputs are not known yet, so none are counted (a lower bound; the check after
     # the first call counts them).
-    _, free = fitted_rotation((rotated_bytes, shared_bytes, 0), MIN_ROTATION, free_bytes(torch, device_kind),
-                              lambda: free_bytes(torch, device_kind), await_exit, device_kind, label)
+    _, free = fitted_rotation(
+        (rotated_bytes, shared_bytes, 0),
+        MIN_ROTATION,
+        free_bytes(torch, device_kind),
+        lambda: free_bytes(torch, device_kind),
+        await_exit,
+        device_kind,
+        label,
+    )
     shared_seed, first_seed = seeds.next(), seeds.next()
-    first, pristine, out_bytes = first_call(torch, inputs, kernel, kwargs, (shared_seed, first_seed), label,
-                                            device_kind)
+    first, pristine, out_bytes = first_call(
+        torch, inputs, kernel, kwargs, (shared_seed, first_seed), label, device_kind
+    )
     layout = inputs.layout(first)
     per_set = nbytes([t for t, own in zip(layout.leaves, layout.per_set, strict=True) if own])
     total = nbytes(layout.leaves)
     wanted, cache_resident = rotation_count(per_set, cache, device_kind)
     wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind)
     held = total if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
-    n_sets, free = fitted_rotation((per_set, total - per_set, out_bytes), wanted, free,
-                                   lambda: free_bytes(torch, device_kind, held), await_exit, device_kind, label)
+    n_sets, free = fitted_rotation(
+        (per_set, total - per_set, out_bytes),
+        wanted,
+        free,
+        lambda: free_bytes(torch, device_kind, held),
+        await_exit,
+        device_kind,
+        label,
+    )
     cache_resident = cache_resident or n_sets * per_set <= CACHE_MULTIPLE * cache
     set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
     sets: list[list[Any]] = [first]
@@ -2882,44 +3138,93 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     input_sizes = sorted({t.numel() * t.element_size() for t in layout.leaves})
     poison_memory(torch, input_sizes * 2 + [sum(input_sizes)], device)
     marks["inputs"] = time.perf_counter()
-    correct_outputs, sums, out_sizes = correctness_pass(torch, kernel, kwargs, sets, layouts, pristine, urandom,
-                                                        device_kind)
-    correct_items = [{"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed, "checksums": sums[k]}
-                     for k in range(n_sets)]
+    correct_outputs, sums, out_sizes = correctness_pass(
+        torch, kernel, kwargs, sets, layouts, pristine, urandom, device_kind
+    )
+    correct_items = [
+        {"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed, "checksums": sums[k]} for k in range(n_sets)
+    ]
     marks["correctness_pass"] = time.perf_counter()
     if await_exit:
         await_previous_run(await_exit)
     marks["await_exit"] = time.perf_counter()
     slot = perturb_slot(torch, layout)
     own_elements = derive is not None or module_problem is not None  # perturb with another element of the tensor
-    perturbation = Perturbation(torch, [lay.leaves[slot] for lay in layouts] if slot is not None else [],
-                                own_elements, device)
-    timing, timed_outputs, timed_items = time_shape(torch, spec, kernel, kwargs, sets, layouts, inputs, seeds,
-                                                    perturbation, out_sizes, cache, device, device_kind, clocks,
-                                                    urandom)
+    perturbation = Perturbation(
+        torch, [lay.leaves[slot] for lay in layouts] if slot is not None else [], own_elements, device
+    )
+    timing, timed_outputs, timed_items = time_shape(
+        torch,
+        spec,
+        kernel,
+        kwargs,
+        sets,
+        layouts,
+        inputs,
+        seeds,
+        perturbation,
+        out_sizes,
+        cache,
+        device,
+        device_kind,
+        clocks,
+        urandom,
+    )
     marks["timer"] = time.perf_counter()
     names = list(marks)
     record = {
-        "shape": label, "index": shape_index, "rotation": n_sets, "rotated_bytes": per_set,
-        "output_bytes": out_bytes, "cache_resident": cache_resident, "n_calls": timing["n_calls"],
-        "timer": timing["timer"], "ms": timing["ms"], "samples_ms": timing["samples_ms"],
-        "launch_bound": timing["launch_bound"], "capture_error": timing["capture_error"],
-        "overhead_ms": timing["overhead_ms"], "sized_by": timing["sized_by"], "perturbed_input": slot,
+        "shape": label,
+        "index": shape_index,
+        "rotation": n_sets,
+        "rotated_bytes": per_set,
+        "output_bytes": out_bytes,
+        "cache_resident": cache_resident,
+        "n_calls": timing["n_calls"],
+        "timer": timing["timer"],
+        "ms": timing["ms"],
+        "samples_ms": timing["samples_ms"],
+        "launch_bound": timing["launch_bound"],
+        "capture_error": timing["capture_error"],
+        "overhead_ms": timing["overhead_ms"],
+        "sized_by": timing["sized_by"],
+        "perturbed_input": slot,
         "timed_kernel_s": round(timing["event_total_ms"] / 1e3, 6),
         "perturb_derived": own_elements,
-        "timing": {k: timing[k] for k in ("event_total_ms", "enqueue_total_ms", "wall_total_ms", "samples",
-                                          "estimate_ms", "eager_estimate_ms")},
-        "correct": correct_items, "timed": timed_items,
+        "timing": {
+            k: timing[k]
+            for k in (
+                "event_total_ms",
+                "enqueue_total_ms",
+                "wall_total_ms",
+                "samples",
+                "estimate_ms",
+                "eager_estimate_ms",
+            )
+        },
+        "correct": correct_items,
+        "timed": timed_items,
         "phases_s": {b: round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)},
     }
     return record, {"correct": correct_outputs, "timed": timed_outputs}
 
 
-def time_shape(torch: Any, spec: dict[str, Any], kernel: Callable[..., Any], kwargs: dict[str, Any],
-               sets: list[list[Any]], layouts: list[Layout], inputs: ShapeInputs, seeds: SeedSource,
-               perturbation: Perturbation, out_sizes: list[int], cache: int, device: str, device_kind: str,
-               clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
-               urandom: random.SystemRandom) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
+def time_shape(
+    torch: Any,
+    spec: dict[str, Any],
+    kernel: Callable[..., Any],
+    kwargs: dict[str, Any],
+    sets: list[list[Any]],
+    layouts: list[Layout],
+    inputs: ShapeInputs,
+    seeds: SeedSource,
+    perturbation: Perturbation,
+    out_sizes: list[int],
+    cache: int,
+    device: str,
+    device_kind: str,
+    clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
+    urandom: random.SystemRandom,
+) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
     """The timer's callbacks over the K sets, and the outputs and seeds of the timed calls it keeps."""
     perf_counter, monotonic, elapsed = clocks
     n_sets = len(sets)
@@ -2972,8 +3277,15 @@ def time_shape(torch: Any, spec: dict[str, Any], kernel: Callable[..., Any], kwa
         for call_index in chosen:
             k = call_index % n_sets
             timed_outputs.append([t.detach().clone() for t in as_outputs(torch, owners[call_index])])
-            item = {"set": k, "sample": index, "call": call_index, "n_calls": n_calls, "set_seed": fresh_seeds[k],
-                    "shared_seed": shared, "perturb_seed": perturb_seed if perturbation.flats else None}
+            item = {
+                "set": k,
+                "sample": index,
+                "call": call_index,
+                "n_calls": n_calls,
+                "set_seed": fresh_seeds[k],
+                "shared_seed": shared,
+                "perturb_seed": perturb_seed if perturbation.flats else None,
+            }
             if index == last:
                 item["checksums"] = [checksum(torch, t) for t in layouts[k].guarded()]
             timed_items.append(item)
@@ -2984,18 +3296,35 @@ def time_shape(torch: Any, spec: dict[str, Any], kernel: Callable[..., Any], kwa
         else:
             poison_memory(torch, out_sizes * 2, device)
 
-    sweep = (torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
-             if device_kind == "cuda" else None)
+    sweep = (
+        torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
+        if device_kind == "cuda"
+        else None
+    )
 
     def flush() -> None:
         """A read-only pass over 2x L2: evicts the refill's dirty lines and leaves clean ones."""
         if sweep is not None:
             sweep.sum()
 
-    timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind,
-                     resize=perturbation.resize, prepare=prepare, pick_calls=pick_calls, pointers=pointers,
-                     on_sample_done=on_sample_done, poison=poison, flush=flush, clock=perf_counter, wall=monotonic,
-                     elapsed_ms=elapsed, n_calls=spec.get("iters"))
+    timing = measure(
+        call,
+        n_sets,
+        overhead_call=overhead_call,
+        torch=torch,
+        device_kind=device_kind,
+        resize=perturbation.resize,
+        prepare=prepare,
+        pick_calls=pick_calls,
+        pointers=pointers,
+        on_sample_done=on_sample_done,
+        poison=poison,
+        flush=flush,
+        clock=perf_counter,
+        wall=monotonic,
+        elapsed_ms=elapsed,
+        n_calls=spec.get("iters"),
+    )
     sync_device(torch, device_kind)
     return timing, timed_outputs, timed_items
 
@@ -3031,7 +3360,7 @@ def judge_main() -> None:
         reply = answer_job(state, json.loads(line))
         payload = (json.dumps(reply, allow_nan=True) + "\n").encode()
         while payload:
-            payload = payload[os.write(reply_fd, payload):]
+            payload = payload[os.write(reply_fd, payload) :]
 
 
 def answer_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
@@ -3042,8 +3371,7 @@ def answer_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     except CheckFailed as err:
         return {"status": verdict_of(err.check), "reason": str(err), "checks": []}
     except Exception as err:  # noqa: BLE001 - a judge failure is a reply, not a dead judge
-        return {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}",
-                "checks": []}
+        return {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}", "checks": []}
     finally:
         release_device_memory(state.torch)
 
@@ -3068,8 +3396,9 @@ def judge_functions(state: JudgeState, spec: dict[str, Any], root: str) -> tuple
             try:
                 state.functions[key] = load_function(ref, root)
             except Exception as err:  # noqa: BLE001
-                raise CheckFailed("import_failed",
-                                  f"judge could not import {ref}: {type(err).__name__}: {err}") from err
+                raise CheckFailed(
+                    "import_failed", f"judge could not import {ref}: {type(err).__name__}: {err}"
+                ) from err
         return state.functions[key]
 
     base = get(spec["from"])
@@ -3113,8 +3442,14 @@ def wide_dtype(torch: Any, name: str) -> Any:
     return {"fp64": torch.float64, "fp32": torch.float32}.get(name)
 
 
-def reference_outputs(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: list[Any],
-                      kwargs: dict[str, Any], layout: Layout | None = None) -> list[Any]:
+def reference_outputs(
+    state: JudgeState,
+    spec: dict[str, Any],
+    ref_fn: Any,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+    layout: Layout | None = None,
+) -> list[Any]:
     """The reference on upcast copies of the inputs (and upcast modules), then the Model buffers as its forward
     left them (``layout.after``); the precision that works is found once per target: fp64 (fp32 targets) or
     fp32, then fp32, then the target dtype (stated in ``reference_precision``)."""
@@ -3146,8 +3481,14 @@ def reference_outputs(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inpu
     raise CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
 
 
-def check_deterministic(state: JudgeState, spec: dict[str, Any], ref_fn: Any, problem: Problem | None,
-                        inputs: list[Any], kwargs: dict[str, Any]) -> None:
+def check_deterministic(
+    state: JudgeState,
+    spec: dict[str, Any],
+    ref_fn: Any,
+    problem: Problem | None,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+) -> None:
     """A Model that draws random numbers (dropout in training mode) is judged only when two references under
     other RNG seeds agree (an output zero by construction stays judgeable); else ``reference_deterministic``."""
     torch = state.torch
@@ -3159,9 +3500,12 @@ def check_deterministic(state: JudgeState, spec: dict[str, Any], ref_fn: Any, pr
         torch.manual_seed(seed)
         results.append(reference_outputs(state, spec, ref_fn, inputs, kwargs))
     if not all(torch.equal(a, b) for a, b in zip(*results, strict=True)):
-        raise CheckFailed("reference_deterministic", f"the Model draws random numbers ({', '.join(random_parts)}) "
-                                                     "in training mode, so its output is noise that cannot be "
-                                                     "judged: build it in eval mode or without dropout")
+        raise CheckFailed(
+            "reference_deterministic",
+            f"the Model draws random numbers ({', '.join(random_parts)}) "
+            "in training mode, so its output is noise that cannot be "
+            "judged: build it in eval mode or without dropout",
+        )
 
 
 def precision_label(state: JudgeState, spec: dict[str, Any], modules: int) -> str | None:
@@ -3211,8 +3555,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         stamps = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
 
         def inputs_for(item: dict[str, Any], _i: int = shape_index) -> tuple[list[Any], Layout]:
-            raw = make_raw(torch, spec, _i, int(item["set_seed"]), int(item["shared_seed"]), device,
-                           module_problem)
+            raw = make_raw(torch, spec, _i, int(item["set_seed"]), int(item["shared_seed"]), device, module_problem)
             values = call_inputs(raw, derive, kwargs)
             return values, set_layout(torch, spec, values, derive is not None, module_problem)
 
@@ -3220,8 +3563,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         after_shapes = [(tuple(t.shape), str(t.dtype)) for t in first_layout.judged_after()]
         check_deterministic(state, spec, ref_fn, module_problem, first_inputs, kwargs)
         expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
-        shape_tol = {**tol, "baseline": baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs,
-                                                       kwargs)}
+        shape_tol = {**tol, "baseline": baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs, kwargs)}
         shape_error, shape_ok = 0.0, True
         for kind in ("correct", "timed"):
             items, outputs = shape_rec[kind], handed.get(kind, [])
@@ -3232,12 +3574,14 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             for item, outs in zip(items, outputs, strict=False):
                 inputs, layout = inputs_for(item)
                 where = f"shape {label}, set {item['set']}" + (
-                    f", timed sample {item['sample']} call {item['call']}" if kind == "timed" else "")
+                    f", timed sample {item['sample']} call {item['call']}" if kind == "timed" else ""
+                )
                 judged = layout if kind == "correct" else None
                 reference = reference_for(state, spec, ref_fn, inputs, kwargs, item, shape_rec, judged)
                 shapes = expected + after_shapes if kind == "correct" else expected
-                case = OutputCase(torch, outs, layout.guarded(), shapes, item, kind, reference, shape_tol,
-                                  check_outputs)
+                case = OutputCase(
+                    torch, outs, layout.guarded(), shapes, item, kind, reference, shape_tol, check_outputs
+                )
                 for check in OUTPUT_CHECKS:
                     found = check.function(case)
                     for entry in found:
@@ -3250,8 +3594,14 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
                 del case, inputs
         again = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
         if json.dumps(again) != json.dumps(stamps):  # NaN equals NaN here
-            note(check_result("outputs_stable_during_judging", False,
-                              "the worker's output buffers changed while the judge read them"), f"shape {label}")
+            note(
+                check_result(
+                    "outputs_stable_during_judging",
+                    False,
+                    "the worker's output buffers changed while the judge read them",
+                ),
+                f"shape {label}",
+            )
             shape_ok = False
         worst = max(worst, shape_error)
         out_bytes = sum(math.prod(shape) * dtype_size(torch, dtype) for shape, dtype in expected)
@@ -3263,24 +3613,53 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         if problem:
             note(check_result("faster_than_floor", False, problem), f"shape {label}")
             shape_ok = False
-        per_shape.append({"shape": label, "max_abs_error": shape_error, "ok": shape_ok, "bytes": int(shape_bytes),
-                          "floor_ms": floor_ms, "transport": shape_rec["outputs"].get("kind")})
+        per_shape.append(
+            {
+                "shape": label,
+                "max_abs_error": shape_error,
+                "ok": shape_ok,
+                "bytes": int(shape_bytes),
+                "floor_ms": floor_ms,
+                "transport": shape_rec["outputs"].get("kind"),
+            }
+        )
         del handed, first_inputs, first_layout
     modules = len(modules_of(torch, ref_fn))
     if failure is None:
-        checks.append({"name": "outputs_match_reference", "ok": True,
-                       "detail": f"every judged output within {json.dumps(tol, sort_keys=True)}; "
-                                 f"max error {worst:.3g}"})
+        checks.append(
+            {
+                "name": "outputs_match_reference",
+                "ok": True,
+                "detail": f"every judged output within {json.dumps(tol, sort_keys=True)}; max error {worst:.3g}",
+            }
+        )
         status, reason = "ok", None
     else:
         status, reason = verdict_of(failure["name"]), f"{failure['name']}: {failure['detail']}"
-    return {"status": status, "reason": reason, "checks": checks, "max_error": worst, "per_shape": per_shape,
-            "ceiling_gbps": ceiling, "tolerances": tol, "reference_precision": precision_label(state, spec, modules),
-            "judge_s": round(time.monotonic() - started, 3), "threads": threads}
+    return {
+        "status": status,
+        "reason": reason,
+        "checks": checks,
+        "max_error": worst,
+        "per_shape": per_shape,
+        "ceiling_gbps": ceiling,
+        "tolerances": tol,
+        "reference_precision": precision_label(state, spec, modules),
+        "judge_s": round(time.monotonic() - started, 3),
+        "threads": threads,
+    }
 
 
-def reference_for(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: list[Any], kwargs: dict[str, Any],
-                  item: dict[str, Any], shape_rec: dict[str, Any], layout: Layout | None) -> Callable[[], list[Any]]:
+def reference_for(
+    state: JudgeState,
+    spec: dict[str, Any],
+    ref_fn: Any,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+    item: dict[str, Any],
+    shape_rec: dict[str, Any],
+    layout: Layout | None,
+) -> Callable[[], list[Any]]:
     """A lazy reference for one judged output: on the inputs as the call saw them (timed calls: perturbed); with
     ``layout``, followed by the Model buffers as the reference's forward left them."""
     cache: list[list[Any]] = []
@@ -3292,9 +3671,15 @@ def reference_for(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: 
             if item.get("perturb_seed") is not None and slot is not None:
                 seen = map_tensors(state.torch, lambda t: t.clone(), inputs)
                 leaves = tensor_leaves(state.torch, seen)
-                position, value = perturbation_of_call(state.torch, leaves, slot, int(item["n_calls"]),
-                                                       int(item["perturb_seed"]), int(item["call"]),
-                                                       bool(shape_rec.get("perturb_derived")))
+                position, value = perturbation_of_call(
+                    state.torch,
+                    leaves,
+                    slot,
+                    int(item["n_calls"]),
+                    int(item["perturb_seed"]),
+                    int(item["call"]),
+                    bool(shape_rec.get("perturb_derived")),
+                )
                 apply_perturbation(state.torch, leaves, slot, position, value)
             cache.append(reference_outputs(state, spec, ref_fn, seen, kwargs, layout))
         return cache[0]
@@ -3306,8 +3691,9 @@ def dtype_size(torch: Any, name: str) -> int:
     return torch.empty((), dtype=getattr(torch, name.replace("torch.", ""))).element_size()
 
 
-def expected_outputs(state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, inputs: list[Any],
-                     kwargs: dict[str, Any]) -> list[tuple[tuple[int, ...], str]]:
+def expected_outputs(
+    state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, inputs: list[Any], kwargs: dict[str, Any]
+) -> list[tuple[tuple[int, ...], str]]:
     """Shapes and dtypes the baseline's own function returns at this shape (cached per judge)."""
     key = (json.dumps(spec, sort_keys=True), shape_index)
     if key not in state.expected:
@@ -3318,8 +3704,15 @@ def expected_outputs(state: JudgeState, spec: dict[str, Any], shape_index: int, 
     return state.expected[key]
 
 
-def baseline_error(state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, ref_fn: Any,
-                   inputs: list[Any], kwargs: dict[str, Any]) -> list[list[float]]:
+def baseline_error(
+    state: JudgeState,
+    spec: dict[str, Any],
+    shape_index: int,
+    base_fn: Any,
+    ref_fn: Any,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+) -> list[list[float]]:
     """Per output, the baseline's own ``[rel_l2, corr]`` against the reference on the shape's first set, once per
     judge (``correctness_admit_baseline``: the bounds never reject the baseline's own accuracy)."""
     torch = state.torch
@@ -3422,8 +3815,15 @@ class Worker:
         env[PARENT_PID_ENV] = str(os.getpid())
         self.log = tempfile.TemporaryFile()
         self.out = tempfile.TemporaryFile()  # the script's prints: kept apart so forged JSON lines are seen
-        self.proc = subprocess.Popen([python, "-I", contract, "worker"], stdin=subprocess.PIPE, stdout=self.out,
-                                     stderr=self.log, pass_fds=(write_fd,), start_new_session=True, env=env)
+        self.proc = subprocess.Popen(
+            [python, "-I", contract, "worker"],
+            stdin=subprocess.PIPE,
+            stdout=self.out,
+            stderr=self.log,
+            pass_fds=(write_fd,),
+            start_new_session=True,
+            env=env,
+        )
         LIVE[self.proc.pid] = self
         os.close(write_fd)
         self.read_fd = read_fd
@@ -3537,8 +3937,14 @@ class Judge:
         self.log = tempfile.TemporaryFile()
         env = dict(os.environ)
         env[PARENT_PID_ENV] = str(os.getpid())
-        self.proc = subprocess.Popen([python, "-I", contract, "judge"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, start_new_session=True, env=env)
+        self.proc = subprocess.Popen(
+            [python, "-I", contract, "judge"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            start_new_session=True,
+            env=env,
+        )
         LIVE[self.proc.pid] = self
         self.lines: list[bytes] = []
         self.ready_seen = False
@@ -3611,10 +4017,19 @@ class Judge:
             self.log.close()
 
 
-def orchestrate(script: str, *, python: str | None = None, contract: str | None = None, timeout_s: float = 600.0,
-                ceiling_gbps: float | None = None, judge: Judge | None = None, worker: Worker | None = None,
-                role: str | None = None, on_worker_done: Callable[[], None] | None = None,
-                defer_teardown: bool = False) -> dict[str, Any]:
+def orchestrate(
+    script: str,
+    *,
+    python: str | None = None,
+    contract: str | None = None,
+    timeout_s: float = 600.0,
+    ceiling_gbps: float | None = None,
+    judge: Judge | None = None,
+    worker: Worker | None = None,
+    role: str | None = None,
+    on_worker_done: Callable[[], None] | None = None,
+    defer_teardown: bool = False,
+) -> dict[str, Any]:
     """One run of ``script``: isolated worker, one protocol line, the judge's verdict; the run JSON.
     ``defer_teardown``: the worker is retired (``Worker.retire``), not reaped before returning."""
     started = time.monotonic()
@@ -3623,13 +4038,21 @@ def orchestrate(script: str, *, python: str | None = None, contract: str | None 
     python = python or sys.executable
     contract = contract or os.path.abspath(__file__)
     role = role or ("baseline" if os.path.basename(script) == "baseline.py" else "candidate")
-    result: dict[str, Any] = {"protocol": PROTOCOL_VERSION, "status": "invalid", "ok": False, "reason": None,
-                              "ms": None, "role": role, "contract_sha256": sha256_file(contract),
-                              "script_sha256": sha256_file(script)}
+    result: dict[str, Any] = {
+        "protocol": PROTOCOL_VERSION,
+        "status": "invalid",
+        "ok": False,
+        "reason": None,
+        "ms": None,
+        "role": role,
+        "contract_sha256": sha256_file(contract),
+        "script_sha256": sha256_file(script),
+    }
     try:
         spec = read_spec(script)
-        result.update(target=spec.get("name"), shapes=spec.get("shapes"), dtype=spec.get("dtype"),
-                      flops=spec.get("flops"))
+        result.update(
+            target=spec.get("name"), shapes=spec.get("shapes"), dtype=spec.get("dtype"), flops=spec.get("flops")
+        )
     except (OSError, ValueError, SyntaxError) as err:
         result["reason"] = f"baseline_unchanged: cannot read SPEC: {err}"
         return finish(result, started)
@@ -3653,10 +4076,12 @@ def orchestrate(script: str, *, python: str | None = None, contract: str | None 
         if len(extra) > 1:
             reply = fail("single_protocol_line", f"{len(extra)} lines on the protocol channel, expected exactly one")
         merge_run(result, record, reply)
-        result["phases_s"] = {**phases, **{f"worker_{k}": v for k, v in (record.get("phases_s") or {}).items()},
-                              **{f"job_{k}": v for k, v in (record.get("job_phases_s") or {}).items()},
-                              **{f"shape0_{k}": v for k, v in ((record.get("shapes") or [{}])[0].get("phases_s")
-                                                                or {}).items()}}
+        result["phases_s"] = {
+            **phases,
+            **{f"worker_{k}": v for k, v in (record.get("phases_s") or {}).items()},
+            **{f"job_{k}": v for k, v in (record.get("job_phases_s") or {}).items()},
+            **{f"shape0_{k}": v for k, v in ((record.get("shapes") or [{}])[0].get("phases_s") or {}).items()},
+        }
         return finish(result, started)
     finally:
         if defer_teardown:
@@ -3677,8 +4102,9 @@ def protocol_lines(worker: Worker) -> list[bytes]:
     return [line for line in b"".join(worker.chunks).split(b"\n") if line.strip()]
 
 
-def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float,
-               await_exit: list[tuple[int, int | None]] | None = None) -> dict[str, Any]:
+def run_worker(
+    worker: Worker, script: str, run_dir: str, timeout_s: float, await_exit: list[tuple[int, int | None]] | None = None
+) -> dict[str, Any]:
     """Send the job, wait for the protocol line (timeout kills the run), freeze the worker, check the process
     tree and the protocol channel. On success the worker is left frozen, holding its outputs for the judge.
     ``await_exit``: processes of a retired run the worker waits for before its timer."""
@@ -3708,12 +4134,18 @@ def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float,
     escaped = reap_escaped(worker)
     lines = protocol_lines(worker)
     if leftovers:
-        return fail("no_leftover_processes", f"{len(leftovers)} process(es) of the run were still running "
-                                             f"{LEFTOVER_GRACE_S:.0f} s after the worker reported; killed")
+        return fail(
+            "no_leftover_processes",
+            f"{len(leftovers)} process(es) of the run were still running "
+            f"{LEFTOVER_GRACE_S:.0f} s after the worker reported; killed",
+        )
     if escaped:
-        return fail("no_leftover_processes", f"{len(escaped)} process(es) left the run's process tree (re-parented "
-                                             "to the orchestrator) and exited before the end of the run; a run "
-                                             "starts no detached processes")
+        return fail(
+            "no_leftover_processes",
+            f"{len(escaped)} process(es) left the run's process tree (re-parented "
+            "to the orchestrator) and exited before the end of the run; a run "
+            "starts no detached processes",
+        )
     if not lines:
         if code not in (None, 0):
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
@@ -3754,7 +4186,7 @@ def exited_children(parents: set[int] | None = None) -> set[int]:
                     text = handle.read().decode("ascii", "replace")
             except OSError:
                 continue
-            fields = text[text.rfind(")") + 2:].split()
+            fields = text[text.rfind(")") + 2 :].split()
             if len(fields) > 1 and fields[0] == "Z" and fields[1] in wanted:
                 found.add(int(entry))
     return found
@@ -3796,26 +4228,49 @@ def merge_run(result: dict[str, Any], record: dict[str, Any], reply: dict[str, A
     per_shape = []
     for shape in record.get("shapes") or []:
         verdict = judged.get(shape["shape"], {})
-        per_shape.append({
-            "shape": shape["shape"], "ms": shape["ms"], "samples_ms": shape["samples_ms"],
-            "rotation": shape["rotation"], "n_calls": shape["n_calls"], "timer": shape["timer"],
-            "launch_bound": shape["launch_bound"], "cache_resident": shape["cache_resident"],
-            "capture_error": shape.get("capture_error"), "overhead_ms": shape.get("overhead_ms"),
-            "sized_by": shape.get("sized_by"), "output_bytes": shape.get("output_bytes"),
-            "timed_kernel_s": shape.get("timed_kernel_s"),
-            "transport": verdict.get("transport"), "bytes": verdict.get("bytes"),
-            "floor_ms": verdict.get("floor_ms"), "max_abs_error": verdict.get("max_abs_error"),
-            "ok": verdict.get("ok", False),
-        })
+        per_shape.append(
+            {
+                "shape": shape["shape"],
+                "ms": shape["ms"],
+                "samples_ms": shape["samples_ms"],
+                "rotation": shape["rotation"],
+                "n_calls": shape["n_calls"],
+                "timer": shape["timer"],
+                "launch_bound": shape["launch_bound"],
+                "cache_resident": shape["cache_resident"],
+                "capture_error": shape.get("capture_error"),
+                "overhead_ms": shape.get("overhead_ms"),
+                "sized_by": shape.get("sized_by"),
+                "output_bytes": shape.get("output_bytes"),
+                "timed_kernel_s": shape.get("timed_kernel_s"),
+                "transport": verdict.get("transport"),
+                "bytes": verdict.get("bytes"),
+                "floor_ms": verdict.get("floor_ms"),
+                "max_abs_error": verdict.get("max_abs_error"),
+                "ok": verdict.get("ok", False),
+            }
+        )
     head = per_shape[0] if per_shape else {}
     result.update(
-        status=reply.get("status", "invalid"), reason=reply.get("reason"), ms=head.get("ms"),
-        seed_policy=record.get("seed_policy"), iters=head.get("n_calls"), device=record.get("device"),
-        device_kind=record.get("device_kind"), rotation=head.get("rotation"), bytes=head.get("bytes"),
-        max_error=reply.get("max_error"), timer=head.get("timer"), launch_bound=head.get("launch_bound"),
-        per_shape=per_shape, checks=reply.get("checks") or [], torch=record.get("torch"),
-        ceiling_gbps=reply.get("ceiling_gbps"), tolerances=reply.get("tolerances"),
-        reference_precision=reply.get("reference_precision"), transport=head.get("transport"),
+        status=reply.get("status", "invalid"),
+        reason=reply.get("reason"),
+        ms=head.get("ms"),
+        seed_policy=record.get("seed_policy"),
+        iters=head.get("n_calls"),
+        device=record.get("device"),
+        device_kind=record.get("device_kind"),
+        rotation=head.get("rotation"),
+        bytes=head.get("bytes"),
+        max_error=reply.get("max_error"),
+        timer=head.get("timer"),
+        launch_bound=head.get("launch_bound"),
+        per_shape=per_shape,
+        checks=reply.get("checks") or [],
+        torch=record.get("torch"),
+        ceiling_gbps=reply.get("ceiling_gbps"),
+        tolerances=reply.get("tolerances"),
+        reference_precision=reply.get("reference_precision"),
+        transport=head.get("transport"),
         placement_pad_bytes=record.get("placement_pad_bytes"),
     )
     if result["status"] != "ok" and not result.get("reason"):
@@ -3832,6 +4287,7 @@ def finish(result: dict[str, Any], started: float) -> dict[str, Any]:
 
 def raise_on_signals() -> None:
     """SIGTERM/SIGHUP raise SystemExit (SIGINT raises KeyboardInterrupt): ``finally`` blocks kill the run."""
+
     def handler(signum: int, _frame: Any) -> None:
         raise SystemExit(128 + signum)
 

@@ -20,8 +20,21 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent.parent
-MODULES = ("knobs", "spec", "problems", "probe", "inputs", "correctness", "checks", "timer", "hygiene", "transport",
-           "worker", "judge", "orchestrator")
+MODULES = (
+    "knobs",
+    "spec",
+    "problems",
+    "probe",
+    "inputs",
+    "correctness",
+    "checks",
+    "timer",
+    "hygiene",
+    "transport",
+    "worker",
+    "judge",
+    "orchestrator",
+)
 OUTPUTS = (REPO_ROOT / "templates" / "hk_contract.py", REPO_ROOT / "targets" / "hk_contract.py")
 STAMP_SUFFIX = ".sources-sha256"
 _WARNED: set[str] = set()  # build errors already reported by this process
@@ -66,14 +79,20 @@ def build_source() -> str:
             owners[name] = path.name
         drop: set[int] = set()
         for index, node in enumerate(tree.body):
-            docstring = (index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-                         and isinstance(node.value.value, str))
+            docstring = (
+                index == 0
+                and isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            )
             if isinstance(node, ast.Import):
-                plain |= {f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
-                          for alias in node.names}
+                plain |= {
+                    f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "") for alias in node.names
+                }
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module != "__future__":
                 from_imports.setdefault(node.module or "", set()).update(
-                    alias.name + (f" as {alias.asname}" if alias.asname else "") for alias in node.names)
+                    alias.name + (f" as {alias.asname}" if alias.asname else "") for alias in node.names
+                )
             elif not (docstring or isinstance(node, ast.ImportFrom)):
                 continue
             drop |= set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
@@ -83,11 +102,19 @@ def build_source() -> str:
     if any("torch" in line for line in plain) or any("torch" in module for module in from_imports):
         raise ContractBuildError("the contract imports torch at top level: import it inside functions")
     doc = ast.get_docstring(ast.parse((PACKAGE_DIR / "__init__.py").read_text(encoding="utf-8"))) or ""
-    imports = sorted(plain) + [f"from {module} import {', '.join(sorted(names))}"
-                               for module, names in sorted(from_imports.items())]
-    return (HEADER + '"""' + doc + '\n"""\n\n# ruff: noqa: E501, I001\nfrom __future__ import annotations\n\n'
-            + "\n".join(imports) + "\n\n\n" + "\n\n".join(bodies)
-            + '\n\nif __name__ == "__main__":\n    main()\n')
+    imports = sorted(plain) + [
+        f"from {module} import {', '.join(sorted(names))}" for module, names in sorted(from_imports.items())
+    ]
+    return (
+        HEADER
+        + '"""'
+        + doc
+        + '\n"""\n\n# ruff: noqa: E501, I001\nfrom __future__ import annotations\n\n'
+        + "\n".join(imports)
+        + "\n\n\n"
+        + "\n\n".join(bodies)
+        + '\n\nif __name__ == "__main__":\n    main()\n'
+    )
 
 
 def sources_sha256() -> str:

@@ -37,9 +37,18 @@ class Check(NamedTuple):
 class OutputCase:
     """One judged output: what the kernel returned, the inputs it saw, and how to get the reference."""
 
-    def __init__(self, torch: Any, outs: list[Any], inputs: list[Any], expected: list[tuple[tuple[int, ...], str]],
-                 item: dict[str, Any], kind: str, reference: Callable[[], list[Any]], tol: dict[str, Any],
-                 compare: Callable[..., list[dict[str, Any]]]) -> None:
+    def __init__(
+        self,
+        torch: Any,
+        outs: list[Any],
+        inputs: list[Any],
+        expected: list[tuple[tuple[int, ...], str]],
+        item: dict[str, Any],
+        kind: str,
+        reference: Callable[[], list[Any]],
+        tol: dict[str, Any],
+        compare: Callable[..., list[dict[str, Any]]],
+    ) -> None:
         self.torch, self.outs, self.inputs, self.expected = torch, outs, inputs, expected
         self.item, self.kind, self.reference, self.tol, self.compare = item, kind, reference, tol, compare
 
@@ -63,8 +72,13 @@ def check_output_structure(case: OutputCase) -> list[dict[str, Any]]:
         return [check_result("output_shape_dtype", False, f"{len(outs)} outputs, the baseline returns {len(expected)}")]
     for index, (t, (shape, dtype)) in enumerate(zip(outs, expected, strict=False)):
         if tuple(t.shape) != shape or str(t.dtype) != dtype:
-            return [check_result("output_shape_dtype", False,
-                           f"output {index} is {tuple(t.shape)} {t.dtype}, the baseline returns {shape} {dtype}")]
+            return [
+                check_result(
+                    "output_shape_dtype",
+                    False,
+                    f"output {index} is {tuple(t.shape)} {t.dtype}, the baseline returns {shape} {dtype}",
+                )
+            ]
     return [check_result("output_shape_dtype", True, "")]
 
 
@@ -84,8 +98,9 @@ def check_output_values(case: OutputCase) -> list[dict[str, Any]]:
         if item["ok"]:
             renamed.append(item)
         else:
-            renamed.append({**item, "name": "timed_outputs_match_reference",
-                            "detail": f"{item['name']}: {item['detail']}"})
+            renamed.append(
+                {**item, "name": "timed_outputs_match_reference", "detail": f"{item['name']}: {item['detail']}"}
+            )
     return renamed
 
 
@@ -93,15 +108,18 @@ def check_result(name: str, ok: bool, detail: str, max_abs_error: float | None =
     return {"name": name, "ok": bool(ok), "detail": "" if ok else detail, "max_abs_error": max_abs_error}
 
 
-def check_floor(ms: float, floor_bytes: int | None, ceiling_gbps: float | None,
-                device_kind: str) -> tuple[float | None, str | None]:
+def check_floor(
+    ms: float, floor_bytes: int | None, ceiling_gbps: float | None, device_kind: str
+) -> tuple[float | None, str | None]:
     """(floor ms, problem): a time below moving ``floor_bytes`` at the copy ceiling x the safety factor."""
     if not floor_bytes or not ceiling_gbps:
         return None, None
     floor_ms = floor_bytes / (ceiling_gbps * 1e6) / FLOOR_SAFETY[device_kind]
     if ms < floor_ms:
-        return floor_ms, (f"{ms:.6f} ms moves {floor_bytes} bytes faster than {ceiling_gbps:.1f} GB/s x "
-                          f"{FLOOR_SAFETY[device_kind]} allows ({floor_ms:.6f} ms)")
+        return floor_ms, (
+            f"{ms:.6f} ms moves {floor_bytes} bytes faster than {ceiling_gbps:.1f} GB/s x "
+            f"{FLOOR_SAFETY[device_kind]} allows ({floor_ms:.6f} ms)"
+        )
     return floor_ms, None
 
 
@@ -126,8 +144,9 @@ def footprint_bytes(rotated: int, shared: int, output: int, n_sets: int) -> int:
     return worker + judge
 
 
-def fit_rotation(rotated: int, shared: int, output: int, wanted: int, free: int | None,
-                 device_kind: str) -> tuple[int, str | None]:
+def fit_rotation(
+    rotated: int, shared: int, output: int, wanted: int, free: int | None, device_kind: str
+) -> tuple[int, str | None]:
     """The largest K <= ``wanted`` that fits ``free`` bytes, or (0, the refusal with the numbers)."""
     if free is None:
         return wanted, None
@@ -138,54 +157,116 @@ def fit_rotation(rotated: int, shared: int, output: int, wanted: int, free: int 
     needed = footprint_bytes(rotated, shared, output, k) + headroom
     if needed > free:
         where = "device" if device_kind == "cuda" else "host"
-        return 0, (f"the run needs {needed / 2**30:.2f} GiB of {where} memory ({MIN_ROTATION} input sets of "
-                   f"{rotated / 2**30:.2f} GiB, outputs of {output / 2**30:.2f} GiB, the judge's copies, "
-                   f"{headroom / 2**30:.0f} GiB headroom) and {free / 2**30:.2f} GiB are free: use a smaller "
-                   "shape or free the memory")
+        return 0, (
+            f"the run needs {needed / 2**30:.2f} GiB of {where} memory ({MIN_ROTATION} input sets of "
+            f"{rotated / 2**30:.2f} GiB, outputs of {output / 2**30:.2f} GiB, the judge's copies, "
+            f"{headroom / 2**30:.0f} GiB headroom) and {free / 2**30:.2f} GiB are free: use a smaller "
+            "shape or free the memory"
+        )
     return k, None
 
 
 CHECKS: tuple[Check, ...] = (
     Check("contract_unchanged", "tool", "invalid", None, "targets/hk_contract.py is hotkernel's contract"),
     Check("baseline_unchanged", "tool", "invalid", None, "baseline.py and the target's sources are as rendered"),
-    Check("workspace_unchanged", "tool", "invalid", None,
-          "the manifest, the lock, results/, rendered files and .hotkernel/ did not change during the run"),
+    Check(
+        "workspace_unchanged",
+        "tool",
+        "invalid",
+        None,
+        "the manifest, the lock, results/, rendered files and .hotkernel/ did not change during the run",
+    ),
     Check("device_idle", "tool", "invalid", None, "no other process uses the GPU"),
     Check("timeout", "orchestrator", "invalid", None, "the worker reported within the run's timeout"),
-    Check("single_protocol_line", "orchestrator", "invalid", None,
-          "exactly one protocol line with this run's nonce on the private fd; no JSON printed on stdout"),
+    Check(
+        "single_protocol_line",
+        "orchestrator",
+        "invalid",
+        None,
+        "exactly one protocol line with this run's nonce on the private fd; no JSON printed on stdout",
+    ),
     Check("worker_exit_clean", "orchestrator", "invalid", None, "the worker did not exit non-zero after reporting"),
-    Check("no_leftover_processes", "orchestrator", "invalid", None,
-          "no process of the run (same group, run token, or an orphan reparented to the orchestrator) survives"),
+    Check(
+        "no_leftover_processes",
+        "orchestrator",
+        "invalid",
+        None,
+        "no process of the run (same group, run token, or an orphan reparented to the orchestrator) survives",
+    ),
     Check("crashed", "orchestrator", "invalid", None, "worker and judge did not die or raise"),
     Check("device_available", "worker", "invalid", None, "the target's device exists"),
-    Check("previous_run_exited", "worker", "invalid", None,
-          "the previous run's killed processes had exited before this run's timer started"),
+    Check(
+        "previous_run_exited",
+        "worker",
+        "invalid",
+        None,
+        "the previous run's killed processes had exited before this run's timer started",
+    ),
     Check("fits_memory", "worker", "invalid", fit_rotation, "the run fits the card's (host's) free memory"),
     Check("import_failed", "worker", "invalid", None, "the script imports and has `kernel`"),
-    Check("functions_unpatched", "worker", "invalid", None,
-          "timer, comparison, RNG and the contract's own functions are the objects saved before the import"),
-    Check("output_plain_tensor", "worker", "invalid", as_outputs,
-          "every output is a plain torch.Tensor: not a subclass (which decides what every operation on it, the "
-          "checks' own included, returns) and not another object"),
-    Check("timer_consistent_with_wall_clock", "worker", "invalid", check_wall_clock,
-          "the timer's event time explains the wall clock"),
+    Check(
+        "functions_unpatched",
+        "worker",
+        "invalid",
+        None,
+        "timer, comparison, RNG and the contract's own functions are the objects saved before the import",
+    ),
+    Check(
+        "output_plain_tensor",
+        "worker",
+        "invalid",
+        as_outputs,
+        "every output is a plain torch.Tensor: not a subclass (which decides what every operation on it, the "
+        "checks' own included, returns) and not another object",
+    ),
+    Check(
+        "timer_consistent_with_wall_clock",
+        "worker",
+        "invalid",
+        check_wall_clock,
+        "the timer's event time explains the wall clock",
+    ),
     Check("inputs_unchanged", "output", "incorrect", check_inputs_unchanged, "the kernel left its inputs alone"),
-    Check("output_shape_dtype", "output", "incorrect", check_output_structure,
-          "outputs have the baseline's count, shapes and dtypes"),
+    Check(
+        "output_shape_dtype",
+        "output",
+        "incorrect",
+        check_output_structure,
+        "outputs have the baseline's count, shapes and dtypes",
+    ),
     Check("output_not_nan", "output", "incorrect", check_output_finite, "no NaN or inf in floating outputs"),
-    Check("outputs_match_reference", "output", "incorrect", check_output_values,
-          "correctness-pass outputs match the reference (elementwise and scale-free checks)"),
+    Check(
+        "outputs_match_reference",
+        "output",
+        "incorrect",
+        check_output_values,
+        "correctness-pass outputs match the reference (elementwise and scale-free checks)",
+    ),
     Check("relative_error_norm", "output", "incorrect", None, "from correctness.check_outputs"),
     Check("output_carries_signal", "output", "incorrect", None, "from correctness.check_outputs"),
-    Check("timed_outputs_match_reference", "output", "incorrect", None,
-          "outputs of checked timed calls (perturbed inputs) match the reference"),
+    Check(
+        "timed_outputs_match_reference",
+        "output",
+        "incorrect",
+        None,
+        "outputs of checked timed calls (perturbed inputs) match the reference",
+    ),
     Check("faster_than_floor", "shape", "invalid", check_floor, "no faster than the copy ceiling allows"),
-    Check("reference_deterministic", "judge", "invalid", None,
-          "the reference gives the same outputs under two RNG seeds (a Model with dropout in training mode does "
-          "not: its output is noise, which cannot be judged)"),
-    Check("outputs_stable_during_judging", "judge", "invalid", None,
-          "handed-over buffers did not change while the judge read them"),
+    Check(
+        "reference_deterministic",
+        "judge",
+        "invalid",
+        None,
+        "the reference gives the same outputs under two RNG seeds (a Model with dropout in training mode does "
+        "not: its output is noise, which cannot be judged)",
+    ),
+    Check(
+        "outputs_stable_during_judging",
+        "judge",
+        "invalid",
+        None,
+        "handed-over buffers did not change while the judge read them",
+    ),
 )
 CHECK_NAMES = tuple(check.name for check in CHECKS)
 OUTPUT_CHECKS = tuple(check for check in CHECKS if check.phase == "output" and check.function is not None)

@@ -181,8 +181,9 @@ def correctness_statistics(
     return stats
 
 
-def correctness_matches_at_scale(torch: Any, out: Any, ref: Any, pieces: list[tuple[Any, ...]], atol: float,
-                                 rtol: float, scale: float) -> float:
+def correctness_matches_at_scale(
+    torch: Any, out: Any, ref: Any, pieces: list[tuple[Any, ...]], atol: float, rtol: float, scale: float
+) -> float:
     """Elements with ``|out - ref| <= atol + rtol * max(|ref|, scale)`` (scale: the reference's RMS).
 
     A second pass, run only when the plain elementwise rule found mismatches: an output that crosses zero inside

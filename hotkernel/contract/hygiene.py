@@ -53,7 +53,7 @@ def process_table() -> dict[int, tuple[int, int]]:
                     text = handle.read().decode("ascii", "replace")
             except OSError:
                 continue
-            fields = text[text.rfind(")") + 2:].split()
+            fields = text[text.rfind(")") + 2 :].split()
             if len(fields) > 3 and fields[0] != "Z":
                 table[int(entry)] = (int(fields[1]), int(fields[2]))
     return table
@@ -99,8 +99,9 @@ def run_processes(group: int, token: str, known: set[int], adopted_after: set[in
     found = {pid for pid, (_, pgid) in table.items() if pgid == group}
     found |= set(token_processes(token))
     if orphans:
-        found |= {pid for pid, (ppid, _) in table.items()
-                  if ppid == me and pid not in known and pid not in adopted_after}
+        found |= {
+            pid for pid, (ppid, _) in table.items() if ppid == me and pid not in known and pid not in adopted_after
+        }
     found |= descendants(found, table)
     found.discard(me)
     return found
@@ -130,7 +131,7 @@ def zombie(pid: int) -> bool:
             text = handle.read().decode("ascii", "replace")
     except OSError:
         return True
-    return text[text.rfind(")") + 2:].split()[:1] == ["Z"]
+    return text[text.rfind(")") + 2 :].split()[:1] == ["Z"]
 
 
 def start_ticks(pid: int) -> int | None:
@@ -140,7 +141,7 @@ def start_ticks(pid: int) -> int | None:
             text = handle.read().decode("ascii", "replace")
     except OSError:
         return None
-    fields = text[text.rfind(")") + 2:].split()
+    fields = text[text.rfind(")") + 2 :].split()
     return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
 
 
@@ -180,7 +181,7 @@ def clean_stale_run_dirs(parent: str | None = None) -> list[str]:
             for name in os.listdir(folder):
                 if not name.startswith(STALE_RUN_DIR_PREFIX):
                     continue
-                owner = name[len(STALE_RUN_DIR_PREFIX):].split("_", 1)[0]
+                owner = name[len(STALE_RUN_DIR_PREFIX) :].split("_", 1)[0]
                 path = os.path.join(folder, name)
                 try:
                     mine = os.stat(path).st_uid == os.getuid()

@@ -50,7 +50,12 @@ def random_tensor(torch: Any, shape: list[int], dtype: Any, seed: int, device: s
 
 
 def make_raw(
-    torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str,
+    torch: Any,
+    spec: dict[str, Any],
+    shape_index: int,
+    set_seed: int,
+    shared_seed: int,
+    device: str,
     problem: Problem | None = None,
 ) -> list[Any]:
     """The raw inputs of one set: rotated ones from ``set_seed``, shared ones from ``shared_seed``; for a module
@@ -65,8 +70,9 @@ def make_raw(
     return tensors
 
 
-def problem_raw(torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str,
-                problem: Problem) -> list[Any]:
+def problem_raw(
+    torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str, problem: Problem
+) -> list[Any]:
     """A module problem's inputs then its Model's ``state``, checked against the inputs hotkernel.yaml lists (the
     shapes of top-level tensors; a structured input, a scalar or ``state`` is listed by its name only)."""
     dtype = torch_dtype(torch, spec["dtype"])
@@ -78,12 +84,15 @@ def problem_raw(torch: Any, spec: dict[str, Any], shape_index: int, set_seed: in
     listed = [item["shapes"][shape_index] if item.get("shapes") else None for item in spec["inputs"]]
     same = len(given) == len(listed) and all(
         want is None or got == want or not isinstance(values[i], torch.Tensor)
-        for i, (got, want) in enumerate(zip(given, listed, strict=False)))
+        for i, (got, want) in enumerate(zip(given, listed, strict=False))
+    )
     if not same or [i < len(own) for i in range(len(values))] != rotated:
         names = [item["name"] for item, rot in zip(spec["inputs"], rotated, strict=False) if rot]
-        raise ValueError(f"{spec['from']} makes inputs {given}, the first {len(own)} its own; hotkernel.yaml "
-                         f"lists {listed} and rotates {names} (a problem's own inputs, and only they, rotate): "
-                         "import it again (hotkernel new NAME --from FILE --force)")
+        raise ValueError(
+            f"{spec['from']} makes inputs {given}, the first {len(own)} its own; hotkernel.yaml "
+            f"lists {listed} and rotates {names} (a problem's own inputs, and only they, rotate): "
+            "import it again (hotkernel new NAME --from FILE --force)"
+        )
     return values
 
 
@@ -160,8 +169,9 @@ class Layout:
     value, not hashed), ``after`` (a Model buffer the forward may update: judged after the correctness pass's
     calls, not hashed)."""
 
-    def __init__(self, torch: Any, spec: dict[str, Any], values: list[Any], per_set: list[bool],
-                 after_ids: set[int]) -> None:
+    def __init__(
+        self, torch: Any, spec: dict[str, Any], values: list[Any], per_set: list[bool], after_ids: set[int]
+    ) -> None:
         outputs = set(spec.get("outputs") or [])
         names = spec.get("derived_inputs") or [item["name"] for item in spec["inputs"]]
         self.leaves, self.per_set, self.output, self.after = [], [], [], []
@@ -248,8 +258,10 @@ def as_outputs(torch: Any, value: Any) -> list[Any]:
     for index, item in enumerate(items):
         if type(item) is not torch.Tensor and type(item) is not torch.nn.Parameter:
             what = "a subclass of torch.Tensor" if isinstance(item, torch.Tensor) else "not a tensor"
-            raise CheckFailed("output_plain_tensor", f"output {index} is a {type(item).__name__} ({what}): return "
-                                                     "plain torch.Tensor outputs")
+            raise CheckFailed(
+                "output_plain_tensor",
+                f"output {index} is a {type(item).__name__} ({what}): return plain torch.Tensor outputs",
+            )
     return items
 
 
@@ -259,7 +271,7 @@ def checksum(torch: Any, tensor: Any) -> list[float]:
     flat = tensor.detach().reshape(-1)
     plain = weighted = 0.0
     for start in range(0, flat.numel(), CHECKSUM_CHUNK_ELEMENTS):
-        part = flat[start:start + CHECKSUM_CHUNK_ELEMENTS]
+        part = flat[start : start + CHECKSUM_CHUNK_ELEMENTS]
         if part.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
             part = part.to(torch.float32)
         part = part.to(torch.float64)
@@ -434,8 +446,7 @@ def perturbation_of_call(
 ) -> tuple[int, Any]:
     """The judge's side: (position, value bits) that timed call ``call`` saw, for its own regenerated set."""
     flat = bits_view(torch, inputs[slot])
-    pos, second = perturbation_draws(torch, flat.numel(), n_calls, seed, flat.device.type, derived,
-                                     inputs[slot].dtype)
+    pos, second = perturbation_draws(torch, flat.numel(), n_calls, seed, flat.device.type, derived, inputs[slot].dtype)
     value = flat[second[call]].clone() if derived else second[call]
     return int(pos[call].item()), value
 
@@ -479,11 +490,13 @@ class Perturbation:
         torch, kind = self.torch, self.flats[0].dtype
         self.pos = torch.zeros(n, dtype=torch.int64, device=self.device)
         self.orig = torch.zeros(n, dtype=kind, device=self.device)
-        self.writes = (torch.zeros(n, 2, dtype=torch.int64, device=self.device),
-                       torch.zeros(n, 2, dtype=kind, device=self.device))
+        self.writes = (
+            torch.zeros(n, 2, dtype=torch.int64, device=self.device),
+            torch.zeros(n, 2, dtype=kind, device=self.device),
+        )
         self.n = n
-        self.pos_of = [self.pos[j:j + 1] for j in range(n)]
-        self.orig_of = [self.orig[j:j + 1] for j in range(n)]
+        self.pos_of = [self.pos[j : j + 1] for j in range(n)]
+        self.orig_of = [self.orig[j : j + 1] for j in range(n)]
         self.write_pos = [self.writes[0][j] for j in range(n)]
         self.write_val = [self.writes[1][j] for j in range(n)]
 
@@ -491,8 +504,9 @@ class Perturbation:
         if not self.flats:
             return
         torch, flats = self.torch, self.flats
-        pos, second = perturbation_draws(torch, flats[0].numel(), self.n, seed, self.device, self.own_elements,
-                                         self.dtype)
+        pos, second = perturbation_draws(
+            torch, flats[0].numel(), self.n, seed, self.device, self.own_elements, self.dtype
+        )
         values = gather_per_set(torch, flats, second) if self.own_elements else second
         self.pos.copy_(pos)
         self.orig.copy_(gather_per_set(torch, flats, pos))

@@ -67,7 +67,7 @@ def judge_main() -> None:
         reply = answer_job(state, json.loads(line))
         payload = (json.dumps(reply, allow_nan=True) + "\n").encode()
         while payload:
-            payload = payload[os.write(reply_fd, payload):]
+            payload = payload[os.write(reply_fd, payload) :]
 
 
 def answer_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
@@ -78,8 +78,7 @@ def answer_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     except CheckFailed as err:
         return {"status": verdict_of(err.check), "reason": str(err), "checks": []}
     except Exception as err:  # noqa: BLE001 - a judge failure is a reply, not a dead judge
-        return {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}",
-                "checks": []}
+        return {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}", "checks": []}
     finally:
         release_device_memory(state.torch)
 
@@ -104,8 +103,9 @@ def judge_functions(state: JudgeState, spec: dict[str, Any], root: str) -> tuple
             try:
                 state.functions[key] = load_function(ref, root)
             except Exception as err:  # noqa: BLE001
-                raise CheckFailed("import_failed",
-                                  f"judge could not import {ref}: {type(err).__name__}: {err}") from err
+                raise CheckFailed(
+                    "import_failed", f"judge could not import {ref}: {type(err).__name__}: {err}"
+                ) from err
         return state.functions[key]
 
     base = get(spec["from"])
@@ -149,8 +149,14 @@ def wide_dtype(torch: Any, name: str) -> Any:
     return {"fp64": torch.float64, "fp32": torch.float32}.get(name)
 
 
-def reference_outputs(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: list[Any],
-                      kwargs: dict[str, Any], layout: Layout | None = None) -> list[Any]:
+def reference_outputs(
+    state: JudgeState,
+    spec: dict[str, Any],
+    ref_fn: Any,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+    layout: Layout | None = None,
+) -> list[Any]:
     """The reference on upcast copies of the inputs (and upcast modules), then the Model buffers as its forward
     left them (``layout.after``); the precision that works is found once per target: fp64 (fp32 targets) or
     fp32, then fp32, then the target dtype (stated in ``reference_precision``)."""
@@ -182,8 +188,14 @@ def reference_outputs(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inpu
     raise CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
 
 
-def check_deterministic(state: JudgeState, spec: dict[str, Any], ref_fn: Any, problem: Problem | None,
-                        inputs: list[Any], kwargs: dict[str, Any]) -> None:
+def check_deterministic(
+    state: JudgeState,
+    spec: dict[str, Any],
+    ref_fn: Any,
+    problem: Problem | None,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+) -> None:
     """A Model that draws random numbers (dropout in training mode) is judged only when two references under
     other RNG seeds agree (an output zero by construction stays judgeable); else ``reference_deterministic``."""
     torch = state.torch
@@ -195,9 +207,12 @@ def check_deterministic(state: JudgeState, spec: dict[str, Any], ref_fn: Any, pr
         torch.manual_seed(seed)
         results.append(reference_outputs(state, spec, ref_fn, inputs, kwargs))
     if not all(torch.equal(a, b) for a, b in zip(*results, strict=True)):
-        raise CheckFailed("reference_deterministic", f"the Model draws random numbers ({', '.join(random_parts)}) "
-                                                     "in training mode, so its output is noise that cannot be "
-                                                     "judged: build it in eval mode or without dropout")
+        raise CheckFailed(
+            "reference_deterministic",
+            f"the Model draws random numbers ({', '.join(random_parts)}) "
+            "in training mode, so its output is noise that cannot be "
+            "judged: build it in eval mode or without dropout",
+        )
 
 
 def precision_label(state: JudgeState, spec: dict[str, Any], modules: int) -> str | None:
@@ -247,8 +262,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         stamps = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
 
         def inputs_for(item: dict[str, Any], _i: int = shape_index) -> tuple[list[Any], Layout]:
-            raw = make_raw(torch, spec, _i, int(item["set_seed"]), int(item["shared_seed"]), device,
-                           module_problem)
+            raw = make_raw(torch, spec, _i, int(item["set_seed"]), int(item["shared_seed"]), device, module_problem)
             values = call_inputs(raw, derive, kwargs)
             return values, set_layout(torch, spec, values, derive is not None, module_problem)
 
@@ -256,8 +270,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         after_shapes = [(tuple(t.shape), str(t.dtype)) for t in first_layout.judged_after()]
         check_deterministic(state, spec, ref_fn, module_problem, first_inputs, kwargs)
         expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
-        shape_tol = {**tol, "baseline": baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs,
-                                                       kwargs)}
+        shape_tol = {**tol, "baseline": baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs, kwargs)}
         shape_error, shape_ok = 0.0, True
         for kind in ("correct", "timed"):
             items, outputs = shape_rec[kind], handed.get(kind, [])
@@ -268,12 +281,14 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             for item, outs in zip(items, outputs, strict=False):
                 inputs, layout = inputs_for(item)
                 where = f"shape {label}, set {item['set']}" + (
-                    f", timed sample {item['sample']} call {item['call']}" if kind == "timed" else "")
+                    f", timed sample {item['sample']} call {item['call']}" if kind == "timed" else ""
+                )
                 judged = layout if kind == "correct" else None
                 reference = reference_for(state, spec, ref_fn, inputs, kwargs, item, shape_rec, judged)
                 shapes = expected + after_shapes if kind == "correct" else expected
-                case = OutputCase(torch, outs, layout.guarded(), shapes, item, kind, reference, shape_tol,
-                                  check_outputs)
+                case = OutputCase(
+                    torch, outs, layout.guarded(), shapes, item, kind, reference, shape_tol, check_outputs
+                )
                 for check in OUTPUT_CHECKS:
                     found = check.function(case)
                     for entry in found:
@@ -286,8 +301,14 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
                 del case, inputs
         again = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
         if json.dumps(again) != json.dumps(stamps):  # NaN equals NaN here
-            note(check_result("outputs_stable_during_judging", False,
-                              "the worker's output buffers changed while the judge read them"), f"shape {label}")
+            note(
+                check_result(
+                    "outputs_stable_during_judging",
+                    False,
+                    "the worker's output buffers changed while the judge read them",
+                ),
+                f"shape {label}",
+            )
             shape_ok = False
         worst = max(worst, shape_error)
         out_bytes = sum(math.prod(shape) * dtype_size(torch, dtype) for shape, dtype in expected)
@@ -299,24 +320,53 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         if problem:
             note(check_result("faster_than_floor", False, problem), f"shape {label}")
             shape_ok = False
-        per_shape.append({"shape": label, "max_abs_error": shape_error, "ok": shape_ok, "bytes": int(shape_bytes),
-                          "floor_ms": floor_ms, "transport": shape_rec["outputs"].get("kind")})
+        per_shape.append(
+            {
+                "shape": label,
+                "max_abs_error": shape_error,
+                "ok": shape_ok,
+                "bytes": int(shape_bytes),
+                "floor_ms": floor_ms,
+                "transport": shape_rec["outputs"].get("kind"),
+            }
+        )
         del handed, first_inputs, first_layout
     modules = len(modules_of(torch, ref_fn))
     if failure is None:
-        checks.append({"name": "outputs_match_reference", "ok": True,
-                       "detail": f"every judged output within {json.dumps(tol, sort_keys=True)}; "
-                                 f"max error {worst:.3g}"})
+        checks.append(
+            {
+                "name": "outputs_match_reference",
+                "ok": True,
+                "detail": f"every judged output within {json.dumps(tol, sort_keys=True)}; max error {worst:.3g}",
+            }
+        )
         status, reason = "ok", None
     else:
         status, reason = verdict_of(failure["name"]), f"{failure['name']}: {failure['detail']}"
-    return {"status": status, "reason": reason, "checks": checks, "max_error": worst, "per_shape": per_shape,
-            "ceiling_gbps": ceiling, "tolerances": tol, "reference_precision": precision_label(state, spec, modules),
-            "judge_s": round(time.monotonic() - started, 3), "threads": threads}
+    return {
+        "status": status,
+        "reason": reason,
+        "checks": checks,
+        "max_error": worst,
+        "per_shape": per_shape,
+        "ceiling_gbps": ceiling,
+        "tolerances": tol,
+        "reference_precision": precision_label(state, spec, modules),
+        "judge_s": round(time.monotonic() - started, 3),
+        "threads": threads,
+    }
 
 
-def reference_for(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: list[Any], kwargs: dict[str, Any],
-                  item: dict[str, Any], shape_rec: dict[str, Any], layout: Layout | None) -> Callable[[], list[Any]]:
+def reference_for(
+    state: JudgeState,
+    spec: dict[str, Any],
+    ref_fn: Any,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+    item: dict[str, Any],
+    shape_rec: dict[str, Any],
+    layout: Layout | None,
+) -> Callable[[], list[Any]]:
     """A lazy reference for one judged output: on the inputs as the call saw them (timed calls: perturbed); with
     ``layout``, followed by the Model buffers as the reference's forward left them."""
     cache: list[list[Any]] = []
@@ -328,9 +378,15 @@ def reference_for(state: JudgeState, spec: dict[str, Any], ref_fn: Any, inputs: 
             if item.get("perturb_seed") is not None and slot is not None:
                 seen = map_tensors(state.torch, lambda t: t.clone(), inputs)
                 leaves = tensor_leaves(state.torch, seen)
-                position, value = perturbation_of_call(state.torch, leaves, slot, int(item["n_calls"]),
-                                                       int(item["perturb_seed"]), int(item["call"]),
-                                                       bool(shape_rec.get("perturb_derived")))
+                position, value = perturbation_of_call(
+                    state.torch,
+                    leaves,
+                    slot,
+                    int(item["n_calls"]),
+                    int(item["perturb_seed"]),
+                    int(item["call"]),
+                    bool(shape_rec.get("perturb_derived")),
+                )
                 apply_perturbation(state.torch, leaves, slot, position, value)
             cache.append(reference_outputs(state, spec, ref_fn, seen, kwargs, layout))
         return cache[0]
@@ -342,8 +398,9 @@ def dtype_size(torch: Any, name: str) -> int:
     return torch.empty((), dtype=getattr(torch, name.replace("torch.", ""))).element_size()
 
 
-def expected_outputs(state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, inputs: list[Any],
-                     kwargs: dict[str, Any]) -> list[tuple[tuple[int, ...], str]]:
+def expected_outputs(
+    state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, inputs: list[Any], kwargs: dict[str, Any]
+) -> list[tuple[tuple[int, ...], str]]:
     """Shapes and dtypes the baseline's own function returns at this shape (cached per judge)."""
     key = (json.dumps(spec, sort_keys=True), shape_index)
     if key not in state.expected:
@@ -354,8 +411,15 @@ def expected_outputs(state: JudgeState, spec: dict[str, Any], shape_index: int, 
     return state.expected[key]
 
 
-def baseline_error(state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, ref_fn: Any,
-                   inputs: list[Any], kwargs: dict[str, Any]) -> list[list[float]]:
+def baseline_error(
+    state: JudgeState,
+    spec: dict[str, Any],
+    shape_index: int,
+    base_fn: Any,
+    ref_fn: Any,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+) -> list[list[float]]:
     """Per output, the baseline's own ``[rel_l2, corr]`` against the reference on the shape's first set, once per
     judge (``correctness_admit_baseline``: the bounds never reject the baseline's own accuracy)."""
     torch = state.torch

@@ -96,8 +96,15 @@ class Worker:
         env[PARENT_PID_ENV] = str(os.getpid())
         self.log = tempfile.TemporaryFile()
         self.out = tempfile.TemporaryFile()  # the script's prints: kept apart so forged JSON lines are seen
-        self.proc = subprocess.Popen([python, "-I", contract, "worker"], stdin=subprocess.PIPE, stdout=self.out,
-                                     stderr=self.log, pass_fds=(write_fd,), start_new_session=True, env=env)
+        self.proc = subprocess.Popen(
+            [python, "-I", contract, "worker"],
+            stdin=subprocess.PIPE,
+            stdout=self.out,
+            stderr=self.log,
+            pass_fds=(write_fd,),
+            start_new_session=True,
+            env=env,
+        )
         LIVE[self.proc.pid] = self
         os.close(write_fd)
         self.read_fd = read_fd
@@ -211,8 +218,14 @@ class Judge:
         self.log = tempfile.TemporaryFile()
         env = dict(os.environ)
         env[PARENT_PID_ENV] = str(os.getpid())
-        self.proc = subprocess.Popen([python, "-I", contract, "judge"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, start_new_session=True, env=env)
+        self.proc = subprocess.Popen(
+            [python, "-I", contract, "judge"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            start_new_session=True,
+            env=env,
+        )
         LIVE[self.proc.pid] = self
         self.lines: list[bytes] = []
         self.ready_seen = False
@@ -285,10 +298,19 @@ class Judge:
             self.log.close()
 
 
-def orchestrate(script: str, *, python: str | None = None, contract: str | None = None, timeout_s: float = 600.0,
-                ceiling_gbps: float | None = None, judge: Judge | None = None, worker: Worker | None = None,
-                role: str | None = None, on_worker_done: Callable[[], None] | None = None,
-                defer_teardown: bool = False) -> dict[str, Any]:
+def orchestrate(
+    script: str,
+    *,
+    python: str | None = None,
+    contract: str | None = None,
+    timeout_s: float = 600.0,
+    ceiling_gbps: float | None = None,
+    judge: Judge | None = None,
+    worker: Worker | None = None,
+    role: str | None = None,
+    on_worker_done: Callable[[], None] | None = None,
+    defer_teardown: bool = False,
+) -> dict[str, Any]:
     """One run of ``script``: isolated worker, one protocol line, the judge's verdict; the run JSON.
     ``defer_teardown``: the worker is retired (``Worker.retire``), not reaped before returning."""
     started = time.monotonic()
@@ -297,13 +319,21 @@ def orchestrate(script: str, *, python: str | None = None, contract: str | None 
     python = python or sys.executable
     contract = contract or os.path.abspath(__file__)
     role = role or ("baseline" if os.path.basename(script) == "baseline.py" else "candidate")
-    result: dict[str, Any] = {"protocol": PROTOCOL_VERSION, "status": "invalid", "ok": False, "reason": None,
-                              "ms": None, "role": role, "contract_sha256": sha256_file(contract),
-                              "script_sha256": sha256_file(script)}
+    result: dict[str, Any] = {
+        "protocol": PROTOCOL_VERSION,
+        "status": "invalid",
+        "ok": False,
+        "reason": None,
+        "ms": None,
+        "role": role,
+        "contract_sha256": sha256_file(contract),
+        "script_sha256": sha256_file(script),
+    }
     try:
         spec = read_spec(script)
-        result.update(target=spec.get("name"), shapes=spec.get("shapes"), dtype=spec.get("dtype"),
-                      flops=spec.get("flops"))
+        result.update(
+            target=spec.get("name"), shapes=spec.get("shapes"), dtype=spec.get("dtype"), flops=spec.get("flops")
+        )
     except (OSError, ValueError, SyntaxError) as err:
         result["reason"] = f"baseline_unchanged: cannot read SPEC: {err}"
         return finish(result, started)
@@ -327,10 +357,12 @@ def orchestrate(script: str, *, python: str | None = None, contract: str | None 
         if len(extra) > 1:
             reply = fail("single_protocol_line", f"{len(extra)} lines on the protocol channel, expected exactly one")
         merge_run(result, record, reply)
-        result["phases_s"] = {**phases, **{f"worker_{k}": v for k, v in (record.get("phases_s") or {}).items()},
-                              **{f"job_{k}": v for k, v in (record.get("job_phases_s") or {}).items()},
-                              **{f"shape0_{k}": v for k, v in ((record.get("shapes") or [{}])[0].get("phases_s")
-                                                                or {}).items()}}
+        result["phases_s"] = {
+            **phases,
+            **{f"worker_{k}": v for k, v in (record.get("phases_s") or {}).items()},
+            **{f"job_{k}": v for k, v in (record.get("job_phases_s") or {}).items()},
+            **{f"shape0_{k}": v for k, v in ((record.get("shapes") or [{}])[0].get("phases_s") or {}).items()},
+        }
         return finish(result, started)
     finally:
         if defer_teardown:
@@ -351,8 +383,9 @@ def protocol_lines(worker: Worker) -> list[bytes]:
     return [line for line in b"".join(worker.chunks).split(b"\n") if line.strip()]
 
 
-def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float,
-               await_exit: list[tuple[int, int | None]] | None = None) -> dict[str, Any]:
+def run_worker(
+    worker: Worker, script: str, run_dir: str, timeout_s: float, await_exit: list[tuple[int, int | None]] | None = None
+) -> dict[str, Any]:
     """Send the job, wait for the protocol line (timeout kills the run), freeze the worker, check the process
     tree and the protocol channel. On success the worker is left frozen, holding its outputs for the judge.
     ``await_exit``: processes of a retired run the worker waits for before its timer."""
@@ -382,12 +415,18 @@ def run_worker(worker: Worker, script: str, run_dir: str, timeout_s: float,
     escaped = reap_escaped(worker)
     lines = protocol_lines(worker)
     if leftovers:
-        return fail("no_leftover_processes", f"{len(leftovers)} process(es) of the run were still running "
-                                             f"{LEFTOVER_GRACE_S:.0f} s after the worker reported; killed")
+        return fail(
+            "no_leftover_processes",
+            f"{len(leftovers)} process(es) of the run were still running "
+            f"{LEFTOVER_GRACE_S:.0f} s after the worker reported; killed",
+        )
     if escaped:
-        return fail("no_leftover_processes", f"{len(escaped)} process(es) left the run's process tree (re-parented "
-                                             "to the orchestrator) and exited before the end of the run; a run "
-                                             "starts no detached processes")
+        return fail(
+            "no_leftover_processes",
+            f"{len(escaped)} process(es) left the run's process tree (re-parented "
+            "to the orchestrator) and exited before the end of the run; a run "
+            "starts no detached processes",
+        )
     if not lines:
         if code not in (None, 0):
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
@@ -428,7 +467,7 @@ def exited_children(parents: set[int] | None = None) -> set[int]:
                     text = handle.read().decode("ascii", "replace")
             except OSError:
                 continue
-            fields = text[text.rfind(")") + 2:].split()
+            fields = text[text.rfind(")") + 2 :].split()
             if len(fields) > 1 and fields[0] == "Z" and fields[1] in wanted:
                 found.add(int(entry))
     return found
@@ -470,26 +509,49 @@ def merge_run(result: dict[str, Any], record: dict[str, Any], reply: dict[str, A
     per_shape = []
     for shape in record.get("shapes") or []:
         verdict = judged.get(shape["shape"], {})
-        per_shape.append({
-            "shape": shape["shape"], "ms": shape["ms"], "samples_ms": shape["samples_ms"],
-            "rotation": shape["rotation"], "n_calls": shape["n_calls"], "timer": shape["timer"],
-            "launch_bound": shape["launch_bound"], "cache_resident": shape["cache_resident"],
-            "capture_error": shape.get("capture_error"), "overhead_ms": shape.get("overhead_ms"),
-            "sized_by": shape.get("sized_by"), "output_bytes": shape.get("output_bytes"),
-            "timed_kernel_s": shape.get("timed_kernel_s"),
-            "transport": verdict.get("transport"), "bytes": verdict.get("bytes"),
-            "floor_ms": verdict.get("floor_ms"), "max_abs_error": verdict.get("max_abs_error"),
-            "ok": verdict.get("ok", False),
-        })
+        per_shape.append(
+            {
+                "shape": shape["shape"],
+                "ms": shape["ms"],
+                "samples_ms": shape["samples_ms"],
+                "rotation": shape["rotation"],
+                "n_calls": shape["n_calls"],
+                "timer": shape["timer"],
+                "launch_bound": shape["launch_bound"],
+                "cache_resident": shape["cache_resident"],
+                "capture_error": shape.get("capture_error"),
+                "overhead_ms": shape.get("overhead_ms"),
+                "sized_by": shape.get("sized_by"),
+                "output_bytes": shape.get("output_bytes"),
+                "timed_kernel_s": shape.get("timed_kernel_s"),
+                "transport": verdict.get("transport"),
+                "bytes": verdict.get("bytes"),
+                "floor_ms": verdict.get("floor_ms"),
+                "max_abs_error": verdict.get("max_abs_error"),
+                "ok": verdict.get("ok", False),
+            }
+        )
     head = per_shape[0] if per_shape else {}
     result.update(
-        status=reply.get("status", "invalid"), reason=reply.get("reason"), ms=head.get("ms"),
-        seed_policy=record.get("seed_policy"), iters=head.get("n_calls"), device=record.get("device"),
-        device_kind=record.get("device_kind"), rotation=head.get("rotation"), bytes=head.get("bytes"),
-        max_error=reply.get("max_error"), timer=head.get("timer"), launch_bound=head.get("launch_bound"),
-        per_shape=per_shape, checks=reply.get("checks") or [], torch=record.get("torch"),
-        ceiling_gbps=reply.get("ceiling_gbps"), tolerances=reply.get("tolerances"),
-        reference_precision=reply.get("reference_precision"), transport=head.get("transport"),
+        status=reply.get("status", "invalid"),
+        reason=reply.get("reason"),
+        ms=head.get("ms"),
+        seed_policy=record.get("seed_policy"),
+        iters=head.get("n_calls"),
+        device=record.get("device"),
+        device_kind=record.get("device_kind"),
+        rotation=head.get("rotation"),
+        bytes=head.get("bytes"),
+        max_error=reply.get("max_error"),
+        timer=head.get("timer"),
+        launch_bound=head.get("launch_bound"),
+        per_shape=per_shape,
+        checks=reply.get("checks") or [],
+        torch=record.get("torch"),
+        ceiling_gbps=reply.get("ceiling_gbps"),
+        tolerances=reply.get("tolerances"),
+        reference_precision=reply.get("reference_precision"),
+        transport=head.get("transport"),
         placement_pad_bytes=record.get("placement_pad_bytes"),
     )
     if result["status"] != "ok" and not result.get("reason"):
@@ -506,6 +568,7 @@ def finish(result: dict[str, Any], started: float) -> dict[str, Any]:
 
 def raise_on_signals() -> None:
     """SIGTERM/SIGHUP raise SystemExit (SIGINT raises KeyboardInterrupt): ``finally`` blocks kill the run."""
+
     def handler(signum: int, _frame: Any) -> None:
         raise SystemExit(128 + signum)
 

@@ -69,18 +69,65 @@ def pristine_table(torch: Any) -> dict[str, tuple[Any, str]]:
     import torch.testing  # noqa: F401
 
     table: dict[str, tuple[Any, str]] = {}
-    for name in ("allclose", "isclose", "equal", "randn", "rand", "randint", "empty", "empty_like", "save",
-                 "Generator", "manual_seed", "arange", "index_select", "where", "stack"):
+    for name in (
+        "allclose",
+        "isclose",
+        "equal",
+        "randn",
+        "rand",
+        "randint",
+        "empty",
+        "empty_like",
+        "save",
+        "Generator",
+        "manual_seed",
+        "arange",
+        "index_select",
+        "where",
+        "stack",
+    ):
         table[f"torch.{name}"] = (torch, name)
     table["torch.testing.assert_close"] = (torch.testing, "assert_close")
-    for name in ("copy_", "clone", "to", "cpu", "float", "double", "fill_", "sum", "abs", "max", "reshape",
-                 "detach", "isfinite", "data_ptr", "__eq__", "__sub__", "index_copy_", "view", "clamp", "__ge__",
-                 "__ne__", "__and__"):
+    for name in (
+        "copy_",
+        "clone",
+        "to",
+        "cpu",
+        "float",
+        "double",
+        "fill_",
+        "sum",
+        "abs",
+        "max",
+        "reshape",
+        "detach",
+        "isfinite",
+        "data_ptr",
+        "__eq__",
+        "__sub__",
+        "index_copy_",
+        "view",
+        "clamp",
+        "__ge__",
+        "__ne__",
+        "__and__",
+    ):
         table[f"torch.Tensor.{name}"] = (torch.Tensor, name)
     for name in ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "process_time"):
         table[f"time.{name}"] = (time, name)
-    for name in ("synchronize", "Event", "CUDAGraph", "graph", "current_stream", "Stream", "stream",
-                 "empty_cache", "get_device_properties", "get_device_name", "mem_get_info"):
+    for name in (
+        "synchronize",
+        "Event",
+        "CUDAGraph",
+        "graph",
+        "current_stream",
+        "Stream",
+        "stream",
+        "empty_cache",
+        "get_device_properties",
+        "get_device_name",
+        "mem_get_info",
+    ):
         table[f"torch.cuda.{name}"] = (torch.cuda, name)
     for name in ("record", "elapsed_time", "synchronize"):
         table[f"torch.cuda.Event.{name}"] = (torch.cuda.Event, name)
@@ -176,7 +223,7 @@ def worker_main(argv: list[str]) -> None:
     record["phases_s"] = {"import_torch": round(warm_s, 3), "job": round(time.perf_counter() - job_started, 3)}
     payload = (json.dumps(record, allow_nan=True) + "\n").encode()
     while payload:
-        payload = payload[write(proto_fd, payload):]
+        payload = payload[write(proto_fd, payload) :]
     if not standalone:
         sys.stdin.readline()  # the orchestrator freezes this process here, the judge reads, then it is killed
     hard_exit(0)  # no atexit hooks, no finalizers: nothing runs after the protocol line
@@ -200,8 +247,9 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     marks["cuda_init"] = time.perf_counter()
     try:
         derive = load_function(spec["derive"], root) if spec.get("derive") else None
-        module_problem = (load_problem(spec["from"], root, spec.get("cases") or [])
-                          if is_problem_ref(spec["from"]) else None)
+        module_problem = (
+            load_problem(spec["from"], root, spec.get("cases") or []) if is_problem_ref(spec["from"]) else None
+        )
         module_name = "hk_script_" + hashlib.sha256(script.encode()).hexdigest()[:12]
         module_spec = importlib.util.spec_from_file_location(module_name, script)
         module = importlib.util.module_from_spec(module_spec)
@@ -222,8 +270,22 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     shapes_out, kept = [], []
     for shape_index, label in enumerate(spec["shapes"]):
         with torch.no_grad():  # one grad mode for every call (a compiled kernel is compiled once)
-            shape, groups = run_shape(torch, spec, shape_index, label, kernel, derive, kwargs, seeds, cache,
-                                      device, device_kind, clocks, module_problem, await_exit)
+            shape, groups = run_shape(
+                torch,
+                spec,
+                shape_index,
+                label,
+                kernel,
+                derive,
+                kwargs,
+                seeds,
+                cache,
+                device,
+                device_kind,
+                clocks,
+                module_problem,
+                await_exit,
+            )
             await_exit = []
         shapes_out.append(shape)
         kept.append(groups)
@@ -246,9 +308,19 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     marks["export"] = time.perf_counter()
     names = list(marks)
     job_phases = {f"{b}": round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)}
-    return {"status": "measured", "reason": None, "device": name, "device_kind": device_kind,
-            "torch": torch.__version__, "seed_policy": seeds.policy, "cache_bytes": cache, "shapes": shapes_out,
-            "job_phases_s": job_phases, "placement_pad_bytes": placement_pad.bytes, "threads": threads}
+    return {
+        "status": "measured",
+        "reason": None,
+        "device": name,
+        "device_kind": device_kind,
+        "torch": torch.__version__,
+        "seed_policy": seeds.policy,
+        "cache_bytes": cache,
+        "shapes": shapes_out,
+        "job_phases_s": job_phases,
+        "placement_pad_bytes": placement_pad.bytes,
+        "threads": threads,
+    }
 
 
 keep_alive: list[Any] = []
@@ -276,12 +348,21 @@ def await_previous_run(await_exit: list[tuple[int, int | None]]) -> None:
     """Wait for the previous run's killed processes (``previous_run_exited`` when they outlive KILL_WAIT_S)."""
     running = wait_exited(await_exit, KILL_WAIT_S)
     if running:
-        raise CheckFailed("previous_run_exited", f"the previous run's process(es) {running} were still exiting "
-                                                 f"{KILL_WAIT_S:.0f} s after they were killed")
+        raise CheckFailed(
+            "previous_run_exited",
+            f"the previous run's process(es) {running} were still exiting {KILL_WAIT_S:.0f} s after they were killed",
+        )
 
 
-def fitted_rotation(sizes: tuple[int, int, int], wanted: int, free: int | None, read_free: Callable[[], int | None],
-                    await_exit: list[tuple[int, int | None]], device_kind: str, label: str) -> tuple[int, int | None]:
+def fitted_rotation(
+    sizes: tuple[int, int, int],
+    wanted: int,
+    free: int | None,
+    read_free: Callable[[], int | None],
+    await_exit: list[tuple[int, int | None]],
+    device_kind: str,
+    label: str,
+) -> tuple[int, int | None]:
     """``(K, free)``: the rotation that fits ``free`` bytes for ``(rotated, shared, output)`` bytes, or
     ``fits_memory``. A refusal while the placement pad is held releases it, and one while the previous run's
     processes still exit (they hold their memory until then) waits for them; each reads the free memory again
@@ -304,8 +385,16 @@ class ShapeInputs:
     """How one shape's input sets are made: raw inputs from seeds (a problem's own generator or the SPEC's
     shapes), the ``derive`` hook, and the roles of their tensor leaves (:class:`Layout`)."""
 
-    def __init__(self, torch: Any, spec: dict[str, Any], shape_index: int, derive: Callable[..., Any] | None,
-                 kwargs: dict[str, Any], device: str, problem: Problem | None) -> None:
+    def __init__(
+        self,
+        torch: Any,
+        spec: dict[str, Any],
+        shape_index: int,
+        derive: Callable[..., Any] | None,
+        kwargs: dict[str, Any],
+        device: str,
+        problem: Problem | None,
+    ) -> None:
         self.torch, self.spec, self.shape_index, self.derive = torch, spec, shape_index, derive
         self.kwargs, self.device, self.problem = kwargs, device, problem
         self.rotated = rotated_raw(spec)
@@ -337,8 +426,15 @@ class ShapeInputs:
             fill_destinations(torch, self.layout(values).outputs(), fresh_seeds[k])
 
 
-def first_call(torch: Any, inputs: ShapeInputs, kernel: Callable[..., Any], kwargs: dict[str, Any],
-               seeds: tuple[int, int], label: str, device_kind: str) -> tuple[list[Any], list[Any], int]:
+def first_call(
+    torch: Any,
+    inputs: ShapeInputs,
+    kernel: Callable[..., Any],
+    kwargs: dict[str, Any],
+    seeds: tuple[int, int],
+    label: str,
+    device_kind: str,
+) -> tuple[list[Any], list[Any], int]:
     """(the first input set, pristine copies of its Model buffers, bytes of one call's outputs)."""
     try:
         first = inputs.build(seeds[1], seeds[0])
@@ -346,15 +442,25 @@ def first_call(torch: Any, inputs: ShapeInputs, kernel: Callable[..., Any], kwar
         probe = as_outputs(torch, kernel(*first, **kwargs))
         sync_device(torch, device_kind)
     except torch.OutOfMemoryError as err:
-        raise CheckFailed("fits_memory", f"shape {label}: the first input set and one call ran out of device "
-                                         f"memory ({str(err).splitlines()[0][:160]}): use a smaller shape or free "
-                                         "the memory") from err
+        raise CheckFailed(
+            "fits_memory",
+            f"shape {label}: the first input set and one call ran out of device "
+            f"memory ({str(err).splitlines()[0][:160]}): use a smaller shape or free "
+            "the memory",
+        ) from err
     return first, pristine, nbytes(probe)
 
 
-def correctness_pass(torch: Any, kernel: Callable[..., Any], kwargs: dict[str, Any], sets: list[list[Any]],
-                     layouts: list[Layout], pristine: list[Any], urandom: random.SystemRandom,
-                     device_kind: str) -> tuple[list[list[Any]], list[list[float]], list[int]]:
+def correctness_pass(
+    torch: Any,
+    kernel: Callable[..., Any],
+    kwargs: dict[str, Any],
+    sets: list[list[Any]],
+    layouts: list[Layout],
+    pristine: list[Any],
+    urandom: random.SystemRandom,
+    device_kind: str,
+) -> tuple[list[list[Any]], list[list[float]], list[int]]:
     """Every set once: its Model buffers reset, destination buffers filled, then the call. Per set: the outputs
     (a device copy each) followed by the Model buffers as the call left them; the inputs' checksums; sizes."""
     outputs, sums, out_sizes = [], [], []
@@ -373,11 +479,22 @@ def correctness_pass(torch: Any, kernel: Callable[..., Any], kwargs: dict[str, A
     return outputs, sums, out_sizes
 
 
-def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, kernel: Callable[..., Any],
-              derive: Callable[..., Any] | None, kwargs: dict[str, Any], seeds: SeedSource, cache: int, device: str,
-              device_kind: str, clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
-              module_problem: Problem | None = None, await_exit: list[tuple[int, int | None]] | None = None,
-              ) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
+def run_shape(
+    torch: Any,
+    spec: dict[str, Any],
+    shape_index: int,
+    label: str,
+    kernel: Callable[..., Any],
+    derive: Callable[..., Any] | None,
+    kwargs: dict[str, Any],
+    seeds: SeedSource,
+    cache: int,
+    device: str,
+    device_kind: str,
+    clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
+    module_problem: Problem | None = None,
+    await_exit: list[tuple[int, int | None]] | None = None,
+) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
     """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape.
     ``await_exit``: the previous run's killed processes, waited for before the timer (their CUDA teardown
     overlaps this run's inputs and correctness pass, never its timed samples)."""
@@ -388,19 +505,34 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     await_exit = await_exit or []
     # Before the first set: the outputs are not known yet, so none are counted (a lower bound; the check after
     # the first call counts them).
-    _, free = fitted_rotation((rotated_bytes, shared_bytes, 0), MIN_ROTATION, free_bytes(torch, device_kind),
-                              lambda: free_bytes(torch, device_kind), await_exit, device_kind, label)
+    _, free = fitted_rotation(
+        (rotated_bytes, shared_bytes, 0),
+        MIN_ROTATION,
+        free_bytes(torch, device_kind),
+        lambda: free_bytes(torch, device_kind),
+        await_exit,
+        device_kind,
+        label,
+    )
     shared_seed, first_seed = seeds.next(), seeds.next()
-    first, pristine, out_bytes = first_call(torch, inputs, kernel, kwargs, (shared_seed, first_seed), label,
-                                            device_kind)
+    first, pristine, out_bytes = first_call(
+        torch, inputs, kernel, kwargs, (shared_seed, first_seed), label, device_kind
+    )
     layout = inputs.layout(first)
     per_set = nbytes([t for t, own in zip(layout.leaves, layout.per_set, strict=True) if own])
     total = nbytes(layout.leaves)
     wanted, cache_resident = rotation_count(per_set, cache, device_kind)
     wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind)
     held = total if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
-    n_sets, free = fitted_rotation((per_set, total - per_set, out_bytes), wanted, free,
-                                   lambda: free_bytes(torch, device_kind, held), await_exit, device_kind, label)
+    n_sets, free = fitted_rotation(
+        (per_set, total - per_set, out_bytes),
+        wanted,
+        free,
+        lambda: free_bytes(torch, device_kind, held),
+        await_exit,
+        device_kind,
+        label,
+    )
     cache_resident = cache_resident or n_sets * per_set <= CACHE_MULTIPLE * cache
     set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
     sets: list[list[Any]] = [first]
@@ -411,44 +543,93 @@ def run_shape(torch: Any, spec: dict[str, Any], shape_index: int, label: str, ke
     input_sizes = sorted({t.numel() * t.element_size() for t in layout.leaves})
     poison_memory(torch, input_sizes * 2 + [sum(input_sizes)], device)
     marks["inputs"] = time.perf_counter()
-    correct_outputs, sums, out_sizes = correctness_pass(torch, kernel, kwargs, sets, layouts, pristine, urandom,
-                                                        device_kind)
-    correct_items = [{"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed, "checksums": sums[k]}
-                     for k in range(n_sets)]
+    correct_outputs, sums, out_sizes = correctness_pass(
+        torch, kernel, kwargs, sets, layouts, pristine, urandom, device_kind
+    )
+    correct_items = [
+        {"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed, "checksums": sums[k]} for k in range(n_sets)
+    ]
     marks["correctness_pass"] = time.perf_counter()
     if await_exit:
         await_previous_run(await_exit)
     marks["await_exit"] = time.perf_counter()
     slot = perturb_slot(torch, layout)
     own_elements = derive is not None or module_problem is not None  # perturb with another element of the tensor
-    perturbation = Perturbation(torch, [lay.leaves[slot] for lay in layouts] if slot is not None else [],
-                                own_elements, device)
-    timing, timed_outputs, timed_items = time_shape(torch, spec, kernel, kwargs, sets, layouts, inputs, seeds,
-                                                    perturbation, out_sizes, cache, device, device_kind, clocks,
-                                                    urandom)
+    perturbation = Perturbation(
+        torch, [lay.leaves[slot] for lay in layouts] if slot is not None else [], own_elements, device
+    )
+    timing, timed_outputs, timed_items = time_shape(
+        torch,
+        spec,
+        kernel,
+        kwargs,
+        sets,
+        layouts,
+        inputs,
+        seeds,
+        perturbation,
+        out_sizes,
+        cache,
+        device,
+        device_kind,
+        clocks,
+        urandom,
+    )
     marks["timer"] = time.perf_counter()
     names = list(marks)
     record = {
-        "shape": label, "index": shape_index, "rotation": n_sets, "rotated_bytes": per_set,
-        "output_bytes": out_bytes, "cache_resident": cache_resident, "n_calls": timing["n_calls"],
-        "timer": timing["timer"], "ms": timing["ms"], "samples_ms": timing["samples_ms"],
-        "launch_bound": timing["launch_bound"], "capture_error": timing["capture_error"],
-        "overhead_ms": timing["overhead_ms"], "sized_by": timing["sized_by"], "perturbed_input": slot,
+        "shape": label,
+        "index": shape_index,
+        "rotation": n_sets,
+        "rotated_bytes": per_set,
+        "output_bytes": out_bytes,
+        "cache_resident": cache_resident,
+        "n_calls": timing["n_calls"],
+        "timer": timing["timer"],
+        "ms": timing["ms"],
+        "samples_ms": timing["samples_ms"],
+        "launch_bound": timing["launch_bound"],
+        "capture_error": timing["capture_error"],
+        "overhead_ms": timing["overhead_ms"],
+        "sized_by": timing["sized_by"],
+        "perturbed_input": slot,
         "timed_kernel_s": round(timing["event_total_ms"] / 1e3, 6),
         "perturb_derived": own_elements,
-        "timing": {k: timing[k] for k in ("event_total_ms", "enqueue_total_ms", "wall_total_ms", "samples",
-                                          "estimate_ms", "eager_estimate_ms")},
-        "correct": correct_items, "timed": timed_items,
+        "timing": {
+            k: timing[k]
+            for k in (
+                "event_total_ms",
+                "enqueue_total_ms",
+                "wall_total_ms",
+                "samples",
+                "estimate_ms",
+                "eager_estimate_ms",
+            )
+        },
+        "correct": correct_items,
+        "timed": timed_items,
         "phases_s": {b: round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)},
     }
     return record, {"correct": correct_outputs, "timed": timed_outputs}
 
 
-def time_shape(torch: Any, spec: dict[str, Any], kernel: Callable[..., Any], kwargs: dict[str, Any],
-               sets: list[list[Any]], layouts: list[Layout], inputs: ShapeInputs, seeds: SeedSource,
-               perturbation: Perturbation, out_sizes: list[int], cache: int, device: str, device_kind: str,
-               clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
-               urandom: random.SystemRandom) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
+def time_shape(
+    torch: Any,
+    spec: dict[str, Any],
+    kernel: Callable[..., Any],
+    kwargs: dict[str, Any],
+    sets: list[list[Any]],
+    layouts: list[Layout],
+    inputs: ShapeInputs,
+    seeds: SeedSource,
+    perturbation: Perturbation,
+    out_sizes: list[int],
+    cache: int,
+    device: str,
+    device_kind: str,
+    clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
+    urandom: random.SystemRandom,
+) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
     """The timer's callbacks over the K sets, and the outputs and seeds of the timed calls it keeps."""
     perf_counter, monotonic, elapsed = clocks
     n_sets = len(sets)
@@ -501,8 +682,15 @@ def time_shape(torch: Any, spec: dict[str, Any], kernel: Callable[..., Any], kwa
         for call_index in chosen:
             k = call_index % n_sets
             timed_outputs.append([t.detach().clone() for t in as_outputs(torch, owners[call_index])])
-            item = {"set": k, "sample": index, "call": call_index, "n_calls": n_calls, "set_seed": fresh_seeds[k],
-                    "shared_seed": shared, "perturb_seed": perturb_seed if perturbation.flats else None}
+            item = {
+                "set": k,
+                "sample": index,
+                "call": call_index,
+                "n_calls": n_calls,
+                "set_seed": fresh_seeds[k],
+                "shared_seed": shared,
+                "perturb_seed": perturb_seed if perturbation.flats else None,
+            }
             if index == last:
                 item["checksums"] = [checksum(torch, t) for t in layouts[k].guarded()]
             timed_items.append(item)
@@ -513,17 +701,34 @@ def time_shape(torch: Any, spec: dict[str, Any], kernel: Callable[..., Any], kwa
         else:
             poison_memory(torch, out_sizes * 2, device)
 
-    sweep = (torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
-             if device_kind == "cuda" else None)
+    sweep = (
+        torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
+        if device_kind == "cuda"
+        else None
+    )
 
     def flush() -> None:
         """A read-only pass over 2x L2: evicts the refill's dirty lines and leaves clean ones."""
         if sweep is not None:
             sweep.sum()
 
-    timing = measure(call, n_sets, overhead_call=overhead_call, torch=torch, device_kind=device_kind,
-                     resize=perturbation.resize, prepare=prepare, pick_calls=pick_calls, pointers=pointers,
-                     on_sample_done=on_sample_done, poison=poison, flush=flush, clock=perf_counter, wall=monotonic,
-                     elapsed_ms=elapsed, n_calls=spec.get("iters"))
+    timing = measure(
+        call,
+        n_sets,
+        overhead_call=overhead_call,
+        torch=torch,
+        device_kind=device_kind,
+        resize=perturbation.resize,
+        prepare=prepare,
+        pick_calls=pick_calls,
+        pointers=pointers,
+        on_sample_done=on_sample_done,
+        poison=poison,
+        flush=flush,
+        clock=perf_counter,
+        wall=monotonic,
+        elapsed_ms=elapsed,
+        n_calls=spec.get("iters"),
+    )
     sync_device(torch, device_kind)
     return timing, timed_outputs, timed_items
