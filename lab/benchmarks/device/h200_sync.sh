@@ -21,11 +21,13 @@ for i in 1 2; do
   # HK_SYNC_ALL_FIRST=1: the first run is the whole workspace, the CPU target included (its wall time is the
   # "whole workspace from scratch" figure); the second run re-syncs the GPU targets only.
   names=$TARGETS; [ "$i" = 1 ] && [ "${HK_SYNC_ALL_FIRST:-0}" = 1 ] && names=""
-  python3 -m hotkernel sync $names --from-scratch --json > "$OUT/sync_$i.json" 2> "$OUT/sync_$i.err"
+  # SIGTERM at HK_SYNC_TIMEOUT_S: sync stops cleanly (lock and board consistent) and reports what is left
+  timeout "${HK_SYNC_TIMEOUT_S:-450}" python3 -m hotkernel sync $names --from-scratch --json > "$OUT/sync_$i.json" \
+    2> "$OUT/sync_$i.err"
   echo "sync run $i rc=$? wall_s=$((SECONDS - t0))" | tee -a "$OUT/sync_walls.txt"
 done
 python3 -m hotkernel leaderboard > /dev/null 2>&1
-tar czf "$OUT/records.tar.gz" results hotkernel.lock LEADERBOARD.md
+tar czf "$OUT/records.tar.gz" results hotkernel.lock LEADERBOARD.md targets README.md roofline_*.svg
 python3 - "$OUT" <<'PY'
 import glob, json, sys
 for path in sorted(glob.glob(sys.argv[1] + "/sync_*.json")):
