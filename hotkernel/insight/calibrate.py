@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from hotkernel._util.procs import run_command
+from hotkernel.contract import build
 from hotkernel.errors import HotkernelError
 from hotkernel.insight.base import CLI_ONLY, Cli, Hints, InsightContext
 from hotkernel.insight.calibration import CALIBRATION_FILE, CalibrationEntry, store_calibration
@@ -31,12 +33,16 @@ DEFAULT_TIMEOUT_S = 300.0
 
 
 def contract_file(ws: Workspace | None = None) -> Path | None:
-    """The contract whose ``measure`` times the probe: the workspace's vendored copy, else the template."""
+    """The contract whose ``measure`` times the probe: the workspace's vendored copy, else the tool's own (shipped
+    built in a wheel; built from the package's modules in a checkout)."""
     candidates = []
     if ws is not None:
         candidates.append(ws.contract_file)
     here = Path(__file__).resolve().parent.parent  # the hotkernel package
-    candidates += [here / "templates" / "hk_contract.py", here.parent / "templates" / "hk_contract.py"]
+    candidates.append(here / "templates" / "hk_contract.py")
+    if (here.parent / "templates").is_dir():
+        with contextlib.suppress(OSError, build.ContractBuildError):
+            candidates.append(build.ensure_built(here.parent / "templates" / "hk_contract.py"))
     return next((path for path in candidates if path.is_file()), None)
 
 

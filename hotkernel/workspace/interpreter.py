@@ -17,7 +17,7 @@ from hotkernel.errors import HotkernelError
 
 ENV_VAR = "HOTKERNEL_PYTHON"
 PATH_NAMES = ("python", "python3")
-PROBE_TIMEOUT_S = 30.0
+PROBE_TIMEOUT_S = 120.0  # `import torch` alone took 57 s on a cold, loaded 2-core machine
 PROBE_CODE = "import torch, sys; sys.stdout.write(torch.__version__)"
 FIX_HINT = (
     f"set {ENV_VAR}=/path/to/python, or set `python: /path/to/python` under `defaults:` in hotkernel.yaml, "
