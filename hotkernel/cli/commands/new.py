@@ -71,18 +71,10 @@ METAVARS = {
 }
 
 
-# Help that says more than the key's one-line description (docs/manifest.md has the same words).
-HELP = {
-    "min_bytes": "Bytes any correct implementation must move: a time below min_bytes / (measured bandwidth x 1.25 "
-    "on CUDA, x 2 on CPU) is physically impossible and makes the run invalid (faster_than_floor). Default: the "
-    "bytes of one set of rotated inputs (what every call must read); no check when they stay cache-resident.",
-}
-
-
 def _option(key: TargetKey) -> inspect.Parameter:
     """The typer parameter of one target key: its flag, its help, its type and whether it is required."""
     kind = key.key.kind
-    help_text = HELP.get(key.field, key.help) + (f" One of: {', '.join(key.key.choices)}." if key.key.choices else "")
+    help_text = key.help + (f" One of: {', '.join(key.key.choices)}." if key.key.choices else "")
     if kind in ("texts", "kwargs"):
         help_text += " Repeatable."
     if kind == "kwargs":
