@@ -19,10 +19,10 @@ from hotkernel import __version__
 from hotkernel._util.fs import atomic_write_text
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest.edit import SCHEMA_MODELINE_PREFIX, new_manifest_text
-from hotkernel.manifest.schema import SCHEMA_FILE_NAME, packaged_schema_path
+from hotkernel.manifest.schema import INIT_SCHEMA, packaged_schema_path
 from hotkernel.workspace.paths import MANIFEST_NAME
 
-SCHEMA_COPY = f".hotkernel/{SCHEMA_FILE_NAME}"
+SCHEMA_COPY = INIT_SCHEMA.as_posix()
 WORKFLOW = ".github/workflows/hotkernel.yml"
 GITIGNORE = ".gitignore"
 # scratch state under .hotkernel/: the workspace lock, temp files, run store, profiler and compiler outputs.

@@ -53,14 +53,17 @@ def packaged_schema_path() -> Path:
 
 
 WORKSPACE_SCHEMA = Path("schemas") / SCHEMA_FILE_NAME
+INIT_SCHEMA = Path(".hotkernel") / SCHEMA_FILE_NAME  # the copy `hotkernel init` writes
 
 
 def schema_reference(workspace_root: str | os.PathLike[str]) -> str | None:
     """The modeline path of the schema for a manifest in ``workspace_root``: the workspace's own
-    ``schemas/hotkernel.schema.json`` when it has one, else None (no path into wherever hotkernel is installed:
-    the manifest is committed and read on other machines)."""
-    if (Path(workspace_root) / WORKSPACE_SCHEMA).is_file():
-        return WORKSPACE_SCHEMA.as_posix()
+    ``schemas/hotkernel.schema.json`` or the copy ``hotkernel init`` wrote (``.hotkernel/hotkernel.schema.json``)
+    when it has one, else None (no path into wherever hotkernel is installed: the manifest is committed and read
+    on other machines)."""
+    for path in (WORKSPACE_SCHEMA, INIT_SCHEMA):
+        if (Path(workspace_root) / path).is_file():
+            return path.as_posix()
     return None
 
 

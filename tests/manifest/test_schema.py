@@ -88,3 +88,15 @@ def test_write_schema_and_reference(tmp_path: Path) -> None:
 def test_pyproject_ships_the_schema_in_the_wheel() -> None:
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert '"schemas/hotkernel.schema.json" = "hotkernel/schemas/hotkernel.schema.json"' in pyproject
+
+
+def test_schema_reference_finds_the_copy_init_writes(tmp_path: Path) -> None:
+    from hotkernel.manifest.schema import schema_reference
+
+    assert schema_reference(tmp_path) is None
+    (tmp_path / ".hotkernel").mkdir()
+    (tmp_path / ".hotkernel" / "hotkernel.schema.json").write_text("{}")
+    assert schema_reference(tmp_path) == ".hotkernel/hotkernel.schema.json"
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "hotkernel.schema.json").write_text("{}")
+    assert schema_reference(tmp_path) == "schemas/hotkernel.schema.json"
