@@ -19,7 +19,8 @@ from pathlib import Path
 
 from hotkernel.errors import HotkernelError
 
-KILL_GRACE_S = 3.0
+KILL_GRACE_S = 3.0  # a timed-out command gets this long after SIGTERM; a cancelled or interrupted one none
+REAP_WAIT_S = 3.0  # the most a SIGKILLed command's reaping is waited for (a process in the kernel takes a moment)
 POLL_S = 0.05
 
 
@@ -64,22 +65,23 @@ def read_text_tail(path: Path, limit: int | None = None) -> str:
 
 
 def kill_group(proc: subprocess.Popen, *, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the process group of ``proc``, then SIGKILL it if anything is left after ``grace_s``; then kill
-    whatever of its process tree escaped the group (a child that started a session of its own)."""
+    """SIGTERM the process group of ``proc``, then SIGKILL it if anything is left after ``grace_s`` (0: SIGKILL
+    at once, for a stop the user asked for); then kill whatever of its process tree escaped the group (a child
+    that started a session of its own) and reap ``proc`` (at most REAP_WAIT_S after a SIGKILL)."""
     family = [proc.pid, *descendants(proc.pid)]  # before any of them exits and is reparented
     try:
         pgid = os.getpgid(proc.pid)
     except ProcessLookupError:
         pgid = None
-    if pgid is not None:
+    if pgid is not None and grace_s > 0:
         try:
             os.killpg(pgid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        pass
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
     if pgid is not None:
         try:
             os.killpg(pgid, signal.SIGKILL)  # also reaps grandchildren that ignored SIGTERM
@@ -89,7 +91,7 @@ def kill_group(proc: subprocess.Popen, *, grace_s: float = KILL_GRACE_S) -> None
         if _running(pid):
             kill_tree(pid)
     try:
-        proc.wait(timeout=grace_s)
+        proc.wait(timeout=REAP_WAIT_S)
     except subprocess.TimeoutExpired:
         pass
 
@@ -107,8 +109,8 @@ def run_command(
 ) -> ProcResult:
     """Run ``argv`` in a new session (its own process group), output to ``out_dir/<name>.{stdout,stderr}``.
 
-    On timeout, ``cancel`` being set, or KeyboardInterrupt/any exception while waiting, the whole group is
-    killed (SIGTERM, then SIGKILL). A missing executable raises HotkernelError.
+    On timeout the whole group is killed (SIGTERM, then SIGKILL after KILL_GRACE_S); on ``cancel`` being set or
+    KeyboardInterrupt/any exception while waiting, at once (SIGKILL). A missing executable raises HotkernelError.
     """
     argv = [os.fspath(a) for a in argv]
     if not argv:
@@ -152,14 +154,14 @@ def run_command(
                     pass
                 if cancel is not None and cancel.is_set():
                     cancelled = True
-                    kill_group(proc)
+                    kill_group(proc, grace_s=0.0)  # a stop asked for: SIGKILL now, no grace
                     break
                 if time.monotonic() >= deadline:
                     timed_out = True
                     kill_group(proc)
                     break
-        except BaseException:
-            kill_group(proc)
+        except BaseException:  # Ctrl-C, SIGTERM (TerminationRaises) or a bug: SIGKILL now, no grace
+            kill_group(proc, grace_s=0.0)
             raise
         finally:
             if proc.poll() is None:

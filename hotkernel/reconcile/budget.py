@@ -102,33 +102,32 @@ class Deadline:
 
 @dataclass
 class Estimate:
-    """Seconds left for the runs not yet done: each job's recorded time where there is one, else the mean
-    seconds per run measured in this sync so far."""
+    """Seconds left for the verifies not yet done: each job's recorded verify time where there is one, else the
+    mean seconds per verify measured in this sync so far. A verify stops when the sequential rule decides (often
+    after 3 rounds) or runs up to its cap, so time is counted per verify, never per planned run."""
 
-    history: dict[str, float]  # job key -> seconds from its target's newest record
-    runs: dict[str, int]  # job key -> runs it makes
+    history: dict[str, float]  # job key -> seconds of one verify, from its target's newest record
     measured_s: float = 0.0
-    measured_runs: int = 0
+    measured_verifies: int = 0
 
-    def add_job(self, key: str, runs: int, seconds: float | None) -> None:
-        self.runs[key] = runs
-        if seconds is not None:
+    def add_job(self, key: str, seconds: float | None) -> None:
+        if seconds is not None and seconds > 0:
             self.history[key] = seconds
 
-    def finished(self, runs: int, seconds: float) -> None:
-        """A job of ``runs`` runs took ``seconds``: the rate for jobs without history."""
-        if runs > 0 and seconds > 0:
-            self.measured_runs += runs
+    def finished(self, seconds: float) -> None:
+        """A verify took ``seconds``: the rate for jobs without history."""
+        if seconds > 0:
+            self.measured_verifies += 1
             self.measured_s += seconds
 
-    def left_s(self, pending: Iterable[str], progress: dict[str, int]) -> float | None:
-        """Seconds for the ``pending`` jobs, ``progress``: runs each has done; None while nothing tells."""
-        rate = self.measured_s / self.measured_runs if self.measured_runs else None
+    def left_s(self, pending: Iterable[str], elapsed: dict[str, float]) -> float | None:
+        """Seconds for the ``pending`` jobs (``elapsed``: seconds each running one has run); None while nothing
+        tells. A running verify past its estimate counts as about to finish."""
+        rate = self.measured_s / self.measured_verifies if self.measured_verifies else None
         total = 0.0
         for key in pending:
-            runs = self.runs.get(key, 0)
-            per_run = self.history[key] / runs if key in self.history and runs else rate
-            if per_run is None:
+            per_verify = self.history.get(key, rate)
+            if per_verify is None:
                 return None
-            total += per_run * max(0, runs - progress.get(key, 0))
+            total += max(0.0, per_verify - elapsed.get(key, 0.0))
         return total

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import signal
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hotkernel._util.fs import sha256_file
 from hotkernel._util.nvml import visible_gpu_name
 from hotkernel._util.procs import SignalsDeferred, TerminationRaises
-from hotkernel.errors import HotkernelError, quote
+from hotkernel.errors import HotkernelError
 from hotkernel.manifest import manifest_fingerprint, resolved_target
 from hotkernel.reconcile.budget import Deadline, recorded_seconds, staleness_order
 from hotkernel.reconcile.competitors import sync_competitors
@@ -26,17 +23,17 @@ from hotkernel.reconcile.executor import (
     Executor,
     Job,
     LaneExecutor,
-    LaneRun,
-    LaneStatus,
     Outcome,
     PythonOnce,
-    host_lanes,
     job_files,
     python_of,
 )
 from hotkernel.reconcile.keep import candidate_who, default_who
 from hotkernel.reconcile.keep import keep_in_lock as keep_in_lock
 from hotkernel.reconcile.keep import record_and_keep as record_and_keep
+from hotkernel.reconcile.lanes import InlineLane as InlineLane
+from hotkernel.reconcile.lanes import build_executor as build_executor
+from hotkernel.reconcile.lanes import inline_kinds, interrupts_stop, lane_gpu_name
 from hotkernel.reconcile.models import SyncItem, SyncReport, failed_item, measured, run_seconds
 from hotkernel.reconcile.plan import (
     _AUTO,
@@ -51,9 +48,7 @@ from hotkernel.reconcile.plan import (
     target_state,
 )
 from hotkernel.reconcile.progress import RunCounter, SyncProgress
-from hotkernel.reconcile.ray_executor import RayExecutor
 from hotkernel.run.render import contract_sha256, render_target
-from hotkernel.run.verify import verify
 from hotkernel.store.leaderboard import (
     best_rows,
     current_protocol,
@@ -87,49 +82,6 @@ def needs_render(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEn
         return True
     files = (baseline_file_state(ws, state, entries), contract_file_state(state, entries))
     return any(f in ("missing", "stale") for f in files)
-
-
-def build_executor(
-    ws: Workspace,
-    *,
-    gpus: str | None = None,
-    executor: str = "local",
-    address: str | None = None,
-    python: str | None = None,
-) -> Executor | None:
-    """The executor the CLI/MCP options name; None for the default (one verify at a time, in this process)."""
-    if executor == "ray":
-        if gpus is not None:
-            raise HotkernelError("--gpus is for --executor local; Ray gives each task one GPU of the cluster")
-        return RayExecutor(ws, address=address, python=python)
-    if executor != "local":
-        raise HotkernelError(f"--executor {quote(executor)}: give 'local' (this host) or 'ray' (a Ray cluster)")
-    if address is not None:
-        raise HotkernelError("--address is for --executor ray; drop it or add --executor ray")
-    return LaneExecutor(host_lanes(ws, gpus, python=python)) if gpus is not None else None
-
-
-@dataclass
-class InlineLane:
-    """The default lane: each verify in this process, in the workspace itself, one at a time."""
-
-    ws: Workspace
-    python: str | PythonOnce | None = None
-    name: str = "local"
-    kinds: frozenset[str] = frozenset({"cuda", "cpu"})
-
-    def run(self, job: Job, cancel: threading.Event, status: LaneStatus) -> LaneRun:
-        kwargs: dict[str, Any] = {
-            "n": job.rounds,
-            "python": python_of(self.python),
-            "cancel": cancel,
-            "progress": lambda done, _total, msg: status(msg, done),
-        }
-        if job.timeout_s is not None:
-            kwargs["timeout_s"] = job.timeout_s
-        status("verify", 0)
-        result = verify(self.ws, self.ws.root / job.baseline, self.ws.root / job.candidate, **kwargs)
-        return LaneRun(result=result, facts=None, lane=self.name)
 
 
 @dataclass
@@ -220,38 +172,7 @@ def sync(
         with workspace_lock(ws, wait_s=wait_s, command=command.strip()), TerminationRaises(), interrupts_stop():
             return run.locked(names, from_scratch=from_scratch)
     finally:
-        if pool is not None:
-            pool.close()
-
-
-@contextlib.contextmanager
-def interrupts_stop() -> Iterator[None]:
-    """SIGINT stops the sync even when inherited ignored (``sync &`` in a script), where a held-back one would be
-    lost; main thread only, the inherited disposition comes back after."""
-    main = threading.current_thread() is threading.main_thread()
-    ignored = main and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    with contextlib.ExitStack() as stack:
-        if ignored:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            stack.callback(signal.signal, signal.SIGINT, signal.SIG_IGN)
-        yield
-
-
-def inline_kinds(gpu_name: str | None) -> frozenset[str]:
-    """What the default lane runs: cpu targets, and cuda targets when this machine has a GPU."""
-    return frozenset({"cpu", "cuda"}) if gpu_name not in (None, NO_GPU) else frozenset({"cpu"})
-
-
-def lane_gpu_name(pool: Executor | None) -> str | None:
-    """The GPU name plans are made against: the first GPU lane's, this process's visible GPU, or None (a
-    cluster: compared with each target's latest entry on any GPU)."""
-    if isinstance(pool, LaneExecutor):
-        gpus = [lane.gpu for lane in pool.lanes if getattr(lane, "gpu", None) is not None]
-        if gpus:
-            return gpus[0].name
-    if pool is not None and not isinstance(pool, LaneExecutor):
-        return None
-    return visible_gpu_name()
+        run.pool.close()  # the lanes' warm judges and child processes
 
 
 @dataclass
@@ -449,6 +370,7 @@ def _prepare(
             timeout_s=timeout_s,
             device_kind=kind,
             files=files,
+            resolved=context,
         )
         return _Prepared(name=name, context=context, state=state, reasons=reasons, device_kind=kind, jobs=[job])
     except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on

@@ -317,6 +317,12 @@ class JudgeProcess:
         mine = {item.proc.pid for item in (self.client, *self.spares) if item is not None}
         return mine | {pid for pid, _ in self.contract.exiting_processes()}
 
+    def healthy(self) -> bool:
+        """The judge process is up, said it is ready, and has no reply left unread (a verify after this one
+        would read a stale answer)."""
+        client = self.client
+        return client is not None and client.proc.poll() is None and client.ready_seen and not client.lines
+
     def close(self) -> None:
         while self.spares:
             self.spares.pop().close()
@@ -324,6 +330,49 @@ class JudgeProcess:
             self.client.close()
             self.client = None
         self.contract.reap_retired()
+
+
+class WarmJudge:
+    """One judge, with its pre-started workers, kept across the verifies of a sync lane (``take`` / ``done`` /
+    ``close``). Each timed run still starts in a fresh worker with its own checks; the judge never imports a
+    candidate. A judge is reused only while its process is alive with no reply left unread, only after a verify
+    whose every run it judged ok, and only while the source files it imported functions from are unchanged;
+    else it is closed and a fresh one started."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.judge: JudgeProcess | None = None
+        self.seen: dict[str, str] = {}  # source file -> sha256 when the kept judge first used it
+        self.starts = 0  # judges started (one per lane while every verify is clean)
+
+    def take(self, python: str, resolved: dict[str, Any] | None) -> JudgeProcess:
+        """A ready judge for the next verify with ``python`` of the target ``resolved`` describes."""
+        sources = source_hashes(self.ws, resolved) if resolved else {}
+        judge = self.judge
+        stale = any(self.seen.get(path, sha) != sha for path, sha in sources.items())
+        if judge is not None and (stale or judge.python != str(python) or not judge.healthy()):
+            self.close()
+        if self.judge is None:
+            self.judge = JudgeProcess(self.ws, python=python)
+            self.starts += 1
+            self.judge.ensure_ready()
+        self.seen = {**sources, **self.seen}
+        return self.judge
+
+    def done(self, clean: bool) -> None:
+        """After a verify: keep the judge when ``clean`` (every run judged ok), else close it."""
+        if not clean:
+            self.close()
+
+    def pid(self) -> int | None:
+        client = self.judge.client if self.judge is not None else None
+        return client.proc.pid if client is not None else None
+
+    def close(self) -> None:
+        if self.judge is not None:
+            judge, self.judge = self.judge, None
+            self.seen = {}
+            judge.close()
 
 
 def _target_name(ws: Workspace, script: Path) -> str:

@@ -18,6 +18,7 @@ inside a run reaches the runner, which kills the run's process group.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -143,10 +144,16 @@ def verify(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     max_rounds: int | None = None,
+    judge: runner.JudgeProcess | None = None,
+    resolved: dict[str, Any] | None = None,
 ) -> VerifyResult:
     """Interleave rounds of baseline and candidate (ABBA), judge them, and return the verdict: from round
     MIN_ROUNDS on it stops at the first round the sequential rule decides; still open at ``n`` with a
-    difference the margin counts, it goes on up to ``max_rounds`` (default 2n)."""
+    difference the margin counts, it goes on up to ``max_rounds`` (default 2n).
+
+    ``judge``: a ready judge the caller keeps open across verifies (``runner.WarmJudge``), left open here; by
+    default the verify starts its own and closes it. ``resolved``: the target's manifest entry the caller has
+    read already (by default it is read here, once)."""
     if n < 1:
         raise HotkernelError(f"verify: need -n >= 1 rounds, got {n} (7 is a good start)")
     if max_rounds is not None and max_rounds < n:
@@ -156,7 +163,8 @@ def verify(
     plan = LookPlan.for_rounds(n, max_rounds)
     paths = {"baseline": script_path(ws, baseline, "baseline"), "candidate": script_path(ws, candidate, "candidate")}
     python = user_python(ws, python, probe=False)
-    resolved = target_context(ws, paths["baseline"])  # one read of the manifest for every run
+    if resolved is None:
+        resolved = target_context(ws, paths["baseline"])  # one read of the manifest for every run
     contexts = {
         "baseline": resolved,
         "candidate": resolved
@@ -168,7 +176,7 @@ def verify(
     if problem:  # an integrity problem ends it before any process starts
         state.ended = ("invalid", problem if ":" in problem else f"baseline_unchanged: {problem}")
     else:
-        with judge_process(ws, python) as judge:
+        with contextlib.nullcontext(judge) if judge is not None else judge_process(ws, python) as active:
 
             def one(role: str, round_index: int) -> RunSummary:
                 return run_one(
@@ -179,12 +187,17 @@ def verify(
                     index=round_index,
                     timeout_s=timeout_s,
                     ceiling_gbps=ceiling_gbps,
-                    judge=judge,
+                    judge=active,
                     resolved=contexts[role],
                 )
 
             state.run_all(one, cancel)
     return save_run(ws, state.result(ws, paths, python))  # the run store: what `record RUN_ID` keeps
+
+
+def clean_run(result: VerifyResult) -> bool:
+    """Every run of the verify was judged ok (no failed check, no crash, no cancel): a warm judge may serve on."""
+    return result.verdict in ("faster", "slower", "inconclusive") and all(r.status == "ok" for r in result.runs)
 
 
 @dataclass

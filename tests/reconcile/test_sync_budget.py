@@ -16,6 +16,7 @@ from hotkernel.errors import HotkernelError
 from hotkernel.reconcile.budget import Estimate, parse_budget, staleness_order
 from hotkernel.reconcile.executor import Job, LaneExecutor, LaneRun
 from hotkernel.reconcile.plan import plan
+from hotkernel.reconcile.progress import RunCounter
 from hotkernel.reconcile.sync import sync
 from hotkernel.store.leaderboard import current_records, leaderboard_difference
 from hotkernel.workspace.lockfile import read_lock
@@ -96,10 +97,28 @@ def test_the_budget_stops_cleanly_and_says_what_is_left(tmp_path: Path, lanes: i
     assert any("not run: the budget is spent" in m for m in messages)
 
 
-def test_the_estimate_uses_recorded_times_then_the_measured_rate() -> None:
-    estimate = Estimate(history={}, runs={})
-    estimate.add_job("a", 6, 30.0)  # its newest record's runs took 30 s
-    estimate.add_job("b", 6, None)
+def test_the_estimate_uses_recorded_times_then_the_measured_seconds_per_verify() -> None:
+    estimate = Estimate(history={})
+    estimate.add_job("a", 30.0)  # its newest record's verify took 30 s
+    estimate.add_job("b", None)
     assert estimate.left_s(["a", "b"], {}) is None  # nothing says how long b takes yet
-    estimate.finished(6, 12.0)  # a job of this sync: 2 s a run
-    assert estimate.left_s(["a", "b"], {"a": 3}) == pytest.approx(15.0 + 12.0)
+    estimate.finished(12.0)  # a verify of this sync
+    assert estimate.left_s(["a", "b"], {"a": 10.0}) == pytest.approx(20.0 + 12.0)
+    assert estimate.left_s(["a"], {"a": 45.0}) == 0.0  # past its estimate: about to finish, never negative
+
+
+def test_the_bar_counts_verifies_and_never_reads_done_while_one_runs() -> None:
+    seen: list[tuple[int, int, str]] = []
+    counter = RunCounter(lambda done, total, message: seen.append((done, total, message)))
+    jobs = [Job(key=k, target=k, baseline="", candidate="", rounds=7, timeout_s=None, device_kind="cpu") for k in "ab"]
+    counter.plan(jobs, {"a": 20.0})
+    for done in range(1, 29):  # a verify may run up to max_rounds (2n) rounds: the count does not move
+        counter.lane_status("cpu", f"a: round {done // 2 + 1}/14 candidate: ok", done)
+    assert {(d, t) for d, t, _ in seen} == {(0, 2)}
+    counter.finish(jobs[0])  # it stopped after 3 rounds or 14: one verify done either way
+    counter.lane_status("cpu", "b: round 1/7 baseline: ok", 1)
+    assert seen[-1][:2] == (1, 2) and seen[-1][2].startswith("b: round 1/7")
+    assert counter.left_s() is not None  # b has no record: the measured verify of a gives its estimate
+    counter.finish(jobs[1])
+    counter.say("b", "done: inconclusive")
+    assert seen[-1][:2] == (2, 2)
