@@ -219,7 +219,8 @@ def test_a_real_child_lane_verifies_a_cpu_target_in_a_private_copy(
     (item,) = report.items
     assert (item.status, item.verdict) == ("recorded", "inconclusive"), item
     rec = hotkernel.store.record.load_record(root / item.record)
-    assert rec.result.rounds_completed == 3 and rec.provenance.cpu and rec.provenance.torch
+    assert 3 <= rec.result.rounds_completed <= rec.result.max_rounds  # the sequential rule may go past n
+    assert rec.provenance.cpu and rec.provenance.torch
     assert rec.result.baseline.script == "targets/scale/baseline.py"
     assert read_lock(ws).targets["scale"]["cpu"].record == item.record
     assert plan(ws).items == []
