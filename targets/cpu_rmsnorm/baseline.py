@@ -55,7 +55,8 @@ SPEC = json.loads(
   "rtol": 0.0001,
   "seed": null,
   "iters": null,
-  "device": "cpu"
+  "device": "cpu",
+  "threads": 1
 }
 """
 )
