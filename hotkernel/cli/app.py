@@ -18,7 +18,19 @@ from hotkernel.cli.commands.serve import serve
 from hotkernel.errors import HotkernelError
 from hotkernel.insight.registry import REGISTRY
 
-COMMAND_MODULES = ("init", "new", "import_", "plan", "sync", "bench", "verify", "record", "leaderboard", "history")
+COMMAND_MODULES = (
+    "init",
+    "new",
+    "import_",
+    "plan",
+    "sync",
+    "bench",
+    "verify",
+    "record",
+    "leaderboard",
+    "history",
+    "audit",
+)
 
 app = typer.Typer(
     name="hotkernel",
