@@ -1,6 +1,7 @@
 """The workspace manifest ``hotkernel.yaml``: models (``model``), a bounded loader whose errors name ``FILE:LINE``
-(``load``), the render context (``resolve``), minimal-diff edits under the workspace lock (``edit``) and the CLI
-and MCP views of the target keys (``keys``).
+(``load``), the resolved target (``resolved``: the typed ``ResolvedTarget`` the renderer, the run layer and the
+contract's ``SPEC`` are made from; ``resolve`` builds it), minimal-diff edits under the workspace lock (``edit``)
+and the CLI and MCP views of the target keys (``keys``).
 
 Every key is documented in ``docs/manifest.md``; ``schemas/hotkernel.schema.json`` is generated from the models.
 """
@@ -31,13 +32,14 @@ from hotkernel.manifest.model import (
     target_keys,
 )
 from hotkernel.manifest.resolve import (
-    canonical_json,
     correctness_bounds,
     get_target,
     manifest_fingerprint,
+    resolve_target,
     resolved_target,
     target_names,
 )
+from hotkernel.manifest.resolved import ResolvedInput, ResolvedTarget, canonical_json
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -48,6 +50,8 @@ __all__ = [
     "EditOutcome",
     "Manifest",
     "ManifestProblem",
+    "ResolvedInput",
+    "ResolvedTarget",
     "TargetSpec",
     "add_target",
     "canonical_json",
@@ -63,6 +67,7 @@ __all__ = [
     "parse_shape",
     "raw_inputs",
     "remove_target",
+    "resolve_target",
     "resolved_target",
     "shape_label",
     "target_keys",

@@ -1,17 +1,15 @@
-"""A target's render context (``resolved_target``: every default filled in), its fingerprint, and the
-correctness bounds the contract will apply to it."""
+"""A target resolved (``resolve_target``: a :class:`ResolvedTarget` with every default filled in, here and only
+here), its ``SPEC`` dict and fingerprint, and the correctness bounds the contract will apply to it."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 from hotkernel.contract.correctness import tolerances
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest.load import did_you_mean, plain
 from hotkernel.manifest.model import (
-    DEFAULT_TOLERANCES,
+    Defaults,
     Manifest,
     TargetSpec,
     is_problem_source,
@@ -19,7 +17,19 @@ from hotkernel.manifest.model import (
     raw_inputs,
     shape_label,
 )
+from hotkernel.manifest.resolved import ResolvedInput, ResolvedTarget, canonical_json
 from hotkernel.workspace.paths import MANIFEST_NAME
+
+__all__ = [
+    "ResolvedTarget",
+    "canonical_json",
+    "correctness_bounds",
+    "get_target",
+    "manifest_fingerprint",
+    "resolve_target",
+    "resolved_target",
+    "target_names",
+]
 
 
 def target_names(manifest: Manifest) -> list[str]:
@@ -36,18 +46,14 @@ def get_target(manifest: Manifest, name: str) -> TargetSpec:
     return manifest.targets[name]
 
 
-def resolved_target(manifest: Manifest, name: str) -> dict[str, Any]:
-    """The render context of ``name``: every default filled in, JSON-serialisable (docs/architecture.md)."""
-    spec = get_target(manifest, name)
-    defaults = manifest.defaults
-    dtype = spec.dtype or defaults.dtype
-    default_atol, default_rtol = DEFAULT_TOLERANCES[dtype]
+def _inputs(spec: TargetSpec) -> list[ResolvedInput]:
+    """Every raw input with its shape at each ``shapes`` entry (None: made by the problem file)."""
     inputs = []
     for input_name, headline in raw_inputs(spec):
-        shapes: list[list[int]] | None = []
         if not headline and not any(isinstance(e, dict) and input_name in e for e in spec.shapes):
-            inputs.append({"name": input_name, "shapes": None})  # made by the problem file: no shape
+            inputs.append(ResolvedInput(name=input_name, shapes=None))
             continue
+        shapes: list[list[int]] = []
         for entry in spec.shapes:
             if isinstance(entry, dict) and input_name in entry:
                 shapes.append(list(parse_shape(entry[input_name])))
@@ -55,43 +61,56 @@ def resolved_target(manifest: Manifest, name: str) -> dict[str, Any]:
                 shapes.append(list(parse_shape(entry)))
             else:
                 shapes.append(list(parse_shape(headline)))
-        inputs.append({"name": input_name, "shapes": shapes})
-    problem = {"cases": plain(spec.cases) or []} if is_problem_source(spec.from_) else {}
-    return {
-        **problem,
-        "name": name,
-        "from": spec.from_,
-        "reference": spec.reference,
-        "derive": spec.derive,
-        "derived_inputs": list(spec.inputs) if spec.inputs is not None else None,
-        "inputs": inputs,
-        "shapes": [shape_label(spec, entry) for entry in spec.shapes],
-        "dtype": dtype,
-        "kwargs": plain(spec.kwargs),
-        "rotate": list(spec.rotate) if spec.rotate is not None else [spec.input],
-        "flops": spec.flops,
-        "bytes": spec.bytes_,
-        "min_bytes": spec.min_bytes,
-        "atol": spec.atol if spec.atol is not None else default_atol,
-        "rtol": spec.rtol if spec.rtol is not None else default_rtol,
-        "seed": spec.seed if spec.seed is not None else defaults.seed,
-        "iters": spec.iters if spec.iters is not None else defaults.iters,
-        "device": spec.device or defaults.device,
-        **({"outputs": list(spec.outputs)} if spec.outputs else {}),
-        **({"threads": spec.threads or defaults.threads} if (spec.device or defaults.device) == "cpu" else {}),
-    }
+        inputs.append(ResolvedInput(name=input_name, shapes=shapes))
+    return inputs
 
 
-def correctness_bounds(resolved: dict[str, Any]) -> dict[str, float]:
+def _resolve(name: str, spec: TargetSpec, defaults: Defaults) -> ResolvedTarget:
+    dtype = spec.dtype or defaults.dtype
+    device = spec.device or defaults.device
+    bounds = tolerances(dtype, {"atol": spec.atol, "rtol": spec.rtol})  # the contract's defaults by dtype
+    return ResolvedTarget(
+        cases=(plain(spec.cases) or []) if is_problem_source(spec.from_) else None,
+        name=name,
+        from_=spec.from_,
+        reference=spec.reference,
+        derive=spec.derive,
+        derived_inputs=list(spec.inputs) if spec.inputs is not None else None,
+        inputs=_inputs(spec),
+        shapes=[shape_label(spec, entry) for entry in spec.shapes],
+        dtype=dtype,
+        kwargs=plain(spec.kwargs),
+        rotate=list(spec.rotate) if spec.rotate is not None else [spec.input],
+        flops=spec.flops,
+        bytes_=spec.bytes_,
+        min_bytes=spec.min_bytes,
+        atol=bounds["atol"],
+        rtol=bounds["rtol"],
+        seed=spec.seed if spec.seed is not None else defaults.seed,
+        iters=spec.iters if spec.iters is not None else defaults.iters,
+        device=device,
+        outputs=list(spec.outputs),
+        threads=(spec.threads or defaults.threads) if device == "cpu" else None,
+    )
+
+
+def resolve_target(manifest: Manifest, name: str) -> ResolvedTarget:
+    """Target ``name`` of ``manifest`` with every default filled in (a HotkernelError names an unknown one)."""
+    return _resolve(name, get_target(manifest, name), manifest.defaults)
+
+
+def resolved_target(manifest: Manifest, name: str) -> dict[str, Any]:
+    """``resolve_target(manifest, name).spec()``: the ``SPEC`` dict, for callers that still take a dict."""
+    return resolve_target(manifest, name).spec()
+
+
+def correctness_bounds(resolved: ResolvedTarget | dict[str, Any]) -> dict[str, float]:
     """What the contract checks a resolved target's outputs against: atol, rtol, rel_l2_max, min_corr."""
+    if isinstance(resolved, ResolvedTarget):
+        return resolved.bounds()
     return tolerances(resolved["dtype"], resolved)
 
 
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no spaces: the byte string fingerprints are taken of."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
 def manifest_fingerprint(manifest: Manifest, name: str) -> str:
-    """sha256 of the canonical JSON of ``resolved_target(manifest, name)`` (what the reconciler compares)."""
-    return hashlib.sha256(canonical_json(resolved_target(manifest, name)).encode()).hexdigest()
+    """sha256 of the canonical JSON of target ``name``'s ``SPEC`` (what the reconciler compares)."""
+    return resolve_target(manifest, name).fingerprint()

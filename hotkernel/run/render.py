@@ -1,4 +1,4 @@
-"""Render a target's scripts from its resolved manifest entry: a generated ``baseline.py`` (hash-checked), a
+"""Render a target's scripts from its :class:`ResolvedTarget`: a generated ``baseline.py`` (hash-checked), a
 ``candidate.py`` created once and never overwritten once edited, and the vendored contract ``targets/hk_contract.py``.
 
 Templates live in ``hotkernel/templates/`` inside a wheel and in ``<repo>/templates/`` in an editable install.
@@ -11,17 +11,19 @@ import hashlib
 import importlib.util
 import json
 import keyword
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import jinja2
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from hotkernel._util.fs import atomic_write_text
 from hotkernel.contract import build
-from hotkernel.errors import HotkernelError
+from hotkernel.errors import HotkernelError, quote
+from hotkernel.manifest.resolved import ResolvedTarget
 from hotkernel.run.signature import adapter_note, inputs_note
 from hotkernel.workspace.paths import Workspace, validate_target_name
 
@@ -108,49 +110,67 @@ def _identifier(name: str, what: str) -> str:
     return name
 
 
-def call_names(resolved: dict[str, Any]) -> list[str]:
+Resolved = ResolvedTarget | Mapping[str, Any]  # a target, or a SPEC read back (a rendered baseline, a record)
+
+
+def _typed(resolved: Resolved) -> tuple[ResolvedTarget, dict[str, Any]]:
+    """The typed target and the SPEC dict its baseline embeds: a target's ``spec()``, or a SPEC read back as it
+    was written (so a baseline an older hotkernel rendered re-renders byte for byte)."""
+    if isinstance(resolved, ResolvedTarget):
+        return resolved, resolved.spec()
+    try:
+        return ResolvedTarget.from_spec(resolved), dict(resolved)
+    except ValidationError as err:
+        where = quote(resolved.get("name")) if isinstance(resolved, Mapping) else "?"
+        raise HotkernelError(
+            f"render: the SPEC of target {where} is not a resolved target ({err.errors()[0]['msg']}); "
+            "re-render it from hotkernel.yaml (hotkernel sync)"
+        ) from None
+
+
+def call_names(resolved: Resolved) -> list[str]:
     """The kernel's positional parameters: derived input names when a derive hook is set, else the inputs."""
-    names = resolved.get("derived_inputs") or [item["name"] for item in resolved["inputs"]]
-    return [_identifier(str(n), "input name") for n in names]
+    return [_identifier(str(n), "input name") for n in _typed(resolved)[0].call_names]
 
 
-def _context(resolved: dict[str, Any], protocol: int | None = None) -> dict[str, Any]:
+def _context(resolved: Resolved, protocol: int | None = None) -> dict[str, Any]:
     contract = contract_module()
-    positional = call_names(resolved)
-    kwargs = [_identifier(str(k), "kwarg") for k in (resolved.get("kwargs") or {})]
+    target, spec = _typed(resolved)
+    positional = [_identifier(str(n), "input name") for n in target.call_names]
+    kwargs = [_identifier(str(k), "kwarg") for k in target.kwargs]
     signature = ", ".join(positional + (["*"] + kwargs if kwargs else []))
     call_args = ", ".join(positional + [f"{k}={k}" for k in kwargs])
     return {
-        "name": resolved["name"],
-        "from_ref": resolved["from"],
-        "from_literal": json.dumps(resolved["from"]),
-        "spec_json": json.dumps(resolved, indent=2, sort_keys=False, allow_nan=False),
+        "name": target.name,
+        "from_ref": target.from_,
+        "from_literal": json.dumps(target.from_),
+        "spec_json": json.dumps(spec, indent=2, sort_keys=False, allow_nan=False),
         "protocol": contract.PROTOCOL_VERSION if protocol is None else protocol,
         "signature": signature,
         "call_args": call_args,
-        "atol": resolved.get("atol"),
-        "rtol": resolved.get("rtol"),
-        "dtype": resolved.get("dtype"),
-        "device": resolved.get("device"),
-        "inputs_note": inputs_note(resolved),
-        "adapter_note": adapter_note(resolved),
+        "atol": target.atol,
+        "rtol": target.rtol,
+        "dtype": target.dtype,
+        "device": target.device,
+        "inputs_note": inputs_note(target),
+        "adapter_note": adapter_note(target),
     }
 
 
-def expected_baseline(resolved: dict[str, Any], *, protocol: int | None = None) -> str:
+def expected_baseline(resolved: Resolved, *, protocol: int | None = None) -> str:
     """The exact text ``baseline.py`` must have for this resolved target (an edited copy differs); ``protocol``
     renders it as a hotkernel of that contract protocol did (default: the current one)."""
     return _environment().get_template(BASELINE_TEMPLATE).render(**_context(resolved, protocol))
 
 
-def expected_baseline_sha256(resolved: dict[str, Any]) -> str:
+def expected_baseline_sha256(resolved: Resolved) -> str:
     return hashlib.sha256(expected_baseline(resolved).encode("utf-8")).hexdigest()
 
 
 GENERATED_CANDIDATE_MARK = "# hotkernel: untouched generated candidate "  # + sha256 of the text above it
 
 
-def initial_candidate(resolved: dict[str, Any]) -> str:
+def initial_candidate(resolved: Resolved) -> str:
     """The candidate a new target starts with: ``kernel`` calls the baseline's function.
 
     Its last line marks it as generated, with the sha256 of everything above: while that still matches, the file
@@ -176,13 +196,14 @@ def _write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-def render_target(ws: Workspace, name: str, resolved: dict[str, Any]) -> RenderResult:
+def render_target(ws: Workspace, name: str, resolved: Resolved) -> RenderResult:
     """Write ``targets/<name>/baseline.py`` (always regenerated), ``candidate.py`` (when missing, or refreshed
     while it is still the untouched generated one: an edited candidate is never overwritten) and
     ``targets/hk_contract.py`` (the tool's contract, verbatim)."""
     validate_target_name(name)
-    if resolved.get("name") != name:
-        raise HotkernelError(f"render: resolved target is {resolved.get('name')!r}, asked to render {name!r}")
+    given = _typed(resolved)[0].name
+    if given != name:
+        raise HotkernelError(f"render: resolved target is {given!r}, asked to render {name!r}")
     target_dir = ws.target_dir(name)
     result_written: list[str] = []
     kept: list[str] = []

@@ -5,34 +5,35 @@ the ``functional_call`` line for ``state``, and GPU MODE's one-line adapter from
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+
+from hotkernel.manifest.resolved import ResolvedInput, ResolvedTarget
 
 STATE_INPUT = "state"  # the final input of a KernelBench problem (hotkernel/contract/problems.py)
 WIDTH = 112
 
 
-def problem_format(resolved: dict[str, Any]) -> str | None:
+def problem_format(target: ResolvedTarget) -> str | None:
     """``kernelbench`` (a problem file whose last input is the Model's bare ``state``), ``gpumode`` (any other
     problem file) or None (a function target)."""
-    if "cases" not in resolved:
+    if not target.is_problem:
         return None
-    last = resolved["inputs"][-1] if resolved["inputs"] else {}
-    return "kernelbench" if last.get("name") == STATE_INPUT and last.get("shapes") is None else "gpumode"
+    last = target.inputs[-1] if target.inputs else None
+    return "kernelbench" if last and last.name == STATE_INPUT and last.shapes is None else "gpumode"
 
 
 def _item(name: str, text: str) -> str:
     return textwrap.fill(text, WIDTH, initial_indent=f"  {name}: ", subsequent_indent="      ")
 
 
-def _tensor_text(resolved: dict[str, Any], item: dict[str, Any], fmt: str | None) -> str:
-    shape = "x".join(str(d) for d in item["shapes"][0]) or "0-d"
+def _tensor_text(target: ResolvedTarget, shapes: list[list[int]], fmt: str | None) -> str:
+    shape = "x".join(str(d) for d in shapes[0]) or "0-d"
     if fmt == "gpumode":
         kind = f"a tensor of the dtype generate_input gives it, {shape} at the headline shape"
     elif fmt == "kernelbench":
-        kind = f"{resolved['dtype']} tensor (an integer one keeps its dtype), {shape} at the headline shape"
+        kind = f"{target.dtype} tensor (an integer one keeps its dtype), {shape} at the headline shape"
     else:
-        kind = f"{resolved['dtype']} tensor, {shape} at the headline shape"
-    return f"{kind}, on {resolved['device']}"
+        kind = f"{target.dtype} tensor, {shape} at the headline shape"
+    return f"{kind}, on {target.device}"
 
 
 OUTPUT_TEXT = (
@@ -52,28 +53,29 @@ STATE_TEXT = (
 )
 
 
-def inputs_note(resolved: dict[str, Any]) -> str:
-    """The candidate docstring's paragraph on ``kernel``'s parameters, in call order."""
-    fmt = problem_format(resolved)
-    outputs = set(resolved.get("outputs") or [])
-    lines = ["Parameters, in call order:"]
-    if resolved.get("derived_inputs"):
-        raw = ", ".join(item["name"] for item in resolved["inputs"])
-        for name in resolved["derived_inputs"]:
-            lines.append(_item(name, f"a tensor the manifest's derive ({resolved['derive']}) makes from {raw}"))
+def _input_text(target: ResolvedTarget, item: ResolvedInput, fmt: str | None) -> str:
+    """What one raw input is, as the kernel receives it."""
+    if item.shapes is not None:
+        text = _tensor_text(target, item.shapes, fmt)
+    elif fmt == "kernelbench" and item.name == STATE_INPUT:
+        text = STATE_TEXT.replace("{dtype}", target.dtype)
     else:
-        for item in resolved["inputs"]:
-            name = item["name"]
-            if item.get("shapes") is None:
-                is_state = fmt == "kernelbench" and name == STATE_INPUT
-                text = STATE_TEXT.replace("{dtype}", resolved["dtype"]) if is_state else MADE_TEXT
-            else:
-                text = _tensor_text(resolved, item, fmt)
-            if name in outputs:
-                text += "; " + OUTPUT_TEXT
-            lines.append(_item(name, text))
+        text = MADE_TEXT
+    return text + "; " + OUTPUT_TEXT if item.name in target.outputs else text
+
+
+def inputs_note(target: ResolvedTarget) -> str:
+    """The candidate docstring's paragraph on ``kernel``'s parameters, in call order."""
+    fmt = problem_format(target)
+    lines = ["Parameters, in call order:"]
+    if target.derived_inputs:
+        raw = ", ".join(item.name for item in target.inputs)
+        for name in target.derived_inputs:
+            lines.append(_item(name, f"a tensor the manifest's derive ({target.derive}) makes from {raw}"))
+    else:
+        lines += [_item(item.name, _input_text(target, item, fmt)) for item in target.inputs]
     if fmt == "kernelbench":
-        own = [item["name"] for item in resolved["inputs"][:-1]]
+        own = [item.name for item in target.inputs[:-1]]
         args = "(" + ", ".join(own) + ("," if len(own) == 1 else "") + ")"
         lines += [
             "The baseline, which a kernel may call for any part it keeps (the problem file's Model, get_init_inputs):",
@@ -81,16 +83,16 @@ def inputs_note(resolved: dict[str, Any]) -> str:
             "        model = Model(*get_init_inputs())  # no memory: the tensors are in state",
             f"    torch.func.functional_call(model, state, {args})",
         ]
-    if resolved.get("kwargs"):
+    if target.kwargs:
         lines.append("The manifest's kwargs come as keyword arguments.")
     return "\n".join(lines)
 
 
-def adapter_note(resolved: dict[str, Any]) -> str:
+def adapter_note(target: ResolvedTarget) -> str:
     """For a GPU MODE problem: the one line that makes a submission's ``custom_kernel(data)`` this ``kernel``."""
-    if problem_format(resolved) != "gpumode":
+    if problem_format(target) != "gpumode":
         return ""
-    if len(resolved["inputs"]) == 1:
+    if len(target.inputs) == 1:
         line = "kernel = custom_kernel"
         why = "data is the one input"
     else:

@@ -20,7 +20,8 @@ from hotkernel.manifest.edit import EDIT_WAIT_S, EditMode, edit_target, write_ma
 from hotkernel.manifest.load import ManifestProblem, check_target_fields, dotted
 from hotkernel.manifest.model import case_entry, format_shape, is_problem_source
 from hotkernel.manifest.python import user_python
-from hotkernel.manifest.resolve import correctness_bounds, resolved_target
+from hotkernel.manifest.resolve import resolve_target
+from hotkernel.manifest.resolved import ResolvedTarget
 from hotkernel.manifest.schema import schema_reference
 from hotkernel.run.render import RenderResult, contract_path, render_target
 from hotkernel.workspace.lockfile import workspace_lock
@@ -45,7 +46,7 @@ class TargetEdit(BaseModel):
     manifest: str = Field(description="path of the manifest edited")
     created_manifest: bool = Field(description="the manifest did not exist before")
     replaced: bool = Field(description="the target existed before the edit")
-    resolved: dict[str, Any] | None = Field(description="the resolved spec after the edit (None: removed)")
+    resolved: ResolvedTarget | None = Field(description="the resolved target after the edit (None: removed)")
     correctness: dict[str, float] | None = Field(
         description="the bounds the contract checks outputs against: atol, rtol, rel_l2_max, min_corr"
     )
@@ -208,8 +209,8 @@ def change_target(
             if mode == "remove":
                 resolved = bounds = rendered = None
             else:
-                resolved = resolved_target(outcome.manifest, name)
-                bounds = correctness_bounds(resolved)
+                resolved = resolve_target(outcome.manifest, name)
+                bounds = resolved.bounds()
                 rendered = render_target(ws, name, resolved)
         except BaseException as err:
             if before is None:
@@ -235,7 +236,7 @@ def describe_bounds(edit: TargetEdit) -> str:
     if edit.resolved is None or edit.correctness is None:
         return ""
     bounds = edit.correctness
-    dtype = edit.resolved["dtype"]
+    dtype = edit.resolved.dtype
     return (
         f"correctness ({dtype}): |out - ref| <= {bounds['atol']:g} + {bounds['rtol']:g} * |ref| elementwise, "
         f"relative L2 error <= {bounds['rel_l2_max']:g}, correlation with the reference >= {bounds['min_corr']:g} "

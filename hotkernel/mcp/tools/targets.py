@@ -12,7 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from hotkernel.errors import HotkernelError
-from hotkernel.manifest import resolved_target
+from hotkernel.manifest import resolve_target
 from hotkernel.manifest.edit import EditMode
 from hotkernel.manifest.keys import fields_from_mcp, mcp_annotation, mcp_parameter_of
 from hotkernel.manifest.model import DTYPES, MAX_ITEMS, MAX_STRING, target_keys
@@ -103,14 +103,14 @@ def list_targets(ctx: Context) -> TargetList:
     manifest = load_manifest(ws)
     summaries = []
     for name in manifest.targets:
-        spec = resolved_target(manifest, name)
+        target = resolve_target(manifest, name)
         summaries.append(
             TargetSummary(
                 name=name,
-                source=str(spec.get("from")),
-                shapes=[str(s) for s in spec.get("shapes") or []],
-                dtype=str(spec.get("dtype")),
-                device=str(spec.get("device")),
+                source=target.from_,
+                shapes=list(target.shapes),
+                dtype=target.dtype,
+                device=target.device,
                 rendered=(ws.target_dir(name) / "baseline.py").is_file(),
                 best_speedup=_best_speedup(ws, name),
             )
@@ -130,7 +130,7 @@ def show_target(ctx: Context, target: TargetName) -> TargetDetail:
     entries = sorted(target_history(ws, target), key=lambda e: e.created_at, reverse=True)[:10]
     return TargetDetail(
         name=target,
-        spec=resolved_target(manifest, target),
+        spec=resolve_target(manifest, target).spec(),
         files=_target_files(ws, target),
         history=entries,
     )
@@ -195,7 +195,7 @@ def _change(ws: Workspace, name: str, fields: dict[str, Any], mode: EditMode, to
         manifest=rel(ws, ws.manifest),
         written=list(render.written) if render else [],
         kept=list(render.kept) if render else [],
-        spec=edit.resolved,
+        spec=edit.resolved.spec() if edit.resolved else None,
     )
 
 
