@@ -8,7 +8,6 @@ run most out of date first, within an optional budget (``budget.py``); a would-b
 from __future__ import annotations
 
 import contextlib
-import inspect
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -501,11 +500,8 @@ def _write_record(
             cpu=facts.get("cpu"),
         )
     note = f"hotkernel sync: {', '.join(ready.reasons)}"
-    extra: dict[str, Any] = {}
     if confirms is not None:
         note += f"; confirms {confirms}"
-        if "confirms" in inspect.signature(record).parameters:  # the store's field for the pair
-            extra["confirms"] = confirms
     return record(
         ws,
         ready.name,
@@ -518,5 +514,5 @@ def _write_record(
         before=before,
         provenance=provenance,
         board=False,
-        **extra,
+        confirms=confirms,
     )
