@@ -60,10 +60,9 @@ def test_keep_in_lock_points_the_lock_at_the_verified_candidate(tmp_path: Path) 
     ws = _rendered(tmp_path)
     candidate = ws.targets_dir / "alpha" / "candidate.py"
     assert plan(ws, gpu_name=None).items[0].reasons == ["new"]
-    kept = record(
-        ws, "alpha", synthetic_result("alpha", "faster", 1.2), note="n", who="w", provenance=provenance()
-    ).path
     baseline_sha = sha256_file(ws.targets_dir / "alpha" / "baseline.py")
+    verified = synthetic_result("alpha", "faster", 1.2, baseline_sha256=baseline_sha)
+    kept = record(ws, "alpha", verified, note="n", who="w", provenance=provenance()).path
     assert not keep_in_lock(ws, "alpha", kept, _verified(sha256_file(candidate)), "cpu")
     assert keep_in_lock(ws, "alpha", kept, _verified(sha256_file(candidate), "faster", baseline_sha), "cpu")
     entry = read_lock(ws).targets["alpha"]["cpu"]

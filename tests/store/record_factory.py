@@ -54,13 +54,15 @@ def synthetic_result(
     protocol: int | None = None,
     tolerances: dict[str, float] | None = None,
     candidate: str | None = None,
+    baseline_sha256: str | None = None,
 ) -> VerifyResult:
     """A VerifyResult whose numbers follow from its per-round times by the verdict rule, as verify makes them
     (the current protocol unless given): round i's candidate time is the baseline's over ``speedup`` times a
     small jitter, so the rule gives ``verdict`` with this ``speedup``; incorrect / invalid carry none.
     ``tolerances``: what each run's JSON reports, as protocol 2 does. The files: the target's baseline and
     contract, and a candidate named by ``candidate`` (default: one per target and speedup), so two results of one
-    target and speedup measured the same files."""
+    target and speedup measured the same files. ``baseline_sha256``: the baseline the runs reported (default: the
+    render of ``ENTRY``; a test with its own manifest passes its rendered baseline's)."""
     scale = 1.0 + next(_CALLS) * 1e-6
     base = [scale * t for t in (1.0, 1.01, 0.99)]
     measured = verdict in ("faster", "slower", "inconclusive")
@@ -92,7 +94,9 @@ def synthetic_result(
         protocol=current_protocol() if protocol is None else protocol,
         contract_sha256=file_sha("contract"),
         baseline=SideSummary(
-            script=f"targets/{target}/baseline.py", sha256=rendered_baseline_sha(target), stats=sample_stats(base)
+            script=f"targets/{target}/baseline.py",
+            sha256=baseline_sha256 or rendered_baseline_sha(target),
+            stats=sample_stats(base),
         ),
         candidate=SideSummary(
             script=f"targets/{target}/candidate.py",
