@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from reconcile.stand_in import stand_in_executor
 from reconcile.test_sync_gpus import ran_on_disk
 from store.record_factory import provenance, synthetic_result
 
@@ -205,18 +206,19 @@ def test_plan_imports_no_torch(tmp_path: Path) -> None:
 HOLD = """
 import sys, time
 from pathlib import Path
-import hotkernel.reconcile.sync
+sys.path.insert(0, sys.argv[3])
 from hotkernel.errors import HotkernelError
 from hotkernel.reconcile.sync import sync
 from hotkernel.workspace.paths import Workspace
+from reconcile.stand_in import stand_in_executor
 
 def slow_verify(*args, **kwargs):  # stands in for a long GPU verify: holds the workspace lock meanwhile
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
     raise HotkernelError("stand-in verify: no real run in this test")
 
-hotkernel.reconcile.sync.verify = slow_verify
-report = sync(Workspace(Path(sys.argv[1])), gpu_name="Test GPU")
+ws = Workspace(Path(sys.argv[1]))
+report = sync(ws, gpu_name="Test GPU", executor=stand_in_executor(ws, slow_verify, "Test GPU"))
 print(report.items[0].status, flush=True)
 """
 
@@ -226,7 +228,10 @@ def test_second_sync_refuses_then_waits(tmp_path: Path) -> None:
     ws.manifest.write_text(
         MANIFEST.split("  alpha:")[0] + "  gpu_only:\n    from: ./kern.py:scale\n    shapes: [128x128]\n"
     )
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ws.root), "15"], stdout=subprocess.PIPE, text=True)
+    tests = str(Path(__file__).resolve().parents[1])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(ws.root), "15", tests], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "held"  # the first sync is inside its verify
         refused = _cli(ws.root, "sync")
@@ -250,8 +255,6 @@ def test_second_sync_refuses_then_waits(tmp_path: Path) -> None:
 
 def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """sync over a stand-in verify: a failing target is reported, the rest are recorded and locked."""
-    import hotkernel.reconcile.sync
-
     ws = _workspace(tmp_path)
     ran: list[str] = []
 
@@ -262,9 +265,9 @@ def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: 
             raise HotkernelError("targets/beta/baseline.py: stand-in failure")
         return ran_on_disk(synthetic_result(name, "inconclusive", device="Test CPU"), Path(candidate))
 
-    monkeypatch.setattr(hotkernel.reconcile.sync, "verify", stand_in)
+    lanes = stand_in_executor(ws, stand_in)
     monkeypatch.setenv("HOTKERNEL_WHO", "tester")
-    report = sync(ws, n=3, gpu_name=None)
+    report = sync(ws, n=3, gpu_name=None, executor=lanes)
     status = {i.name: (i.status, i.verdict) for i in report.items}
     assert status == {"alpha": ("recorded", "inconclusive"), "beta": ("failed", None), "gpu_only": ("skipped", None)}
     assert report.failed and ran == ["alpha", "beta"]
@@ -274,10 +277,10 @@ def test_sync_flow_failures_go_on_and_from_scratch(tmp_path: Path, monkeypatch: 
     assert pending == {"beta": ["new"], "gpu_only": ["new"]}
 
     ran.clear()
-    again = sync(ws, ["alpha", "beta"], n=3, gpu_name=None)
+    again = sync(ws, ["alpha", "beta"], n=3, gpu_name=None, executor=lanes)
     assert ran == ["beta"] and [i.status for i in again.items] == ["up to date", "failed"]
     ran.clear()
-    fresh = sync(ws, ["alpha"], n=3, gpu_name=None, from_scratch=True)
+    fresh = sync(ws, ["alpha"], n=3, gpu_name=None, from_scratch=True, executor=lanes)
     assert ran == ["alpha"] and fresh.items[0].status == "recorded"
     assert len(list((ws.results_dir / "alpha").glob("*.json"))) == 2  # a new record, the old one kept
     assert read_lock(ws).targets["alpha"]["cpu"].record == fresh.items[0].record
@@ -476,20 +479,20 @@ import os, signal, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from store.record_factory import synthetic_result
-import hotkernel.reconcile.sync
 from hotkernel.reconcile.sync import sync
 from hotkernel.workspace.paths import Workspace
 
+from reconcile.stand_in import stand_in_executor
 from reconcile.test_sync_gpus import ran_on_disk
-hotkernel.reconcile.sync.verify = lambda ws, baseline, candidate, **kw: ran_on_disk(synthetic_result(
-    Path(baseline).parent.name, "slower", 0.8, device="cpu"), Path(candidate))  # slower: no second verify
+lanes = stand_in_executor(Workspace(Path(sys.argv[1])), lambda ws, baseline, candidate, **kw: ran_on_disk(
+    synthetic_result(Path(baseline).parent.name, "slower", 0.8, device="cpu"), Path(candidate)))  # no 2nd verify
 real_replace = os.replace
 def replace(src, dst, *args, **kwargs):
     if Path(dst).name == sys.argv[2]:  # SIGKILL just before this file gets its new content
         os.kill(os.getpid(), signal.SIGKILL)
     return real_replace(src, dst, *args, **kwargs)
 os.replace = replace
-sync(Workspace(Path(sys.argv[1])), ["alpha"], n=1, gpu_name=None)
+sync(Workspace(Path(sys.argv[1])), ["alpha"], n=1, gpu_name=None, executor=lanes)
 """
 
 
