@@ -47,6 +47,14 @@ def new(*args: str) -> object:
     return CliRunner().invoke(app, ["new", *args])
 
 
+def edit_candidate(ws: Workspace, name: str, old: str, replacement: str) -> None:
+    """Replace the rendered candidate's ``old`` line; the edit must land, or the test would judge the baseline."""
+    path = ws.target_dir(name) / "candidate.py"
+    text = path.read_text(encoding="utf-8")
+    assert old in text, text
+    path.write_text(text.replace(old, replacement), encoding="utf-8")
+
+
 # ---- bad input: one line, naming the file (and line) and the fix ---------------------------------------------
 
 
@@ -155,11 +163,7 @@ def test_a_module_with_parameters_takes_them_as_inputs(ws: Workspace) -> None:
 def test_a_wrong_candidate_of_a_module_problem_is_incorrect(ws: Workspace) -> None:
     (ws.root / "sm.py").write_text((KB / "23_Softmax.py").read_text(encoding="utf-8"), encoding="utf-8")
     assert new("sm", "--from", "./sm.py", "--case", "batch_size=2,dim=256", "--device", "cpu").exit_code == 0
-    path = ws.target_dir("sm") / "candidate.py"
-    path.write_text(
-        path.read_text(encoding="utf-8").replace("return _baseline_kernel(x)", "return torch.softmax(x, dim=1) + 0.01"),
-        encoding="utf-8",
-    )
+    edit_candidate(ws, "sm", "return _baseline_kernel(x, state)", "return torch.softmax(x, dim=1) + 0.01")
     run = run_target(ws, "sm")
     assert run["status"] == "incorrect", run.get("reason")
 
@@ -220,11 +224,7 @@ def test_integer_outputs_are_compared_exactly(ws: Workspace) -> None:
     (ws.root / "am.py").write_text((KB / "51_Argmax_over_a_dimension.py").read_text(encoding="utf-8"), encoding="utf-8")
     assert new("am", "--from", "./am.py", "--case", "batch_size=4,dim1=32,dim2=16", "--device", "cpu").exit_code == 0
     assert run_target(ws, "am")["status"] == "ok"
-    path = ws.target_dir("am") / "candidate.py"
-    path.write_text(
-        path.read_text(encoding="utf-8").replace("return _baseline_kernel(x)", "return (_baseline_kernel(x) + 1) % 32"),
-        encoding="utf-8",
-    )
+    edit_candidate(ws, "am", "return _baseline_kernel(x, state)", "return (_baseline_kernel(x, state) + 1) % 32")
     run = run_target(ws, "am")
     assert run["status"] == "incorrect" and "outputs_match_reference" in run["reason"], run.get("reason")
 
