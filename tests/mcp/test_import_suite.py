@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import anyio
@@ -34,7 +35,8 @@ def test_a_missing_suite_directory_is_a_tool_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_import_suite_adds_the_gpumode_task(tmp_path: Path) -> None:
+def test_import_suite_adds_the_gpumode_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOTKERNEL_PYTHON", sys.executable)  # the probe runs in the user's python: this one has torch
     failed, text, data = _call(tmp_path, {"suite": "gpumode", "directory": str(GPUMODE), "device": "cpu"})
     assert not failed, text
     assert data is not None and [i["target"] for i in data["imported"]] == ["gm_demo_scaled_relu"]
