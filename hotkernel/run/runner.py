@@ -30,7 +30,7 @@ IDLE_POLL_S = 0.5
 STDERR_TAIL_CHARS = 4000
 # Warm workers kept for cuda targets (a worker's imports take 2.7-3.8 s on the H200 while others import beside it).
 # verify -n 7 of rmsnorm: 4 workers 17.1 s warm CLI, 16.4 s in-process; 6 workers 18.7 s and 16.2 s, fewer waits
-# for an import but slower runs (lab/benchmarks/evidence/verify_timing/h200_20261201_after.jsonl, _pool6.jsonl).
+# for an import but slower runs, measured on the H200 (docs/performance.md).
 PRESTART_POOL_CUDA = 4
 # torch.compile's caches for the user's interpreter, per workspace (under .hotkernel/, never hashed as a workspace
 # change): the first run of a compiled script fills them, every later run (a fresh process) loads from them.
