@@ -68,7 +68,8 @@ def test_sync_executor_ray_on_a_local_instance(tmp_path: Path) -> None:
     if not all_gpus():  # a CPU-only machine (CI): the local Ray instance has no GPU to give the cuda target
         assert items["on_gpu"]["status"] == "skipped" and "no CUDA GPU in ray" in items["on_gpu"]["reason"]
     record = json.loads((tmp_path / items["scale"]["record"]).read_text())
-    assert record["result"]["rounds_completed"] == 3 and record["provenance"]["torch"]
+    # the sequential rule stops at n when the answer is settled, else goes on up to 2n
+    assert 3 <= record["result"]["rounds_completed"] <= 6 and record["provenance"]["torch"]
     lock = json.loads((tmp_path / "hotkernel.lock").read_text())
     assert lock["targets"]["scale"]["cpu"]["record"] == items["scale"]["record"]
     assert list(lock["records"]) == [items["scale"]["record"]]
