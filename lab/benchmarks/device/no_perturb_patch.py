@@ -20,7 +20,10 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-ANCHOR = '    """Index of the input a timed call sees perturbed: the first per-set, contiguous, non-empty tensor."""\n'
+ANCHOR = (
+    '    """Index of the tensor leaf a timed call sees perturbed: the first per-set, contiguous, non-empty one that is\n'
+    '    neither a destination buffer (the kernel overwrites it) nor a Model buffer the forward updates."""\n'
+)
 PATCH = "    return None  # experiment: no per-call perturbation (lab/benchmarks/device/no_perturb_patch.py)\n"
 
 
