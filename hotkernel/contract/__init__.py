@@ -1,7 +1,7 @@
 """hotkernel's run contract, protocol 2: the referee a candidate kernel cannot reach.
 
-Built into one vendored file (``python -m hotkernel.contract.build`` writes ``templates/hk_contract.py``,
-copied into every workspace as ``targets/hk_contract.py``, sha256-checked before and after every run), so
+Built into one file (``hotkernel.contract.build``; the tool builds its own copy on first use, never committed),
+vendored into every workspace as ``targets/hk_contract.py`` and sha256-checked before and after every run, so
 ``python targets/<name>/candidate.py`` works without hotkernel installed. Stdlib only at the top level; torch
 is imported inside the worker and the judge. This package imports nothing else of hotkernel.
 
@@ -14,5 +14,6 @@ Three roles, three processes::
 Where things are: knobs.py (every knob, unit in its name), spec.py (SPEC from baseline.py, seeds), problems.py
 (KernelBench and GPU MODE problem files as baselines), probe.py (what a problem file holds, without its inputs),
 inputs.py (input sets, perturbation), timer.py (the timer), checks.py (the checks table), hygiene.py
-(process trees, stale files), transport.py (CUDA IPC / files), worker.py, judge.py, orchestrator.py.
+(process trees, stale files), transport.py (CUDA IPC / files), shape.py (one shape: input sets, correctness
+pass, timed calls), worker.py, judge.py, orchestrator.py.
 """

@@ -31,6 +31,7 @@ MODULES = (
     "timer",
     "hygiene",
     "transport",
+    "shape",
     "worker",
     "judge",
     "orchestrator",

@@ -113,6 +113,27 @@ def own_children() -> set[int]:
     return {pid for pid, (ppid, _) in process_table().items() if ppid == me}
 
 
+def exited_children(parents: set[int] | None = None) -> set[int]:
+    """Children of this process (or of ``parents``) that have exited and are not reaped yet (state Z in /proc).
+    Nothing else here reaps a process re-parented to this subreaper, so one that escaped the run and exited stays
+    here however briefly it lived."""
+    found: set[int] = set()
+    wanted = {str(pid) for pid in parents} if parents is not None else {str(os.getpid())}
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    text = handle.read().decode("ascii", "replace")
+            except OSError:
+                continue
+            fields = text[text.rfind(")") + 2 :].split()
+            if len(fields) > 1 and fields[0] == "Z" and fields[1] in wanted:
+                found.add(int(entry))
+    return found
+
+
 def kill_processes(pids: set[int]) -> None:
     """SIGKILL each, wait until all have exited (at most KILL_WAIT_S), then reap those that are our children."""
     processes = [(pid, start_ticks(pid)) for pid in sorted(pids)]

@@ -176,6 +176,7 @@ def reference_outputs(
         try:
             with torch.no_grad(), upcast_modules(torch, modules if wide is not None else [], wide):
                 cast = map_tensors(torch, widen, inputs)
+                cast_leaves = tensor_leaves(torch, cast)  # before the call: it may rebind an entry of ``state``
                 outs = as_outputs(torch, ref_fn(*cast, **kwargs))
         except (RuntimeError, TypeError) as err:
             last_error = err
@@ -183,7 +184,7 @@ def reference_outputs(
         state.precision[key] = name
         if layout is None:
             return outs
-        after = [t for t, aft in zip(tensor_leaves(torch, cast), layout.after, strict=True) if aft]
+        after = [t for t, aft in zip(cast_leaves, layout.after, strict=True) if aft]
         return outs + after
     raise CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
 

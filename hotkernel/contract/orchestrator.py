@@ -20,6 +20,7 @@ from typing import Any
 from .hygiene import (
     become_subreaper,
     clean_stale_run_dirs,
+    exited_children,
     kill_processes,
     own_children,
     run_dir_parent,
@@ -450,27 +451,6 @@ def run_worker(
     if record.get("status") != "measured":
         return {"status": "invalid", "reason": str(record.get("reason") or "crashed: worker failed without a reason")}
     return {"status": "measured", "record": record}
-
-
-def exited_children(parents: set[int] | None = None) -> set[int]:
-    """Children of this process (or of ``parents``) that have exited and are not reaped yet (state Z in /proc).
-    Nothing else here reaps a process re-parented to this subreaper, so one that escaped the run and exited stays
-    here however briefly it lived."""
-    found: set[int] = set()
-    wanted = {str(pid) for pid in parents} if parents is not None else {str(os.getpid())}
-    with contextlib.suppress(OSError):
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    text = handle.read().decode("ascii", "replace")
-            except OSError:
-                continue
-            fields = text[text.rfind(")") + 2 :].split()
-            if len(fields) > 1 and fields[0] == "Z" and fields[1] in wanted:
-                found.add(int(entry))
-    return found
 
 
 def reap_escaped(worker: Worker) -> list[int]:

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .problems import problem_format, reference_function
-from .spec import load_file_module
+from .problems import adopt_tensor_attributes, problem_format, reference_function
+from .spec import host_available_bytes, load_file_module, proc_kib
 
 PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant, tried first
 SCALE_MIN_DIM = 64  # --scale shrinks every dimension constant above this (channels of 3 or 16 stay)
@@ -130,22 +130,11 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _proc_bytes(file: str, key: str) -> int | None:
-    try:
-        with open(file, encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def probe_free_bytes(torch: Any, device: str) -> int | None:
     """Memory free for a real run on ``device`` (None: unknown)."""
     if device.startswith("cuda"):
         return int(torch.cuda.mem_get_info()[0])
-    return _proc_bytes("/proc/meminfo", "MemAvailable")
+    return host_available_bytes()
 
 
 @contextlib.contextmanager
@@ -164,7 +153,7 @@ def memory_cap(torch: Any, device: str, need: int | None, what: str) -> Iterator
     elif free is not None:
         import resource
 
-        size, old = _proc_bytes("/proc/self/status", "VmSize"), resource.getrlimit(resource.RLIMIT_AS)
+        size, old = proc_kib("/proc/self/status", "VmSize"), resource.getrlimit(resource.RLIMIT_AS)
         if size is not None and (old[0] == resource.RLIM_INFINITY or old[0] > size + free):
             resource.setrlimit(resource.RLIMIT_AS, (size + free, old[1]))
             restore = lambda: resource.setrlimit(resource.RLIMIT_AS, old)  # noqa: E731
@@ -240,7 +229,7 @@ def _build(torch: Any, path: str, module: Any, device: str) -> tuple[Any, Any]:
         raise ValueError(problem_error(path, err, "get_inputs()")) from None
     try:
         with torch.device(device):
-            model = module.Model(*module.get_init_inputs())
+            model = adopt_tensor_attributes(torch, module.Model(*module.get_init_inputs()))
     except Exception as err:  # noqa: BLE001
         raise ValueError(problem_error(path, err, "Model(*get_init_inputs())")) from None
     return inputs, model
@@ -257,18 +246,6 @@ def _build_any(torch: Any, path: str, module: Any, device: str) -> tuple[Any, An
                 return (*_build(torch, path, module, device), "real")
         except ProbeLimit:
             raise ValueError(f"{meta_error} (on the meta device; a real run ran past {REAL_RUN_S:g} s)") from None
-
-
-def _check_state(torch: Any, path: str, model: Any) -> None:
-    registered = {id(t) for t in [*model.parameters(), *model.buffers()]}
-    for sub_name, sub in model.named_modules():
-        for attr, value in vars(sub).items():
-            if isinstance(value, torch.Tensor) and id(value) not in registered:
-                raise ValueError(
-                    f"{path}: Model keeps the tensor {(sub_name + '.' if sub_name else '') + attr} "
-                    "outside its parameters and buffers (its values cannot follow the contract's seeds); "
-                    "register it with self.register_buffer"
-                )
 
 
 def _forward_names(module: Any, count: int) -> list[str]:
@@ -378,7 +355,6 @@ def kernelbench_probe(
 def _kernelbench_reply(
     torch: Any, path: str, module: Any, case: dict[str, Any], inputs: Any, model: Any, how: str, notes: list[str]
 ) -> dict[str, Any]:
-    _check_state(torch, path, model)
     names = _forward_names(module, len(inputs))
     entries = []
     for index, (name, value) in enumerate(zip(names, inputs, strict=True)):

@@ -147,7 +147,7 @@ class Problem:
             return None
         torch.manual_seed(seed)
         with torch.device(device):
-            model = self.module.Model(*self.module.get_init_inputs())
+            model = adopt_tensor_attributes(torch, self.module.Model(*self.module.get_init_inputs()))
         params = {key: t.detach() for key, t in model.named_parameters()}
         buffers = {key: t.detach() for key, t in model.named_buffers()}
         self.buffer_keys = list(buffers)
@@ -157,7 +157,7 @@ class Problem:
         """The Model built on the meta device (no memory), in the mode its file builds it in."""
         if self._meta_model is None:
             with torch.device("meta"):
-                self._meta_model = self.module.Model(*self.module.get_init_inputs())
+                self._meta_model = adopt_tensor_attributes(torch, self.module.Model(*self.module.get_init_inputs()))
         return self._meta_model
 
     def random_modules(self, torch: Any) -> list[str]:
@@ -170,6 +170,18 @@ class Problem:
             if isinstance(sub, torch.nn.modules.dropout._DropoutNd) and sub.training and sub.p > 0:
                 found.append(f"{name or 'model'}: {type(sub).__name__}(p={sub.p})")
         return found
+
+
+def adopt_tensor_attributes(torch: Any, model: Any) -> Any:
+    """``model`` with the tensors it keeps as plain attributes (``self.h0 = torch.randn(...)`` in ``__init__``)
+    registered as buffers, so that they are part of ``state``, made from the contract's seeds like any buffer."""
+    registered = {id(t) for t in [*model.parameters(), *model.buffers()]}
+    for sub in model.modules():
+        for attr, value in list(vars(sub).items()):
+            if isinstance(value, torch.Tensor) and id(value) not in registered:
+                delattr(sub, attr)
+                sub.register_buffer(attr, value)
+    return model
 
 
 _PROBLEMS: dict[str, Problem] = {}

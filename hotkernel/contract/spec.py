@@ -47,11 +47,16 @@ def device_kind_of(spec: dict[str, Any]) -> str:
 def apply_threads(torch: Any, spec: dict[str, Any]) -> int | None:
     """A cpu target's intra-op thread count pinned to the SPEC's ``threads`` (baseline, candidate and judge
     alike); the count in effect, or None for cuda targets (the key is ignored there)."""
+    if not DEFAULT_THREADS:  # torch's own count, restored for a SPEC without the key (a persistent judge)
+        DEFAULT_THREADS.append(int(torch.get_num_threads()))
     if device_kind_of(spec) != "cpu":
+        torch.set_num_threads(DEFAULT_THREADS[0])
         return None
-    if spec.get("threads"):
-        torch.set_num_threads(int(spec["threads"]))
+    torch.set_num_threads(int(spec.get("threads") or DEFAULT_THREADS[0]))
     return int(torch.get_num_threads())
+
+
+DEFAULT_THREADS: list[int] = []
 
 
 def workspace_root(script: str) -> str:
@@ -108,11 +113,16 @@ def cpu_name() -> str:
     return "CPU " + (platform.processor() or platform.machine())
 
 
-def host_available_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (None when the platform does not say)."""
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/meminfo") as handle:
+def proc_kib(path: str, key: str) -> int | None:
+    """The ``key:`` field of a /proc file whose unit is kB, in bytes (None when the platform does not say)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open(path, encoding="ascii") as handle:
             for line in handle:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     return None
+
+
+def host_available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (None when the platform does not say)."""
+    return proc_kib("/proc/meminfo", "MemAvailable")

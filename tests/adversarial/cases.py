@@ -116,6 +116,12 @@ CASES: tuple[Case, ...] = (
         family="torch.manual_seed wrapped after Dynamo's own wrapper",
     ),
     Case(
+        "patch_seed_lookalike",
+        "invalid",
+        ("functions_unpatched",),
+        family="torch.manual_seed replaced by a copy of Dynamo's wrapper with globals of its own",
+    ),
+    Case(
         "compiled_zeros",
         "incorrect",
         ("outputs_match_reference", "relative_error_norm", "output_carries_signal"),

@@ -219,6 +219,59 @@ def test_a_model_of_more_than_200_tensors_with_a_scalar_input(tmp_path: Path) ->
         assert outcome.status == "incorrect", outcome.reason
 
 
+PLAIN_ATTRIBUTES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench_suite" / "level2"
+PLAIN_FUNCTIONAL = """import sys
+
+import torch
+from torch.func import functional_call
+
+sys.path.insert(0, "problems")
+from task import Model  # noqa: E402
+
+with torch.device("meta"):
+    MODEL = Model(12, 10)  # its plain attributes stay plain here: functional_call swaps them in all the same
+
+
+def kernel(x, initial_hidden, state):
+    return functional_call(MODEL, state, (x, initial_hidden))
+"""
+PLAIN_HANDWRITTEN = """import torch
+
+
+def kernel(x, initial_hidden, state):
+    {update}
+    xh = torch.cat((x, initial_hidden), dim=1)
+    return torch.tanh(xh @ state["cell.weight"].T + state["cell.bias"])
+"""
+
+
+def test_tensors_kept_as_plain_attributes_are_buffers_of_the_state(tmp_path: Path) -> None:
+    """The Model's plain tensor attributes (``self.hidden``, ``self.h0``) are buffers of ``state``: the one the
+    forward copies into is judged after the call like BatchNorm's statistics, the one it reassigns is not kept."""
+    spec_keys = {
+        "inputs": [
+            {"name": "x", "shapes": [[4, 12]]},
+            {"name": "initial_hidden", "shapes": [[4, 10]]},
+            {"name": "state", "shapes": None},
+        ],
+        "shapes": ["4x12"],
+        "rotate": ["x", "initial_hidden"],
+        "cases": [],
+    }
+    source = (PLAIN_ATTRIBUTES / "6_Plain_Attribute_RNN.py").read_text()
+    ws, spec = problem_target(tmp_path / "ws", source, spec_keys)
+    with JudgeProcess(ws, python=python()) as judge:
+        outcomes = [
+            run(ws, spec, None, judge),
+            run(ws, spec, PLAIN_FUNCTIONAL, judge),
+            run(ws, spec, PLAIN_HANDWRITTEN.format(update='state["hidden"].copy_(initial_hidden)'), judge),
+        ]
+        assert [o.status for o in outcomes] == ["ok", "ok", "ok"], [o.reason for o in outcomes]
+        skipped = run(ws, spec, PLAIN_HANDWRITTEN.format(update="pass"), judge)
+        assert skipped.status == "incorrect", skipped.reason
+        assert skipped.reason.startswith("outputs_match_reference"), skipped.reason
+
+
 def test_dropout_in_training_mode_is_named_not_judged(tmp_path: Path) -> None:
     spec_keys = {
         "inputs": [{"name": "x", "shapes": [[64, 64]]}, {"name": "state", "shapes": None}],

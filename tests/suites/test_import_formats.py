@@ -54,6 +54,7 @@ def test_a_level_imports_with_its_state_its_scalars_and_its_flags(ws: Workspace)
         "kb2_003_scalar_multiplication",
         "kb2_004_linear_min_clamp_dropout",
         "kb2_005_linear_dropout",
+        "kb2_006_plain_attribute_rnn",
     ], result.skipped
     targets = load_manifest(ws.manifest).targets
     assert targets["kb2_002_deep_linear_bn_stack"].extra == ["state"]  # 420 tensors, one input

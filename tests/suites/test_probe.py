@@ -42,6 +42,13 @@ def test_a_model_with_hundreds_of_tensors_is_one_state_entry() -> None:
     assert len(entries) == 2 and entries[1]["kind"] == "state" and entries[1]["tensors"] == 420
 
 
+def test_tensors_kept_as_plain_attributes_join_the_state_as_buffers() -> None:
+    entries = run(KB2 / "6_Plain_Attribute_RNN.py")["shapes"][0]
+    assert [e["name"] for e in entries] == ["x", "initial_hidden", "state"]
+    # cell.weight, cell.bias, then the two plain attributes hidden (4x10) and h0 (2x4x10)
+    assert entries[-1] == {"name": "state", "kind": "state", "tensors": 4, "bytes": 4 * (10 * 22 + 10 + 40 + 80)}
+
+
 def test_a_python_scalar_input_is_a_scalar_entry() -> None:
     entries = by_name(run(KB2 / "3_Scalar_Multiplication.py")["shapes"][0])
     assert entries["A"]["kind"] == "tensor" and entries["A"]["shape"] == [128, 96]
