@@ -1,0 +1,42 @@
+#!/bin/bash
+# A KernelBench level as a user meets it: `hotkernel init`, `hotkernel import kernelbench` at the problems' own
+# shapes, then `hotkernel sync --from-scratch --budget` of the imported targets (every one an A/A verify: the
+# untouched candidate calls the baseline). Measures the import's wall time, each verify's time and verdict, and how
+# much of the level one budget covers.
+# Usage (device, repo root; carry .whl and kb, see suites.sh):
+#   HOTKERNEL_GIT_COMMIT=<commit> bash lab/benchmarks/device/level_sync.sh OUT LEVEL_DIR BUDGET [NAMES...]
+# LEVEL_DIR: kb (level 1) or kb/level3; BUDGET: sync's --budget (e.g. 8m); NAMES: the targets to sync (default:
+# all imported), e.g. what an earlier call's report left. OUT receives import.json, import.err, sync.json,
+# sync.err, walls.txt and records.tar.gz (the workspace's results/, hotkernel.lock, LEADERBOARD.md).
+# CPU dry run: HK_LEVEL_DEVICE=cpu HK_LEVEL_PROBLEMS=1,19 HK_LEVEL_SCALE=0.05 bash ... OUT kb 60s
+set -u
+OUT=${1:?usage: level_sync.sh OUT LEVEL_DIR BUDGET [NAMES...]}; LEVEL_DIR=$(realpath "${2:?level folder}")
+BUDGET=${3:?sync budget, e.g. 8m}; shift 3
+[ "${HK_LEVEL_DEVICE:-cuda}" = cuda ] && . lab/benchmarks/device/env.sh
+export GIT_DIR=/nonexistent-hotkernel-git-dir  # records name HOTKERNEL_GIT_COMMIT, not a stale .git
+: "${HOTKERNEL_GIT_COMMIT:?set HOTKERNEL_GIT_COMMIT to the commit being run}"
+HK=(python3 -m hotkernel)
+mkdir -p "$OUT"
+WS=$(mktemp -d /tmp/hk_level_XXXX)
+opts=(--device "${HK_LEVEL_DEVICE:-cuda}" --json)
+[ -n "${HK_LEVEL_PROBLEMS:-}" ] && opts+=(--problems "$HK_LEVEL_PROBLEMS")
+[ -n "${HK_LEVEL_SCALE:-}" ] && opts+=(--scale "$HK_LEVEL_SCALE")
+(cd "$WS" && "${HK[@]}" init --no-ci > /dev/null) || exit 1
+t0=$SECONDS
+(cd "$WS" && "${HK[@]}" import kernelbench "$LEVEL_DIR" "${opts[@]}" > "$OUT/import.json" 2> "$OUT/import.err")
+echo "import rc=$? wall_s=$((SECONDS - t0)) at=$(date -u +%FT%TZ)" | tee -a "$OUT/walls.txt"
+t0=$SECONDS
+(cd "$WS" && "${HK[@]}" sync "$@" --from-scratch --budget "$BUDGET" --json > "$OUT/sync.json" 2> "$OUT/sync.err")
+echo "sync rc=$? wall_s=$((SECONDS - t0)) at=$(date -u +%FT%TZ)" | tee -a "$OUT/walls.txt"
+tar czf "$OUT/records.tar.gz" -C "$WS" results hotkernel.lock LEADERBOARD.md hotkernel.yaml 2> /dev/null
+python3 - "$OUT/sync.json" <<'PY'
+import collections, json, sys
+try:
+    report = json.load(open(sys.argv[1]))
+except Exception as err:  # a crashed sync leaves its reason in sync.err
+    sys.exit(f"sync.json unreadable: {err}")
+items = report.get("items", [])
+verdicts = collections.Counter(str(i.get("verdict") or i.get("status")) for i in items)
+print("verdicts:", dict(verdicts))
+print("left:", " ".join(str(n) for n in report.get("left", []) or []))
+PY
