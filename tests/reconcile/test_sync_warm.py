@@ -24,6 +24,8 @@ MANIFEST = "version: 1\ndefaults:\n  device: cpu\n  dtype: fp32\ntargets:\n" + "
     for i, name in enumerate("abc")
 )
 WRONG = "\n\ndef kernel(x, w):\n    return x * w  # forgot the + 1.0\n"
+# the same result 50 times: slower by far, so each verify decides at its third round, not its sixth
+SLOW = "\n\ndef kernel(x, w):\n    for _ in range(50):\n        y = x * w + 1.0\n    return y\n"
 
 
 class Spy:
@@ -55,14 +57,15 @@ def test_one_judge_per_lane_serves_its_targets_until_a_verify_is_not_clean(
     manifest = load_manifest(ws.manifest)
     for name in "abc":
         render_target(ws, name, resolved_target(manifest, name))
-    with open(root / "targets" / "b" / "candidate.py", "a", encoding="utf-8") as handle:
-        handle.write(WRONG)
+    for name, body in (("a", SLOW), ("b", WRONG), ("c", SLOW)):
+        with open(root / "targets" / name / "candidate.py", "a", encoding="utf-8") as handle:
+            handle.write(body)
     lane = Spy(
         InlineLane(ws, kinds=frozenset({"cpu"})) if kind == "inline" else ProcessLane(ws, "cpu", frozenset({"cpu"}))
     )
     report = sync(ws, n=3, executor=LaneExecutor([lane]), gpu_name=None)
     verdicts = {item.name: item.verdict for item in report.items}
-    assert verdicts == {"a": "inconclusive", "b": "incorrect", "c": "inconclusive"}, report.items
+    assert verdicts == {"a": "slower", "b": "incorrect", "c": "slower"}, report.items
     pids = {key: run.judge_pid for key, run in lane.runs.items()}
     assert set(pids) == {"a", "b", "c"} and all(pids.values()), pids
     assert pids["a"] == pids["b"]  # b's runs were judged by the judge a's verify started
