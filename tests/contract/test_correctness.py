@@ -164,12 +164,15 @@ def test_gemv_in_the_dtype_is_correct_against_the_wide_reference(dtype_name: str
 
 
 def test_fp32_gemv_8192_is_judged_at_the_outputs_scale() -> None:
-    """Honest fp32 torch.mv 8192x8192 against the fp64 reference: a few outputs near zero carry the reduction's
-    absolute error (~4e-4), over atol=1e-4 alone; measured against RMS(ref) ~ 90 they pass. One element made wrong
-    by 1% of that scale still fails."""
+    """An honest fp32 gemv 8192x8192 that sums over k in order (one fp32 accumulator per row, as a plain kernel
+    does; a BLAS's blocked sum is more exact by a machine-dependent amount) against the fp64 reference: outputs
+    near zero carry the reduction's absolute error (~4e-4), over atol=1e-4 alone; measured against RMS(ref) ~ 90
+    they pass. One element made wrong by 1% of that scale still fails."""
     w, x = inputs([(8192, 8192), (8192,)], torch.float32, seed=6)
     ref = reference(torch.mv, [w, x], "fp32")
-    out = torch.mv(w, x)
+    out = torch.zeros(8192, dtype=torch.float32)
+    for k in range(8192):
+        out += w[:, k] * x[k]
     error = (out.double() - ref).abs()
     assert int((error > 1e-4 + 1e-4 * ref.abs()).sum()) > 0  # the plain rule alone would call it wrong
     assert passed(judge(out, ref, "fp32"))
