@@ -7,6 +7,7 @@ verbs are one command per entry of the insight registry (``commands/insight.py``
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 
@@ -47,10 +48,29 @@ def _root(ctx: typer.Context) -> None:
         serve()
 
 
+def reflowed(doc: str) -> str:
+    """A docstring as help text: its paragraphs kept, the line breaks inside each joined, since typer prints
+    them as they are (a line starting with '-', '*' or an indent stays a line of its own)."""
+    paragraphs = []
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        lines: list[str] = []
+        for line in paragraph.split("\n"):
+            if lines and not line.startswith(("-", "*", " ")):
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line)
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
 for _name in COMMAND_MODULES:
     importlib.import_module(f"hotkernel.cli.commands.{_name}").register(app)
 register_tools(app, list(REGISTRY.values()))
 register_serve(app)
+for _info in app.registered_commands:
+    _doc = _info.help or (_info.callback.__doc__ if _info.callback else None)
+    if _doc:
+        _info.help = reflowed(_doc)
 
 
 def main() -> None:

@@ -72,6 +72,19 @@ def test_every_registry_tool_is_a_command_with_its_flags() -> None:
             assert f" {flag}" in done.stdout, f"hotkernel {verb} lost {flag}"
 
 
+def test_help_prose_is_reflowed_not_broken_at_the_docstrings_lines() -> None:
+    from hotkernel.cli.app import reflowed
+
+    assert reflowed("One.\n\n    Two and\n    three.\n    - a list item\n      stays\n") == (
+        "One.\n\nTwo and three.\n- a list item\n  stays"
+    )
+    done = hotkernel("sync", "--help")  # COLUMNS=200: a line ends only at a paragraph's end or the width
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "A faster result that would be a new best is verified a second time" in text
+    assert all(len(line) > 120 for line in done.stdout.splitlines() if "A faster result" in line)
+
+
 def test_unknown_option_is_a_usage_error(tmp_path: Path) -> None:
     done = hotkernel("top", "x.csv", "--tool", "ncu", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
