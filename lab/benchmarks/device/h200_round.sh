@@ -42,6 +42,7 @@ step() {  # step NAME COMMAND...: runs it, logs its wall time and exit code
   local name=$1; shift; local t0=$SECONDS
   "$@" > "$WORK/$name/stdout.txt" 2> "$WORK/$name/stderr.txt"
   echo "$name rc=$? wall_s=$((SECONDS - t0)) at=$(date -u +%FT%TZ)" | tee -a "$OUT/steps.txt"
+  tar czf "$OUT/round.tar.gz" -C "$WORK" .  # after every step: a call cut short still brings back what ran
 }
 for s in ${STEPS//,/ }; do
   mkdir -p "$WORK/$s"
