@@ -10,7 +10,7 @@ from pydantic import Field
 from hotkernel._util.model import StrictModel as _Model
 from hotkernel.errors import HotkernelError
 from hotkernel.run.models import Verdict
-from hotkernel.store.models import LeaderboardRow
+from hotkernel.store.models import BestEntry, LeaderboardRow
 
 PlanAction = Literal["create", "update"]
 
@@ -115,6 +115,11 @@ class SyncReport(_Model):
     items: list[SyncItem] = Field(default_factory=list, description="one entry per target considered")
     best: list[LeaderboardRow] = Field(
         default_factory=list, description="the leaderboard's best counted row per target and device, after sync"
+    )
+    headline: list[BestEntry] = Field(
+        default_factory=list,
+        description="per target and device with a crowned candidate: the board's headline, the median speedup of "
+        "the counted runs of its files with their count and range (what reruns give)",
     )
     latest: dict[str, LeaderboardRow] = Field(
         default_factory=dict, description="per target: its newest vouched record of the current protocol"

@@ -49,6 +49,7 @@ from hotkernel.reconcile.plan import (
 from hotkernel.reconcile.progress import RunCounter, SyncProgress
 from hotkernel.run.render import contract_sha256, render_target
 from hotkernel.store.leaderboard import (
+    best_entries,
     best_rows,
     current_protocol,
     current_records,
@@ -315,13 +316,16 @@ class _Run:
 
 
 def board_summary(ws: Workspace) -> dict[str, Any]:
-    """The leaderboard's best rows and each target's newest record (current protocol), for the sync report."""
+    """The leaderboard's best rows, its headline per target and device, and each target's newest record (current
+    protocol), for the sync report."""
     records = current_records(ws)
     rows = {row.path: row for row in leaderboard_rows(records, current_protocol())}
     latest: dict[str, Any] = {}
     for path, rec in sorted(records, key=lambda pair: (pair[1].created_at, pair[0])):
         latest[rec.target] = rows[path]
-    return {"best": best_rows(list(rows.values())), "latest": latest}
+    board = list(rows.values())
+    headline = [entry for entry in best_entries(board) if entry.best is not None]
+    return {"best": best_rows(board), "headline": headline, "latest": latest}
 
 
 _RunCounter = RunCounter  # the name lab/benchmarks/coordinator_costs.py imports

@@ -96,3 +96,26 @@ async def test_history_reports_awaiting_confirmed_and_imported(tmp_path: Path) -
     assert kept[imported.path]["imported"] is True and kept[imported.path]["run_id"] is None
     (entry,) = [e for e in board["best"] if e["target"] == "softmax"]
     assert entry["best"]["confirmed"] and entry["same_files_runs"] == 2
+
+
+async def test_list_targets_and_sync_show_the_boards_median_not_the_maximum(tmp_path: Path, capsys) -> None:
+    """Three counted faster runs of the same files at 1.30x, 1.30x and 1.60x: the headline is 1.30x (what reruns
+    give), in list_targets, in the sync report and in its printed summary; the lone 1.60x awaits a second verify
+    and widens the range of the runs, never the headline."""
+    from hotkernel.cli.commands.sync import print_report
+    from hotkernel.reconcile.sync import sync
+
+    ws = make_workspace(tmp_path)
+    for speedup in (1.30, 1.30, 1.60):
+        store_record(ws, "gemv", synthetic_result("gemv", "faster", speedup, candidate="same files"), **META)
+    async with Client(build_server(ws.root)) as client:
+        listed = (await client.call_tool("list_targets", {})).structured_content
+    (gemv,) = [t for t in listed["targets"] if t["name"] == "gemv"]
+    assert gemv["best_speedup"] == pytest.approx(1.30, rel=1e-3)
+    report = sync(ws, check=True)
+    (entry,) = report.headline
+    assert entry.target == "gemv" and entry.same_files_runs == 3 and entry.median == pytest.approx(1.30, rel=1e-3)
+    print_report(report, [])
+    out = capsys.readouterr().out
+    line = "  gemv: 1.300x on Synthetic Test Device, the median of 3 runs of its files (1.300-1.600x; results/gemv/"
+    assert line in out, out

@@ -79,8 +79,8 @@ def register(app: typer.Typer) -> None:
             else:
                 for line in plan_lines(report.plan):
                     typer.echo(line)
-                for row in report.best:
-                    typer.echo(f"  best: {row.target}: {row_text(row)}")
+                for entry in report.headline:
+                    typer.echo(f"  best: {entry.target}: {headline_text(entry)}")
             raise SystemExit(check_exit_code(report))
         with progress_display("sync", enabled=not as_json) as progress:
             report = sync(
@@ -132,10 +132,10 @@ def print_report(report: Any, problems: list[str]) -> None:
             markup=False,
             highlight=False,
         )
-    if report.best:
+    if report.headline:
         out.print("Best so far (LEADERBOARD.md):")
-        for row in report.best:
-            out.print(f"  {row.target}: {row_text(row)}", markup=False, highlight=False)
+        for entry in report.headline:
+            out.print(f"  {entry.target}: {headline_text(entry)}", markup=False, highlight=False)
     else:
         out.print(
             "Best so far: no counted faster record yet (LEADERBOARD.md); edit targets/<name>/candidate.py, "
@@ -169,6 +169,20 @@ def ratio_text(speedup: float | None, interval: list[float] | None) -> str:
     """' 1.530x [1.498, 1.563]', whatever the verdict ('' when nothing was measured)."""
     text = f" {speedup:.3f}x" if speedup is not None else ""
     return text + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+
+
+def headline_text(entry: Any) -> str:
+    """'1.570x on NVIDIA H200, the median of 4 runs of its files (1.568-1.571x; results/...)': the board's
+    headline for a crowned candidate (its best record's text where the files are unknown)."""
+    if entry.median is None:
+        return row_text(entry.best)
+    runs = entry.same_files_runs
+    low, high = entry.same_files_point_low, entry.same_files_point_high
+    spread = f"{low:.3f}-{high:.3f}x; " if low is not None and high is not None else ""
+    return (
+        f"{entry.median:.3f}x on {entry.device}, the median of {runs} run{'s' if runs != 1 else ''} of its files "
+        f"({spread}{entry.best.path})"
+    )
 
 
 def row_text(row: Any) -> str:

@@ -26,6 +26,7 @@ from hotkernel.mcp.base import (
     workspace_of,
 )
 from hotkernel.run.targets import change_target
+from hotkernel.store.leaderboard import best_entries, board_rows
 from hotkernel.store.models import HistoryEntry
 from hotkernel.store.record import history as target_history
 from hotkernel.suites.importer import SuiteImport
@@ -42,7 +43,11 @@ class TargetSummary(BaseModel):
     dtype: str = Field(description="bf16 | fp16 | fp32 | fp8_e4m3 | fp8_e5m2")
     device: str = Field(description="'cuda' or 'cpu'")
     rendered: bool = Field(description="True when targets/<name>/baseline.py exists")
-    best_speedup: float | None = Field(default=None, description="best counted speedup recorded, if any")
+    best_speedup: float | None = Field(
+        default=None,
+        description="the board's headline for its crowned candidate, if any: the median speedup of the counted "
+        "runs of its files (what reruns give; the highest over devices), as LEADERBOARD.md shows it",
+    )
 
 
 class TargetList(BaseModel):
@@ -84,12 +89,14 @@ def _target_files(ws: Workspace, name: str) -> dict[str, str | None]:
     return {key: (rel(ws, path) if path.is_file() else None) for key, path in files.items()}
 
 
-def _best_speedup(ws: Workspace, name: str) -> float | None:
-
-    speedups = [
-        e.speedup for e in target_history(ws, name) if e.counted and e.verdict == "faster" and e.speedup is not None
-    ]
-    return max(speedups) if speedups else None
+def _headlines(ws: Workspace) -> dict[str, float]:
+    """Per target, the board's headline speedup (the highest over devices) of its crowned candidate."""
+    found: dict[str, float] = {}
+    for entry in best_entries(board_rows(ws)):
+        value = entry.median if entry.median is not None else (entry.best.speedup if entry.best else None)
+        if value is not None:
+            found[entry.target] = max(value, found.get(entry.target, value))
+    return found
 
 
 @tool(read_only=True, destructive=False, idempotent=True)
@@ -102,6 +109,7 @@ def list_targets(ctx: Context) -> TargetList:
     ws = workspace_of(ctx)
     manifest = load_manifest(ws)
     summaries = []
+    headlines = _headlines(ws)
     for name in manifest.targets:
         target = resolve_target(manifest, name)
         summaries.append(
@@ -112,7 +120,7 @@ def list_targets(ctx: Context) -> TargetList:
                 dtype=target.dtype,
                 device=target.device,
                 rendered=(ws.target_dir(name) / "baseline.py").is_file(),
-                best_speedup=_best_speedup(ws, name),
+                best_speedup=headlines.get(name),
             )
         )
     return TargetList(workspace=str(ws.root), targets=summaries)
