@@ -120,8 +120,10 @@ def run_one(
     ceiling_gbps: float | None,
     judge: Any,
     resolved: dict[str, Any] | None = None,
+    cancel: threading.Event | None = None,
 ) -> RunSummary:
-    """One run of ``script`` through the runner, summarised; anticipated runner errors become errors."""
+    """One run of ``script`` through the runner, summarised; anticipated runner errors become errors.
+    ``cancel`` set while it runs: the run is killed and comes back cancelled."""
     try:
         outcome = runner.run_script(
             ws,
@@ -132,6 +134,7 @@ def run_one(
             ceiling_gbps=ceiling_gbps,
             judge=judge,
             resolved=resolved,
+            cancel=cancel,
         )
     except HotkernelError as err:
         return RunSummary(role=role, index=index, status="error", reason=f"crashed: {err}")
@@ -175,6 +178,7 @@ def bench(
                 ceiling_gbps=ceiling_gbps,
                 judge=judge,
                 resolved=resolved,
+                cancel=cancel,
             )
             runs.append(run)
             if progress is not None:

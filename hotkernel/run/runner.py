@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -396,8 +397,11 @@ def run_script(
     judge: JudgeProcess | None = None,
     check_idle: bool = True,
     resolved: dict[str, Any] | None = None,
+    cancel: threading.Event | None = None,
 ) -> RunOutcome:
-    """Run ``script`` once under the contract with the user's ``python``; hashes checked before and after."""
+    """Run ``script`` once under the contract with the user's ``python``; hashes checked before and after.
+    ``cancel``: once set (a sync's budget, an MCP cancel), the run in flight is killed with everything it started,
+    its judge too, and comes back ``invalid`` with a reason starting ``cancelled:``, nothing measured."""
     started = time.monotonic()
     path = ws.inside(script, what="script")
     if not path.is_file():
@@ -428,6 +432,7 @@ def run_script(
     signals = TerminationRaises()  # SIGTERM/SIGHUP unwind through the finally below
     session = judge or JudgeProcess(ws, python=python, prestart=False)
     cuda = _wants_cuda(path)
+    watch: CancelWatch | None = None
     try:
         signals.__enter__()
         session.start()
@@ -436,6 +441,7 @@ def run_script(
             if problem:
                 return outcome("invalid", problem)
         worker = session.take_worker()
+        watch = CancelWatch(cancel, lambda: _kill_run(worker, session))
         if session.prestart_enabled and cuda:
             # The next workers' `import torch` (CPU only, no CUDA context) overlaps this run's GPU timing: a
             # pool, because one import takes longer than one run; for CPU targets one worker starts when this
@@ -458,9 +464,13 @@ def run_script(
     except Exception as err:  # noqa: BLE001 - never a traceback: the run is invalid with the cause
         return outcome("invalid", f"crashed: runner: {type(err).__name__}: {err}")
     finally:
+        if watch is not None:
+            watch.stop()
         if own:
             session.close()
         signals.__exit__()
+    if watch is not None and watch.fired:
+        return outcome("invalid", "cancelled: the run in flight was stopped by request; nothing was measured")
     tail = str(result.pop("stderr_tail", "") or "")
     status = result.get("status") if result.get("status") in ("ok", "incorrect", "invalid") else "invalid"
     reason = result.get("reason")
@@ -482,6 +492,42 @@ def run_script(
     if status != "ok" and not reason:
         reason = "crashed: the run gave no reason"
     return outcome(status, reason, result, tail)
+
+
+def _kill_run(worker: Any, session: JudgeProcess) -> None:
+    """Stop a run in flight: its worker with everything it started, and the judge when it is judging the run
+    (the judge is started afresh for the next run: a cancelled verify never leaves its judge warm)."""
+    worker.kill()
+    if session.client is not None:
+        session.client.close()
+
+
+class CancelWatch:
+    """Calls ``kill`` once ``cancel`` is set while a run is in flight (checked every ``POLL_S``); ``fired`` says
+    whether it did. No event, no thread."""
+
+    POLL_S = 0.1
+
+    def __init__(self, cancel: threading.Event | None, kill: Any) -> None:
+        self.cancel, self.kill, self.fired = cancel, kill, False
+        self.done = threading.Event()
+        self.thread = None
+        if cancel is not None:
+            self.thread = threading.Thread(target=self._watch, name="hotkernel-cancel-watch", daemon=True)
+            self.thread.start()
+
+    def _watch(self) -> None:
+        assert self.cancel is not None
+        while not self.done.wait(self.POLL_S):
+            if self.cancel.is_set():
+                self.fired = True
+                self.kill()
+                return
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread is not None:
+            self.thread.join()
 
 
 def _wants_cuda(script: Path) -> bool:

@@ -12,8 +12,9 @@ Round r runs baseline then candidate when r is even, candidate then baseline whe
 
 It stops when the rule decides (``stopped``: ``decided``, ``within_margin``, ``planned_rounds``), at the cap
 (``max_rounds``), or at the first incorrect/invalid run (fail fast: ``failed``). ``progress(done, total,
-message)`` is called after each run; ``cancel`` (a threading.Event) stops between runs, and a KeyboardInterrupt
-inside a run reaches the runner, which kills the run's process group.
+message)`` is called after each run; ``cancel`` (a threading.Event) stops it, the run in flight killed (its
+reason starts ``cancelled:``), and a KeyboardInterrupt inside a run reaches the runner, which kills the run's
+process group.
 """
 
 from __future__ import annotations
@@ -189,6 +190,7 @@ def verify(
                     ceiling_gbps=ceiling_gbps,
                     judge=active,
                     resolved=contexts[role],
+                    cancel=cancel,
                 )
 
             state.run_all(one, cancel)
@@ -225,7 +227,11 @@ class Rounds:
                 if cancel is not None and cancel.is_set():
                     self.ended = ("invalid", "cancelled: verify was cancelled before it finished")
                     return
-                if not self.record_run(one(role, round_index), round_index):
+                run = one(role, round_index)
+                if cancel is not None and cancel.is_set() and run.status != "ok":  # killed in flight: not a failure
+                    self.ended = ("invalid", "cancelled: verify was cancelled before it finished")
+                    return
+                if not self.record_run(run, round_index):
                     return
             self.completed += 1
             if self.stop_after_round():

@@ -119,3 +119,48 @@ def test_workspace_change_names_added_removed_and_changed_files() -> None:
     assert workspace_change({"a": "1"}, {"a": "1"}) is None
     reason = workspace_change({"a": "1", "b": "2"}, {"a": "9", "c": "3"})
     assert reason.startswith("workspace_unchanged: a, b, c changed during the run")
+
+
+def test_a_cancel_kills_the_run_in_flight_and_nothing_is_measured(tmp_path: Path) -> None:
+    """A sync's budget or an MCP cancel stops the run in flight, not only the next one: the candidate's kernel
+    marks that it has started, then sleeps for an hour; the event is set once the mark is there, and the run
+    comes back cancelled (not timed out at its 300 s limit), nothing measured, the worker and the judge gone."""
+    import threading
+    import time
+
+    from hotkernel.contract.orchestrator import LIVE
+
+    ws, resolved = make_workspace(tmp_path)
+    mark = tmp_path / "kernel_started"
+    candidate = ws.target_dir(TARGET) / "candidate.py"
+    candidate.write_text(
+        "import pathlib\nimport time\n\n\n"
+        f"def kernel(x, w, *, eps):\n    pathlib.Path({str(mark)!r}).touch()\n    time.sleep(3600)\n"
+    )
+    cancel = threading.Event()
+
+    def set_when_started() -> None:
+        while not mark.exists() and not cancel.is_set():
+            time.sleep(0.05)
+        cancel.set()
+
+    with JudgeProcess(ws, python=python()) as judge:
+        judge.start()
+        pids = set(LIVE)
+        watcher = threading.Thread(target=set_when_started, daemon=True)
+        watcher.start()
+        outcome = run_script(
+            ws,
+            f"targets/{TARGET}/candidate.py",
+            python=python(),
+            judge=judge,
+            resolved=resolved,
+            cancel=cancel,
+            timeout_s=300,
+        )
+        cancel.set()
+        watcher.join()
+    assert mark.exists(), "the kernel was running when the cancel came"
+    assert outcome.status == "invalid" and outcome.reason.startswith("cancelled:"), outcome.reason
+    assert outcome.ms is None
+    assert not pids & set(LIVE), "the judge and the worker of a cancelled run are closed"
