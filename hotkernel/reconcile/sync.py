@@ -216,6 +216,9 @@ class _Run:
             confirming = [replace(ready.jobs[0], key=f"{ready.name}/confirm") for ready in held]
             self.counter.plan(confirming, {})
             self.run_jobs(confirming, prepared)
+            # The lanes are done: their warm judges go before the competitors verify here, on the same GPU, where
+            # an idle judge holding a CUDA context would fail every competitor run's device_idle check.
+            self.pool.close()
             for name in staleness_order(selected, records):  # competitors: one at a time, after the lanes
                 rivals += self.competitors(name, from_scratch)
         finally:  # records are written with record(board=False): the board once, after them (also after a Ctrl-C)

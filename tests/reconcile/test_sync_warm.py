@@ -73,3 +73,38 @@ def test_one_judge_per_lane_serves_its_targets_until_a_verify_is_not_clean(
     assert all(
         run.result.runs and {r.status for r in run.result.runs} <= {"ok", "incorrect"} for run in lane.runs.values()
     )
+
+
+def test_the_lanes_warm_judges_close_before_the_competitors_verify(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Competitors verify in the sync's own process after the lanes' jobs, on the same GPU: an idle warm judge
+    left holding its CUDA context there fails every competitor run's device_idle check (seen on the H200), so
+    the lanes are closed first."""
+    from reconcile.test_sync_gpus import ScriptedLane, workspace
+
+    import hotkernel.reconcile.competitors
+    from hotkernel.errors import HotkernelError
+
+    class ClosingLane(ScriptedLane):
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    ws = workspace(
+        tmp_path / "ws",
+        "version: 1\ndefaults:\n  dtype: fp32\ntargets:\n  alpha:\n    from: ./kern.py:scale\n"
+        "    shapes: [8x8]\n    device: cpu\n    competitors: [compile]\n",
+    )
+    lane = ClosingLane("solo")
+    closed_when_verified: list[bool] = []
+
+    def competitor_verify(*_args, **_kwargs):
+        closed_when_verified.append(lane.closed)
+        raise HotkernelError("stop here: only the order is tested")
+
+    monkeypatch.setattr(hotkernel.reconcile.competitors, "verify", competitor_verify)
+    report = sync(ws, ["alpha"], n=3, executor=LaneExecutor([lane]), gpu_name=None)
+    assert lane.ran == ["alpha", "alpha/confirm"] and closed_when_verified == [True]
+    assert report.items[-1].name == "alpha competitor compile" and report.items[-1].status == "failed"
