@@ -132,10 +132,11 @@ def test_a_signal_during_a_real_verify_stops_it_and_kills_its_processes(tmp_path
                 break
         family = descendants(proc.pid)
         proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=HANG_GUARD_S)
+        out, err = proc.communicate(timeout=HANG_GUARD_S)
     finally:
         proc.kill()
     assert proc.returncode != 0 and "recorded" not in out
+    assert "sync interrupted: the records written before it are kept" in err, err  # said, not silent
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(_alive(pid) for pid in family):
         time.sleep(0.1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import typer
@@ -82,20 +83,30 @@ def register(app: typer.Typer) -> None:
                 for entry in report.headline:
                     typer.echo(f"  best: {entry.target}: {headline_text(entry)}")
             raise SystemExit(check_exit_code(report))
-        with progress_display("sync", enabled=not as_json) as progress:
-            report = sync(
-                ws,
-                names or None,
-                from_scratch=from_scratch,
-                n=n,
-                wait_s=wait,
-                who=who,
-                progress=progress,
-                gpus=gpus,
-                executor=executor,
-                address=address,
-                budget_s=budget_s,
+        try:
+            with progress_display("sync", enabled=not as_json) as progress:
+                report = sync(
+                    ws,
+                    names or None,
+                    from_scratch=from_scratch,
+                    n=n,
+                    wait_s=wait,
+                    who=who,
+                    progress=progress,
+                    gpus=gpus,
+                    executor=executor,
+                    address=address,
+                    budget_s=budget_s,
+                )
+        except (KeyboardInterrupt, SystemExit) as stop:  # Ctrl-C, SIGTERM, SIGHUP: say so, then exit as signalled
+            if isinstance(stop, SystemExit) and stop.code in (None, 0):
+                raise
+            print(
+                "sync interrupted: the records written before it are kept, the lock and LEADERBOARD.md agree "
+                "with them; `hotkernel sync` goes on with what is left",
+                file=sys.stderr,
             )
+            raise
         if as_json:
             typer.echo(report.model_dump_json(indent=2))
         else:
