@@ -105,19 +105,25 @@ def _is_tensor(entry: dict[str, Any]) -> bool:
     return entry.get("kind", "tensor") == "tensor"
 
 
+def _shaped(entry: dict[str, Any]) -> bool:
+    """A tensor input with at least one dimension: what a manifest shape can name (a 0-d tensor, such as
+    GPU MODE's scalar output buffer, has none to write; the problem file makes it)."""
+    return _is_tensor(entry) and len(entry.get("shape") or ()) > 0
+
+
 def _extra_item(entry: dict[str, Any]) -> str:
-    """``name:shape`` for a tensor; a bare ``name`` for a scalar, a structured input or ``state`` (made by the
-    problem file)."""
-    return f"{entry['name']}:{format_shape(entry['shape'])}" if _is_tensor(entry) else str(entry["name"])
+    """``name:shape`` for a tensor with dimensions; a bare ``name`` for a 0-d tensor, a scalar, a structured
+    input or ``state`` (made by the problem file)."""
+    return f"{entry['name']}:{format_shape(entry['shape'])}" if _shaped(entry) else str(entry["name"])
 
 
 def _shape_entries(shapes: list[list[dict[str, Any]]]) -> list[Any]:
     """``shapes`` of the manifest: the first input's shape per case, or ``{name: shape}`` of the tensor inputs
-    when there are several cases or the first input is not a tensor."""
+    with dimensions when there are several cases or the first input is not such a tensor."""
     head = shapes[0]
-    if len(shapes) == 1 and _is_tensor(head[0]):
+    if len(shapes) == 1 and _shaped(head[0]):
         return [format_shape(head[0]["shape"])]
-    entries = [{e["name"]: format_shape(e["shape"]) for e in case if _is_tensor(e)} for case in shapes]
+    entries = [{e["name"]: format_shape(e["shape"]) for e in case if _shaped(e)} for case in shapes]
     if not all(entries):
         first = head[0]["name"]
         raise HotkernelError(

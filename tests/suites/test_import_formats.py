@@ -69,6 +69,17 @@ def test_a_level_imports_with_its_state_its_scalars_and_its_flags(ws: Workspace)
 
 
 @pytest.mark.slow
+def test_a_0d_output_buffer_is_named_not_shaped(ws: Workspace) -> None:
+    """A 0-d tensor has no dimensions a manifest shape can write: it is a bare name in extra, left out of the
+    shapes that key the cases, and still an output buffer."""
+    result = import_suite(ws, "gpumode", GM / "scalar_out_py", device="cpu")
+    assert [i.target for i in result.imported] == ["gm_hkdemo_scalar_out_py"], result.skipped
+    spec = load_manifest(ws.manifest).targets["gm_hkdemo_scalar_out_py"]
+    assert spec.extra == ["x1"] and spec.outputs == ["x1"]  # type: ignore[attr-defined]
+    assert spec.shapes == [{"x0": "4096"}, {"x0": "16384"}]
+
+
+@pytest.mark.slow
 def test_an_output_buffer_of_a_gpumode_task_becomes_an_output(ws: Workspace) -> None:
     result = import_suite(ws, "gpumode", GM / "out_buffer_py", device="cpu")
     assert [i.target for i in result.imported] == ["gm_hkdemo_out_buffer_py"], result.skipped
