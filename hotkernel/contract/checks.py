@@ -48,9 +48,11 @@ class OutputCase:
         reference: Callable[[], list[Any]],
         tol: dict[str, Any],
         compare: Callable[..., list[dict[str, Any]]],
+        set_baseline_error: Callable[[], list[list[float]]] | None = None,
     ) -> None:
         self.torch, self.outs, self.inputs, self.expected = torch, outs, inputs, expected
         self.item, self.kind, self.reference, self.tol, self.compare = item, kind, reference, tol, compare
+        self.set_baseline_error = set_baseline_error  # the baseline's own error on this set (computed on demand)
 
 
 def check_inputs_unchanged(case: OutputCase) -> list[dict[str, Any]]:
@@ -67,16 +69,20 @@ def check_inputs_unchanged(case: OutputCase) -> list[dict[str, Any]]:
 
 
 def check_output_structure(case: OutputCase) -> list[dict[str, Any]]:
+    """The baseline's count and dtypes, and each output's shape as this set's own reference has it (the same as
+    the baseline's on the first set, except where an output's size follows the data, as in a compaction)."""
     outs, expected = case.outs, case.expected
     if len(outs) != len(expected):
         return [check_result("output_shape_dtype", False, f"{len(outs)} outputs, the baseline returns {len(expected)}")]
+    references = case.reference()  # computed once: the value checks after this one use it too
     for index, (t, (shape, dtype)) in enumerate(zip(outs, expected, strict=False)):
-        if tuple(t.shape) != shape or str(t.dtype) != dtype:
+        want = tuple(references[index].shape) if index < len(references) else shape
+        if tuple(t.shape) != want or str(t.dtype) != dtype:
             return [
                 check_result(
                     "output_shape_dtype",
                     False,
-                    f"output {index} is {tuple(t.shape)} {t.dtype}, the baseline returns {shape} {dtype}",
+                    f"output {index} is {tuple(t.shape)} {t.dtype}, the baseline returns {want} {dtype}",
                 )
             ]
     return [check_result("output_shape_dtype", True, "")]
@@ -88,9 +94,21 @@ def check_output_finite(case: OutputCase) -> list[dict[str, Any]]:
     return [check_result("output_not_nan", finite, "output contains NaN or inf")]
 
 
+BASELINE_ADMITTED = ("relative_error_norm", "output_carries_signal")  # bounds that admit the baseline's own error
+
+
 def check_output_values(case: OutputCase) -> list[dict[str, Any]]:
-    """Elementwise and scale-free comparison against the reference (timed outputs: under their own name)."""
+    """Elementwise and scale-free comparison against the reference (timed outputs: under their own name). The
+    scale-free bounds admit the baseline's own error, measured on the first set; where one fails, they are judged
+    again with the baseline's error on this very set (a sum with more cancellation here has a larger relative
+    error, the baseline's included)."""
     found = case.compare(case.torch, case.outs, case.reference(), case.tol)
+    if case.set_baseline_error is not None and any(
+        not item["ok"] and item["name"] in BASELINE_ADMITTED for item in found
+    ):
+        found = case.compare(
+            case.torch, case.outs, case.reference(), {**case.tol, "baseline": case.set_baseline_error()}
+        )
     if case.kind != "timed":
         return found
     renamed = []

@@ -288,7 +288,18 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
                 reference = reference_for(state, spec, ref_fn, inputs, kwargs, item, shape_rec, judged)
                 shapes = expected + after_shapes if kind == "correct" else expected
                 case = OutputCase(
-                    torch, outs, layout.guarded(), shapes, item, kind, reference, shape_tol, check_outputs
+                    torch,
+                    outs,
+                    layout.guarded(),
+                    shapes,
+                    item,
+                    kind,
+                    reference,
+                    shape_tol,
+                    check_outputs,
+                    lambda _inputs=inputs, _item=item, _rec=shape_rec: measure_baseline_error(
+                        state, spec, base_fn, ref_fn, inputs_seen(state, _inputs, _item, _rec), kwargs
+                    ),
                 )
                 for check in OUTPUT_CHECKS:
                     found = check.function(case)
@@ -374,25 +385,31 @@ def reference_for(
 
     def compute() -> list[Any]:
         if not cache:
-            seen = inputs
-            slot = shape_rec.get("perturbed_input")
-            if item.get("perturb_seed") is not None and slot is not None:
-                seen = map_tensors(state.torch, lambda t: t.clone(), inputs)
-                leaves = tensor_leaves(state.torch, seen)
-                position, value = perturbation_of_call(
-                    state.torch,
-                    leaves,
-                    slot,
-                    int(item["n_calls"]),
-                    int(item["perturb_seed"]),
-                    int(item["call"]),
-                    bool(shape_rec.get("perturb_derived")),
-                )
-                apply_perturbation(state.torch, leaves, slot, position, value)
+            seen = inputs_seen(state, inputs, item, shape_rec)
             cache.append(reference_outputs(state, spec, ref_fn, seen, kwargs, layout))
         return cache[0]
 
     return compute
+
+
+def inputs_seen(state: JudgeState, inputs: list[Any], item: dict[str, Any], shape_rec: dict[str, Any]) -> list[Any]:
+    """The inputs as the judged call saw them: a timed call's perturbed copy, else ``inputs`` themselves."""
+    slot = shape_rec.get("perturbed_input")
+    if item.get("perturb_seed") is None or slot is None:
+        return inputs
+    seen = map_tensors(state.torch, lambda t: t.clone(), inputs)
+    leaves = tensor_leaves(state.torch, seen)
+    position, value = perturbation_of_call(
+        state.torch,
+        leaves,
+        slot,
+        int(item["n_calls"]),
+        int(item["perturb_seed"]),
+        int(item["call"]),
+        bool(shape_rec.get("perturb_derived")),
+    )
+    apply_perturbation(state.torch, leaves, slot, position, value)
+    return seen
 
 
 def dtype_size(torch: Any, name: str) -> int:
@@ -423,15 +440,22 @@ def baseline_error(
 ) -> list[list[float]]:
     """Per output, the baseline's own ``[rel_l2, corr]`` against the reference on the shape's first set, once per
     judge (``correctness_admit_baseline``: the bounds never reject the baseline's own accuracy)."""
-    torch = state.torch
     key = (json.dumps(spec, sort_keys=True), shape_index)
     if key not in state.baseline_error:
-        with torch.no_grad():
-            copies = map_tensors(torch, lambda t: t.clone(), inputs)
-            outs = as_outputs(torch, base_fn(*copies, **kwargs))
-            refs = reference_outputs(state, spec, ref_fn, inputs, kwargs)
-            state.baseline_error[key] = correctness_baseline_error(torch, outs, refs)
+        state.baseline_error[key] = measure_baseline_error(state, spec, base_fn, ref_fn, inputs, kwargs)
     return state.baseline_error[key]
+
+
+def measure_baseline_error(
+    state: JudgeState, spec: dict[str, Any], base_fn: Any, ref_fn: Any, inputs: list[Any], kwargs: dict[str, Any]
+) -> list[list[float]]:
+    """Per output, the baseline's own ``[rel_l2, corr]`` against the reference on ``inputs`` (not cached)."""
+    torch = state.torch
+    with torch.no_grad():
+        copies = map_tensors(torch, lambda t: t.clone(), inputs)
+        outs = as_outputs(torch, base_fn(*copies, **kwargs))
+        refs = reference_outputs(state, spec, ref_fn, inputs, kwargs)
+        return correctness_baseline_error(torch, outs, refs)
 
 
 def measure_ceiling_gbps(state: JudgeState, device_kind: str) -> float:

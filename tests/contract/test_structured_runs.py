@@ -343,3 +343,61 @@ def test_gpumode_dict_input_with_a_scalar_and_a_0d_tensor(tmp_path: Path) -> Non
         wrong = 'def kernel(data):\n    return data["x"] * data["params"]["w"] * data["alpha"]\n'
         outcome = run(ws, spec, wrong, judge)
         assert outcome.status == "incorrect", outcome.reason
+
+
+GM = Path(__file__).resolve().parents[1] / "fixtures" / "gpumode_problems" / "problems" / "hkdemo"
+
+
+def imported_task(root: Path, task: str) -> tuple[Workspace, str, dict[str, Any]]:
+    """A GPU MODE task of the fixtures imported as a user would (``hotkernel import gpumode``), on the CPU."""
+    from hotkernel.manifest import load_manifest, resolved_target
+    from hotkernel.suites.importer import import_suite
+
+    root.mkdir(parents=True)
+    ws = Workspace(root)
+    result = import_suite(ws, "gpumode", GM / task, device="cpu")
+    assert len(result.imported) == 1, result.skipped
+    name = result.imported[0].target
+    resolved = resolved_target(load_manifest(ws.manifest), name)
+    render_target(ws, name, resolved)
+    return ws, name, resolved
+
+
+def run_task(ws: Workspace, name: str, resolved: dict[str, Any], body: str | None, judge: JudgeProcess) -> RunOutcome:
+    if body is not None:
+        (ws.target_dir(name) / "candidate.py").write_text(body)
+    role = "baseline" if body is None else "candidate"
+    return run_script(ws, f"targets/{name}/{role}.py", python=python(), judge=judge, resolved=resolved)
+
+
+def test_an_output_whose_length_follows_the_data_is_judged_per_set(tmp_path: Path) -> None:
+    """GPU MODE's compaction: each rotated input set keeps a different number of entries, so the shape the
+    baseline returns on the first set is not every set's (the baseline itself was called wrong, seen on the
+    H200). The baseline and an honest rewrite pass; a wrong length and a wrong order fail."""
+    ws, name, resolved = imported_task(tmp_path / "ws", "compaction_py")
+    with JudgeProcess(ws, python=python()) as judge:
+        baseline = run_task(ws, name, resolved, None, judge)
+        assert baseline.status == "ok", baseline.reason
+        # data is generate_input's 1-tuple, the one input (the rendered candidate's adapter: kernel = custom_kernel)
+        honest = "import torch\n\n\ndef kernel(data):\n    (x,) = data\n    return torch.masked_select(x, x > 0)\n"
+        rewrite = run_task(ws, name, resolved, honest, judge)
+        assert rewrite.status == "ok", rewrite.reason
+        short = run_task(ws, name, resolved, "def kernel(data):\n    return data[0][data[0] > 0.01]\n", judge)
+        assert short.status == "incorrect" and short.reason.startswith("output_shape_dtype:"), short.reason
+        flipped = run_task(ws, name, resolved, "def kernel(data):\n    return data[0][data[0] > 0].flip(0)\n", judge)
+        assert flipped.status == "incorrect", flipped.reason
+
+
+def test_a_sum_is_admitted_by_the_baselines_error_on_each_set(tmp_path: Path) -> None:
+    """A sum of randn into a 0-d buffer: on a set whose sum is small the fp32 baseline's relative error is many
+    times that of the first set, so the first set's allowance alone called the baseline itself wrong (an A/A
+    `incorrect`, seen with a GPU MODE vectorsum). Each set is judged again by the baseline's error on that set;
+    a sum of bf16-rounded inputs still fails."""
+    ws, name, resolved = imported_task(tmp_path / "ws", "scalar_out_py")
+    with JudgeProcess(ws, python=python()) as judge:
+        for _ in range(3):  # fresh set seeds each run
+            baseline = run_task(ws, name, resolved, None, judge)
+            assert baseline.status == "ok", baseline.reason
+        low = "def kernel(x, out):\n    out.copy_(x.bfloat16().sum().float())\n    return out\n"
+        outcome = run_task(ws, name, resolved, low, judge)
+        assert outcome.status == "incorrect", outcome.reason
