@@ -80,7 +80,13 @@ def sync_competitors(
 
             def say(message: str, done: int = 0, index: int = index, competitor: str = competitor) -> None:
                 if progress is not None:
-                    progress(2 * n * index + done, 2 * n * len(todo), f"{name} competitor {competitor}: {message}")
+                    # a verify still open at n goes on past it: count its runs within its share of the bar
+                    share = 2 * n
+                    progress(
+                        share * index + min(done, share),
+                        share * len(todo),
+                        f"{name} competitor {competitor}: {message}",
+                    )
 
             reasons = pending.get(competitor, ["from scratch"])
             if deadline is not None and deadline.expired():

@@ -108,3 +108,33 @@ def test_the_lanes_warm_judges_close_before_the_competitors_verify(
     report = sync(ws, ["alpha"], n=3, executor=LaneExecutor([lane]), gpu_name=None)
     assert lane.ran == ["alpha", "alpha/confirm"] and closed_when_verified == [True]
     assert report.items[-1].name == "alpha competitor compile" and report.items[-1].status == "failed"
+
+
+def test_a_competitor_verify_past_n_stays_inside_its_share_of_the_progress_bar(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A competitor's verify still open at n runs up to 2n rounds: the bar never counts past its total."""
+    from reconcile.test_sync_gpus import workspace
+
+    import hotkernel.reconcile.competitors
+    from hotkernel.errors import HotkernelError
+    from hotkernel.manifest import load_manifest
+    from hotkernel.reconcile.competitors import sync_competitors
+
+    ws = workspace(
+        tmp_path / "ws",
+        "version: 1\ndefaults:\n  dtype: fp32\ntargets:\n  alpha:\n    from: ./kern.py:scale\n"
+        "    shapes: [8x8]\n    device: cpu\n    competitors: [compile]\n",
+    )
+
+    def extended_verify(*_args, progress, n, **_kwargs):
+        for done in range(1, 4 * n + 1):  # 2n rounds of two runs
+            progress(done, 4 * n, f"run {done}")
+        raise HotkernelError("stop here: only the progress is tested")
+
+    monkeypatch.setattr(hotkernel.reconcile.competitors, "verify", extended_verify)
+    seen: list[tuple[int, int]] = []
+    sync_competitors(
+        ws, load_manifest(ws.manifest), "alpha", n=3, gpu_name=None, progress=lambda d, t, _m: seen.append((d, t))
+    )
+    assert seen and all(done <= total for done, total in seen) and seen[-1][1] == 6, seen
