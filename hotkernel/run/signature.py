@@ -40,6 +40,10 @@ OUTPUT_TEXT = (
     "a destination buffer: write the result into it and return it. It holds NaN (integer buffers: random "
     "values) before every judged call, so a buffer left untouched or written by an earlier call is incorrect."
 )
+ONE_ITEM_TEXT = (
+    "; passed as generate_input returns it: where that is a tuple of this one tensor, the kernel receives the "
+    "tuple (unpack it: (x,) = data), as GPU MODE's custom_kernel(data) does"
+)
 MADE_TEXT = (
     "made by the problem file and passed as it makes it: a Python scalar (a constant of the case) or a "
     "structure (tuple, list, dict, dataclass or config object) of tensors and constants."
@@ -57,6 +61,8 @@ def _input_text(target: ResolvedTarget, item: ResolvedInput, fmt: str | None) ->
     """What one raw input is, as the kernel receives it."""
     if item.shapes is not None:
         text = _tensor_text(target, item.shapes, fmt)
+        if fmt == "gpumode" and len(target.inputs) == 1:
+            text += ONE_ITEM_TEXT
     elif fmt == "kernelbench" and item.name == STATE_INPUT:
         text = STATE_TEXT.replace("{dtype}", target.dtype)
     else:

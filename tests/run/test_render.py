@@ -150,4 +150,9 @@ def test_candidate_of_a_gpumode_task_names_the_buffer_and_the_adapter() -> None:
     single = render.initial_candidate(_problem([{"name": "data", "shapes": None}], cases=[{"rows": 64}]))
     assert "# kernel = custom_kernel\n" in single
     assert "data: made by the problem file and passed as it makes it" in " ".join(_docstring(single).split())
+    # one tensor input: it may come as generate_input's 1-tuple, which the kernel then receives whole
+    lone = render.initial_candidate(_problem([{"name": "x0", "shapes": [[4096]]}], cases=[{"size": 4096}]))
+    said = " ".join(_docstring(lone).split())
+    assert "x0: a tensor of the dtype generate_input gives it, 4096 at the headline shape, on cpu; passed as" in said
+    assert "the kernel receives the tuple (unpack it: (x,) = data)" in said and "# kernel = custom_kernel\n" in lone
     compile(text, "candidate.py", "exec")
