@@ -202,6 +202,9 @@ def clean_run(result: VerifyResult) -> bool:
     return result.verdict in ("faster", "slower", "inconclusive") and all(r.status == "ok" for r in result.runs)
 
 
+CANCELLED = ("invalid", "cancelled: verify was cancelled before it finished")  # before a run or during one
+
+
 @dataclass
 class Rounds:
     """The rounds of one verify as they run: runs, times per role, and the sequential rule after each round."""
@@ -225,11 +228,11 @@ class Rounds:
         for round_index in range(self.plan.max_rounds):
             for role in round_order(round_index):
                 if cancel is not None and cancel.is_set():
-                    self.ended = ("invalid", "cancelled: verify was cancelled before it finished")
+                    self.ended = CANCELLED
                     return
                 run = one(role, round_index)
                 if cancel is not None and cancel.is_set() and run.status != "ok":  # killed in flight: not a failure
-                    self.ended = ("invalid", "cancelled: verify was cancelled before it finished")
+                    self.ended = CANCELLED
                     return
                 if not self.record_run(run, round_index):
                     return
