@@ -123,9 +123,18 @@ def bundle(ws: Workspace, files: Sequence[str]) -> bytes:
 
 
 def unpack(data: bytes, root: Path) -> None:
-    """Unpack a ``bundle`` into ``root`` (regular files with relative names inside it only)."""
+    """Unpack a ``bundle`` into ``root`` (regular files with relative names inside it only): tarfile's "data"
+    extraction filter, or, on a Python before 3.10.12 / 3.11.4 (which lacks the filters), the same rule checked
+    here."""
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        tar.extractall(root, filter="data")
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(root, filter="data")
+            return
+        base = root.resolve()
+        for member in tar.getmembers():
+            if not member.isfile() or not (base / member.name).resolve().is_relative_to(base):
+                raise HotkernelError(f"sync: a job bundle holds {member.name!r}, not a regular file inside the copy")
+        tar.extractall(root)
 
 
 def run_bundled(
