@@ -390,8 +390,8 @@ def test_an_output_whose_length_follows_the_data_is_judged_per_set(tmp_path: Pat
 
 def test_a_sum_is_admitted_by_the_baselines_error_on_each_set(tmp_path: Path) -> None:
     """A sum of randn into a 0-d buffer: on a set whose sum is small the fp32 baseline's relative error is many
-    times that of the first set, so the first set's allowance alone called the baseline itself wrong (an A/A
-    `incorrect`, seen with a GPU MODE vectorsum). Each set is judged again by the baseline's error on that set;
+    times that of the first set, so the first set's allowance alone called the baseline itself wrong (a GPU
+    MODE-format vectorsum's A/A, 2 of 5 verifies). Each set is judged again by the baseline's error on that set;
     a sum of bf16-rounded inputs still fails."""
     ws, name, resolved = imported_task(tmp_path / "ws", "scalar_out_py")
     with JudgeProcess(ws, python=python()) as judge:
