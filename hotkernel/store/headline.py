@@ -79,7 +79,8 @@ def headline_block(devices: list[tuple[str, str, float | None, list[BestEntry], 
             )
         lines.append("")
     lines += [
-        "The runs are the counted records of the same baseline, candidate and contract files on that card; a "
+        "The runs are the counted records of the same baseline and candidate files on that card (under any contract "
+        "of the current protocol); a "
         "candidate is crowned only once a second, independent verify of its files was also faster with an "
         "overlapping interval, and its speedup is the median of those runs (their range is the spread between "
         "runs, which one verify's interval does not show). The "

@@ -139,7 +139,8 @@ def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: Resu
         "## Best so far",
         "",
         "Speedups are over the baseline. A candidate is crowned only when a second, independent verify of the same "
-        "baseline, candidate and contract files was also faster with an overlapping interval; its *speedup* is "
+        "baseline and candidate files (under any contract of the current protocol) was also faster with an "
+        "overlapping interval; its *speedup* is "
         "then the median of *every run of its files* (the counted records that measured those files on that "
         "device: how many, and the range of their speedups, the spread between runs that one verify's interval "
         "does not show); *interval* is the crowned record's; *vs competitor* is that median over the fastest "

@@ -234,7 +234,7 @@ def check_measured(
     if files_key(first) is None or files_key(first) != result_files(result):
         raise HotkernelError(
             f"record: confirms={confirms!r} measured other files than this verify; a confirmation verifies the "
-            "same baseline, candidate and contract"
+            "same baseline and candidate"
         )
 
 

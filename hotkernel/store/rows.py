@@ -1,9 +1,12 @@
 """The board's rows: one per record, the best per (target, device), and each best's runs of the same files.
 
-A faster candidate record is *confirmed* when another counted faster candidate record of the same files (baseline,
-candidate and contract sha256) on the same device has an interval that overlaps its own: two independent verifies
-agree. Only confirmed records can be the best. The best's headline is the median point speedup of every counted
-run of its files (what reruns give), with their count and range: a goal counts as met by that median.
+A faster candidate record is *confirmed* when another counted faster candidate record of the same files (baseline
+and candidate sha256) on the same device has an interval that overlaps its own: two independent verifies agree.
+The contract's sha256 is not part of the files: a rerun under a newer contract of the same protocol measures the
+same code by the same rule, so it joins the count (a contract per run would make each contract change a new set,
+and the board the best of their medians); a new protocol stops older records counting at all (``scan.py``).
+Only confirmed records can be the best. The best's headline is the median point speedup of every counted run of
+its files (what reruns give), with their count and range: a goal counts as met by that median.
 """
 
 from __future__ import annotations
@@ -31,14 +34,14 @@ def judge_ceiling_gbps(record: Record) -> float | None:
 
 
 def files_key(record: Record) -> str | None:
-    """The sha256s of the baseline, candidate and contract a record measured, joined; None when one is missing."""
+    """The sha256s of the baseline and candidate a record measured, joined; None when one is missing."""
     return result_files(record.result)
 
 
 def result_files(result: VerifyResult) -> str | None:
-    """The sha256s of the baseline, candidate and contract a verify measured, joined; None when one is missing."""
-    shas = [sha for sha in (result.baseline.sha256, result.candidate.sha256, result.contract_sha256) if sha]
-    return ":".join(shas) if len(shas) == 3 else None
+    """The sha256s of the baseline and candidate a verify measured, joined; None when one is missing."""
+    shas = [sha for sha in (result.baseline.sha256, result.candidate.sha256) if sha]
+    return ":".join(shas) if len(shas) == 2 else None
 
 
 def leaderboard_rows(records: list[tuple[str, Record]], protocol: int) -> list[LeaderboardRow]:

@@ -323,3 +323,19 @@ def test_best_row_counts_every_run_of_its_very_files_and_their_range(tmp_path: P
     waiting = ws.leaderboard.read_text().split("## Awaiting confirmation")[1]
     assert "| rmsnorm | Dev B | 1.900x |" in waiting
     assert "yes, awaiting confirmation" in ws.leaderboard.read_text()
+
+
+def test_reruns_under_a_newer_contract_join_the_same_files_count(tmp_path: Path) -> None:
+    """A contract change of the same protocol re-verifies the same baseline and candidate: those runs join the
+    best's count and median (1.20x twice under the old contract, 1.10x twice under the new: one set of 4 runs,
+    median 1.15x), never a second set whose higher median alone would be crowned."""
+    ws = make_workspace(tmp_path)
+    for speedup, contract in ((1.20, "old"), (1.20, "old"), (1.10, "new"), (1.10, "new")):
+        res = synthetic_result("rmsnorm", "faster", speedup, candidate="A")
+        if contract == "new":
+            res = res.model_copy(update={"contract_sha256": "9" * 64})
+        record(ws, "rmsnorm", res, note="run", who="test author", provenance=provenance())
+    write_leaderboard(ws)
+    best = _best_section(ws)
+    assert "| rmsnorm | Synthetic Test Device | 1.150x |" in best, best
+    assert "4 runs: 1.100-1.200x |" in best, best
