@@ -94,13 +94,14 @@ def check_output_finite(case: OutputCase) -> list[dict[str, Any]]:
     return [check_result("output_not_nan", finite, "output contains NaN or inf")]
 
 
-BASELINE_ADMITTED = ("relative_error_norm", "output_carries_signal")  # bounds that admit the baseline's own error
+# bounds that admit the baseline's own error (elementwise: as a floor of the tolerance, ``correctness_floor``)
+BASELINE_ADMITTED = ("outputs_match_reference", "relative_error_norm", "output_carries_signal")
 
 
 def check_output_values(case: OutputCase) -> list[dict[str, Any]]:
     """Elementwise and scale-free comparison against the reference (timed outputs: under their own name). The
-    scale-free bounds admit the baseline's own error, measured on the first set; where one fails, they are judged
-    again with the baseline's error on this very set (a sum with more cancellation here has a larger relative
+    bounds admit the baseline's own error, measured on the first set; where one fails, they are judged again
+    with the baseline's error on this very set (a sum with more cancellation here has a larger relative
     error, the baseline's included)."""
     found = case.compare(case.torch, case.outs, case.reference(), case.tol)
     if case.set_baseline_error is not None and any(

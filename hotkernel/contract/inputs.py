@@ -14,6 +14,7 @@ from typing import Any
 from .knobs import (
     CACHE_MULTIPLE,
     CHECKSUM_CHUNK_ELEMENTS,
+    CHECKSUM_PERIOD,
     CPU_CACHE_FALLBACK_BYTES,
     DTYPES,
     MAX_ROTATION,
@@ -266,18 +267,25 @@ def as_outputs(torch: Any, value: Any) -> list[Any]:
 
 
 def checksum(torch: Any, tensor: Any) -> list[float]:
-    """Two float64 sums (plain and position-weighted) that change when any element changes; computed on the
-    tensor's device in chunks of CHECKSUM_CHUNK_ELEMENTS, so a 6 GB output needs no full-size wide copy."""
+    """Two float64 sums (plain and position-weighted, weight ``(i % 251) + 1`` of element i) that change when
+    any element changes; computed on the tensor's device in chunks of about CHECKSUM_CHUNK_ELEMENTS, each a
+    whole number of 251-element rows, so a chunk's weighted sum is its column sums (one read of the chunk)
+    times the 251 weights: no full-size weights or products (a 6 GB output needs no full-size wide copy)."""
     flat = tensor.detach().reshape(-1)
+    total = flat.numel()
+    rows = max(1, CHECKSUM_CHUNK_ELEMENTS // CHECKSUM_PERIOD)
+    weights = torch.arange(1, CHECKSUM_PERIOD + 1, dtype=torch.float64, device=flat.device)
     plain = weighted = 0.0
-    for start in range(0, flat.numel(), CHECKSUM_CHUNK_ELEMENTS):
-        part = flat[start : start + CHECKSUM_CHUNK_ELEMENTS]
+    for start in range(0, total, rows * CHECKSUM_PERIOD):  # start is a multiple of the period: weights line up
+        part = flat[start : start + rows * CHECKSUM_PERIOD]
         if part.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
             part = part.to(torch.float32)
         part = part.to(torch.float64)
-        weights = ((torch.arange(part.numel(), device=part.device) + start) % 251 + 1).to(torch.float64)
-        plain += float(part.sum().item())
-        weighted += float((part * weights).sum().item())
+        whole = part.numel() // CHECKSUM_PERIOD * CHECKSUM_PERIOD
+        columns = part[:whole].view(-1, CHECKSUM_PERIOD).sum(0) if whole else weights.new_zeros(CHECKSUM_PERIOD)
+        tail = part[whole:]
+        plain += float((columns.sum() + tail.sum()).item())
+        weighted += float((torch.dot(columns, weights) + torch.dot(tail, weights[: tail.numel()])).item())
     return [plain, weighted]
 
 

@@ -271,7 +271,8 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         after_shapes = [(tuple(t.shape), str(t.dtype)) for t in first_layout.judged_after()]
         check_deterministic(state, spec, ref_fn, module_problem, first_inputs, kwargs)
         expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
-        shape_tol = {**tol, "baseline": baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs, kwargs)}
+        first_error = baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs, kwargs, first_layout)
+        shape_tol = {**tol, "baseline": first_error}
         shape_error, shape_ok = 0.0, True
         for kind in ("correct", "timed"):
             items, outputs = shape_rec[kind], handed.get(kind, [])
@@ -297,8 +298,8 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
                     reference,
                     shape_tol,
                     check_outputs,
-                    lambda _inputs=inputs, _item=item, _rec=shape_rec: measure_baseline_error(
-                        state, spec, base_fn, ref_fn, inputs_seen(state, _inputs, _item, _rec), kwargs
+                    lambda _inputs=inputs, _item=item, _rec=shape_rec, _judged=judged: measure_baseline_error(
+                        state, spec, base_fn, ref_fn, inputs_seen(state, _inputs, _item, _rec), kwargs, _judged
                     ),
                 )
                 for check in OUTPUT_CHECKS:
@@ -437,24 +438,36 @@ def baseline_error(
     ref_fn: Any,
     inputs: list[Any],
     kwargs: dict[str, Any],
+    layout: Layout,
 ) -> list[list[float]]:
-    """Per output, the baseline's own ``[rel_l2, corr]`` against the reference on the shape's first set, once per
-    judge (``correctness_admit_baseline``: the bounds never reject the baseline's own accuracy)."""
+    """Per output, the baseline's own ``[rel_l2, corr, max_abs_error]`` against the reference on the shape's first
+    set, once per judge (``correctness_admit_baseline``: the bounds never reject the baseline's own accuracy)."""
     key = (json.dumps(spec, sort_keys=True), shape_index)
     if key not in state.baseline_error:
-        state.baseline_error[key] = measure_baseline_error(state, spec, base_fn, ref_fn, inputs, kwargs)
+        state.baseline_error[key] = measure_baseline_error(state, spec, base_fn, ref_fn, inputs, kwargs, layout)
     return state.baseline_error[key]
 
 
 def measure_baseline_error(
-    state: JudgeState, spec: dict[str, Any], base_fn: Any, ref_fn: Any, inputs: list[Any], kwargs: dict[str, Any]
+    state: JudgeState,
+    spec: dict[str, Any],
+    base_fn: Any,
+    ref_fn: Any,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+    layout: Layout | None,
 ) -> list[list[float]]:
-    """Per output, the baseline's own ``[rel_l2, corr]`` against the reference on ``inputs`` (not cached)."""
+    """Per output, the baseline's own ``[rel_l2, corr, max_abs_error]`` against the reference on ``inputs`` (not
+    cached); with ``layout``, the Model buffers its forward updates count as outputs after the returned ones, as
+    the correctness pass judges them (a BatchNorm running mean near zero is mostly rounding noise)."""
     torch = state.torch
     with torch.no_grad():
         copies = map_tensors(torch, lambda t: t.clone(), inputs)
+        leaves = tensor_leaves(torch, copies)  # before the call: it may rebind an entry of ``state``
         outs = as_outputs(torch, base_fn(*copies, **kwargs))
-        refs = reference_outputs(state, spec, ref_fn, inputs, kwargs)
+        if layout is not None:
+            outs = outs + [t for t, after in zip(leaves, layout.after, strict=True) if after]
+        refs = reference_outputs(state, spec, ref_fn, inputs, kwargs, layout)
         return correctness_baseline_error(torch, outs, refs)
 
 

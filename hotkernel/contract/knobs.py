@@ -34,6 +34,7 @@ WALL_SLACK_MS = 5.0  # ... plus this much, per sample
 FLOOR_SAFETY = {"cuda": 1.25, "cpu": 2.0}  # a kernel may beat the copy ceiling by this factor, not more
 CHECKSUM_REL_TOL = 1e-9
 CHECKSUM_CHUNK_ELEMENTS = 1 << 26  # checksums run over chunks of this many elements (fp64: 512 MiB)
+CHECKSUM_PERIOD = 251  # the position weights of a checksum repeat with this period (a prime: no stride aliases it)
 DEVICE_HEADROOM_BYTES = 1 << 30  # a run must leave this much device memory free (allocator, workspace) ...
 HOST_HEADROOM_BYTES = 2 << 30  # ... and this much host memory
 OUTPUT_COPIES_PER_SET = 2  # judged outputs kept per input set (correctness pass + last timed sample) ...

@@ -311,9 +311,11 @@ def orchestrate(
     role: str | None = None,
     on_worker_done: Callable[[], None] | None = None,
     defer_teardown: bool = False,
+    rotation: list[int] | None = None,
 ) -> dict[str, Any]:
     """One run of ``script``: isolated worker, one protocol line, the judge's verdict; the run JSON.
-    ``defer_teardown``: the worker is retired (``Worker.retire``), not reaped before returning."""
+    ``defer_teardown``: the worker is retired (``Worker.retire``), not reaped before returning. ``rotation``: the
+    number of input sets per shape to use (a verify's later runs keep its first run's)."""
     started = time.monotonic()
     clean_stale_run_dirs()
     script = os.path.abspath(script)
@@ -345,7 +347,7 @@ def orchestrate(
     try:
         judge.wait_ready()
         phase = time.monotonic()
-        verdict = run_worker(worker, script, run_dir, timeout_s, exiting_processes())
+        verdict = run_worker(worker, script, run_dir, timeout_s, exiting_processes(), rotation)
         phases = {"worker": round(time.monotonic() - phase, 3)}
         result["stderr_tail"] = worker.log_tail()
         if verdict.get("status") != "measured":
@@ -385,13 +387,24 @@ def protocol_lines(worker: Worker) -> list[bytes]:
 
 
 def run_worker(
-    worker: Worker, script: str, run_dir: str, timeout_s: float, await_exit: list[tuple[int, int | None]] | None = None
+    worker: Worker,
+    script: str,
+    run_dir: str,
+    timeout_s: float,
+    await_exit: list[tuple[int, int | None]] | None = None,
+    rotation: list[int] | None = None,
 ) -> dict[str, Any]:
     """Send the job, wait for the protocol line (timeout kills the run), freeze the worker, check the process
     tree and the protocol channel. On success the worker is left frozen, holding its outputs for the judge.
-    ``await_exit``: processes of a retired run the worker waits for before its timer."""
+    ``await_exit``: processes of a retired run the worker waits for before its timer; ``rotation``: K per shape."""
     nonce = secrets.token_hex(16)
-    job = {"nonce": nonce, "script": script, "run_dir": run_dir, "await_exit": [list(p) for p in await_exit or []]}
+    job = {
+        "nonce": nonce,
+        "script": script,
+        "run_dir": run_dir,
+        "await_exit": [list(p) for p in await_exit or []],
+        "rotation": list(rotation or []),
+    }
     try:
         assert worker.proc.stdin is not None
         worker.proc.stdin.write((json.dumps(job) + "\n").encode())

@@ -208,10 +208,13 @@ def run_shape(
     clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
     module_problem: Problem | None = None,
     await_exit: list[tuple[int, int | None]] | None = None,
+    rotation: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[list[Any]]]]:
     """Inputs, poison, correctness pass, timed samples and the judged outputs (on the device) of one shape.
     ``await_exit``: the previous run's killed processes, waited for before the timer (their CUDA teardown
-    overlaps this run's inputs and correctness pass, never its timed samples)."""
+    overlaps this run's inputs and correctness pass, never its timed samples). ``rotation``: the K the verify's
+    first run chose (its later runs keep it: an output whose size follows the data, such as a stream
+    compaction's, would move K by one between runs); None: chosen here."""
     marks = {"start": time.perf_counter()}
     urandom = random.SystemRandom()  # call picks: os.urandom, not the `random` state a script can seed
     inputs = ShapeInputs(torch, spec, shape_index, derive, kwargs, device, module_problem)
@@ -236,7 +239,7 @@ def run_shape(
     per_set = nbytes([t for t, own in zip(layout.leaves, layout.per_set, strict=True) if own])
     total = nbytes(layout.leaves)
     wanted, cache_resident = rotation_count(per_set, cache, device_kind)
-    wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind)
+    wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind) if rotation is None else rotation
     held = total if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
     n_sets, free = fitted_rotation(
         (per_set, total - per_set, out_bytes),

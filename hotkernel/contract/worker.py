@@ -247,6 +247,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
     seeds = SeedSource(spec.get("seed"))
     cache = cache_bytes(torch, device_kind)
     await_exit = [(int(pid), None if start is None else int(start)) for pid, start in job.get("await_exit") or []]
+    rotations = [int(k) for k in job.get("rotation") or []]  # the verify's first run's K per shape, if any
     shapes_out, kept = [], []
     for shape_index, label in enumerate(spec["shapes"]):
         with torch.no_grad():  # one grad mode for every call (a compiled kernel is compiled once)
@@ -265,6 +266,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
                 clocks,
                 module_problem,
                 await_exit,
+                rotations[shape_index] if shape_index < len(rotations) else None,
             )
             await_exit = []
         shapes_out.append(shape)

@@ -121,9 +121,10 @@ def run_one(
     judge: Any,
     resolved: dict[str, Any] | None = None,
     cancel: threading.Event | None = None,
+    rotation: list[int] | None = None,
 ) -> RunSummary:
     """One run of ``script`` through the runner, summarised; anticipated runner errors become errors.
-    ``cancel`` set while it runs: the run is killed and comes back cancelled."""
+    ``cancel`` set while it runs: the run is killed and comes back cancelled. ``rotation``: input sets per shape."""
     try:
         outcome = runner.run_script(
             ws,
@@ -135,6 +136,7 @@ def run_one(
             judge=judge,
             resolved=resolved,
             cancel=cancel,
+            rotation=rotation,
         )
     except HotkernelError as err:
         return RunSummary(role=role, index=index, status="error", reason=f"crashed: {err}")

@@ -398,10 +398,12 @@ def run_script(
     check_idle: bool = True,
     resolved: dict[str, Any] | None = None,
     cancel: threading.Event | None = None,
+    rotation: list[int] | None = None,
 ) -> RunOutcome:
     """Run ``script`` once under the contract with the user's ``python``; hashes checked before and after.
     ``cancel``: once set (a sync's budget, an MCP cancel), the run in flight is killed with everything it started,
-    its judge too, and comes back ``invalid`` with a reason starting ``cancelled:``, nothing measured."""
+    its judge too, and comes back ``invalid`` with a reason starting ``cancelled:``, nothing measured.
+    ``rotation``: the input sets per shape to use (a verify passes its first run's to the later ones)."""
     started = time.monotonic()
     path = ws.inside(script, what="script")
     if not path.is_file():
@@ -458,6 +460,7 @@ def run_script(
             role=role,
             on_worker_done=session.prestart if session.prestart_enabled else None,
             defer_teardown=not own,
+            rotation=rotation,
         )
     except HotkernelError:
         raise

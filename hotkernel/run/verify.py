@@ -191,6 +191,7 @@ def verify(
                     judge=active,
                     resolved=contexts[role],
                     cancel=cancel,
+                    rotation=state.rotation(),
                 )
 
             state.run_all(one, cancel)
@@ -239,6 +240,15 @@ class Rounds:
             self.completed += 1
             if self.stop_after_round():
                 return
+
+    def rotation(self) -> list[int] | None:
+        """The first ok run's input sets per shape, which every later run of the verify uses (None before it)."""
+        if self.reference is None:
+            return None
+        first = next(r for r in self.runs if r.status == "ok" and r.data)
+        shapes = (first.data or {}).get("per_shape") or []
+        found = [s.get("rotation") for s in shapes if isinstance(s, dict)]
+        return [int(k) for k in found] if found and all(isinstance(k, int) for k in found) else None
 
     def record_run(self, run: RunSummary, round_index: int) -> bool:
         """Keep ``run``; False when it ends the verify (incorrect / invalid)."""

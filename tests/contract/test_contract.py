@@ -288,6 +288,20 @@ def test_checksum_is_chunked_and_position_sensitive() -> None:
     assert hk.checksum(torch, x)[1] != hk.checksum(torch, swapped)[1]
 
 
+@pytest.mark.parametrize("chunk", [1000, 251 * 7, 100, 1 << 26])
+def test_checksum_is_the_position_weighted_sum_across_chunks(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of whole 251-element rows and a ragged tail give exactly the weighted sum of weight (i % 251) + 1."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(hk, "CHECKSUM_CHUNK_ELEMENTS", chunk)
+    for n in (0, 1, 250, 251, 252, 30_011):
+        x = torch.randn(n, dtype=torch.float32)
+        wide = x.double()
+        weights = (torch.arange(n) % 251 + 1).double()
+        plain, weighted = hk.checksum(torch, x)
+        assert plain == pytest.approx(float(wide.sum()), abs=1e-9 * max(1.0, n))
+        assert weighted == pytest.approx(float((wide * weights).sum()), abs=1e-7 * max(1.0, n))
+
+
 def test_every_check_of_the_table_is_documented() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "verdicts.md").read_text(encoding="utf-8")
     missing = [check.name for check in hk.CHECKS if f"`{check.name}`" not in text]

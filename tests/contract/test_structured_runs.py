@@ -401,3 +401,97 @@ def test_a_sum_is_admitted_by_the_baselines_error_on_each_set(tmp_path: Path) ->
         low = "def kernel(x, out):\n    out.copy_(x.bfloat16().sum().float())\n    return out\n"
         outcome = run_task(ws, name, resolved, low, judge)
         assert outcome.status == "incorrect", outcome.reason
+
+
+CENTRED_BN_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    \"\"\"ShuffleNet's unit in small: a BatchNorm in training mode after a channel-centred input, so the running
+    mean it updates is rounding noise near zero (KernelBench level 3's 25_ShuffleNetUnit on the H200).\"\"\"
+
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 1, bias=False)
+        self.bn = nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.bn(y - y.mean(dim=(0, 2, 3), keepdim=True))
+
+
+def get_inputs():
+    return [torch.randn(8, 16, 12, 12)]
+
+
+def get_init_inputs():
+    return [16]
+"""
+
+
+def test_a_running_mean_near_zero_admits_the_baselines_own_error(tmp_path: Path) -> None:
+    """A Model buffer judged after the call (BatchNorm's running mean, here noise near zero) is held to the
+    baseline's own error on it, like any output: the baseline passes, a running mean left unchanged fails."""
+    spec_keys = {
+        "inputs": [{"name": "x", "shapes": [[8, 16, 12, 12]]}, {"name": "state", "shapes": None}],
+        "shapes": ["8x16x12x12"],
+        "rotate": ["x"],
+        "cases": [],
+    }
+    ws, spec = problem_target(tmp_path / "ws", CENTRED_BN_PROBLEM, spec_keys)
+    stale = """import torch
+
+
+def kernel(x, state):
+    y = torch.nn.functional.conv2d(x, state["conv.weight"])
+    y = y - y.mean(dim=(0, 2, 3), keepdim=True)
+    mean, var = y.mean(dim=(0, 2, 3)), y.var(dim=(0, 2, 3), unbiased=False)
+    n = y.numel() // y.shape[1]
+    state["bn.running_var"].mul_(0.9).add_(0.1 * var * n / (n - 1))
+    state["bn.num_batches_tracked"].add_(1)
+    shape = (1, -1, 1, 1)
+    out = (y - mean.view(shape)) / torch.sqrt(var.view(shape) + 1e-5)
+    return out * state["bn.weight"].view(shape) + state["bn.bias"].view(shape)
+"""
+    with JudgeProcess(ws, python=python()) as judge:
+        for _ in range(2):
+            outcome = run(ws, spec, None, judge)
+            assert outcome.status == "ok", outcome.reason
+        outcome = run(ws, spec, stale.replace("running_var", "running_mean"), judge)
+        assert outcome.status == "incorrect", outcome.reason
+
+
+CANCELLING_SOURCE = """import torch
+
+
+def shifted(x, y):
+    # fp32 loses up to ~5e-4 of y adding and removing 1e3 * x: the baseline's own elementwise error is over
+    # atol, like a deep fp32 network's (KernelBench level 3's 10_ResNet101 on the H200), yet 30x under bf16's
+    return (x * 1e3 + y) - x * 1e3
+"""
+
+
+def test_an_elementwise_error_the_baseline_has_itself_is_admitted(tmp_path: Path) -> None:
+    """An fp32 baseline whose own elementwise error against the fp64 reference exceeds atol passes its A/A; a
+    candidate exact to fp32 passes; one off by 0.1 or computed in bf16 fails."""
+    ws, _ = make_workspace(tmp_path / "ws")
+    (ws.root / "kernels" / "ops.py").write_text(CANCELLING_SOURCE)
+    spec = default_resolved(
+        **{
+            "from": "./kernels/ops.py:shifted",
+            "inputs": [{"name": "x", "shapes": [[256, 256]]}, {"name": "y", "shapes": [[256, 256]]}],
+            "shapes": ["256x256"],
+            "kwargs": {},
+            "rotate": ["x", "y"],
+        }
+    )
+    render_target(ws, TARGET, spec)
+    with JudgeProcess(ws, python=python()) as judge:
+        outcome = run(ws, spec, None, judge)
+        assert outcome.status == "ok", outcome.reason
+        assert run(ws, spec, "def kernel(x, y):\n    return y.clone()\n", judge).status == "ok"
+        off = run(ws, spec, "def kernel(x, y):\n    return y + 0.1\n", judge)
+        assert off.status == "incorrect" and off.reason.startswith("outputs_match_reference"), off.reason
+        low = run(ws, spec, "def kernel(x, y):\n    return y.bfloat16().float()\n", judge)
+        assert low.status == "incorrect", low.reason

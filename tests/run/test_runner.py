@@ -79,6 +79,35 @@ def test_baseline_and_candidate_run_ok_with_one_judge(tmp_path: Path) -> None:
     assert not status.exists() or "zombie" in status.read_text()  # the judge is gone after the block
 
 
+@pytest.mark.slow
+def test_a_verify_keeps_its_first_runs_rotation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner takes the number of input sets per shape from its caller (a verify's first run chose it; an
+    output whose length follows the data, a stream compaction's, moved it by one between runs on the H200), and
+    verify passes the first run's to every later run."""
+    from hotkernel.run import verify as verify_module
+    from hotkernel.run.bench import run_one
+
+    ws, resolved = make_workspace(tmp_path)
+    with JudgeProcess(ws, python=python()) as judge:
+        free = run_script(ws, f"targets/{TARGET}/baseline.py", python=python(), judge=judge, resolved=resolved)
+        kept = run_script(
+            ws, f"targets/{TARGET}/candidate.py", python=python(), judge=judge, resolved=resolved, rotation=[3]
+        )
+    assert free.status == kept.status == "ok", (free.reason, kept.reason)
+    assert free.run["per_shape"][0]["rotation"] != 3 and kept.run["per_shape"][0]["rotation"] == 3
+    asked = []
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs["rotation"])
+        return run_one(*args, **kwargs)
+
+    monkeypatch.setattr(verify_module, "run_one", spy)
+    result = verify_module.verify(ws, f"targets/{TARGET}/baseline.py", f"targets/{TARGET}/candidate.py", n=3)
+    assert all(run.status == "ok" for run in result.runs) and len(result.runs) >= 6, result.reason
+    first = result.runs[0].data["per_shape"][0]["rotation"]
+    assert asked == [None] + [[first]] * (len(result.runs) - 1), asked
+
+
 WRITES_AT_IMPORT = '''"""Cheat: at import, writes {rel} (a run must leave the workspace as it found it)."""
 import pathlib
 
