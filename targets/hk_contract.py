@@ -215,12 +215,15 @@ class SeedSource:
 
 
 def cpu_name() -> str:
+    """The CPU a cpu target ran on, as records and the board name it: the model and the logical CPUs this process
+    may use (``CPU Intel(R) Xeon(R) Processor (2 CPUs)``). A virtual machine's model name is often generic, so
+    the model alone put a 2-CPU box and a 16-CPU GPU host on one board row."""
+    model = platform.processor() or platform.machine()
     with contextlib.suppress(OSError):
         with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return "CPU " + line.split(":", 1)[1].strip()
-    return "CPU " + (platform.processor() or platform.machine())
+            model = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), model)
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return f"CPU {model} ({count} CPUs)"
 
 
 def proc_kib(path: str, key: str) -> int | None:
@@ -839,14 +842,29 @@ def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: 
         with _fake(torch):
             return module.generate_input(**case, seed=1), "fake"
     except Exception as fake_error:  # noqa: BLE001 - data dependent: one real run tells
-        why = f"{type(fake_error).__name__} under FakeTensorMode"
+        why = f"{type(fake_error).__name__} under FakeTensorMode: {_first_line(fake_error)}"
     try:
         with memory_cap(torch, device, None, f"{path}: generate_input(**{case})"), time_limit(REAL_RUN_S):
             with torch.device(device):
                 return module.generate_input(**case, seed=1), "real"
     except Exception as err:  # noqa: BLE001
         what = f"generate_input(**{case}) ({why}; then a real run on {device})"
-        raise ValueError(problem_error(path, err, what)) from None
+        raise ValueError(problem_error(path, err, what) + _cuda_hint(torch, err)) from None
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [""])[0][:160]
+
+
+def _cuda_hint(torch: Any, err: BaseException) -> str:
+    """Where the problem makes CUDA tensors itself (``device="cuda"``, a CUDA ``torch.Generator``) and this torch
+    has no GPU: the one fix, since no ``--device`` can move them."""
+    if torch.cuda.is_available() or "cuda" not in str(err).lower():
+        return ""
+    return (
+        "; the problem makes CUDA tensors itself and this torch has no GPU: import it on a machine with an NVIDIA "
+        "GPU (--device cuda)"
+    )
 
 
 def _reference_run(
@@ -863,15 +881,17 @@ def _reference_run(
     index = min(range(len(cases)), key=lambda i: tensor_bytes(torch, datas[i][0]))
     need = REAL_RUN_FACTOR * tensor_bytes(torch, datas[index][0])
     what = f"{path}: the reference on {cases[index]}"
+    step = f"generate_input(**{cases[index]})"
     try:
         with memory_cap(torch, device, need, what), time_limit(REAL_RUN_S), torch.device(device):
             data = module.generate_input(**cases[index], seed=1)
+            step = f"the reference on {cases[index]}"
             runs = [(data, ref(data))]
     except ValueError:
         raise
     except Exception as err:  # noqa: BLE001
-        what = f"the reference on {cases[index]} (a real run on {device})"
-        raise ValueError(problem_error(path, err, what)) from None
+        what = f"{step} (a real run on {device})"
+        raise ValueError(problem_error(path, err, what) + _cuda_hint(torch, err)) from None
     flags = signal_flags(torch, runs[0][1], runs[0][1], [])
     return runs[0][0], runs[0][1], "real", flags
 

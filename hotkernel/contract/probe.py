@@ -417,14 +417,29 @@ def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: 
         with _fake(torch):
             return module.generate_input(**case, seed=1), "fake"
     except Exception as fake_error:  # noqa: BLE001 - data dependent: one real run tells
-        why = f"{type(fake_error).__name__} under FakeTensorMode"
+        why = f"{type(fake_error).__name__} under FakeTensorMode: {_first_line(fake_error)}"
     try:
         with memory_cap(torch, device, None, f"{path}: generate_input(**{case})"), time_limit(REAL_RUN_S):
             with torch.device(device):
                 return module.generate_input(**case, seed=1), "real"
     except Exception as err:  # noqa: BLE001
         what = f"generate_input(**{case}) ({why}; then a real run on {device})"
-        raise ValueError(problem_error(path, err, what)) from None
+        raise ValueError(problem_error(path, err, what) + _cuda_hint(torch, err)) from None
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [""])[0][:160]
+
+
+def _cuda_hint(torch: Any, err: BaseException) -> str:
+    """Where the problem makes CUDA tensors itself (``device="cuda"``, a CUDA ``torch.Generator``) and this torch
+    has no GPU: the one fix, since no ``--device`` can move them."""
+    if torch.cuda.is_available() or "cuda" not in str(err).lower():
+        return ""
+    return (
+        "; the problem makes CUDA tensors itself and this torch has no GPU: import it on a machine with an NVIDIA "
+        "GPU (--device cuda)"
+    )
 
 
 def _reference_run(
@@ -441,15 +456,17 @@ def _reference_run(
     index = min(range(len(cases)), key=lambda i: tensor_bytes(torch, datas[i][0]))
     need = REAL_RUN_FACTOR * tensor_bytes(torch, datas[index][0])
     what = f"{path}: the reference on {cases[index]}"
+    step = f"generate_input(**{cases[index]})"
     try:
         with memory_cap(torch, device, need, what), time_limit(REAL_RUN_S), torch.device(device):
             data = module.generate_input(**cases[index], seed=1)
+            step = f"the reference on {cases[index]}"
             runs = [(data, ref(data))]
     except ValueError:
         raise
     except Exception as err:  # noqa: BLE001
-        what = f"the reference on {cases[index]} (a real run on {device})"
-        raise ValueError(problem_error(path, err, what)) from None
+        what = f"{step} (a real run on {device})"
+        raise ValueError(problem_error(path, err, what) + _cuda_hint(torch, err)) from None
     flags = signal_flags(torch, runs[0][1], runs[0][1], [])
     return runs[0][0], runs[0][1], "real", flags
 

@@ -105,12 +105,15 @@ class SeedSource:
 
 
 def cpu_name() -> str:
+    """The CPU a cpu target ran on, as records and the board name it: the model and the logical CPUs this process
+    may use (``CPU Intel(R) Xeon(R) Processor (2 CPUs)``). A virtual machine's model name is often generic, so
+    the model alone put a 2-CPU box and a 16-CPU GPU host on one board row."""
+    model = platform.processor() or platform.machine()
     with contextlib.suppress(OSError):
         with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return "CPU " + line.split(":", 1)[1].strip()
-    return "CPU " + (platform.processor() or platform.machine())
+            model = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), model)
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return f"CPU {model} ({count} CPUs)"
 
 
 def proc_kib(path: str, key: str) -> int | None:

@@ -306,3 +306,12 @@ def test_every_check_of_the_table_is_documented() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "verdicts.md").read_text(encoding="utf-8")
     missing = [check.name for check in hk.CHECKS if f"`{check.name}`" not in text]
     assert missing == [], f"docs/verdicts.md does not describe {missing}"
+
+
+def test_a_cpu_is_named_by_its_model_and_the_cpus_the_process_may_use() -> None:
+    """Board rows of cpu targets split hosts whose generic model names agree (a 2-CPU box, a 16-CPU GPU host)."""
+    import os
+
+    name = hk.cpu_name()
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert name.startswith("CPU ") and name.endswith(f" ({count} CPUs)") and len(name) > len(f"CPU  ({count} CPUs)")

@@ -156,3 +156,30 @@ def test_the_level_1_problems_that_were_skipped_now_probe(name: str) -> None:
         assert kinds == ["tensor", "scalar", "state"]
     else:
         assert reply["shapes"][0][-1]["tensors"] == 5  # weight, bias, running_mean, running_var, num_batches_tracked
+
+
+CUDA_ONLY_TASK = """import torch
+
+
+def generate_input(size: int, seed: int):
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed)
+    return (torch.randn(size, device="cuda", generator=gen),)
+
+
+def ref_kernel(data):
+    return data[0] * 2
+"""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the hint is for a torch without a GPU")
+def test_a_task_that_makes_cuda_tensors_itself_says_where_to_import_it(tmp_path: Path) -> None:
+    """GPU MODE's references build their data on ``device="cuda"`` (most with a CUDA ``torch.Generator``): on a
+    torch without a GPU the reason names the FakeTensorMode error too, and says the one fix."""
+    task = tmp_path / "reference.py"
+    task.write_text(CUDA_ONLY_TASK)
+    with pytest.raises(ValueError) as raised:
+        probe.probe_problem(torch, str(task), None, [{"size": 64}], "cpu")
+    reason = str(raised.value)
+    assert reason.startswith(f"{task}:5: generate_input(**{{'size': 64}}) (RuntimeError under FakeTensorMode: ")
+    assert reason.endswith("import it on a machine with an NVIDIA GPU (--device cuda)") and "\n" not in reason
