@@ -43,7 +43,9 @@ def problem_error(path: str, err: BaseException, what: str) -> str:
             line = tb.tb_lineno
         tb = tb.tb_next
     where = f"{path}:{line}" if line else path
-    return f"{where}: {what} raised {type(err).__name__}: {str(err)[:300]}"
+    text = (str(err).strip().splitlines() or [""])[0]
+    text = text.split(". ", 1)[0] if len(text) > 200 else text  # a paragraph (CUDA errors): its first sentence
+    return f"{where}: {what} raised {type(err).__name__}: {text[:300]}"
 
 
 # ---- describing values ------------------------------------------------------------------------------------
@@ -417,18 +419,22 @@ def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: 
         with _fake(torch):
             return module.generate_input(**case, seed=1), "fake"
     except Exception as fake_error:  # noqa: BLE001 - data dependent: one real run tells
-        why = f"{type(fake_error).__name__} under FakeTensorMode: {_first_line(fake_error)}"
+        fake = fake_error
     try:
         with memory_cap(torch, device, None, f"{path}: generate_input(**{case})"), time_limit(REAL_RUN_S):
             with torch.device(device):
                 return module.generate_input(**case, seed=1), "real"
     except Exception as err:  # noqa: BLE001
-        what = f"generate_input(**{case}) ({why}; then a real run on {device})"
+        said = _first_sentence(fake)
+        why = "the same" if said == _first_sentence(err) else f"{type(fake).__name__}: {said}"
+        what = f"generate_input(**{case}) ({why} under FakeTensorMode; then a real run on {device})"
         raise ValueError(problem_error(path, err, what) + _cuda_hint(torch, err)) from None
 
 
-def _first_line(err: BaseException) -> str:
-    return (str(err).strip().splitlines() or [""])[0][:160]
+def _first_sentence(err: BaseException) -> str:
+    """An error's first line up to its first full stop (PyTorch's CUDA errors run on for a paragraph)."""
+    line = (str(err).strip().splitlines() or [""])[0]
+    return line.split(". ", 1)[0].rstrip(".")[:160]
 
 
 def _cuda_hint(torch: Any, err: BaseException) -> str:
