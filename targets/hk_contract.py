@@ -468,9 +468,14 @@ def problem_error(path: str, err: BaseException, what: str) -> str:
             line = tb.tb_lineno
         tb = tb.tb_next
     where = f"{path}:{line}" if line else path
+    return f"{where}: {what} raised {type(err).__name__}: {error_text(err)}"
+
+
+def error_text(err: BaseException) -> str:
+    """An error's message on one line: its first line, or of a paragraph (PyTorch's CUDA errors run on for one)
+    its first sentence; at most 300 characters."""
     text = (str(err).strip().splitlines() or [""])[0]
-    text = text.split(". ", 1)[0] if len(text) > 200 else text  # a paragraph (CUDA errors): its first sentence
-    return f"{where}: {what} raised {type(err).__name__}: {text[:300]}"
+    return (text.split(". ", 1)[0] if len(text) > 200 else text)[:300]
 
 
 # ---- describing values ------------------------------------------------------------------------------------
@@ -850,16 +855,10 @@ def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: 
             with torch.device(device):
                 return module.generate_input(**case, seed=1), "real"
     except Exception as err:  # noqa: BLE001
-        said = _first_sentence(fake)
-        why = "the same" if said == _first_sentence(err) else f"{type(fake).__name__}: {said}"
+        said = error_text(fake)
+        why = "the same" if said == error_text(err) else f"{type(fake).__name__}: {said}"
         what = f"generate_input(**{case}) ({why} under FakeTensorMode; then a real run on {device})"
         raise ValueError(problem_error(path, err, what) + _cuda_hint(torch, err)) from None
-
-
-def _first_sentence(err: BaseException) -> str:
-    """An error's first line up to its first full stop (PyTorch's CUDA errors run on for a paragraph)."""
-    line = (str(err).strip().splitlines() or [""])[0]
-    return line.split(". ", 1)[0].rstrip(".")[:160]
 
 
 def _cuda_hint(torch: Any, err: BaseException) -> str:

@@ -13,6 +13,9 @@ import json
 import sys
 import tarfile
 
+from hotkernel.store.compact import decode
+from hotkernel.store.models import Record
+
 
 def rows(path: str) -> list[tuple[str, str, int, str, float, float]]:
     found = []
@@ -20,19 +23,17 @@ def rows(path: str) -> list[tuple[str, str, int, str, float, float]]:
         for member in tar.getmembers():
             if not (member.isfile() and member.name.startswith("results/") and member.name.endswith(".json")):
                 continue
-            record = json.load(tar.extractfile(member))  # type: ignore[arg-type]
-            result = record["result"]
-            runs = result["runs"]
-            walls = [row[5] for row in runs["rows"]] if isinstance(runs, dict) else [r["wall_s"] for r in runs]
-            decision = result.get("decision") or {}
+            record = Record.model_validate(decode(json.load(tar.extractfile(member))))  # type: ignore[arg-type]
+            result = record.result
+            decision = result.decision or {}
             found.append(
                 (
-                    record["target"],
-                    result["verdict"],
+                    record.target,
+                    str(result.verdict),
                     int(decision.get("n") or 0),
                     str(decision.get("stopped")),
-                    float((result.get("contract") or {}).get("bytes") or 0) / 1e9,
-                    float(sum(w for w in walls if w is not None)),
+                    float((result.contract or {}).get("bytes") or 0) / 1e9,
+                    float(sum(run.wall_s or 0.0 for run in result.runs)),
                 )
             )
     return found
