@@ -298,8 +298,10 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
                     reference,
                     shape_tol,
                     check_outputs,
-                    lambda _inputs=inputs, _item=item, _rec=shape_rec, _judged=judged: measure_baseline_error(
-                        state, spec, base_fn, ref_fn, inputs_seen(state, _inputs, _item, _rec), kwargs, _judged
+                    lambda _inputs=inputs, _item=item, _rec=shape_rec, _judged=judged, _ref=reference: (
+                        measure_baseline_error(
+                            state, base_fn, inputs_seen(state, _inputs, _item, _rec), kwargs, _judged, _ref()
+                        )
                     ),
                 )
                 for check in OUTPUT_CHECKS:
@@ -444,22 +446,18 @@ def baseline_error(
     set, once per judge (``correctness_admit_baseline``: the bounds never reject the baseline's own accuracy)."""
     key = (json.dumps(spec, sort_keys=True), shape_index)
     if key not in state.baseline_error:
-        state.baseline_error[key] = measure_baseline_error(state, spec, base_fn, ref_fn, inputs, kwargs, layout)
+        refs = reference_outputs(state, spec, ref_fn, inputs, kwargs, layout)
+        state.baseline_error[key] = measure_baseline_error(state, base_fn, inputs, kwargs, layout, refs)
     return state.baseline_error[key]
 
 
 def measure_baseline_error(
-    state: JudgeState,
-    spec: dict[str, Any],
-    base_fn: Any,
-    ref_fn: Any,
-    inputs: list[Any],
-    kwargs: dict[str, Any],
-    layout: Layout | None,
+    state: JudgeState, base_fn: Any, inputs: list[Any], kwargs: dict[str, Any], layout: Layout | None, refs: list[Any]
 ) -> list[list[float]]:
-    """Per output, the baseline's own ``[rel_l2, corr, max_abs_error]`` against the reference on ``inputs`` (not
-    cached); with ``layout``, the Model buffers its forward updates count as outputs after the returned ones, as
-    the correctness pass judges them (a BatchNorm running mean near zero is mostly rounding noise)."""
+    """Per output, the baseline's own ``[rel_l2, corr, max_abs_error]`` on ``inputs`` against ``refs``, the
+    reference on those inputs (a judged set's is computed already; not cached); with ``layout``, the Model
+    buffers its forward updates count as outputs after the returned ones, as the correctness pass judges them (a
+    BatchNorm running mean near zero is mostly rounding noise)."""
     torch = state.torch
     with torch.no_grad():
         copies = map_tensors(torch, lambda t: t.clone(), inputs)
@@ -467,7 +465,6 @@ def measure_baseline_error(
         outs = as_outputs(torch, base_fn(*copies, **kwargs))
         if layout is not None:
             outs = outs + [t for t, after in zip(leaves, layout.after, strict=True) if after]
-        refs = reference_outputs(state, spec, ref_fn, inputs, kwargs, layout)
         return correctness_baseline_error(torch, outs, refs)
 
 
