@@ -3467,11 +3467,41 @@ def shutdown_compile_pool() -> None:
 
 
 # ======================================== judge.py ==========================================================
-class JudgeState:
-    """What a persistent judge keeps between runs: imported functions, expected outputs, precision, ceiling."""
+class PhaseClock:
+    """Seconds per named phase of one judged run, each phase's own (a nested phase is not counted twice); a
+    phase ends with a CUDA synchronize, so queued GPU work is charged to the phase that queued it."""
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
+        self.totals: dict[str, float] = {}
+        self.nested: list[float] = []  # per open phase: the seconds its nested phases took
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Any:
+        started = time.perf_counter()
+        self.nested.append(0.0)
+        try:
+            yield
+        finally:
+            if self.torch.cuda.is_initialized():
+                self.torch.cuda.synchronize()
+            elapsed = time.perf_counter() - started
+            inner = self.nested.pop()
+            self.totals[name] = self.totals.get(name, 0.0) + elapsed - inner
+            if self.nested:
+                self.nested[-1] += elapsed
+
+    def seconds(self) -> dict[str, float]:
+        return {name: round(value, 3) for name, value in sorted(self.totals.items())}
+
+
+class JudgeState:
+    """What a persistent judge keeps between runs: imported functions, expected outputs, precision, ceiling;
+    ``clock``: the phases of the run being judged."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.clock = PhaseClock(torch)
         self.functions: dict[str, Any] = {}
         self.expected: dict[tuple[str, int], list[tuple[tuple[int, ...], str]]] = {}
         self.precision: dict[str, str] = {}
@@ -3501,16 +3531,19 @@ def judge_main() -> None:
 
 
 def answer_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
-    """The reply to one job; afterwards, with the job's tensors gone, the device memory the judge cached is given
-    back (the next run's worker counts the card's free memory: a cached reference would be counted twice)."""
+    """The reply to one job, with the seconds of each judge phase (``phases_s``); afterwards, with the job's
+    tensors gone, the device memory the judge cached is given back (the next run's worker counts the card's free
+    memory: a cached reference would be counted twice)."""
+    state.clock = PhaseClock(state.torch)
     try:
-        return judge_job(state, job)
+        reply = judge_job(state, job)
     except CheckFailed as err:
-        return {"status": verdict_of(err.check), "reason": str(err), "checks": []}
+        reply = {"status": verdict_of(err.check), "reason": str(err), "checks": []}
     except Exception as err:  # noqa: BLE001 - a judge failure is a reply, not a dead judge
-        return {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}", "checks": []}
-    finally:
+        reply = {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}", "checks": []}
+    with state.clock("release"):
         release_device_memory(state.torch)
+    return {**reply, "phases_s": state.clock.seconds()}
 
 
 def release_device_memory(torch: Any) -> None:
@@ -3596,6 +3629,23 @@ def reference_outputs(
     if key in state.precision:
         ladder = [state.precision[key]]
     modules = modules_of(torch, ref_fn)
+    with state.clock("reference"):
+        return reference_ladder(state, spec, ref_fn, inputs, kwargs, layout, ladder, modules)
+
+
+def reference_ladder(
+    state: JudgeState,
+    spec: dict[str, Any],
+    ref_fn: Any,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+    layout: Layout | None,
+    ladder: list[str],
+    modules: list[Any],
+) -> list[Any]:
+    """``reference_outputs`` in the first precision of ``ladder`` that runs (remembered per target)."""
+    torch = state.torch
+    key = json.dumps(spec, sort_keys=True)
     last_error: Exception | None = None
     for name in ladder:
         wide = wide_dtype(torch, name)
@@ -3671,7 +3721,8 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     per_shape: list[dict[str, Any]] = []
     failure: dict[str, Any] | None = None
     worst = 0.0
-    ceiling = job.get("ceiling_gbps") or measure_ceiling_gbps(state, device_kind)
+    with state.clock("ceiling"):
+        ceiling = job.get("ceiling_gbps") or measure_ceiling_gbps(state, device_kind)
     if len(record.get("shapes") or []) != len(spec["shapes"]):
         raise CheckFailed("single_protocol_line", "worker reported a different number of shapes than the spec")
 
@@ -3687,21 +3738,26 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     for shape_index, shape_rec in enumerate(record["shapes"]):
         label = spec["shapes"][shape_index]
         try:
-            handed = import_outputs(torch, shape_rec["outputs"], run_dir, device)
+            with state.clock("open"):
+                handed = import_outputs(torch, shape_rec["outputs"], run_dir, device)
         except (OSError, ValueError, KeyError, RuntimeError) as err:
             raise CheckFailed("single_protocol_line", f"shape {label}: judged outputs unreadable: {err}") from err
-        stamps = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
+        with state.clock("stamps"):
+            stamps = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
 
         def inputs_for(item: dict[str, Any], _i: int = shape_index) -> tuple[list[Any], Layout]:
-            raw = make_raw(torch, spec, _i, int(item["set_seed"]), int(item["shared_seed"]), device, module_problem)
-            values = call_inputs(raw, derive, kwargs)
-            return values, set_layout(torch, spec, values, derive is not None, module_problem)
+            with state.clock("inputs"):
+                seeds = int(item["set_seed"]), int(item["shared_seed"])
+                raw = make_raw(torch, spec, _i, *seeds, device, module_problem)
+                values = call_inputs(raw, derive, kwargs)
+                return values, set_layout(torch, spec, values, derive is not None, module_problem)
 
         first_inputs, first_layout = inputs_for(shape_rec["correct"][0])
         after_shapes = [(tuple(t.shape), str(t.dtype)) for t in first_layout.judged_after()]
-        check_deterministic(state, spec, ref_fn, module_problem, first_inputs, kwargs)
-        expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
-        first_error = baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs, kwargs, first_layout)
+        with state.clock("baseline"):
+            check_deterministic(state, spec, ref_fn, module_problem, first_inputs, kwargs)
+            expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
+            first_error = baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs, kwargs, first_layout)
         shape_tol = {**tol, "baseline": first_error}
         shape_error, shape_ok = 0.0, True
         for kind in ("correct", "timed"):
@@ -3735,7 +3791,8 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
                     ),
                 )
                 for check in OUTPUT_CHECKS:
-                    found = check.function(case)
+                    with state.clock("checks"):
+                        found = check.function(case)
                     for entry in found:
                         if entry.get("max_abs_error") is not None and math.isfinite(entry["max_abs_error"]):
                             shape_error = max(shape_error, float(entry["max_abs_error"]))
@@ -3744,7 +3801,8 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
                         shape_ok = False
                         break
                 del case, inputs
-        again = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
+        with state.clock("stamps"):
+            again = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
         if json.dumps(again) != json.dumps(stamps):  # NaN equals NaN here
             note(
                 check_result(
@@ -3830,6 +3888,14 @@ def inputs_seen(state: JudgeState, inputs: list[Any], item: dict[str, Any], shap
     slot = shape_rec.get("perturbed_input")
     if item.get("perturb_seed") is None or slot is None:
         return inputs
+    with state.clock("perturb"):
+        return perturbed_copy(state, inputs, item, shape_rec, slot)
+
+
+def perturbed_copy(
+    state: JudgeState, inputs: list[Any], item: dict[str, Any], shape_rec: dict[str, Any], slot: Any
+) -> list[Any]:
+    """A copy of ``inputs`` with the judged call's perturbation applied (``perturbation_of_call``)."""
     seen = map_tensors(state.torch, lambda t: t.clone(), inputs)
     leaves = tensor_leaves(state.torch, seen)
     position, value = perturbation_of_call(
@@ -3889,7 +3955,7 @@ def measure_baseline_error(
     buffers its forward updates count as outputs after the returned ones, as the correctness pass judges them (a
     BatchNorm running mean near zero is mostly rounding noise)."""
     torch = state.torch
-    with torch.no_grad():
+    with state.clock("baseline"), torch.no_grad():
         copies = map_tensors(torch, lambda t: t.clone(), inputs)
         leaves = tensor_leaves(torch, copies)  # before the call: it may rebind an entry of ``state``
         outs = as_outputs(torch, base_fn(*copies, **kwargs))
@@ -4255,6 +4321,7 @@ def orchestrate(
             **{f"worker_{k}": v for k, v in (record.get("phases_s") or {}).items()},
             **{f"job_{k}": v for k, v in (record.get("job_phases_s") or {}).items()},
             **{f"shape0_{k}": v for k, v in ((record.get("shapes") or [{}])[0].get("phases_s") or {}).items()},
+            **{f"judge_{k}": v for k, v in (reply.get("phases_s") or {}).items()},
         }
         return finish(result, started)
     finally:

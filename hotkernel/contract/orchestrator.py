@@ -365,6 +365,7 @@ def orchestrate(
             **{f"worker_{k}": v for k, v in (record.get("phases_s") or {}).items()},
             **{f"job_{k}": v for k, v in (record.get("job_phases_s") or {}).items()},
             **{f"shape0_{k}": v for k, v in ((record.get("shapes") or [{}])[0].get("phases_s") or {}).items()},
+            **{f"judge_{k}": v for k, v in (reply.get("phases_s") or {}).items()},
         }
         return finish(result, started)
     finally:
