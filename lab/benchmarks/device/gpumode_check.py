@@ -10,6 +10,13 @@ project's own tasks in GPU MODE's layout). Each task folder is imported into a f
 every submission ``lab/gpumode/submissions/<task>_<kind>.py`` (GPU MODE's ``custom_kernel(data)`` form) is
 verified through the one-line adapter the rendered candidate documents. One JSON line per step goes to
 ``OUT_DIR/gpumode.jsonl``; a summary is printed at the end.
+
+``--workspace WS`` verifies a workspace already imported into instead (``gpumode_real.sh`` imports GPU MODE's own
+tasks task by task first): an A/A verify of every target in its manifest, then, where the target's task folder
+holds the task's own ``submission.py``, that submission pasted above the one-line adapter the rendered candidate
+documents (``kernel = custom_kernel``), one JSON line a verify (target, kind, verdict, reason, wall_s)::
+
+    python3 lab/benchmarks/device/gpumode_check.py OUT_DIR --workspace WS [--budget-s 1200]
 """
 
 from __future__ import annotations
@@ -83,6 +90,58 @@ def verify(ws: Workspace, name: str, candidate: str, rounds: int, timeout_s: flo
     return {**{key: data.get(key) for key in keep}, "wall_s": wall}
 
 
+ADAPTER_MARK = "# GPU MODE's form"
+ADAPTER_LINE = "# kernel = custom_kernel"
+UNTOUCHED_MARK = "# hotkernel: untouched generated candidate"
+
+
+def submission_candidate(rendered: str, submission: str) -> str:
+    """The rendered candidate with a GPU MODE ``submission.py`` pasted above its one-line adapter, the adapter on
+    (after the baseline's load, so the task folder, with ``task.py`` and ``utils.py``, is on sys.path)."""
+    if ADAPTER_MARK not in rendered or ADAPTER_LINE not in rendered:
+        raise ValueError("the rendered candidate documents no `kernel = custom_kernel` adapter")
+    head, tail = rendered.split(ADAPTER_MARK, 1)
+    tail = tail.replace(ADAPTER_LINE, ADAPTER_LINE.removeprefix("# "), 1)
+    tail = "".join(line for line in tail.splitlines(keepends=True) if not line.startswith(UNTOUCHED_MARK))
+    return f"{head}# the task's own submission.py, as GPU MODE ships it\n{submission.strip()}\n\n\n{ADAPTER_MARK}{tail}"
+
+
+def verify_workspace(
+    ws: Workspace, log_path: Path, budget_s: float, rounds: int, timeout_s: float
+) -> list[dict[str, Any]]:
+    """An A/A verify of every target in ``ws``'s manifest and a verify of each task's own submission.py, in
+    manifest order while ``budget_s`` lasts; one JSON line a verify to ``log_path``."""
+    from hotkernel.manifest.load import load_manifest
+
+    rows: list[dict[str, Any]] = []
+    deadline = time.monotonic() + budget_s
+    targets = load_manifest(ws.manifest).targets if ws.manifest.is_file() else {}
+    for name, spec in targets.items():
+        source = str(getattr(spec, "from_", None) or "")
+        jobs: list[tuple[str, str, Path | None]] = [("aa", "candidate.py", None)]
+        submission = (ws.root / source.split(":", 1)[0]).parent / "submission.py" if source else None
+        if submission is not None and submission.is_file():
+            jobs.append(("submission", f"cand_{name}_submission.py", submission))
+        for kind, candidate, shipped in jobs:
+            row: dict[str, Any] = {"target": name, "kind": kind}
+            left = deadline - time.monotonic()
+            if left <= 5:
+                row.update(verdict=None, reason="budget", wall_s=0.0)
+            else:
+                try:
+                    if shipped is not None:
+                        rendered = (ws.target_dir(name) / "candidate.py").read_text()
+                        text = submission_candidate(rendered, shipped.read_text())
+                        (ws.target_dir(name) / candidate).write_text(text)
+                    row.update(verify(ws, name, candidate, rounds, min(timeout_s, left)))
+                except (OSError, ValueError) as err:
+                    row.update(verdict=None, reason=f"{type(err).__name__}: {err}", wall_s=0.0)
+            rows.append(row)
+            with log_path.open("a") as handle:
+                handle.write(json.dumps(row) + "\n")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
@@ -90,8 +149,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=240.0)
     parser.add_argument("--verify-timeout-s", type=float, default=120.0)
+    parser.add_argument("--workspace", type=Path, help="verify this workspace's targets instead of importing")
+    parser.add_argument("--jsonl", default="gpumode.jsonl", help="the JSON-lines file under OUT_DIR")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.workspace is not None:
+        ws = Workspace(args.workspace.resolve())
+        found = verify_workspace(ws, args.out / args.jsonl, args.budget_s, args.rounds, args.verify_timeout_s)
+        counts: dict[str, int] = {}
+        for row in found:
+            key = f"{row['kind']}:{row.get('verdict')}"
+            counts[key] = counts.get(key, 0) + 1
+        print(json.dumps({"verifies": len(found), "counts": counts}))
+        return 0
     log_path = args.out / "gpumode.jsonl"
     rows: list[dict[str, Any]] = []
 
