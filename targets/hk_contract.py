@@ -1478,6 +1478,112 @@ def apply_perturbation(torch: Any, inputs: list[Any], slot: int, position: int, 
     flat.index_copy_(0, index, value_bits.reshape(1).to(flat.device))
 
 
+# ======================================== fused.py ==========================================================
+FUSED_BLOCK = 512  # elements per program per step (fp64 accumulators: 10 per element of the block)
+FUSED_PROGRAMS = 1024  # at most this many programs per launch; each strides over its share of the elements
+FUSED_LAUNCH_ELEMENTS = 1 << 30  # elements per launch, so that offsets stay int32
+FUSED_SUMS = ("matches", "d2", "r2", "q2", "so", "sr", "oo", "rr", "or")
+_FUSED_KERNEL: dict[str, Any] = {}
+
+
+def fused_kernel() -> Any | None:
+    """The compiled-on-first-call Triton kernel, or None where Triton cannot be imported."""
+    if "sums" in _FUSED_KERNEL:
+        return _FUSED_KERNEL["sums"]
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        _FUSED_KERNEL["sums"] = None
+        return None
+
+    @triton.jit
+    def error_sums(o_ptr, r_ptr, params_ptr, part_ptr, n, BLOCK: tl.constexpr, ROUND: tl.constexpr):  # noqa: ANN001, ANN202
+        pid = tl.program_id(0)
+        atol = tl.load(params_ptr)
+        rtol = tl.load(params_ptr + 1)
+        shift_o = tl.load(params_ptr + 2)
+        shift_r = tl.load(params_ptr + 3)
+        zero = tl.zeros([BLOCK], dtype=tl.float64)
+        matches, d2, r2, q2, so, sr, oo, rr, orr, worst = zero, zero, zero, zero, zero, zero, zero, zero, zero, zero
+        for start in range(pid * BLOCK, n, tl.num_programs(0) * BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            mask = offs < n
+            o_raw = tl.load(o_ptr + offs, mask=mask, other=0)
+            r = tl.load(r_ptr + offs, mask=mask, other=0).to(tl.float64)
+            o = o_raw.to(tl.float64)
+            # the reference rounded to the output's dtype, minus itself; through fp32 as torch's conversions go
+            if ROUND == 16:  # bf16: round to nearest even on the fp32 bits (no cast: it is exact everywhere)
+                bits = r.to(tl.float32).to(tl.uint32, bitcast=True)
+                bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+                q = bits.to(tl.float32, bitcast=True).to(tl.float64) - r
+            elif ROUND == 32:
+                q = r.to(tl.float32).to(tl.float64) - r
+            elif ROUND == 64:
+                q = r - r
+            else:
+                q = r.to(tl.float32).to(o_raw.dtype).to(tl.float64) - r
+            d = o - r
+            error = tl.abs(d)
+            worst = tl.maximum(worst, error)  # NaN: found from d2 on the host
+            matches += ((error <= tl.abs(r) * rtol + atol) & mask).to(tl.float64)  # NaN never matches
+            d2 += d * d
+            r2 += r * r
+            q2 += q * q
+            oc = tl.where(mask, o - shift_o, 0.0)
+            rc = tl.where(mask, r - shift_r, 0.0)
+            so += oc
+            sr += rc
+            oo += oc * oc
+            rr += rc * rc
+            orr += oc * rc
+        base = part_ptr + pid * 10
+        tl.store(base + 0, tl.sum(matches, axis=0))
+        tl.store(base + 1, tl.sum(d2, axis=0))
+        tl.store(base + 2, tl.sum(r2, axis=0))
+        tl.store(base + 3, tl.sum(q2, axis=0))
+        tl.store(base + 4, tl.sum(so, axis=0))
+        tl.store(base + 5, tl.sum(sr, axis=0))
+        tl.store(base + 6, tl.sum(oo, axis=0))
+        tl.store(base + 7, tl.sum(rr, axis=0))
+        tl.store(base + 8, tl.sum(orr, axis=0))
+        tl.store(base + 9, tl.max(worst, axis=0))
+
+    _FUSED_KERNEL["sums"] = error_sums
+    return error_sums
+
+
+def fused_error_sums(
+    torch: Any, out: Any, ref: Any, atol: float, rtol: float, shift_o: float, shift_r: float
+) -> tuple[dict[str, float], float] | None:
+    """(the nine sums of ``FUSED_SUMS``, the largest absolute error) of a floating ``out`` against ``ref`` (same
+    number of elements, any layout), shifted moments about ``shift_o`` and ``shift_r``; None without Triton or
+    for another output dtype than fp64, fp32, fp16 and bf16.
+    The largest error is NaN when any error is (a NaN output, or inf against inf)."""
+    rounding = {torch.bfloat16: 16, torch.float16: 15, torch.float32: 32, torch.float64: 64}.get(out.dtype)
+    kernel = fused_kernel() if rounding is not None else None
+    if kernel is None:
+        return None
+    device = out.device
+    flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
+    wide = torch.float64
+    params = torch.tensor([atol, rtol, shift_o, shift_r], dtype=wide, device=device)
+    totals = torch.zeros(9, dtype=wide, device=device)
+    worst = torch.zeros((), dtype=wide, device=device)
+    n = flat_out.numel()
+    for start in range(0, n, FUSED_LAUNCH_ELEMENTS):
+        size = min(FUSED_LAUNCH_ELEMENTS, n - start)
+        programs = max(1, min(FUSED_PROGRAMS, -(-size // FUSED_BLOCK)))
+        partial = torch.empty((programs, 10), dtype=wide, device=device)
+        part_out, part_ref = flat_out[start : start + size], flat_ref[start : start + size]
+        kernel[(programs,)](part_out, part_ref, params, partial, size, BLOCK=FUSED_BLOCK, ROUND=rounding)
+        totals += partial[:, :9].sum(dim=0)
+        worst = torch.maximum(worst, partial[:, 9].max())
+    sums = dict(zip(FUSED_SUMS, (float(v) for v in totals.tolist()), strict=True))
+    largest = float(worst.item()) if n else 0.0
+    return sums, (math.nan if math.isnan(sums["d2"]) else largest)
+
+
 # ======================================== correctness.py ====================================================
 # (atol, rtol) by target dtype, used when the target does not set them: the manifest's defaults.
 CORRECTNESS_DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -1565,7 +1671,8 @@ def correctness_statistics(
     chunk_elements: int = CORRECTNESS_CHUNK_ELEMENTS,
     floor: float = 0.0,
 ) -> dict[str, float]:
-    """One output's error statistics against its reference, streamed in fp64 chunks on the output's device.
+    """One output's error statistics against its reference, accumulated in fp64 on the output's device
+    (``correctness_sums``: one fused pass on a CUDA device, else streamed in chunks).
 
     Keys: n, out_nonfinite, ref_nonfinite, max_abs_error, mismatches (elementwise, ``|out - ref| <= atol +
     rtol * max(|ref|, RMS(ref))``, never under ``floor``; exact for integer and boolean outputs), rel_l2 and
@@ -1573,18 +1680,70 @@ def correctness_statistics(
     out_mean, ref_mean, out_rms, ref_rms, out_std, ref_std, corr (Pearson; NaN when either side is constant) and
     corr_rounded (what an output equal to the rounded reference would reach).
     """
-    wide = torch.float64
     device = out.device
     exact = not (out.is_floating_point() or out.is_complex())
     if out.is_complex():
         out, ref = torch.view_as_real(out), torch.view_as_real(ref.to(out.dtype))
     ref = ref.to(device)
-    zero = torch.zeros((), dtype=wide, device=device)
-    sums = {key: zero.clone() for key in ("matches", "d2", "r2", "q2", "so", "sr", "oo", "rr", "or")}
-    worst = zero.clone()
-    shift_o = shift_r = zero
     pieces = correctness_pieces(tuple(out.shape), max(1, int(chunk_elements))) if out.numel() else []
-    for number, index in enumerate(pieces):
+    host, largest = correctness_sums(torch, out, ref, atol, rtol, pieces, exact)
+    n = out.numel()
+    scale = math.sqrt(max(host["r2"], 0.0) / n) if n and not exact else 0.0
+    if not exact and host["matches"] < n and math.isfinite(scale) and (scale > 0 or floor > 0):
+        host["matches"] = correctness_matches_at_scale(torch, out, ref, pieces, atol, rtol, scale, floor)
+    stats = {
+        "n": float(n),
+        "out_nonfinite": 0.0,
+        "ref_nonfinite": 0.0,
+        "max_abs_error": largest,
+        "mismatches": n - host["matches"],
+    }
+    if exact or n == 0:
+        return stats
+    if not all(math.isfinite(host[key]) for key in ("d2", "r2", "oo")):
+        stats["out_nonfinite"], stats["ref_nonfinite"] = correctness_nonfinite(torch, out, ref, pieces)
+    var_o = max(host["oo"] / n - (host["so"] / n) ** 2, 0.0)
+    var_r = max(host["rr"] / n - (host["sr"] / n) ** 2, 0.0)
+    cov = host["or"] / n - host["so"] * host["sr"] / n**2
+    ref_ss = host["r2"]
+    mse_q = host["q2"] / n
+    mean_o = host["so"] / n + host["shift_o"]
+    mean_r = host["sr"] / n + host["shift_r"]
+    stats.update(
+        out_mean=mean_o,
+        ref_mean=mean_r,
+        out_rms=math.sqrt(var_o + mean_o**2),
+        ref_rms=math.sqrt(max(ref_ss, 0.0) / n),
+        ref_std=math.sqrt(var_r),
+        out_std=math.sqrt(var_o),
+        rel_l2=math.sqrt(host["d2"] / ref_ss) if ref_ss > 0 else math.nan,
+        rel_l2_rounded=math.sqrt(host["q2"] / ref_ss) if ref_ss > 0 else math.nan,
+        corr=cov / math.sqrt(var_o * var_r) if var_o > 0 and var_r > 0 else math.nan,
+        corr_rounded=math.sqrt(var_r / (var_r + mse_q)) if var_r > 0 else math.nan,
+    )
+    return stats
+
+
+def correctness_sums(
+    torch: Any, out: Any, ref: Any, atol: float, rtol: float, pieces: list[tuple[Any, ...]], exact: bool
+) -> tuple[dict[str, float], float]:
+    """The sums ``correctness_statistics`` is made of (``FUSED_SUMS``, plus the shifts of the moments) and the
+    largest absolute error: in one Triton pass on a CUDA device (``fused_error_sums``), else chunk by chunk in
+    torch. The shifts are the means of the first chunk (shifted moments keep the variance exact when the mean
+    dominates)."""
+    wide = torch.float64
+    host = {"shift_o": 0.0, "shift_r": 0.0}
+    if not exact and pieces:
+        host["shift_o"] = float(out[pieces[0]].to(wide).mean().item())
+        host["shift_r"] = float(ref[pieces[0]].to(wide).mean().item())
+        if out.is_cuda:
+            fused = fused_error_sums(torch, out, ref, atol, rtol, host["shift_o"], host["shift_r"])
+            if fused is not None:
+                return {**host, **fused[0]}, fused[1]
+    zero = torch.zeros((), dtype=wide, device=out.device)
+    sums = {key: zero.clone() for key in FUSED_SUMS}
+    worst = zero.clone()
+    for index in pieces:
         # Own fp64 copies of one chunk (copy=True even for fp64 data), so the in-place steps touch nothing else.
         o = out[index].to(wide, copy=True).reshape(-1)
         r = ref[index].to(wide, copy=True).reshape(-1)
@@ -1603,51 +1762,14 @@ def correctness_statistics(
         sums["d2"] += torch.dot(d, d)
         sums["r2"] += torch.dot(r, r)
         del d
-        if number == 0:  # shifted moments keep the variance exact when the mean dominates
-            shift_o, shift_r = o.mean(), r.mean()
-        o.sub_(shift_o)
-        r.sub_(shift_r)
+        o.sub_(host["shift_o"])
+        r.sub_(host["shift_r"])
         sums["so"] += o.sum()
         sums["sr"] += r.sum()
         sums["oo"] += torch.dot(o, o)
         sums["rr"] += torch.dot(r, r)
         sums["or"] += torch.dot(o, r)
-    host = {key: float(value.item()) for key, value in sums.items()}
-    n = out.numel()
-    scale = math.sqrt(max(host["r2"], 0.0) / n) if n and not exact else 0.0
-    if not exact and host["matches"] < n and math.isfinite(scale) and (scale > 0 or floor > 0):
-        host["matches"] = correctness_matches_at_scale(torch, out, ref, pieces, atol, rtol, scale, floor)
-    stats = {
-        "n": float(n),
-        "out_nonfinite": 0.0,
-        "ref_nonfinite": 0.0,
-        "max_abs_error": float(worst.item()),
-        "mismatches": n - host["matches"],
-    }
-    if exact or n == 0:
-        return stats
-    if not all(math.isfinite(host[key]) for key in ("d2", "r2", "oo")):
-        stats["out_nonfinite"], stats["ref_nonfinite"] = correctness_nonfinite(torch, out, ref, pieces)
-    var_o = max(host["oo"] / n - (host["so"] / n) ** 2, 0.0)
-    var_r = max(host["rr"] / n - (host["sr"] / n) ** 2, 0.0)
-    cov = host["or"] / n - host["so"] * host["sr"] / n**2
-    ref_ss = host["r2"]
-    mse_q = host["q2"] / n
-    mean_o = host["so"] / n + float(shift_o.item())
-    mean_r = host["sr"] / n + float(shift_r.item())
-    stats.update(
-        out_mean=mean_o,
-        ref_mean=mean_r,
-        out_rms=math.sqrt(var_o + mean_o**2),
-        ref_rms=math.sqrt(max(ref_ss, 0.0) / n),
-        ref_std=math.sqrt(var_r),
-        out_std=math.sqrt(var_o),
-        rel_l2=math.sqrt(host["d2"] / ref_ss) if ref_ss > 0 else math.nan,
-        rel_l2_rounded=math.sqrt(host["q2"] / ref_ss) if ref_ss > 0 else math.nan,
-        corr=cov / math.sqrt(var_o * var_r) if var_o > 0 and var_r > 0 else math.nan,
-        corr_rounded=math.sqrt(var_r / (var_r + mse_q)) if var_r > 0 else math.nan,
-    )
-    return stats
+    return {**host, **{key: float(value.item()) for key, value in sums.items()}}, float(worst.item())
 
 
 def correctness_matches_at_scale(

@@ -26,6 +26,7 @@ MODULES = (
     "problems",
     "probe",
     "inputs",
+    "fused",
     "correctness",
     "checks",
     "timer",

@@ -5,8 +5,9 @@ Three checks per call, each over every output: ``outputs_match_reference`` (elem
 (``||out - ref||_2 / ||ref||_2`` under a per-dtype bound) and ``output_carries_signal`` (the output varies
 where the reference does and its Pearson correlation with the reference reaches a per-dtype bound). The last
 two do not depend on the outputs' magnitude: an all-zero or constant output of a softmax (values ~1e-4) fails
-them whatever atol is. Statistics are accumulated in fp64 on the outputs' device, one chunk at a time, so the
-extra memory is a few fp64 copies of one chunk and only scalars come back to the host.
+them whatever atol is. Statistics are accumulated in fp64 on the outputs' device, in one Triton pass on a CUDA
+device (``fused.py``) or one chunk at a time, so the extra memory is at most a few fp64 copies of one chunk and
+only scalars come back to the host.
 
 Stdlib only: torch is passed in. This file is vendored into the contract, so its names carry a prefix.
 """
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+from .fused import FUSED_SUMS, fused_error_sums
 
 # (atol, rtol) by target dtype, used when the target does not set them: the manifest's defaults.
 CORRECTNESS_DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -102,7 +105,8 @@ def correctness_statistics(
     chunk_elements: int = CORRECTNESS_CHUNK_ELEMENTS,
     floor: float = 0.0,
 ) -> dict[str, float]:
-    """One output's error statistics against its reference, streamed in fp64 chunks on the output's device.
+    """One output's error statistics against its reference, accumulated in fp64 on the output's device
+    (``correctness_sums``: one fused pass on a CUDA device, else streamed in chunks).
 
     Keys: n, out_nonfinite, ref_nonfinite, max_abs_error, mismatches (elementwise, ``|out - ref| <= atol +
     rtol * max(|ref|, RMS(ref))``, never under ``floor``; exact for integer and boolean outputs), rel_l2 and
@@ -110,18 +114,70 @@ def correctness_statistics(
     out_mean, ref_mean, out_rms, ref_rms, out_std, ref_std, corr (Pearson; NaN when either side is constant) and
     corr_rounded (what an output equal to the rounded reference would reach).
     """
-    wide = torch.float64
     device = out.device
     exact = not (out.is_floating_point() or out.is_complex())
     if out.is_complex():
         out, ref = torch.view_as_real(out), torch.view_as_real(ref.to(out.dtype))
     ref = ref.to(device)
-    zero = torch.zeros((), dtype=wide, device=device)
-    sums = {key: zero.clone() for key in ("matches", "d2", "r2", "q2", "so", "sr", "oo", "rr", "or")}
-    worst = zero.clone()
-    shift_o = shift_r = zero
     pieces = correctness_pieces(tuple(out.shape), max(1, int(chunk_elements))) if out.numel() else []
-    for number, index in enumerate(pieces):
+    host, largest = correctness_sums(torch, out, ref, atol, rtol, pieces, exact)
+    n = out.numel()
+    scale = math.sqrt(max(host["r2"], 0.0) / n) if n and not exact else 0.0
+    if not exact and host["matches"] < n and math.isfinite(scale) and (scale > 0 or floor > 0):
+        host["matches"] = correctness_matches_at_scale(torch, out, ref, pieces, atol, rtol, scale, floor)
+    stats = {
+        "n": float(n),
+        "out_nonfinite": 0.0,
+        "ref_nonfinite": 0.0,
+        "max_abs_error": largest,
+        "mismatches": n - host["matches"],
+    }
+    if exact or n == 0:
+        return stats
+    if not all(math.isfinite(host[key]) for key in ("d2", "r2", "oo")):
+        stats["out_nonfinite"], stats["ref_nonfinite"] = correctness_nonfinite(torch, out, ref, pieces)
+    var_o = max(host["oo"] / n - (host["so"] / n) ** 2, 0.0)
+    var_r = max(host["rr"] / n - (host["sr"] / n) ** 2, 0.0)
+    cov = host["or"] / n - host["so"] * host["sr"] / n**2
+    ref_ss = host["r2"]
+    mse_q = host["q2"] / n
+    mean_o = host["so"] / n + host["shift_o"]
+    mean_r = host["sr"] / n + host["shift_r"]
+    stats.update(
+        out_mean=mean_o,
+        ref_mean=mean_r,
+        out_rms=math.sqrt(var_o + mean_o**2),
+        ref_rms=math.sqrt(max(ref_ss, 0.0) / n),
+        ref_std=math.sqrt(var_r),
+        out_std=math.sqrt(var_o),
+        rel_l2=math.sqrt(host["d2"] / ref_ss) if ref_ss > 0 else math.nan,
+        rel_l2_rounded=math.sqrt(host["q2"] / ref_ss) if ref_ss > 0 else math.nan,
+        corr=cov / math.sqrt(var_o * var_r) if var_o > 0 and var_r > 0 else math.nan,
+        corr_rounded=math.sqrt(var_r / (var_r + mse_q)) if var_r > 0 else math.nan,
+    )
+    return stats
+
+
+def correctness_sums(
+    torch: Any, out: Any, ref: Any, atol: float, rtol: float, pieces: list[tuple[Any, ...]], exact: bool
+) -> tuple[dict[str, float], float]:
+    """The sums ``correctness_statistics`` is made of (``FUSED_SUMS``, plus the shifts of the moments) and the
+    largest absolute error: in one Triton pass on a CUDA device (``fused_error_sums``), else chunk by chunk in
+    torch. The shifts are the means of the first chunk (shifted moments keep the variance exact when the mean
+    dominates)."""
+    wide = torch.float64
+    host = {"shift_o": 0.0, "shift_r": 0.0}
+    if not exact and pieces:
+        host["shift_o"] = float(out[pieces[0]].to(wide).mean().item())
+        host["shift_r"] = float(ref[pieces[0]].to(wide).mean().item())
+        if out.is_cuda:
+            fused = fused_error_sums(torch, out, ref, atol, rtol, host["shift_o"], host["shift_r"])
+            if fused is not None:
+                return {**host, **fused[0]}, fused[1]
+    zero = torch.zeros((), dtype=wide, device=out.device)
+    sums = {key: zero.clone() for key in FUSED_SUMS}
+    worst = zero.clone()
+    for index in pieces:
         # Own fp64 copies of one chunk (copy=True even for fp64 data), so the in-place steps touch nothing else.
         o = out[index].to(wide, copy=True).reshape(-1)
         r = ref[index].to(wide, copy=True).reshape(-1)
@@ -140,51 +196,14 @@ def correctness_statistics(
         sums["d2"] += torch.dot(d, d)
         sums["r2"] += torch.dot(r, r)
         del d
-        if number == 0:  # shifted moments keep the variance exact when the mean dominates
-            shift_o, shift_r = o.mean(), r.mean()
-        o.sub_(shift_o)
-        r.sub_(shift_r)
+        o.sub_(host["shift_o"])
+        r.sub_(host["shift_r"])
         sums["so"] += o.sum()
         sums["sr"] += r.sum()
         sums["oo"] += torch.dot(o, o)
         sums["rr"] += torch.dot(r, r)
         sums["or"] += torch.dot(o, r)
-    host = {key: float(value.item()) for key, value in sums.items()}
-    n = out.numel()
-    scale = math.sqrt(max(host["r2"], 0.0) / n) if n and not exact else 0.0
-    if not exact and host["matches"] < n and math.isfinite(scale) and (scale > 0 or floor > 0):
-        host["matches"] = correctness_matches_at_scale(torch, out, ref, pieces, atol, rtol, scale, floor)
-    stats = {
-        "n": float(n),
-        "out_nonfinite": 0.0,
-        "ref_nonfinite": 0.0,
-        "max_abs_error": float(worst.item()),
-        "mismatches": n - host["matches"],
-    }
-    if exact or n == 0:
-        return stats
-    if not all(math.isfinite(host[key]) for key in ("d2", "r2", "oo")):
-        stats["out_nonfinite"], stats["ref_nonfinite"] = correctness_nonfinite(torch, out, ref, pieces)
-    var_o = max(host["oo"] / n - (host["so"] / n) ** 2, 0.0)
-    var_r = max(host["rr"] / n - (host["sr"] / n) ** 2, 0.0)
-    cov = host["or"] / n - host["so"] * host["sr"] / n**2
-    ref_ss = host["r2"]
-    mse_q = host["q2"] / n
-    mean_o = host["so"] / n + float(shift_o.item())
-    mean_r = host["sr"] / n + float(shift_r.item())
-    stats.update(
-        out_mean=mean_o,
-        ref_mean=mean_r,
-        out_rms=math.sqrt(var_o + mean_o**2),
-        ref_rms=math.sqrt(max(ref_ss, 0.0) / n),
-        ref_std=math.sqrt(var_r),
-        out_std=math.sqrt(var_o),
-        rel_l2=math.sqrt(host["d2"] / ref_ss) if ref_ss > 0 else math.nan,
-        rel_l2_rounded=math.sqrt(host["q2"] / ref_ss) if ref_ss > 0 else math.nan,
-        corr=cov / math.sqrt(var_o * var_r) if var_o > 0 and var_r > 0 else math.nan,
-        corr_rounded=math.sqrt(var_r / (var_r + mse_q)) if var_r > 0 else math.nan,
-    )
-    return stats
+    return {**host, **{key: float(value.item()) for key, value in sums.items()}}, float(worst.item())
 
 
 def correctness_matches_at_scale(
