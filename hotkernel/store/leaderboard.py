@@ -4,8 +4,8 @@ hand.
 Byte-identical output for the same records: rows sorted by (target, device, record path), floats printed with
 a fixed format, no wall-clock time. Only the current contract protocol's records are listed (older ones are
 one line); the best per (target, device) is a confirmed counted ``faster`` candidate (``store/rows.py``): its
-headline is the median of every counted run of its files, with their count and range (competitor records have
-their own section and are never the best).
+headline is the median of every counted run of its files, with their count and range (min-max) and the prediction
+range of a fresh run (``store/rerun_range.py``); competitor records have their own section and are never the best.
 
 ``write_leaderboard`` also writes what ``generated_texts`` lists beside it: a roofline chart per spec-sheet GPU
 (``store/roofline_svg.py``) and the README headline block (``store/headline.py``); ``generated_differences``
@@ -18,8 +18,18 @@ import re
 from pathlib import Path
 
 from hotkernel._util.fs import atomic_write_text
-from hotkernel.store.headline import HEADLINE_END, START_PREFIX, headline_block, replace_block, same_files_cell
+from hotkernel.store.headline import (
+    HEADLINE_END,
+    MIN_MAX_HEADER,
+    RERUN_HEADER,
+    START_PREFIX,
+    headline_block,
+    replace_block,
+    rerun_range_cell,
+    same_files_cell,
+)
 from hotkernel.store.models import BestEntry, BoardSummary, LeaderboardRow, Record
+from hotkernel.store.rerun_range import LEVEL
 from hotkernel.store.roofline_svg import chart_name, render_roofline_svg, spec_for
 from hotkernel.store.rows import (  # noqa: F401 - re-exported: the board's rows
     best_entries,
@@ -142,26 +152,31 @@ def render_leaderboard(ws: Workspace, *, protocol: int | None = None, scan: Resu
         "baseline and candidate files (under any contract of the current protocol) was also faster with an "
         "overlapping interval; its *speedup* is "
         "then the median of *every run of its files* (the counted records that measured those files on that "
-        "device: how many, and the range of their speedups, the spread between runs that one verify's interval "
-        "does not show); *interval* is the crowned record's; *vs competitor* is that median over the fastest "
+        "device: how many, and the min-max of their speedups, the spread of the runs so far that one verify's "
+        "interval does not show, not a forecast). *A fresh run* is the prediction range: where one new run of those "
+        f"files on a new lease of the device lands with {100 * LEVEL:.0f}% probability, centred on the median, from "
+        "the spread between the runs' sessions (runs on one machine less than an hour apart) and within them; one "
+        "session says nothing of the spread between sessions, so none is stated (the rule: hotkernel's "
+        "docs/leaderboard.md). *interval* is the crowned record's; *vs competitor* is that median over the fastest "
         "competitor's speedup (each over the baseline of its own verify; below 1.000x the competitor is faster).",
         "",
-        "| target | device | speedup | interval | every run of its files | vs competitor | best competitor "
-        "| baseline ms | candidate ms | who | note | record |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"| target | device | speedup | interval | {MIN_MAX_HEADER} | {RERUN_HEADER} | vs competitor "
+        "| best competitor | baseline ms | candidate ms | who | note | record |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     entries = best_entries(rows)
     if not entries:
-        lines.append(f"| (no record of protocol {protocol} yet: run `hotkernel sync`) | | | | | | | | | | | |")
+        lines.append(f"| (no record of protocol {protocol} yet: run `hotkernel sync`) | | | | | | | | | | | | |")
     for entry in entries:
         best, rival = entry.best, entry.competitor
         rival_cell = "" if rival is None else f"{_cell(rival.who)} ({entry.competitor_speedup:.3f}x)"
         head = f"| {_cell(entry.target)} | {_cell(entry.device)} |"
         if best is None:
-            lines.append(f"{head} no gain | | | {_vs_cell(entry)} | {rival_cell} | | | | | |")
+            lines.append(f"{head} no gain | | | | {_vs_cell(entry)} | {rival_cell} | | | | | |")
             continue
         lines.append(
-            f"{head} {entry.median:.3f}x | {_interval_cell(best)} | {same_files_cell(entry)} | {_vs_cell(entry)} | "
+            f"{head} {entry.median:.3f}x | {_interval_cell(best)} | {same_files_cell(entry)} | "
+            f"{rerun_range_cell(entry)} | {_vs_cell(entry)} | "
             f"{rival_cell} | "
             f"{_ms(best.baseline_ms)} | {_ms(best.candidate_ms)} | {_cell(best.who)} | {_cell(best.note)} | "
             f"[{_cell(Path(best.path).name)}]({best.path}) |"

@@ -215,6 +215,11 @@ class LeaderboardRow(_Model):
         "best until one does",
     )
     imported: bool = Field(default=False, description="the result was imported from a file (`record --import`)")
+    created_at: str | None = Field(default=None, description="UTC time the record was written (ISO 8601)")
+    machine: str | None = Field(
+        default=None,
+        description="the machine it ran on, for grouping runs into sessions: the GPU's UUID, else the device name",
+    )
 
 
 class BestEntry(_Model):
@@ -236,8 +241,8 @@ class BestEntry(_Model):
     )
     same_files_runs: int = Field(
         default=0,
-        description="counted records on this device of the best candidate's very files (baseline, "
-        "candidate, contract), the best included; 0 when its files are not known",
+        description="counted records on this device of the best candidate's very files (baseline and "
+        "candidate), the best included; 0 when its files are not known",
     )
     same_files_low: float | None = Field(default=None, description="the lowest speedup of those that were faster")
     same_files_high: float | None = Field(default=None, description="the highest speedup of those that were faster")
@@ -249,6 +254,28 @@ class BestEntry(_Model):
     )
     same_files_point_low: float | None = Field(default=None, description="lowest point speedup of those runs")
     same_files_point_high: float | None = Field(default=None, description="highest point speedup of those runs")
+    same_files_sessions: int = Field(
+        default=0,
+        description="the sessions those runs came from: runs on one machine (GPU UUID, else device name) less than "
+        "an hour apart form one (store/rerun_range.py)",
+    )
+    rerun_level: float = Field(default=0.95, description="the probability the rerun range is stated at")
+    rerun_low: float | None = Field(
+        default=None,
+        description="low end of the prediction range of a fresh run's point speedup (a new session), centred on the "
+        "median, from the runs' between- and within-session spread; None with fewer than two sessions (the spread "
+        "between sessions is then unknown)",
+    )
+    rerun_high: float | None = Field(default=None, description="high end of that prediction range")
+    between_session_sd: float | None = Field(
+        default=None,
+        description="standard deviation of the log point speedup between sessions (random-effects estimate; the "
+        "total when no session has two runs); None with fewer than two sessions",
+    )
+    within_session_sd: float | None = Field(
+        default=None,
+        description="standard deviation of the log point speedup within a session; None when no session has two runs",
+    )
     awaiting: LeaderboardRow | None = Field(
         default=None,
         description="the fastest counted faster candidate no second verify confirms yet (not crowned), if any "

@@ -6,7 +6,9 @@ The contract's sha256 is not part of the files: a rerun under a newer contract o
 same code by the same rule, so it joins the count (a contract per run would make each contract change a new set,
 and the board the best of their medians); a new protocol stops older records counting at all (``scan.py``).
 Only confirmed records can be the best. The best's headline is the median point speedup of every counted run of
-its files (what reruns give), with their count and range: a goal counts as met by that median.
+its files (what reruns give), with their count, their range (min-max) and a prediction range for a fresh run
+(``rerun_range.py``: the runs grouped by session, between- and within-session spread): a goal counts as met by
+that median.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import statistics
 from hotkernel.run.models import VerifyResult
 from hotkernel.store.models import BestEntry, LeaderboardRow, Record
 from hotkernel.store.recompute import point_speedup
+from hotkernel.store.rerun_range import LEVEL, RunPoint, group_sessions, rerun_range
 from hotkernel.store.scan import device_of, not_counted_reason
 
 
@@ -78,6 +81,8 @@ def leaderboard_rows(records: list[tuple[str, Record]], protocol: int) -> list[L
                 files=files_key(record),
                 point=point_speedup(result) if record.role == "candidate" else None,
                 imported=record.imported,
+                created_at=record.created_at,
+                machine=record.provenance.gpu_uuid or device_of(record),
             )
         )
     rows.sort(key=lambda r: (r.target, r.device, r.path))
@@ -165,12 +170,26 @@ def best_entries(rows: list[LeaderboardRow]) -> list[BestEntry]:
     return [entries[key] for key in sorted(entries)]
 
 
+def run_sessions(same: list[LeaderboardRow]) -> list[list[float]]:
+    """The point speedups of ``same`` (rows with one) by session (``rerun_range.group_sessions``)."""
+    runs = [
+        RunPoint(machine=r.machine or r.device, created_at=r.created_at or "", point=r.point)
+        for r in same
+        if r.point is not None and r.created_at
+    ]
+    return [[run.point for run in session] for session in group_sessions(runs)]
+
+
 def same_files(entry: BestEntry, same: list[LeaderboardRow]) -> None:
     """Fill ``entry``'s runs of the best's files: count, median and range of their point speedups, how many of
-    them were faster and their speedups' range."""
+    them were faster and their speedups' range, their sessions and the prediction range of a fresh run."""
     points = [r.point for r in same if r.point is not None]
     speedups = [r.speedup for r in same if r.verdict == "faster" and r.speedup is not None]
     entry.same_files_runs, entry.same_files_not_faster = len(same), len(same) - len(speedups)
     entry.same_files_low, entry.same_files_high = min(speedups), max(speedups)
     entry.median = statistics.median(points)
     entry.same_files_point_low, entry.same_files_point_high = min(points), max(points)
+    predicted = rerun_range(run_sessions(same), entry.median, LEVEL)
+    entry.same_files_sessions, entry.rerun_level = predicted.sessions, LEVEL
+    entry.rerun_low, entry.rerun_high = predicted.low, predicted.high
+    entry.between_session_sd, entry.within_session_sd = predicted.between_sd, predicted.within_sd

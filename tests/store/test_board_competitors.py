@@ -180,6 +180,7 @@ def test_readme_headline_block_is_generated_and_checked(tmp_path: Path) -> None:
     share = 1e8 / (1.0 / 1.5 * 1e-3) / 4150e9
     assert row == (
         "| rmsnorm | 4096x8192, bf16 | `./k.py:f` | 1.500x | 2 runs: 1.500-1.500x | "  # the median of 2 runs
+        "not stated: 1 session, spread between sessions unknown | "  # both runs on one machine, minutes apart
         f"0.750x (torch.compile (default)) | {100 * share:.1f}% |"
     )
     assert "[roofline chart](roofline_nvidia_h200.svg)" in text
