@@ -31,6 +31,8 @@ class Task:
     rtol: float | None
     gpus: int = 1
     gpus_reason: str = ""
+    unfit: str = ""  # why the task cannot become a target as it stands (task.yml and reference.py disagree...)
+    tolerance_note: str = ""  # set where reference.py states several tolerances (one per output)
 
 
 GPU_KEYS = ("world_size", "num_gpus", "gpus", "ranks")  # the keys of task.yml that say how many GPUs a case needs
@@ -56,19 +58,128 @@ def gpus_needed(doc: dict[str, Any]) -> tuple[int, str]:
     return best, why
 
 
-def tolerances(reference: Path) -> tuple[float | None, float | None]:
-    """(atol, rtol) from a ``make_match_reference(..., rtol=..., atol=...)`` call in ``reference.py``."""
-    found: dict[str, float] = {}
-    for node in ast.walk(ast.parse(reference.read_text(encoding="utf-8"), filename=str(reference))):
+def stated_tolerances(tree: ast.AST) -> list[tuple[int, dict[str, float]]]:
+    """(line, {atol, rtol}) of every call in ``reference.py`` that states a numeric ``atol`` or ``rtol``."""
+    found = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            for keyword in node.keywords:
-                if (
-                    keyword.arg in ("atol", "rtol")
-                    and isinstance(keyword.value, ast.Constant)
-                    and isinstance(keyword.value.value, (int, float))
-                ):
-                    found[keyword.arg] = float(keyword.value.value)
-    return found.get("atol"), found.get("rtol")
+            pair = {
+                keyword.arg: float(keyword.value.value)
+                for keyword in node.keywords
+                if keyword.arg in ("atol", "rtol")
+                and isinstance(keyword.value, ast.Constant)
+                and isinstance(keyword.value.value, (int, float))
+                and not isinstance(keyword.value.value, bool)
+            }
+            if pair:
+                found.append((node.lineno, pair))
+    return sorted(found, key=lambda item: item[0])
+
+
+def tolerances(reference: Path) -> tuple[float | None, float | None]:
+    """(atol, rtol) from a ``make_match_reference(..., rtol=..., atol=...)`` call in ``reference.py``; where
+    several calls state them (a ``check_implementation`` comparing each output at its own tolerance), the
+    tightest of each."""
+    atol, rtol, _ = _tolerances(ast.parse(reference.read_text(encoding="utf-8"), filename=str(reference)))
+    return atol, rtol
+
+
+def _tolerances(tree: ast.AST) -> tuple[float | None, float | None, str]:
+    stated = stated_tolerances(tree)
+    atols = [pair["atol"] for _, pair in stated if "atol" in pair]
+    rtols = [pair["rtol"] for _, pair in stated if "rtol" in pair]
+    atol, rtol = (min(atols) if atols else None), (min(rtols) if rtols else None)
+    pairs = {tuple(sorted(pair.items())) for _, pair in stated}
+    if len(pairs) < 2:
+        return atol, rtol, ""
+    each = "; ".join(
+        f"line {line}: " + ", ".join(f"{k}={v:g}" for k, v in sorted(pair.items())) for line, pair in stated
+    )
+    kept = ", ".join(f"{k}={v:g}" for k, v in (("atol", atol), ("rtol", rtol)) if v is not None)
+    note = (
+        f"several tolerances in reference.py, one per output ({each}): the target keeps the tightest "
+        f"({kept}); loosen it with `hotkernel edit` where an output's own tolerance is wider"
+    )
+    return atol, rtol, note
+
+
+def _bound_names(tree: ast.Module) -> dict[str, ast.AST]:
+    """The names ``reference.py`` binds at module level (defs, classes, imports, assignments) and their nodes."""
+    names: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = node
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names[(alias.asname or alias.name).split(".")[0]] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        names[name.id] = node
+    return names
+
+
+def missing_files(spec_file: Path, doc: dict[str, Any], tree: ast.Module) -> str:
+    """The files task.yml lists (``files: [{name, source}]``) that ``reference.py`` imports and the folder lacks
+    (a ``task.py`` left behind), as one reason; "" where none."""
+    imported = {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    } | {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    lacking = []
+    for entry in doc.get("files") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        name, source = entry["name"], str(entry.get("source") or entry["name"])
+        if source.startswith("@") or name.removesuffix(".py") not in imported:
+            continue
+        if not (spec_file.parent / source).is_file():
+            lacking.append(f"{name} (source {source})")
+    if not lacking:
+        return ""
+    return (
+        f"{spec_file}: files: lists {', '.join(lacking)}, which reference.py imports and which is not there; "
+        "fetch it with the task"
+    )
+
+
+def layout_problem(reference: Path, tree: ast.Module, cases: list[dict[str, Any]]) -> str:
+    """Why ``reference.py`` cannot be called as GPU MODE's layout says (``generate_input(**case, seed)``), read
+    from the source; "" where nothing is wrong that the source shows."""
+    names = _bound_names(tree)
+    if "generate_input" not in names:
+        functions = [n for n, node in names.items() if isinstance(node, ast.FunctionDef) and not n.startswith("_")]
+        has = f"it defines {', '.join(functions)}" if functions else "it defines no function"
+        return (
+            f"{reference}: no generate_input ({has}): not GPU MODE's generate_input(**case, seed) / "
+            "ref_kernel(data) layout, which is what hotkernel imports; this task's own eval.py drives it"
+        )
+    node = names["generate_input"]
+    if not isinstance(node, ast.FunctionDef):
+        return ""  # imported or assigned: the probe calls it and says what happens
+    args = node.args
+    if args.vararg is not None or args.kwarg is not None:
+        return ""
+    params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    head = f"generate_input({', '.join(params)}) at {reference}:{node.lineno}"
+    for index, case in enumerate(cases, start=1):
+        extra = [key for key in case if key not in params]
+        if extra:
+            return (
+                f"task.yml's benchmark {index} gives {', '.join(extra)}, which {head} does not take: "
+                "task.yml and reference.py are from different versions of the task; take both from one commit"
+            )
+    positional = [*args.posonlyargs, *args.args]
+    required = [a.arg for a in positional[: len(positional) - len(args.defaults)]]
+    required += [a.arg for a, default in zip(args.kwonlyargs, args.kw_defaults, strict=True) if default is None]
+    for index, case in enumerate(cases, start=1):
+        missing = [name for name in required if name not in case and name != SEED_KEY]
+        if missing:
+            return (
+                f"task.yml's benchmark {index} does not give {', '.join(missing)}, which {head} needs: task.yml "
+                "and reference.py are from different versions of the task; take both from one commit"
+            )
+    return ""
 
 
 def read_task(folder: Path) -> Task:
@@ -93,9 +204,11 @@ def read_task(folder: Path) -> Task:
         raise HotkernelError(f"gpumode: {spec_file}: no `benchmarks:` list of shape mappings; add one")
     cases = [{k: v for k, v in shape.items() if k != SEED_KEY} for shape in shapes]
     try:
-        atol, rtol = tolerances(reference)
+        tree = ast.parse(reference.read_text(encoding="utf-8"), filename=str(reference))
     except SyntaxError as err:
         raise HotkernelError(f"gpumode: {reference}:{err.lineno}: does not parse; fix the file") from None
+    atol, rtol, note = _tolerances(tree)
     target = f"gm_{slug(folder.parent.name)}_{slug(folder.name)}"[:64].rstrip("_")
     gpus, why = gpus_needed(doc)
-    return Task(folder, reference, target, cases, atol, rtol, gpus, why)
+    unfit = missing_files(spec_file, doc, tree) or layout_problem(reference, tree, cases)
+    return Task(folder, reference, target, cases, atol, rtol, gpus, why, unfit, note)

@@ -84,6 +84,16 @@ def _add(
     result.imported.append(Imported(target=name, problem=rel, shapes=heads, cases=fields.get("cases"), flags=flags))
 
 
+def shape_key(entries: list[dict[str, Any]]) -> list[Any]:
+    """What a manifest shape keeps of a case: the name and shape of each tensor input with dimensions (the
+    probe's ``kind`` tensor, or none); two cases alike here are one case to the manifest."""
+    return [
+        (entry["name"], list(entry["shape"]))
+        for entry in entries
+        if entry.get("kind", "tensor") == "tensor" and entry.get("shape")
+    ]
+
+
 def head_label(entries: list[dict[str, Any]]) -> str:
     """The headline input of one case: its shape, or what it is (a scalar's value, a structured input)."""
     head = entries[0]
@@ -158,8 +168,8 @@ def _import_kernelbench(
 
 def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: dict[str, Any], command: str) -> None:
     task = gpumode.read_task(directory)
-    if task.gpus > 1:
-        result.skipped.append(Skipped(problem=str(directory), reason=task.gpus_reason))
+    if task.gpus > 1 or task.unfit:
+        result.skipped.append(Skipped(problem=str(directory), reason=task.gpus_reason or task.unfit))
         return
     if task.target in _existing(ws):
         result.skipped.append(Skipped(problem=str(directory), reason=f"{task.target} is already a target"))
@@ -177,14 +187,26 @@ def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: 
         return
     probe = dict(reply["probe"])
     seen: dict[str, int] = {}
+    merged: list[str] = []
     for index, shapes in enumerate(probe["shapes"]):  # two cases with the same tensor shapes are one shape
-        seen.setdefault(repr([{k: v for k, v in entry.items() if k != "name"} for entry in shapes]), index)
+        key = repr(shape_key(shapes))
+        if key in seen and shapes != probe["shapes"][seen[key]]:
+            merged.append(f"{index + 1} as {seen[key] + 1}")
+        seen.setdefault(key, index)
     keep = sorted(seen.values())
     probe["shapes"] = [probe["shapes"][i] for i in keep]
     probe["cases"] = [probe["cases"][i] for i in keep]
+    if merged:
+        probe["flags"] = [
+            *(probe.get("flags") or []),
+            f"benchmarks with the tensor shapes of an earlier one (a manifest keys a case by its shapes) are left "
+            f"out: {', '.join(merged)} (they differ only in dtypes or other values, e.g. a mask's)",
+        ]
     outputs = probe.get("outputs") or []
     fields = dict(given)
     if "dtype" not in fields:
         fields["dtype"] = next((TORCH_DTYPES[o["dtype"]] for o in outputs if o.get("dtype") in TORCH_DTYPES), "fp32")
     fields.update({key: value for key, value in (("atol", task.atol), ("rtol", task.rtol)) if value is not None})
+    if task.tolerance_note:
+        probe["flags"] = [*(probe.get("flags") or []), task.tolerance_note]
     _add(ws, result, task.target, rel, probe, fields, command)
