@@ -91,19 +91,23 @@ def verify(ws: Workspace, name: str, candidate: str, rounds: int, timeout_s: flo
 
 
 ADAPTER_MARK = "# GPU MODE's form"
-ADAPTER_LINE = "# kernel = custom_kernel"
 UNTOUCHED_MARK = "# hotkernel: untouched generated candidate"
 
 
 def submission_candidate(rendered: str, submission: str) -> str:
     """The rendered candidate with a GPU MODE ``submission.py`` pasted above its one-line adapter, the adapter on
-    (after the baseline's load, so the task folder, with ``task.py`` and ``utils.py``, is on sys.path)."""
-    if ADAPTER_MARK not in rendered or ADAPTER_LINE not in rendered:
-        raise ValueError("the rendered candidate documents no `kernel = custom_kernel` adapter")
-    head, tail = rendered.split(ADAPTER_MARK, 1)
-    tail = tail.replace(ADAPTER_LINE, ADAPTER_LINE.removeprefix("# "), 1)
-    tail = "".join(line for line in tail.splitlines(keepends=True) if not line.startswith(UNTOUCHED_MARK))
-    return f"{head}# the task's own submission.py, as GPU MODE ships it\n{submission.strip()}\n\n\n{ADAPTER_MARK}{tail}"
+    (``kernel = custom_kernel``, or ``kernel = lambda *data: custom_kernel(tuple(data))`` where data is several
+    inputs), after the baseline's load, so the task folder, with ``task.py`` and ``utils.py``, is on sys.path."""
+    head, mark, tail = rendered.partition(ADAPTER_MARK)
+    lines = tail.splitlines(keepends=True)
+    adapter = next(
+        (i for i, line in enumerate(lines) if line.startswith("# kernel = ") and "custom_kernel" in line), None
+    )
+    if not mark or adapter is None:
+        raise ValueError("the rendered candidate documents no `kernel = ...custom_kernel...` adapter")
+    lines[adapter] = lines[adapter].removeprefix("# ")
+    tail = "".join(line for line in lines if not line.startswith(UNTOUCHED_MARK))
+    return f"{head}# the task's own submission.py, as GPU MODE ships it\n{submission.strip()}\n\n\n{mark}{tail}"
 
 
 def verify_workspace(

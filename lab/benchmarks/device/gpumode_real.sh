@@ -14,7 +14,7 @@
 # import's JSON and stderr, the workspace's hotkernel.yaml, targets/, results/, hotkernel.lock, LEADERBOARD.md).
 # Environment: HK_GM_DEVICE (cuda; cpu for a dry run, which skips env.sh), HK_GM_ROUNDS (verify -n, default 5),
 # HK_GM_IMPORT_TIMEOUT_S (default 300), HK_GM_VERIFY_TIMEOUT_S (default 240), HK_GM_TASKS (space-separated
-# suite/task names; default every folder with a task.yml).
+# suite/task or suite names; default every folder with a task.yml).
 # CPU dry run: HK_GM_DEVICE=cpu HOTKERNEL_GIT_COMMIT=dry bash ... /tmp/out lab/gpumode 300
 set -u
 usage="usage: gpumode_real.sh OUT_DIR GM_DIR BUDGET_S (GM_DIR holds problems/<suite>/<task>/task.yml)"
@@ -44,8 +44,10 @@ log "gpumode_real: commit=$HOTKERNEL_GIT_COMMIT device=$DEVICE gm=$GM_DIR budget
 (cd "$WS" && "$PY" -m hotkernel init --no-ci > "$WORK/init.txt" 2>&1)
 log "\$ hotkernel init --no-ci   (rc=$?)"
 
-if [ -n "${HK_GM_TASKS:-}" ]; then
-  TASKS=$HK_GM_TASKS
+if [ -n "${HK_GM_TASKS:-}" ]; then  # a suite name stands for its every task
+  TASKS=$(cd "$GM_DIR/problems" && for t in $HK_GM_TASKS; do
+    if [ -f "$t/task.yml" ]; then echo "$t"; else for f in "$t"/*/task.yml; do [ -f "$f" ] && dirname "$f"; done; fi
+  done)
 else
   TASKS=$(cd "$GM_DIR/problems" && for f in */*/task.yml; do [ -f "$f" ] && dirname "$f"; done | sort)
 fi

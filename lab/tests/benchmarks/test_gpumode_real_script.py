@@ -87,5 +87,10 @@ def test_a_submission_is_pasted_above_the_adapter_with_it_on() -> None:
     assert text.index("def custom_kernel") < text.index("\nkernel = custom_kernel\n")
     assert "# kernel = custom_kernel" not in text and "untouched generated candidate" not in text
     compile(text, "candidate.py", "exec")
-    with pytest.raises(ValueError, match="no `kernel = custom_kernel` adapter"):
+    several = RENDERED.replace(
+        "# kernel = custom_kernel", "# kernel = lambda *data: custom_kernel(tuple(data))  # noqa: E731"
+    )
+    text = module.submission_candidate(several, SUBMISSION)
+    assert "\nkernel = lambda *data: custom_kernel(tuple(data))  # noqa: E731\n" in text
+    with pytest.raises(ValueError, match="documents no `kernel = ...custom_kernel...` adapter"):
         module.submission_candidate("def kernel(x):\n    return x\n", SUBMISSION)
