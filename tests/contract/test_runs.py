@@ -1,5 +1,6 @@
-"""Real CPU runs through the runner: scale-aware verdicts on a bf16 softmax 64x8192 (outputs ~1e-4, far under the bf16
-atol of 0.02, so the elementwise check alone passes zeros), a module baseline with fp32 parameters."""
+"""Real CPU runs through the runner: scale-aware verdicts on a bf16 softmax 8x8192 (outputs ~1e-4, far under the bf16
+atol of 0.02, so the elementwise check alone passes zeros; the rows are 8192 wide for that, and 8 of them keep the
+judge's references cheap), a module baseline with fp32 parameters."""
 
 from __future__ import annotations
 
@@ -50,8 +51,8 @@ def softmax_workspace(root: Path) -> tuple:
     resolved = default_resolved(
         **{
             "from": "./kernels/ops.py:softmax",
-            "inputs": [{"name": "x", "shapes": [[64, 8192]]}],
-            "shapes": ["64x8192"],
+            "inputs": [{"name": "x", "shapes": [[8, 8192]]}],
+            "shapes": ["8x8192"],
             "dtype": "bf16",
             "kwargs": {},
             "rotate": ["x"],

@@ -51,7 +51,6 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     (root / "other" / "k2.py").write_text(KERNELS, encoding="utf-8")
     (root / "hotkernel.yaml").write_text(MANIFEST, encoding="utf-8")
     monkeypatch.setenv("HOTKERNEL_PYTHON", sys.executable)
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     return Workspace(root)
 
 

@@ -102,8 +102,11 @@ def test_a_verify_keeps_its_first_runs_rotation(tmp_path: Path, monkeypatch: pyt
         return run_one(*args, **kwargs)
 
     monkeypatch.setattr(verify_module, "run_one", spy)
-    result = verify_module.verify(ws, f"targets/{TARGET}/baseline.py", f"targets/{TARGET}/candidate.py", n=3)
-    assert all(run.status == "ok" for run in result.runs) and len(result.runs) >= 6, result.reason
+    # an A/A verify still open at n would go on to 2n rounds: capped at n, it runs its 6 runs, no more
+    result = verify_module.verify(
+        ws, f"targets/{TARGET}/baseline.py", f"targets/{TARGET}/candidate.py", n=3, max_rounds=3
+    )
+    assert all(run.status == "ok" for run in result.runs) and len(result.runs) == 6, result.reason
     first = result.runs[0].data["per_shape"][0]["rotation"]
     assert asked == [None] + [[first]] * (len(result.runs) - 1), asked
 
