@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -204,9 +205,9 @@ def test_plan_imports_no_torch(tmp_path: Path) -> None:
 
 
 HOLD = """
-import sys, time
+import sys
 from pathlib import Path
-sys.path.insert(0, sys.argv[3])
+sys.path.insert(0, sys.argv[2])
 from hotkernel.errors import HotkernelError
 from hotkernel.reconcile.sync import sync
 from hotkernel.workspace.paths import Workspace
@@ -214,7 +215,7 @@ from reconcile.stand_in import stand_in_executor
 
 def slow_verify(*args, **kwargs):  # stands in for a long GPU verify: holds the workspace lock meanwhile
     print("held", flush=True)
-    time.sleep(float(sys.argv[2]))
+    sys.stdin.read()  # until the test closes our stdin: it lets go then
     raise HotkernelError("stand-in verify: no real run in this test")
 
 ws = Workspace(Path(sys.argv[1]))
@@ -230,8 +231,9 @@ def test_second_sync_refuses_then_waits(tmp_path: Path) -> None:
     )
     tests = str(Path(__file__).resolve().parents[1])
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(ws.root), "15", tests], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLD, str(ws.root), tests], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
+    release = threading.Timer(1.0, holder.stdin.close)  # the holder's verify ends a second into the wait below
     try:
         assert holder.stdout.readline().strip() == "held"  # the first sync is inside its verify
         refused = _cli(ws.root, "sync")
@@ -241,10 +243,15 @@ def test_second_sync_refuses_then_waits(tmp_path: Path) -> None:
         with pytest.raises(HotkernelError, match="locked by"):
             sync(ws, gpu_name=None)
         start = time.monotonic()
+        release.start()
         waited = sync(ws, wait_s=60, gpu_name=None)  # blocks until the holder lets go
         assert time.monotonic() - start > 0.5
         assert holder.stdout.readline().strip() == "failed"  # the first sync finished before we got in
     finally:
+        release.cancel()
+        if release.is_alive():
+            release.join()
+        holder.stdin.close()
         holder.wait(timeout=60)
     assert [(i.name, i.status) for i in waited.items] == [("gpu_only", "skipped")]
     assert waited.items[0].reason.startswith("no CUDA GPU")
