@@ -33,8 +33,11 @@ class Task:
     gpus_reason: str = ""
     unfit: str = ""  # why the task cannot become a target as it stands (task.yml and reference.py disagree...)
     tolerance_note: str = ""  # set where reference.py states several tolerances (one per output)
+    empty_buffers: tuple[str, ...] = ()  # inputs generate_input leaves uninitialized (x<i>): output buffers
 
 
+EMPTY_FACTORIES = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
+KEEPS_CONTENT = frozenset({"contiguous", "to", "cuda", "cpu", "view", "reshape"})  # calls that write no values
 GPU_KEYS = ("world_size", "num_gpus", "gpus", "ranks")  # the keys of task.yml that say how many GPUs a case needs
 
 
@@ -182,6 +185,69 @@ def layout_problem(reference: Path, tree: ast.Module, cases: list[dict[str, Any]
     return ""
 
 
+def _uninitialized(node: ast.AST) -> bool:
+    """An expression whose value is an uninitialized tensor: ``torch.empty(...)`` or ``x.new_empty(...)``, then
+    only calls that write no values (``.contiguous()``, ``.to(...)``)."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in EMPTY_FACTORIES:
+            return True
+        if node.func.attr not in KEEPS_CONTENT:
+            return False
+        node = node.func.value
+    return False
+
+
+def _written(function: ast.FunctionDef, name: str) -> bool:
+    """Whether ``function`` writes values into ``name`` after binding it, or uses it where it might: an in-place
+    method (``name.uniform_(...)``), an item assignment, an ``out=``, or any call that takes it as an argument."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name:
+                if func.attr.endswith("_") and not func.attr.startswith("__"):
+                    return True
+            used = [*node.args, *(k.value for k in node.keywords)]
+            if any(isinstance(arg, ast.Name) and arg.id == name for arg in used):
+                return True
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        targets = [node.target] if isinstance(node, ast.AugAssign) else targets
+        for target in targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == name:
+                return True
+            if isinstance(node, ast.AugAssign) and isinstance(target, ast.Name) and target.id == name:
+                return True
+    return False
+
+
+def empty_buffers(tree: ast.Module) -> tuple[str, ...]:
+    """The inputs (``x<i>``, by position in the tuple ``generate_input`` returns) that it leaves uninitialized
+    (``torch.empty`` and nothing writes into them): GPU MODE's output buffers, whose content no seed fixes. Read
+    from the source, so only what it shows plainly counts: one return of a tuple, each such name bound once."""
+    node = _bound_names(tree).get("generate_input")
+    if not isinstance(node, ast.FunctionDef):
+        return ()
+    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None]
+    if len(returns) != 1 or not isinstance(returns[0].value, (ast.Tuple, ast.List)):
+        return ()
+    bindings: dict[str, list[ast.AST]] = {}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign):
+            for target in sub.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        bindings.setdefault(name.id, []).append(sub.value if target is name else target)
+    found = []
+    for index, item in enumerate(returns[0].value.elts):
+        if isinstance(item, ast.Name):
+            bound = bindings.get(item.id, [])
+            empty = len(bound) == 1 and _uninitialized(bound[0]) and not _written(node, item.id)
+        else:
+            empty = _uninitialized(item)
+        if empty:
+            found.append(f"x{index}")
+    return tuple(found)
+
+
 def read_task(folder: Path) -> Task:
     """The task in ``folder`` (``.../problems/<suite>/<task>``); errors name the file and line."""
     if not folder.is_dir():
@@ -211,4 +277,4 @@ def read_task(folder: Path) -> Task:
     target = f"gm_{slug(folder.parent.name)}_{slug(folder.name)}"[:64].rstrip("_")
     gpus, why = gpus_needed(doc)
     unfit = missing_files(spec_file, doc, tree) or layout_problem(reference, tree, cases)
-    return Task(folder, reference, target, cases, atol, rtol, gpus, why, unfit, note)
+    return Task(folder, reference, target, cases, atol, rtol, gpus, why, unfit, note, empty_buffers(tree))

@@ -202,6 +202,15 @@ def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: 
             f"benchmarks with the tensor shapes of an earlier one (a manifest keys a case by its shapes) are left "
             f"out: {', '.join(merged)} (they differ only in dtypes or other values, e.g. a mask's)",
         ]
+    names = [entry["name"] for entry in probe["shapes"][0]]
+    empty = [name for name in task.empty_buffers if name in names and name not in (probe.get("destinations") or [])]
+    if empty:
+        probe["destinations"] = [*(probe.get("destinations") or []), *empty]
+        probe["flags"] = [
+            *(probe.get("flags") or []),
+            f"{', '.join(empty)}: made by torch.empty in generate_input and never written there, so an output "
+            "buffer (filled before every call, judged through what the kernel returns, not checked as an input)",
+        ]
     outputs = probe.get("outputs") or []
     fields = dict(given)
     if "dtype" not in fields:

@@ -4,6 +4,7 @@ that compares each output at its own tolerance (tasks written for these tests in
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,54 @@ def test_benchmarks_alike_in_shapes_are_one_case_and_flagged(tmp_path: Path, ws:
         "benchmarks with the tensor shapes of an earlier one (a manifest keys a case by its shapes) are left out: "
         "2 as 1 (they differ only in dtypes or other values, e.g. a mask's)"
     ]
+
+
+REBINDING_REFERENCE = """import torch
+from task import input_t, output_t
+from utils import make_match_reference
+
+
+def generate_input(size: int, seed: int) -> input_t:
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.empty(size, size)
+    a.uniform_(0, 1, generator=gen)
+    b = torch.randn(size, size, generator=gen).contiguous()
+    c = torch.empty(size, size).contiguous()
+    return a, b, c
+
+
+def ref_kernel(data: input_t) -> output_t:
+    a, b, c = data
+    c = a + b
+    return c
+
+
+check_implementation = make_match_reference(ref_kernel, rtol=1e-5, atol=1e-6)
+"""
+
+
+def test_an_uninitialized_buffer_the_reference_never_writes_is_an_output_buffer(tmp_path: Path, ws: Workspace) -> None:
+    """GPU MODE's own vectoradd: ``C = torch.empty(...)`` in ``data``, and a reference that returns a new tensor
+    rather than writing into C. C's content follows no seed, so it cannot be checked as an input; a, made by
+    torch.empty and then filled in place, is an input like any other."""
+    folder = write_task(tmp_path, "vectoradd_py", REBINDING_REFERENCE, ['{"size": 64, "seed": 1}'])
+    assert gpumode.read_task(folder).empty_buffers == ("x2",)
+    result = import_suite(ws, "gpumode", folder, device="cpu")
+    assert [i.target for i in result.imported] == ["gm_hklayout_vectoradd_py"], result.skipped
+    assert any(flag.startswith("x2: made by torch.empty in generate_input") for flag in result.imported[0].flags)
+    assert "    outputs: [x2]\n" in ws.manifest.read_text()
+
+
+def test_a_buffer_written_in_place_or_passed_on_is_not_an_output_buffer() -> None:
+    source = """import torch
+def generate_input(n, seed):
+    a = torch.empty(n)
+    a[0] = 1
+    b = torch.empty(n)
+    fill(b)
+    c = torch.empty(n).random_(0, 2)
+    d = torch.empty(n)
+    d = d.to("cpu")
+    return a, b, c, d, torch.empty_like(a)
+"""
+    assert gpumode.empty_buffers(ast.parse(source)) == ("x4",)
