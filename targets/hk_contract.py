@@ -455,6 +455,10 @@ REAL_RUN_FACTOR = 3  # a real run is estimated at this many times the inputs' by
 GIB = float(1 << 30)
 
 
+class ProbeMemory(ValueError):
+    """A real run refused or stopped for memory (``memory_cap``): its message has the numbers and the step."""
+
+
 class ProbeLimit(Exception):
     """A probe step ran past its time limit."""
 
@@ -576,7 +580,7 @@ def memory_cap(torch: Any, device: str, need: int | None, what: str) -> Iterator
     running out is a ValueError with the numbers, never a killed probe."""
     free = probe_free_bytes(torch, device)
     if free is not None and need is not None and need > free:
-        raise ValueError(f"{what} needs about {need / GIB:.2f} GiB on {device}, {free / GIB:.2f} GiB free")
+        raise ProbeMemory(f"{what} needs about {need / GIB:.2f} GiB on {device}, {free / GIB:.2f} GiB free")
     restore: Callable[[], None] = lambda: None  # noqa: E731
     if free is not None and device.startswith("cuda"):
         total = torch.cuda.get_device_properties(torch.device(device)).total_memory
@@ -594,7 +598,7 @@ def memory_cap(torch: Any, device: str, need: int | None, what: str) -> Iterator
     except (MemoryError, RuntimeError) as err:
         if isinstance(err, MemoryError) or "out of memory" in str(err) or "can't allocate" in str(err):
             shown = f"{free / GIB:.2f} GiB" if free is not None else "the memory"
-            raise ValueError(f"{what} needs more than the {shown} free on {device}") from None
+            raise ProbeMemory(f"{what} needs more than the {shown} free on {device}") from None
         raise
     finally:
         restore()
@@ -892,9 +896,9 @@ def _reference_run(
             data = module.generate_input(**cases[index], seed=1)
             step = f"the reference on {cases[index]}"
             runs = [(data, ref(data))]
-    except ValueError:
+    except ProbeMemory:
         raise
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 - the reference's own error (a ValueError too), with the file and step
         what = f"{step} (a real run on {device})"
         raise ValueError(problem_error(path, err, what) + _cuda_hint(torch, err)) from None
     flags = signal_flags(torch, runs[0][1], runs[0][1], [])

@@ -266,3 +266,21 @@ def generate_input(n, seed):
     return a, b, c, d, torch.empty_like(a)
 """
     assert gpumode.empty_buffers(ast.parse(source)) == ("x4",)
+
+
+UNPACKS_TWO_OF_THREE = REBINDING_REFERENCE.replace(
+    "    a, b, c = data\n    c = a + b\n    return c", "    a, b = data\n    return a @ b"
+)
+
+
+def test_a_value_error_of_the_reference_itself_names_the_file_line_and_step(tmp_path: Path, ws: Workspace) -> None:
+    """GPU MODE's pmpp_v2/matmul_py as stored: generate_input returns (a, b, c), ref_kernel unpacks two."""
+    assert "a, b = data" in UNPACKS_TWO_OF_THREE
+    folder = write_task(tmp_path, "matmul_py", UNPACKS_TWO_OF_THREE, ['{"size": 16, "seed": 1}'])
+    result = import_suite(ws, "gpumode", folder, device="cpu")
+    assert result.imported == []
+    (skipped,) = result.skipped
+    assert "/matmul_py/reference.py:" in skipped.reason, skipped.reason
+    assert "the reference on {'size': 16} (a real run on cpu) raised ValueError: too many values to unpack" in (
+        skipped.reason
+    )
