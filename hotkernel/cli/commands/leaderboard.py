@@ -1,5 +1,6 @@
-"""``hotkernel leaderboard [--check | --summary]``: regenerate LEADERBOARD.md, the roofline charts and the README
-headline from results/, check them and results/, or print the suite summary (fast_p)."""
+"""``hotkernel leaderboard [--check | --summary | --compact-records]``: regenerate LEADERBOARD.md, the roofline
+charts and the README headline from results/, check them and results/, print the suite summary (fast_p), or first
+rewrite the schema-1 records compactly."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import typer
 
 from hotkernel.cli.commands.bench import console
 from hotkernel.cli.output import emit
+from hotkernel.errors import HotkernelError
+from hotkernel.store.compact_records import Compaction, compact_records, finish_interrupted, journal_path
 from hotkernel.store.leaderboard import board_summary, store_problems, vouch_committed_records, write_leaderboard
 from hotkernel.store.summary import summary_lines
 from hotkernel.workspace.lockfile import workspace_lock
@@ -37,17 +40,31 @@ def register(app: typer.Typer) -> None:
             "geometric mean speedup of the faster targets (targets named kb<N>_... form suite 'kernelbench level N')",
         ),
         as_json: bool = typer.Option(False, "--json", help="with --summary: print it as JSON"),
+        compact: bool = typer.Option(
+            False,
+            "--compact-records",
+            help="first rewrite in place every schema-1 record hotkernel.lock vouches for in the compact schema 2 "
+            "(about a sixth of the bytes) and update its sha256 in the records index; refused, nothing written, "
+            "when the board would change by a byte; files the index does not vouch for are left untouched",
+        ),
     ) -> None:
         """Regenerate LEADERBOARD.md, roofline_<device>.svg and the README headline from the records
         hotkernel.lock vouches for (same records, same bytes)."""
 
         ws = find_workspace()
+        if compact and (check or summary):
+            raise HotkernelError("leaderboard: --compact-records rewrites records; run it without --check or --summary")
         if summary:
             result = board_summary(ws)
             emit(result, summary_lines(result.suites), as_json)
             return
         if check:
             problems = store_problems(ws)
+            if journal_path(ws).is_file():
+                problems.append(
+                    f"{journal_path(ws).relative_to(ws.root).as_posix()}: a `hotkernel leaderboard --compact-records` "
+                    "is running or was interrupted; `hotkernel leaderboard` puts back the record it left unindexed"
+                )
             for line in problems:
                 console().print(line, markup=False)
             if problems:
@@ -58,10 +75,36 @@ def register(app: typer.Typer) -> None:
             )
             return
         with workspace_lock(ws, wait_s=10.0, command="hotkernel leaderboard"):
+            for restored in finish_interrupted(ws):
+                console().print(
+                    f"put back {restored}: an interrupted --compact-records left it rewritten but not indexed",
+                    markup=False,
+                )
             for vouched in vouch_committed_records(ws) if vouch_committed else []:
                 console().print(f"vouched for {vouched} (committed in git HEAD)", markup=False)
+            if compact:
+                _print_compaction(compact_records(ws))
             path = write_leaderboard(ws)
             problems = [p for p in store_problems(ws) if not p.startswith("LEADERBOARD.md")]
         for line in problems:
             console().print(line, markup=False)
         console().print(f"wrote {path.relative_to(ws.root)}")
+
+
+def _print_compaction(done: Compaction) -> None:
+    """One line per record rewritten, kept or left untouched, then the totals."""
+    for item in done.rewritten:
+        console().print(f"rewrote {item.path}: {item.before:,} -> {item.after:,} bytes", markup=False)
+    for path, why in done.kept:
+        console().print(f"kept {path} as schema 1: {why}", markup=False)
+    for path, why in done.untouched:
+        console().print(f"left {path} untouched: hotkernel.lock does not vouch for it ({why})", markup=False)
+    if not done.rewritten:
+        console().print("no schema-1 record to rewrite", markup=False)
+        return
+    console().print(
+        f"rewrote {len(done.rewritten)} schema-1 records in schema 2: {done.bytes_before:,} -> "
+        f"{done.bytes_after:,} bytes; hotkernel.lock's records index holds their new sha256 and the board is "
+        "byte for byte the same",
+        markup=False,
+    )
