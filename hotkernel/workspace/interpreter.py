@@ -1,11 +1,16 @@
 """Which Python runs the kernels: the user's interpreter with torch (the tool never imports torch).
 
 Order: ``HOTKERNEL_PYTHON``, else the manifest's ``defaults.python``, else the first ``python``/``python3`` on
-``PATH`` that imports torch. Each probe is a short subprocess; its result is cached per path in this process.
+``PATH`` that imports torch. A probe (``import torch`` in a subprocess: 1-10 s) is cached per path in this process
+and, across commands, in ``$XDG_CACHE_HOME/hotkernel/torch_probes.json`` under the interpreter's fingerprint: its
+file and the modification times of every directory on its ``sys.path``, which an install or uninstall changes
+(read by a subprocess that imports nothing, about 30 ms).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -13,12 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hotkernel._util.fs import atomic_write_text
 from hotkernel.errors import HotkernelError
 
 ENV_VAR = "HOTKERNEL_PYTHON"
 PATH_NAMES = ("python", "python3")
 PROBE_TIMEOUT_S = 120.0  # `import torch` alone took 57 s on a cold, loaded 2-core machine
 PROBE_CODE = "import torch, sys; sys.stdout.write(torch.__version__)"
+PATH_CODE = "import json, sys; sys.stdout.write(json.dumps(sys.path))"  # what decides whether torch imports
+FINGERPRINT_TIMEOUT_S = 30.0
 FIX_HINT = (
     f"set {ENV_VAR}=/path/to/python, or set `python: /path/to/python` under `defaults:` in hotkernel.yaml, "
     "or install torch into the python on PATH (pip install torch)"
@@ -62,10 +70,72 @@ def clear_probe_cache() -> None:
     _probe_cache.clear()
 
 
+def probe_cache_file() -> Path:
+    """Where probes persist across commands (``$XDG_CACHE_HOME``, else ``~/.cache``)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "hotkernel" / "torch_probes.json"
+
+
+def interpreter_fingerprint(path: str) -> str | None:
+    """A digest of the interpreter file and of the modification times of the directories on its ``sys.path``
+    (site-packages: installing or removing torch there changes it), or None when it cannot be read."""
+    try:
+        done = subprocess.run(
+            [path, "-c", PATH_CODE],
+            capture_output=True,
+            text=True,
+            timeout=FINGERPRINT_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        entries = json.loads(done.stdout) if done.returncode == 0 else None
+        real = os.path.realpath(path)
+        stat = os.stat(real)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    if not isinstance(entries, list):
+        return None
+    parts = [real, str(stat.st_size), str(stat.st_mtime_ns)]
+    for entry in entries:
+        if not entry:  # the current directory (``-c``): not where torch is installed, and it changes all the time
+            continue
+        directory = os.path.abspath(str(entry))
+        try:
+            parts.append(f"{directory}={os.stat(directory).st_mtime_ns}")
+        except OSError:
+            parts.append(f"{directory}=absent")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _stored_probes() -> dict[str, dict[str, str | None]]:
+    try:
+        data = json.loads(probe_cache_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _store_probe(fingerprint: str, probe: Probe) -> None:
+    """Keep ``probe`` under ``fingerprint`` (a failure to write is no failure of the command)."""
+    stored = _stored_probes()
+    stored[fingerprint] = {"torch_version": probe.torch_version, "problem": probe.problem}
+    try:
+        probe_cache_file().parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(probe_cache_file(), json.dumps(stored, sort_keys=True))
+    except OSError:
+        pass
+
+
 def probe_python(path: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
-    """Run ``path -c 'import torch'`` once per path per process; never raises."""
+    """Run ``path -c 'import torch'`` once per path per process, and once per fingerprint across processes
+    (``interpreter_fingerprint``; only a probe that found torch is kept); never raises."""
     key = os.path.realpath(path)
     if key in _probe_cache:
+        return _probe_cache[key]
+    fingerprint = interpreter_fingerprint(path)
+    kept = _stored_probes().get(fingerprint) if fingerprint else None
+    if isinstance(kept, dict):
+        _probe_cache[key] = Probe(kept.get("torch_version"), kept.get("problem"))
         return _probe_cache[key]
     try:
         done = subprocess.run(
@@ -87,6 +157,8 @@ def probe_python(path: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
         else:
             last = (done.stderr.strip().splitlines() or ["exit code " + str(done.returncode)])[-1]
             probe = Probe(None, last.strip())
+        if fingerprint and probe.torch_version is not None:  # a failure is probed again: it may pass
+            _store_probe(fingerprint, probe)
     _probe_cache[key] = probe
     return probe
 

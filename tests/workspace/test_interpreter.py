@@ -15,13 +15,15 @@ from hotkernel.workspace.interpreter import ENV_VAR, find_python, probe_python
 
 
 @pytest.fixture(autouse=True)
-def fresh_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+def fresh_probes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     interpreter.clear_probe_cache()
     monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "probe-cache"))  # no probe kept from another test
 
 
 def fake_python(directory: Path, name: str, torch_version: str | None, *, sleep_s: float = 0) -> Path:
-    """An executable that answers the torch probe like a python with (or without) torch; counts its calls."""
+    """An executable that answers the torch probe like a python with (or without) torch; counts its torch
+    probes (not the ``sys.path`` read of the probe cache's fingerprint, which it cannot answer: no cache)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
     answer = (
@@ -30,7 +32,8 @@ def fake_python(directory: Path, name: str, torch_version: str | None, *, sleep_
         else "echo \"ModuleNotFoundError: No module named 'torch'\" >&2; exit 1"
     )
     path.write_text(
-        f"#!/bin/sh\necho called >> '{path}.calls'\n{f'sleep {sleep_s}' if sleep_s else ''}\n{answer}\n",
+        f"#!/bin/sh\ncase \"$2\" in *'import torch'*) echo called >> '{path}.calls';; esac\n"
+        f"{f'sleep {sleep_s}' if sleep_s else ''}\n{answer}\n",
         encoding="utf-8",
     )
     path.chmod(0o755)
