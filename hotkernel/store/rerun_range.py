@@ -33,6 +33,8 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
+from hotkernel.run.verdict import student_t_quantile  # the verdict rule's own t quantile
+
 LEVEL = 0.95
 SESSION_GAP_S = 3600.0  # runs of one lease are minutes apart; leases are hours or days apart
 
@@ -83,60 +85,6 @@ def group_sessions(runs: list[RunPoint], gap_s: float = SESSION_GAP_S) -> list[l
     return sessions
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 500):
-        even = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
-        odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
-        for num in (even, odd):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """Student's t distribution function on ``df`` degrees of freedom."""
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t >= 0 else tail
-
-
-def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile (0.5 < p < 1) of Student's t on ``df`` degrees of freedom, by bisection."""
-    low, high = 0.0, 1.0
-    while t_cdf(high, df) < p:
-        low, high = high, 2.0 * high
-    for _ in range(200):
-        mid = (low + high) / 2.0
-        if t_cdf(mid, df) < p:
-            low = mid
-        else:
-            high = mid
-        if high - low < 1e-12 * high:
-            break
-    return (low + high) / 2.0
-
-
 def rerun_range(sessions: list[list[float]], centre: float, level: float = LEVEL) -> RerunRange:
     """The ``level`` prediction range of one fresh run's point speedup, centred on ``centre`` (the headline
     median), from the point speedups of the earlier runs grouped by session (see the module's rule)."""
@@ -156,7 +104,7 @@ def rerun_range(sessions: list[list[float]], centre: float, level: float = LEVEL
         var_b, var_w = max(0.0, (msb - msw) / n0), msw
         within = math.sqrt(var_w)
     var_centre = sum(var_b + var_w / len(s) for s in logs) / k**2
-    t = t_quantile((1.0 + level) / 2.0, k - 1)
+    t = student_t_quantile((1.0 + level) / 2.0, k - 1)
     half = t * math.sqrt(var_b + var_w + var_centre)
     return RerunRange(
         sessions=k,

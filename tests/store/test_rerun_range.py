@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from store.record_factory import make_workspace, synthetic_result
 
+from hotkernel.run.verdict import student_t_quantile as t_quantile
 from hotkernel.store.headline import MIN_MAX_HEADER, RERUN_HEADER, rerun_range_cell, same_files_cell
 from hotkernel.store.leaderboard import best_entries, board_rows, write_leaderboard
 from hotkernel.store.models import BestEntry, Provenance
 from hotkernel.store.record import record
-from hotkernel.store.rerun_range import RunPoint, group_sessions, rerun_range, t_quantile
+from hotkernel.store.rerun_range import RunPoint, group_sessions, rerun_range
 from hotkernel.store.rows import run_sessions
 
 E = math.exp
