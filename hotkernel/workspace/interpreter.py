@@ -76,18 +76,18 @@ def probe_cache_file() -> Path:
     return Path(root) / "hotkernel" / "torch_probes.json"
 
 
+def run_code(path: str, code: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """``path -c code``, its output captured as text, no stdin; raises OSError or TimeoutExpired."""
+    return subprocess.run(
+        [path, "-c", code], capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, check=False
+    )
+
+
 def interpreter_fingerprint(path: str) -> str | None:
     """A digest of the interpreter file and of the modification times of the directories on its ``sys.path``
     (site-packages: installing or removing torch there changes it), or None when it cannot be read."""
     try:
-        done = subprocess.run(
-            [path, "-c", PATH_CODE],
-            capture_output=True,
-            text=True,
-            timeout=FINGERPRINT_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        done = run_code(path, PATH_CODE, FINGERPRINT_TIMEOUT_S)
         entries = json.loads(done.stdout) if done.returncode == 0 else None
         real = os.path.realpath(path)
         stat = os.stat(real)
@@ -138,14 +138,7 @@ def probe_python(path: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
         _probe_cache[key] = Probe(kept.get("torch_version"), kept.get("problem"))
         return _probe_cache[key]
     try:
-        done = subprocess.run(
-            [path, "-c", PROBE_CODE],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        done = run_code(path, PROBE_CODE, timeout_s)
     except subprocess.TimeoutExpired:
         probe = Probe(None, f"importing torch took over {timeout_s:g} s")
     except OSError as err:
