@@ -3,13 +3,19 @@
 The verifies run one at a time in this process (``InlineLane``), one per GPU of this host (``--gpus``), or as Ray
 tasks (``--executor ray``): see ``executor.py``. This process alone records, one finished target at a time. Targets
 run most out of date first, within an optional budget (``budget.py``); a would-be new best is verified twice.
+A signal (Ctrl-C, SIGTERM, SIGHUP) stops the sync as it did; the exception carries an ``InterruptedSyncReport``
+(``interrupt_report``): what was finished, what was running (``not run``) and what is left.
 """
 
 from __future__ import annotations
 
 import contextlib
+import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from pydantic import Field
 
 from hotkernel._util.fs import sha256_file
 from hotkernel._util.nvml import visible_gpu_name
@@ -33,12 +39,13 @@ from hotkernel.reconcile.keep import record_and_keep as record_and_keep
 from hotkernel.reconcile.lanes import InlineLane as InlineLane
 from hotkernel.reconcile.lanes import build_executor as build_executor
 from hotkernel.reconcile.lanes import inline_kinds, interrupts_stop, lane_gpu_name
-from hotkernel.reconcile.models import SyncItem, SyncReport, failed_item, measured, run_seconds
+from hotkernel.reconcile.models import Plan, SyncItem, SyncReport, failed_item, measured, run_seconds
 from hotkernel.reconcile.plan import (
     _AUTO,
     CPU_DEVICE,
     NO_GPU,
     baseline_file_state,
+    competitor_items,
     contract_file_state,
     device_key,
     load_workspace_manifest,
@@ -63,6 +70,61 @@ from hotkernel.workspace.lockfile import LockEntry, read_lock, workspace_lock, w
 from hotkernel.workspace.paths import Workspace
 
 DEFAULT_ROUNDS = 7
+_REPORT_ATTR = "hotkernel_sync_report"  # the attribute of an interrupt's exception that carries its report
+
+
+class InterruptedSyncReport(SyncReport):
+    """``sync`` stopped by a signal: the items it finished as in a full report, the verify it was running and
+    those it had not started as ``not run`` items, and ``left``, what is still out of date."""
+
+    interrupted: bool = Field(default=True, description="True: a signal stopped the sync before it finished")
+    signal: str | None = Field(
+        default=None, description="the signal that stopped it: SIGINT (Ctrl-C), SIGTERM or SIGHUP (None: unknown)"
+    )
+
+
+def is_interrupt(stop: BaseException) -> bool:
+    """True for what a signal raises in a sync: KeyboardInterrupt (SIGINT), or a non-zero SystemExit
+    (``TerminationRaises``: SIGTERM, SIGHUP)."""
+    return isinstance(stop, KeyboardInterrupt) or (isinstance(stop, SystemExit) and stop.code not in (None, 0))
+
+
+def stop_signal(stop: BaseException) -> str | None:
+    """'SIGINT' for KeyboardInterrupt, 'SIGTERM' for SystemExit(128 + 15) and so on; None when unknown."""
+    if isinstance(stop, KeyboardInterrupt):
+        return "SIGINT"
+    code = stop.code if isinstance(stop, SystemExit) else None
+    if isinstance(code, int) and code > 128:
+        with contextlib.suppress(ValueError):
+            return signal.Signals(code - 128).name
+    return None
+
+
+def interrupt_report(stop: BaseException, names: list[str] | None = None) -> InterruptedSyncReport | None:
+    """The report of a sync that ``stop`` (an interrupt) ended; None when ``stop`` is no interrupt. A sync
+    stopped before it could make one (while it read the manifest or started its lanes) gets a bare report:
+    nothing done, ``left`` the targets asked for (``names``; all when None: empty, see its note)."""
+    if not is_interrupt(stop):
+        return None
+    report = getattr(stop, _REPORT_ATTR, None)
+    if isinstance(report, InterruptedSyncReport):
+        return report
+    sig = stop_signal(stop)
+    note = f"{_interrupted_text(sig)} before it planned: nothing ran; `hotkernel sync` starts over"
+    return InterruptedSyncReport(plan=Plan(device=NO_GPU, notes=[note]), left=list(names or []), signal=sig)
+
+
+def _interrupted_text(sig: str | None) -> str:
+    return f"sync was interrupted ({sig})" if sig else "sync was interrupted"
+
+
+def _attach_report(stop: BaseException, make: Callable[[str | None], InterruptedSyncReport]) -> None:
+    """Give ``stop`` the report ``make`` builds from its signal's name; a report that cannot be built never
+    replaces the interrupt (the CLI then writes a bare one)."""
+    try:
+        setattr(stop, _REPORT_ATTR, make(stop_signal(stop)))
+    except Exception:  # noqa: BLE001 - the interrupt goes on as it was
+        pass
 
 
 def manifest_rounds(manifest: Any) -> int:
@@ -131,7 +193,9 @@ def sync(
     cluster, default a local instance): one Ray task per verify; or an ``Executor`` object. Whatever runs the
     verifies, this process alone writes results/, hotkernel.lock and LEADERBOARD.md, one target at a time.
     Targets run in ``budget.staleness_order``. ``budget_s``: from the call on, no verify starts after it and one
-    still running then is cancelled unrecorded; what did not run is in the report's ``left``.
+    still running then is cancelled unrecorded; what did not run is in the report's ``left``. A signal stops it
+    as before (KeyboardInterrupt, or SystemExit from ``TerminationRaises``); the exception then carries an
+    ``InterruptedSyncReport`` (``interrupt_report``) of what was done and what is left.
     """
     deadline = Deadline(budget_s)
     manifest = load_workspace_manifest(ws)  # a bad manifest stops here: nothing written
@@ -168,9 +232,14 @@ def sync(
         counter=RunCounter(progress),
         progress=progress,
     )
+    run.selected = select_names(manifest, names)
     try:
         with workspace_lock(ws, wait_s=wait_s, command=command.strip()), TerminationRaises(), interrupts_stop():
             return run.locked(names, from_scratch=from_scratch)
+    except BaseException as stop:
+        if is_interrupt(stop) and getattr(stop, _REPORT_ATTR, None) is None:  # e.g. waiting for the lock
+            _attach_report(stop, run.interrupted)
+        raise
     finally:
         run.pool.close()  # the lanes' warm judges and child processes
 
@@ -195,16 +264,37 @@ class _Run:
     left: list[str] = field(default_factory=list)
     before: Any = None  # store_snapshot after the last record
     fallback_who: str = ""
+    # where the sync is, for the report of an interrupt (``interrupted``)
+    selected: list[str] = field(default_factory=list)
+    current: Plan | None = None
+    records: list[Any] = field(default_factory=list)
+    to_run: list[str] = field(default_factory=list)
+    preparing: str | None = None  # the target being rendered
+    prepared: dict[str, _Prepared] = field(default_factory=dict)
+    from_scratch: bool = False
+    rivals: list[SyncItem] = field(default_factory=list)
+    rivals_of: str | None = None  # the target whose competitors run
+    rivals_done: set[str] = field(default_factory=set)
 
     def locked(self, names: list[str] | None, *, from_scratch: bool) -> SyncReport:
+        try:
+            return self._locked(names, from_scratch=from_scratch)
+        except BaseException as stop:  # Ctrl-C, SIGTERM, SIGHUP: the report of what was done goes with it
+            if is_interrupt(stop):
+                _attach_report(stop, self.interrupted)
+            raise
+
+    def _locked(self, names: list[str] | None, *, from_scratch: bool) -> SyncReport:
         ws, manifest = self.ws, self.manifest
+        self.from_scratch = from_scratch
         current = plan(ws, names=names, gpu_name=self.gpu_name, manifest=manifest)  # state may have moved
         pending = {i.name: i for i in current.items}
         records = current_records(ws)
         selected = select_names(manifest, names)  # the report's order; the runs go most out of date first
         to_run = staleness_order([name for name in selected if name in pending or from_scratch], records)
+        self.current, self.records, self.selected, self.to_run = current, records, selected, to_run
         self.items = {name: SyncItem(name=name, status="up to date") for name in selected if name not in to_run}
-        prepared = self.prepare(to_run, pending)
+        prepared = self.prepared = self.prepare(to_run, pending)
         first = [job for ready in prepared.values() for job in ready.jobs]
         self.counter.plan(first, recorded_seconds(records))
         self.before = store_snapshot(ws)  # what no run may change: record compares, and restores the lock
@@ -220,7 +310,10 @@ class _Run:
             # an idle judge holding a CUDA context would fail every competitor run's device_idle check.
             self.pool.close()
             for name in staleness_order(selected, records):  # competitors: one at a time, after the lanes
+                self.rivals_of = name
                 rivals += self.competitors(name, from_scratch)
+                self.rivals, self.rivals_of = rivals, None
+                self.rivals_done.add(name)
         finally:  # records are written with record(board=False): the board once, after them (also after a Ctrl-C)
             if prepared or any(manifest.targets[name].competitors for name in selected):
                 with SignalsDeferred():
@@ -243,6 +336,82 @@ class _Run:
             **board_summary(ws),
         )
 
+    def interrupted(self, sig: str | None) -> InterruptedSyncReport:
+        """The report of a sync a signal stopped: the items finished (records written, failures, skips); a
+        ``not run`` item for the verify that was running and for each target and competitor not reached, and
+        all of them in ``left`` (they stay out of date: the next sync runs them first)."""
+        how = _interrupted_text(sig)
+        if self.current is None:  # stopped before the plan (waiting for the workspace lock)
+            note = f"{how} before it planned: nothing ran; `left` lists every target asked for"
+            plan_ = Plan(device=self.gpu_name or NO_GPU, notes=[note])
+            return InterruptedSyncReport(
+                plan=plan_, left=list(self.selected), budget_s=self.deadline.budget_s, signal=sig
+            )
+        items, left = dict(self.items), list(self.left)
+        running = set(self.counter.started)  # job keys a lane began and no outcome finished
+        for name in self.to_run:
+            ready = self.prepared.get(name)
+            if name not in items:
+                if ready is None:
+                    when = "while it was rendered" if name == self.preparing else "before it started"
+                elif name in running:
+                    when = "during its verify"
+                else:
+                    when = "before its verify started"
+                items[name] = SyncItem(name=name, status="not run", reason=f"not run: {how} {when}")
+                left.append(name)
+            elif ready is not None and ready.held is not None and f"{name}/confirm" not in items:
+                when = "during" if f"{name}/confirm" in running else "before"
+                reason = (
+                    f"not run: {how} {when} the second verify of this would-be new best ({ready.held.record}); "
+                    "the target stays out of date"
+                )
+                items[f"{name}/confirm"] = SyncItem(name=name, status="not run", reason=reason)
+                left.append(name)
+        rivals = list(self.rivals)
+        for name in self.selected:
+            for competitor in [] if name in self.rivals_done else self.competitors_left(name):
+                label = f"{name} competitor {competitor}"
+                when = "during its competitors" if name == self.rivals_of else "before its competitors"
+                rivals.append(SyncItem(name=label, status="not run", reason=f"not run: {how} {when}"))
+                left.append(label)
+        keys = [name for name in self.selected if name in items]
+        ordered = [items[k] for name in keys for k in (name, f"{name}/confirm") if k in items] + rivals
+        left += [i.name for i in self.rivals if i.status == "not run"]
+        try:
+            board = board_summary(self.ws)
+        except Exception:  # noqa: BLE001 - the report of an interrupt goes out without the board's rows
+            board = {}
+        return InterruptedSyncReport(
+            check=False,
+            plan=self.current,
+            items=ordered,
+            budget_s=self.deadline.budget_s,
+            order=self.to_run,
+            left=list(dict.fromkeys(left)),
+            signal=sig,
+            **board,
+        )
+
+    def competitors_left(self, name: str) -> list[str]:
+        """The competitors of ``name`` still to run: all with ``--from-scratch``; else those out of date, read
+        again for the target whose competitors were running (some may be recorded), from the plan for others."""
+        competitors = list(self.manifest.targets[name].competitors)
+        if not competitors or self.from_scratch or self.current is None:
+            return competitors
+        if name != self.rivals_of:
+            return [c.competitor for c in self.current.competitors if c.name == name]
+        try:
+            context = resolved_target(self.manifest, name)
+            device = device_key(context, self.gpu_name)
+            fingerprint = manifest_fingerprint(self.manifest, name)
+            items = competitor_items(
+                self.ws, self.manifest, name, context, fingerprint, contract_sha256(), device, read_lock(self.ws)
+            )
+            return [c.competitor for c in items]
+        except Exception:  # noqa: BLE001 - unknown: all of them
+            return competitors
+
     def prepare(self, to_run: list[str], pending: dict[str, Any]) -> dict[str, _Prepared]:
         kinds = self.pool.kinds()
         no_cuda = (
@@ -253,6 +422,7 @@ class _Run:
         prepared: dict[str, _Prepared] = {}
         for name in to_run:
             reasons = pending[name].reasons if name in pending else ["from scratch"]
+            self.preparing = name
             ready = _prepare(
                 self.ws,
                 self.manifest,
@@ -269,6 +439,8 @@ class _Run:
                 self.items[name] = ready
             else:
                 prepared[name] = ready
+                self.prepared = prepared
+        self.preparing = None
         return prepared
 
     def run_jobs(self, jobs: list[Job], prepared: dict[str, _Prepared]) -> None:

@@ -9,11 +9,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from hotkernel._util.procs import TerminationRaises
 from hotkernel.cli.commands.bench import progress_display
 from hotkernel.errors import HotkernelError
 from hotkernel.reconcile.budget import duration_text, parse_budget
 from hotkernel.reconcile.plan import check_exit_code, plan_lines
-from hotkernel.reconcile.sync import sync
+from hotkernel.reconcile.sync import interrupt_report, sync
 from hotkernel.store.leaderboard import store_problems
 from hotkernel.workspace.paths import find_workspace
 
@@ -65,7 +66,8 @@ def register(app: typer.Typer) -> None:
         that would be a new best is verified a second time and both are recorded. Results go to stdout,
         progress to stderr. A failing target is reported and the others go on; exit 1 at the end when any
         target failed or recorded an incorrect/invalid verdict. cuda targets on a machine without an NVIDIA
-        GPU are skipped.
+        GPU are skipped. Ctrl-C or SIGTERM stops it (exit 130 or 143) after the report of what it finished
+        and what is left (with --json: the report with "interrupted": true and "signal").
         """
 
         ws = find_workspace()
@@ -84,7 +86,8 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"  best: {entry.target}: {headline_text(entry)}")
             raise SystemExit(check_exit_code(report))
         try:
-            with progress_display("sync", enabled=not as_json) as progress:
+            # SIGTERM/SIGHUP raise from the start (sync holds them raising too), so the report below goes out
+            with TerminationRaises(), progress_display("sync", enabled=not as_json) as progress:
                 report = sync(
                     ws,
                     names or None,
@@ -98,14 +101,19 @@ def register(app: typer.Typer) -> None:
                     address=address,
                     budget_s=budget_s,
                 )
-        except (KeyboardInterrupt, SystemExit) as stop:  # Ctrl-C, SIGTERM, SIGHUP: say so, then exit as signalled
-            if isinstance(stop, SystemExit) and stop.code in (None, 0):
+        except (KeyboardInterrupt, SystemExit) as stop:  # Ctrl-C, SIGTERM, SIGHUP: report, then exit as signalled
+            partial = interrupt_report(stop, names or None)
+            if partial is None:
                 raise
             print(
                 "sync interrupted: the records written before it are kept, the lock and LEADERBOARD.md agree "
                 "with them; `hotkernel sync` goes on with what is left",
                 file=sys.stderr,
             )
+            if as_json:
+                typer.echo(partial.model_dump_json(indent=2))
+            else:
+                print_report(partial, [])  # the store's problems are not read again on the way out
             raise
         if as_json:
             typer.echo(report.model_dump_json(indent=2))
@@ -117,7 +125,8 @@ def register(app: typer.Typer) -> None:
 
 def print_report(report: Any, problems: list[str]) -> None:
     """One line per target (pre-commit style) with its verdict, ratio and interval, or its newest record; what
-    is still torn (``problems``, read after the sync); what the budget left; then the leaderboard's best rows.
+    is still torn (``problems``, read after the sync); what the budget or an interrupt left; then the
+    leaderboard's best rows.
     On stdout: the results are the command's output (progress went to stderr)."""
     out = Console(soft_wrap=True)
     width = max((len(i.name) for i in report.items), default=10) + 4
@@ -133,16 +142,25 @@ def print_report(report: Any, problems: list[str]) -> None:
     counts: dict[str, int] = {}
     for item in report.items:
         counts[item.status] = counts.get(item.status, 0) + 1
-    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
-    out.print(f"Sync: {summary}.", markup=False, highlight=False)
+    interrupted = getattr(report, "interrupted", False)
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    out.print(
+        f"Sync: {summary or ('nothing done' if interrupted else 'nothing to do')}.", markup=False, highlight=False
+    )
+    stopped = f"sync was interrupted ({report.signal})" if interrupted and report.signal else "sync was interrupted"
+    for note in report.plan.notes if interrupted and not report.items else []:  # stopped before its plan
+        out.print(note, markup=False, highlight=False)
     if report.left:
         spent = f"the {duration_text(report.budget_s)} budget" if report.budget_s else "the budget"
+        when = stopped if interrupted else f"{spent} was spent"
         out.print(
-            f"Left when {spent} was spent: {', '.join(dict.fromkeys(report.left))}; run `hotkernel sync` again "
+            f"Left when {when}: {', '.join(dict.fromkeys(report.left))}; run `hotkernel sync` again "
             "to continue (most out-of-date first)",
             markup=False,
             highlight=False,
         )
+    elif interrupted:
+        out.print(f"{stopped} with nothing left to run", markup=False, highlight=False)
     if report.headline:
         out.print("Best so far (LEADERBOARD.md):")
         for entry in report.headline:
