@@ -134,7 +134,12 @@ class SyncReport(_Model):
     )
     left: list[str] = Field(
         default_factory=list,
-        description="targets (and competitors) still out of date because the budget was spent: run sync again",
+        description="targets (and competitors) still out of date because the budget was spent or a signal stopped "
+        "the sync: run sync again",
+    )
+    interrupted: bool = Field(default=False, description="True: a signal stopped the sync before it finished")
+    signal: str | None = Field(
+        default=None, description="the signal that stopped it: SIGINT (Ctrl-C), SIGTERM or SIGHUP (None: unknown)"
     )
 
     @property

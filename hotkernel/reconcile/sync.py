@@ -3,7 +3,7 @@
 The verifies run one at a time in this process (``InlineLane``), one per GPU of this host (``--gpus``), or as Ray
 tasks (``--executor ray``): see ``executor.py``. This process alone records, one finished target at a time. Targets
 run most out of date first, within an optional budget (``budget.py``); a would-be new best is verified twice.
-A signal (Ctrl-C, SIGTERM, SIGHUP) stops the sync as it did; the exception carries an ``InterruptedSyncReport``
+A signal (Ctrl-C, SIGTERM, SIGHUP) stops the sync as it did; the exception carries a ``SyncReport`` (``interrupted``)
 (``interrupt_report``): what was finished, what was running (``not run``) and what is left.
 """
 
@@ -14,8 +14,6 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-from pydantic import Field
 
 from hotkernel._util.fs import sha256_file
 from hotkernel._util.nvml import visible_gpu_name
@@ -73,16 +71,6 @@ DEFAULT_ROUNDS = 7
 _REPORT_ATTR = "hotkernel_sync_report"  # the attribute of an interrupt's exception that carries its report
 
 
-class InterruptedSyncReport(SyncReport):
-    """``sync`` stopped by a signal: the items it finished as in a full report, the verify it was running and
-    those it had not started as ``not run`` items, and ``left``, what is still out of date."""
-
-    interrupted: bool = Field(default=True, description="True: a signal stopped the sync before it finished")
-    signal: str | None = Field(
-        default=None, description="the signal that stopped it: SIGINT (Ctrl-C), SIGTERM or SIGHUP (None: unknown)"
-    )
-
-
 def is_interrupt(stop: BaseException) -> bool:
     """True for what a signal raises in a sync: KeyboardInterrupt (SIGINT), or a non-zero SystemExit
     (``TerminationRaises``: SIGTERM, SIGHUP)."""
@@ -100,25 +88,25 @@ def stop_signal(stop: BaseException) -> str | None:
     return None
 
 
-def interrupt_report(stop: BaseException, names: list[str] | None = None) -> InterruptedSyncReport | None:
+def interrupt_report(stop: BaseException, names: list[str] | None = None) -> SyncReport | None:
     """The report of a sync that ``stop`` (an interrupt) ended; None when ``stop`` is no interrupt. A sync
     stopped before it could make one (while it read the manifest or started its lanes) gets a bare report:
     nothing done, ``left`` the targets asked for (``names``; all when None: empty, see its note)."""
     if not is_interrupt(stop):
         return None
     report = getattr(stop, _REPORT_ATTR, None)
-    if isinstance(report, InterruptedSyncReport):
+    if isinstance(report, SyncReport) and report.interrupted:
         return report
     sig = stop_signal(stop)
     note = f"{_interrupted_text(sig)} before it planned: nothing ran; `hotkernel sync` starts over"
-    return InterruptedSyncReport(plan=Plan(device=NO_GPU, notes=[note]), left=list(names or []), signal=sig)
+    return SyncReport(plan=Plan(device=NO_GPU, notes=[note]), left=list(names or []), interrupted=True, signal=sig)
 
 
 def _interrupted_text(sig: str | None) -> str:
     return f"sync was interrupted ({sig})" if sig else "sync was interrupted"
 
 
-def _attach_report(stop: BaseException, make: Callable[[str | None], InterruptedSyncReport]) -> None:
+def _attach_report(stop: BaseException, make: Callable[[str | None], SyncReport]) -> None:
     """Give ``stop`` the report ``make`` builds from its signal's name; a report that cannot be built never
     replaces the interrupt (the CLI then writes a bare one)."""
     try:
@@ -195,7 +183,7 @@ def sync(
     Targets run in ``budget.staleness_order``. ``budget_s``: from the call on, no verify starts after it and one
     still running then is cancelled unrecorded; what did not run is in the report's ``left``. A signal stops it
     as before (KeyboardInterrupt, or SystemExit from ``TerminationRaises``); the exception then carries an
-    ``InterruptedSyncReport`` (``interrupt_report``) of what was done and what is left.
+    ``SyncReport`` with ``interrupted`` set (``interrupt_report``) of what was done and what is left.
     """
     deadline = Deadline(budget_s)
     manifest = load_workspace_manifest(ws)  # a bad manifest stops here: nothing written
@@ -336,7 +324,7 @@ class _Run:
             **board_summary(ws),
         )
 
-    def interrupted(self, sig: str | None) -> InterruptedSyncReport:
+    def interrupted(self, sig: str | None) -> SyncReport:
         """The report of a sync a signal stopped: the items finished (records written, failures, skips); a
         ``not run`` item for the verify that was running and for each target and competitor not reached, and
         all of them in ``left`` (they stay out of date: the next sync runs them first)."""
@@ -344,8 +332,8 @@ class _Run:
         if self.current is None:  # stopped before the plan (waiting for the workspace lock)
             note = f"{how} before it planned: nothing ran; `left` lists every target asked for"
             plan_ = Plan(device=self.gpu_name or NO_GPU, notes=[note])
-            return InterruptedSyncReport(
-                plan=plan_, left=list(self.selected), budget_s=self.deadline.budget_s, signal=sig
+            return SyncReport(
+                plan=plan_, left=list(self.selected), budget_s=self.deadline.budget_s, interrupted=True, signal=sig
             )
         items, left = dict(self.items), list(self.left)
         running = set(self.counter.started)  # job keys a lane began and no outcome finished
@@ -382,8 +370,9 @@ class _Run:
             board = board_summary(self.ws)
         except Exception:  # noqa: BLE001 - the report of an interrupt goes out without the board's rows
             board = {}
-        return InterruptedSyncReport(
+        return SyncReport(
             check=False,
+            interrupted=True,
             plan=self.current,
             items=ordered,
             budget_s=self.deadline.budget_s,
