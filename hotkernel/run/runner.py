@@ -39,11 +39,16 @@ COMPILE_CACHE_DIR = "inductor"
 COMPILE_CACHE_ENV = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
 
 
+# What the user set before this process touched them: a process that serves several workspaces (the MCP server)
+# sets the variables for each in turn, and one workspace's cache directory must not pass for the user's choice.
+_USER_COMPILE_ENV = {key: os.environ.get(key) for key in ("TORCHINDUCTOR_CACHE_DIR", *COMPILE_CACHE_ENV)}
+
+
 def compile_cache_env(ws: Workspace) -> dict[str, str]:
     """The environment that points the user's interpreter at the workspace's compile cache (a value the user
-    set already wins)."""
+    set before this process started wins)."""
     wanted = {"TORCHINDUCTOR_CACHE_DIR": str(ws.state_dir / COMPILE_CACHE_DIR), **COMPILE_CACHE_ENV}
-    return {key: os.environ.get(key, value) for key, value in wanted.items()}
+    return {key: _USER_COMPILE_ENV.get(key) or value for key, value in wanted.items()}
 
 
 def use_compile_cache(ws: Workspace) -> None:

@@ -14,18 +14,31 @@ from hotkernel.workspace.paths import Workspace
 
 
 def test_cache_env_points_into_the_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.setitem(runner._USER_COMPILE_ENV, "TORCHINDUCTOR_CACHE_DIR", None)  # the user set none
     ws = Workspace(tmp_path)
     env = runner.compile_cache_env(ws)
     assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / ".hotkernel" / "inductor")
     assert env["TORCHINDUCTOR_FX_GRAPH_CACHE"] == "1"
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/elsewhere")
+    monkeypatch.setitem(runner._USER_COMPILE_ENV, "TORCHINDUCTOR_CACHE_DIR", "/elsewhere")
     assert runner.compile_cache_env(ws)["TORCHINDUCTOR_CACHE_DIR"] == "/elsewhere"  # the user's choice wins
+
+
+def test_one_process_serving_two_workspaces_gives_each_its_own_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MCP server runs one workspace, then another: the first one's cache is not taken for the user's."""
+    monkeypatch.setitem(runner._USER_COMPILE_ENV, "TORCHINDUCTOR_CACHE_DIR", None)
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # the test's own copy
+    first, second = Workspace(tmp_path / "a"), Workspace(tmp_path / "b")
+    runner.use_compile_cache(first)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "a" / ".hotkernel" / "inductor")
+    runner.use_compile_cache(second)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "b" / ".hotkernel" / "inductor")
 
 
 def test_judge_start_gives_children_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The judge and the workers start with a copy of os.environ: the cache is set before either starts."""
-    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.setitem(runner._USER_COMPILE_ENV, "TORCHINDUCTOR_CACHE_DIR", None)
     seen: list[str | None] = []
 
     class FakeJudge:
