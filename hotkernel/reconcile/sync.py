@@ -4,14 +4,12 @@ The verifies run one at a time in this process (``InlineLane``), one per GPU of 
 tasks (``--executor ray``): see ``executor.py``. This process alone records, one finished target at a time. Targets
 run most out of date first, within an optional budget (``budget.py``); a would-be new best is verified twice.
 A signal (Ctrl-C, SIGTERM, SIGHUP) stops the sync as it did; the exception carries a ``SyncReport`` (``interrupted``)
-(``interrupt_report``): what was finished, what was running (``not run``) and what is left.
+(``interrupt.py``): what was finished, what was running (``not run``) and what is left.
 """
 
 from __future__ import annotations
 
 import contextlib
-import signal
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,6 +29,7 @@ from hotkernel.reconcile.executor import (
     job_files,
     python_of,
 )
+from hotkernel.reconcile.interrupt import REPORT_ATTR, attach_report, interrupted_report, is_interrupt
 from hotkernel.reconcile.keep import candidate_who, default_who
 from hotkernel.reconcile.keep import keep_in_lock as keep_in_lock
 from hotkernel.reconcile.keep import record_and_keep as record_and_keep
@@ -68,51 +67,6 @@ from hotkernel.workspace.lockfile import LockEntry, read_lock, workspace_lock, w
 from hotkernel.workspace.paths import Workspace
 
 DEFAULT_ROUNDS = 7
-_REPORT_ATTR = "hotkernel_sync_report"  # the attribute of an interrupt's exception that carries its report
-
-
-def is_interrupt(stop: BaseException) -> bool:
-    """True for what a signal raises in a sync: KeyboardInterrupt (SIGINT), or a non-zero SystemExit
-    (``TerminationRaises``: SIGTERM, SIGHUP)."""
-    return isinstance(stop, KeyboardInterrupt) or (isinstance(stop, SystemExit) and stop.code not in (None, 0))
-
-
-def stop_signal(stop: BaseException) -> str | None:
-    """'SIGINT' for KeyboardInterrupt, 'SIGTERM' for SystemExit(128 + 15) and so on; None when unknown."""
-    if isinstance(stop, KeyboardInterrupt):
-        return "SIGINT"
-    code = stop.code if isinstance(stop, SystemExit) else None
-    if isinstance(code, int) and code > 128:
-        with contextlib.suppress(ValueError):
-            return signal.Signals(code - 128).name
-    return None
-
-
-def interrupt_report(stop: BaseException, names: list[str] | None = None) -> SyncReport | None:
-    """The report of a sync that ``stop`` (an interrupt) ended; None when ``stop`` is no interrupt. A sync
-    stopped before it could make one (while it read the manifest or started its lanes) gets a bare report:
-    nothing done, ``left`` the targets asked for (``names``; all when None: empty, see its note)."""
-    if not is_interrupt(stop):
-        return None
-    report = getattr(stop, _REPORT_ATTR, None)
-    if isinstance(report, SyncReport) and report.interrupted:
-        return report
-    sig = stop_signal(stop)
-    note = f"{_interrupted_text(sig)} before it planned: nothing ran; `hotkernel sync` starts over"
-    return SyncReport(plan=Plan(device=NO_GPU, notes=[note]), left=list(names or []), interrupted=True, signal=sig)
-
-
-def _interrupted_text(sig: str | None) -> str:
-    return f"sync was interrupted ({sig})" if sig else "sync was interrupted"
-
-
-def _attach_report(stop: BaseException, make: Callable[[str | None], SyncReport]) -> None:
-    """Give ``stop`` the report ``make`` builds from its signal's name; a report that cannot be built never
-    replaces the interrupt (the CLI then writes a bare one)."""
-    try:
-        setattr(stop, _REPORT_ATTR, make(stop_signal(stop)))
-    except Exception:  # noqa: BLE001 - the interrupt goes on as it was
-        pass
 
 
 def manifest_rounds(manifest: Any) -> int:
@@ -225,8 +179,8 @@ def sync(
         with workspace_lock(ws, wait_s=wait_s, command=command.strip()), TerminationRaises(), interrupts_stop():
             return run.locked(names, from_scratch=from_scratch)
     except BaseException as stop:
-        if is_interrupt(stop) and getattr(stop, _REPORT_ATTR, None) is None:  # e.g. waiting for the lock
-            _attach_report(stop, run.interrupted)
+        if is_interrupt(stop) and getattr(stop, REPORT_ATTR, None) is None:  # e.g. waiting for the lock
+            attach_report(stop, run.interrupted)
         raise
     finally:
         run.pool.close()  # the lanes' warm judges and child processes
@@ -269,7 +223,7 @@ class _Run:
             return self._locked(names, from_scratch=from_scratch)
         except BaseException as stop:  # Ctrl-C, SIGTERM, SIGHUP: the report of what was done goes with it
             if is_interrupt(stop):
-                _attach_report(stop, self.interrupted)
+                attach_report(stop, self.interrupted)
             raise
 
     def _locked(self, names: list[str] | None, *, from_scratch: bool) -> SyncReport:
@@ -325,62 +279,8 @@ class _Run:
         )
 
     def interrupted(self, sig: str | None) -> SyncReport:
-        """The report of a sync a signal stopped: the items finished (records written, failures, skips); a
-        ``not run`` item for the verify that was running and for each target and competitor not reached, and
-        all of them in ``left`` (they stay out of date: the next sync runs them first)."""
-        how = _interrupted_text(sig)
-        if self.current is None:  # stopped before the plan (waiting for the workspace lock)
-            note = f"{how} before it planned: nothing ran; `left` lists every target asked for"
-            plan_ = Plan(device=self.gpu_name or NO_GPU, notes=[note])
-            return SyncReport(
-                plan=plan_, left=list(self.selected), budget_s=self.deadline.budget_s, interrupted=True, signal=sig
-            )
-        items, left = dict(self.items), list(self.left)
-        running = set(self.counter.started)  # job keys a lane began and no outcome finished
-        for name in self.to_run:
-            ready = self.prepared.get(name)
-            if name not in items:
-                if ready is None:
-                    when = "while it was rendered" if name == self.preparing else "before it started"
-                elif name in running:
-                    when = "during its verify"
-                else:
-                    when = "before its verify started"
-                items[name] = SyncItem(name=name, status="not run", reason=f"not run: {how} {when}")
-                left.append(name)
-            elif ready is not None and ready.held is not None and f"{name}/confirm" not in items:
-                when = "during" if f"{name}/confirm" in running else "before"
-                reason = (
-                    f"not run: {how} {when} the second verify of this would-be new best ({ready.held.record}); "
-                    "the target stays out of date"
-                )
-                items[f"{name}/confirm"] = SyncItem(name=name, status="not run", reason=reason)
-                left.append(name)
-        rivals = list(self.rivals)
-        for name in self.selected:
-            for competitor in [] if name in self.rivals_done else self.competitors_left(name):
-                label = f"{name} competitor {competitor}"
-                when = "during its competitors" if name == self.rivals_of else "before its competitors"
-                rivals.append(SyncItem(name=label, status="not run", reason=f"not run: {how} {when}"))
-                left.append(label)
-        keys = [name for name in self.selected if name in items]
-        ordered = [items[k] for name in keys for k in (name, f"{name}/confirm") if k in items] + rivals
-        left += [i.name for i in self.rivals if i.status == "not run"]
-        try:
-            board = board_summary(self.ws)
-        except Exception:  # noqa: BLE001 - the report of an interrupt goes out without the board's rows
-            board = {}
-        return SyncReport(
-            check=False,
-            interrupted=True,
-            plan=self.current,
-            items=ordered,
-            budget_s=self.deadline.budget_s,
-            order=self.to_run,
-            left=list(dict.fromkeys(left)),
-            signal=sig,
-            **board,
-        )
+        """The report of a sync a signal stopped (``interrupt.interrupted_report``)."""
+        return interrupted_report(self, sig, board_summary)
 
     def competitors_left(self, name: str) -> list[str]:
         """The competitors of ``name`` still to run: all with ``--from-scratch``; else those out of date, read

@@ -22,9 +22,9 @@ from reconcile.test_sync_signals import assert_consistent
 
 import hotkernel.reconcile.sync as sync_module
 from hotkernel.reconcile.executor import Job, LaneExecutor, LaneRun
+from hotkernel.reconcile.interrupt import interrupt_report
 from hotkernel.reconcile.models import SyncItem
 from hotkernel.reconcile.plan import plan
-from hotkernel.reconcile.sync import interrupt_report
 from hotkernel.workspace.lockfile import read_lock, workspace_lock
 from hotkernel.workspace.paths import Workspace
 

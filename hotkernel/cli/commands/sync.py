@@ -13,8 +13,9 @@ from hotkernel._util.procs import TerminationRaises
 from hotkernel.cli.commands.bench import progress_display
 from hotkernel.errors import HotkernelError
 from hotkernel.reconcile.budget import duration_text, parse_budget
+from hotkernel.reconcile.interrupt import interrupt_report
 from hotkernel.reconcile.plan import check_exit_code, plan_lines
-from hotkernel.reconcile.sync import interrupt_report, sync
+from hotkernel.reconcile.sync import sync
 from hotkernel.store.leaderboard import store_problems
 from hotkernel.workspace.paths import find_workspace
 
