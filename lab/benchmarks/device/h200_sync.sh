@@ -13,6 +13,7 @@ OUT=${1:?usage: h200_sync.sh OUT BUDGET_S}; BUDGET_S=${2:-300}
 export GIT_DIR=/nonexistent-hotkernel-git-dir
 : "${HOTKERNEL_GIT_COMMIT:?set HOTKERNEL_GIT_COMMIT to the commit being run}"
 TARGETS="rmsnorm softmax gemv int4_gemv decode_attention"
+mkdir -p "$OUT"
 gpu_csv "$OUT/gpu.csv"
 S=$SECONDS
 for i in 1 2; do
