@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from hotkernel.store.compact import decode
+
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "lab" / "benchmarks"))
 import drift_tables  # noqa: E402
@@ -164,7 +166,7 @@ def test_the_one_copy_records_subtract_half_the_two_copy_overhead() -> None:
 
     records = sorted((ROOT / "results").glob("*/20261204T205*.json"))
     found = [run["data"]["per_shape"][0]["overhead_ms"] for path in records
-             for run in json.loads(path.read_text())["result"]["runs"]]
+             for run in decode(json.loads(path.read_text()))["result"]["runs"]]  # compact records: decoded
     assert len(records) == 14 and len(found) == 14 * 14  # seven rounds, two runs each
     assert (round(1e3 * min(found), 2), round(1e3 * max(found), 2)) == (1.41, 1.68)
 
