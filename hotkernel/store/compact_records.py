@@ -26,7 +26,6 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hotkernel._util.fs import atomic_write_text, sha256_file, sha256_text
@@ -34,11 +33,10 @@ from hotkernel.errors import HotkernelError
 from hotkernel.store.compact import COMPACT_SCHEMA, DROPPED, decode, encode
 from hotkernel.store.leaderboard import generated_texts
 from hotkernel.store.models import Record
-from hotkernel.store.scan import ResultsScan, record_problem, scan_results
+from hotkernel.store.scan import ResultsScan, journal_path, record_problem, scan_results
 from hotkernel.workspace.lockfile import check_record_path, read_lock, workspace_lock, write_lock
 from hotkernel.workspace.paths import Workspace
 
-JOURNAL = "compact-records.json"  # under .hotkernel/: the record being rewritten, while it is
 REL_DIGITS = 1e-5  # a float inside a run's data kept to 6 significant digits is within this of the original
 RUN_ROW = ("role", "index", "status", "reason", "ms", "wall_s")
 
@@ -192,10 +190,6 @@ def _board_change(ws: Workspace, scan: ResultsScan, planned: list[_Planned]) -> 
 
 
 # --------------------------------------------------------------------------------------------- the rewrite
-
-
-def journal_path(ws: Workspace) -> Path:
-    return ws.state_dir / JOURNAL
 
 
 def finish_interrupted(ws: Workspace) -> list[str]:

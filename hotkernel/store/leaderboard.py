@@ -44,6 +44,7 @@ from hotkernel.store.scan import (  # noqa: F401 - re-exported: what counts unde
     ResultsScan,
     current_protocol,
     device_of,
+    journal_problem,
     load_record,
     load_records,
     not_counted_reason,
@@ -401,7 +402,7 @@ def check_leaderboard(ws: Workspace) -> bool:
 def store_problems(ws: Workspace, lock: Lock | None = None) -> list[str]:
     """Every torn or foreign file under results/ and a stale board, one line each (``plan``, ``--check``)."""
     scan = scan_results(ws, lock)
-    problems = scan.problems()
+    problems = scan.problems() + [line for line in [journal_problem(ws)] if line]
     if not (ws.results_dir.is_dir() or ws.leaderboard.exists()):
         return problems
     return problems + generated_differences(ws, scan)

@@ -33,6 +33,24 @@ RESTORE_RECORD = (
     "records are written by hotkernel only: restore it with `git checkout -- {path}` or move it out of results/"
 )
 
+COMPACT_JOURNAL = "compact-records.json"  # under .hotkernel/: the record `leaderboard --compact-records` is rewriting
+
+
+def journal_path(ws: Workspace) -> Path:
+    """The journal of a records rewrite (``compact_records.py``): present only while one runs, or after one was
+    interrupted with a record left new but not yet indexed."""
+    return ws.state_dir / COMPACT_JOURNAL
+
+
+def journal_problem(ws: Workspace) -> str | None:
+    """One line when a records rewrite is running or was interrupted, else None."""
+    if not journal_path(ws).is_file():
+        return None
+    return (
+        f"{journal_path(ws).relative_to(ws.root).as_posix()}: a `hotkernel leaderboard --compact-records` is running "
+        "or was interrupted; `hotkernel leaderboard` puts back the record it left unindexed"
+    )
+
 
 def current_protocol() -> int:
     """The protocol version of the contract this hotkernel renders (``PROTOCOL_VERSION`` of the contract)."""

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mcp import Client
-from store.record_factory import synthetic_result
+from store.record_factory import leaderboard_cli, synthetic_result
 
 from hotkernel.mcp.app import build_server
 from hotkernel.run.models import VerifyResult
@@ -63,21 +60,9 @@ def ws(tmp_path: Path) -> Workspace:
     return ws
 
 
-def _hotkernel(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(root), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "hotkernel", "leaderboard", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_summary_prints_fast_p_per_suite_and_writes_nothing(ws: Workspace) -> None:
     before = ws.leaderboard.read_bytes()
-    done = _hotkernel(ws.root, "--summary")
+    done = leaderboard_cli(ws.root, "--summary")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == [
@@ -96,19 +81,19 @@ def test_summary_prints_fast_p_per_suite_and_writes_nothing(ws: Workspace) -> No
     assert level1.split()[3:] == ["NVIDIA", "H200", "2", "0.500", "0.500", "0.500", "0.500", "2.500x", "(1)"]
     own = next(line for line in lines if line.startswith("workspace"))
     assert own.split()[-6:] == ["1.000", "1.000", "0.000", "0.000", "1.200x", "(1)"]  # the competitor is not kept
-    data = json.loads(_hotkernel(ws.root, "--summary", "--json").stdout)
+    data = json.loads(leaderboard_cli(ws.root, "--summary", "--json").stdout)
     assert [s["suite"] for s in data["suites"]] == ["kernelbench level 1", "workspace"]
     assert ws.leaderboard.read_bytes() == before
 
 
 def test_check_names_a_stale_chart_and_leaderboard_fixes_it(ws: Workspace) -> None:
     chart = ws.root / "roofline_nvidia_h200.svg"
-    assert _hotkernel(ws.root, "--check").returncode == 0
+    assert leaderboard_cli(ws.root, "--check").returncode == 0
     chart.write_text(chart.read_text().replace("rmsnorm", "rmsnorn"))
-    done = _hotkernel(ws.root, "--check")
+    done = leaderboard_cli(ws.root, "--check")
     assert done.returncode == 1
     assert "roofline_nvidia_h200.svg is stale: it differs from results/: run `hotkernel leaderboard`" in done.stderr
-    assert _hotkernel(ws.root).returncode == 0 and _hotkernel(ws.root, "--check").returncode == 0
+    assert leaderboard_cli(ws.root).returncode == 0 and leaderboard_cli(ws.root, "--check").returncode == 0
 
 
 @pytest.fixture

@@ -7,6 +7,9 @@ import hashlib
 import itertools
 import json
 import math
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -133,3 +136,16 @@ def write_noise(results: Path) -> None:
     (results / "baseline_choice.json").write_text(json.dumps({"rmsnorm": "F.rms_norm"}))
     (results / "rmsnorm").mkdir(parents=True, exist_ok=True)
     (results / "rmsnorm" / ".20990101T000000Z.json.abc.tmp").write_text('{"kind": "rec')
+
+
+def leaderboard_cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """``hotkernel leaderboard ARGS`` in a fresh process on the workspace at ``root`` (wide output)."""
+    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(root), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "hotkernel", "leaderboard", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

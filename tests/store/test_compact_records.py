@@ -4,24 +4,22 @@ following them, the board byte for byte the same, unvouched files left alone, a 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from store.record_factory import FP32_TOLERANCES, synthetic_result
+from store.record_factory import FP32_TOLERANCES, leaderboard_cli, synthetic_result
 
 from hotkernel._util.fs import sha256_file
 from hotkernel.errors import HotkernelError
 from hotkernel.run.models import VerifyResult
 from hotkernel.store import compact
 from hotkernel.store import compact_records as module
-from hotkernel.store.compact_records import compact_records, compaction_loss, finish_interrupted, journal_path
+from hotkernel.store.compact_records import compact_records, compaction_loss, finish_interrupted
 from hotkernel.store.headline import HEADLINE_END, HEADLINE_START
 from hotkernel.store.leaderboard import load_record, scan_results, store_problems, write_leaderboard
 from hotkernel.store.models import Provenance
 from hotkernel.store.record import record, record_text
+from hotkernel.store.scan import journal_path
 from hotkernel.workspace.lockfile import read_lock, write_lock
 from hotkernel.workspace.paths import Workspace
 
@@ -140,18 +138,6 @@ def _files(ws: Workspace) -> dict[str, bytes]:
     return {p.relative_to(ws.root).as_posix(): p.read_bytes() for p in sorted(ws.results_dir.rglob("*.json"))}
 
 
-def _hotkernel(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HOTKERNEL_WORKSPACE": str(root), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "hotkernel", "leaderboard", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_rewrite_keeps_the_board_and_the_records_and_moves_the_index(ws: Workspace) -> None:
     old_paths = [p for p in read_lock(ws).records if _schema(ws, p) == 1]
     assert len(old_paths) == 5
@@ -189,13 +175,13 @@ def test_rewrite_keeps_the_board_and_the_records_and_moves_the_index(ws: Workspa
 
 
 def test_the_cli_rewrites_and_check_passes_after(ws: Workspace) -> None:
-    done = _hotkernel(ws.root, "--compact-records")
+    done = leaderboard_cli(ws.root, "--compact-records")
     assert done.returncode == 0, done.stderr
     said = done.stdout + done.stderr
     assert said.count("rewrote results/") == 5 and "rewrote 5 schema-1 records in schema 2" in said
-    check = _hotkernel(ws.root, "--check")
+    check = leaderboard_cli(ws.root, "--check")
     assert check.returncode == 0, check.stdout + check.stderr
-    both = _hotkernel(ws.root, "--check", "--compact-records")
+    both = leaderboard_cli(ws.root, "--check", "--compact-records")
     assert both.returncode == 1 and "--compact-records" in both.stdout + both.stderr
 
 
@@ -267,8 +253,9 @@ def test_a_crash_between_a_record_and_its_index_entry_is_put_back(
     assert list(state.values()).count("new") == 2
     unindexed = [p for p in old if sha256_file(ws.root / p) != lock.records[p]]
     assert len(unindexed) == 1 and state[unindexed[0]] == "new"
-    check = _hotkernel(ws.root, "--check")
+    check = leaderboard_cli(ws.root, "--check")
     assert check.returncode == 1 and "compact-records.json" in check.stdout + check.stderr
+    assert any("compact-records.json" in line for line in store_problems(ws))  # `plan` and `sync --check` too
 
     assert finish_interrupted(ws) == unindexed  # what every `hotkernel leaderboard` does first
     assert (ws.root / unindexed[0]).read_bytes() == old[unindexed[0]] and not journal_path(ws).exists()

@@ -9,7 +9,7 @@ import typer
 from hotkernel.cli.commands.bench import console
 from hotkernel.cli.output import emit
 from hotkernel.errors import HotkernelError
-from hotkernel.store.compact_records import Compaction, compact_records, finish_interrupted, journal_path
+from hotkernel.store.compact_records import Compaction, compact_records, finish_interrupted
 from hotkernel.store.leaderboard import board_summary, store_problems, vouch_committed_records, write_leaderboard
 from hotkernel.store.summary import summary_lines
 from hotkernel.workspace.lockfile import workspace_lock
@@ -60,11 +60,6 @@ def register(app: typer.Typer) -> None:
             return
         if check:
             problems = store_problems(ws)
-            if journal_path(ws).is_file():
-                problems.append(
-                    f"{journal_path(ws).relative_to(ws.root).as_posix()}: a `hotkernel leaderboard --compact-records` "
-                    "is running or was interrupted; `hotkernel leaderboard` puts back the record it left unindexed"
-                )
             for line in problems:
                 console().print(line, markup=False)
             if problems:
