@@ -1,10 +1,10 @@
 """Which Python runs the kernels: the user's interpreter with torch (the tool never imports torch).
 
 Order: ``HOTKERNEL_PYTHON``, else the manifest's ``defaults.python``, else the first ``python``/``python3`` on
-``PATH`` that imports torch. A probe (``import torch`` in a subprocess: 1-10 s) is cached per path in this process
-and, across commands, in ``$XDG_CACHE_HOME/hotkernel/torch_probes.json`` under the interpreter's fingerprint: its
-file and the modification times of every directory on its ``sys.path``, which an install or uninstall changes
-(read by a subprocess that imports nothing, about 30 ms).
+``PATH`` that imports torch. A probe (``import torch`` in a subprocess) is cached per path in this process and,
+across commands, in ``$XDG_CACHE_HOME/hotkernel/torch_probes.json`` under the interpreter's fingerprint: its file
+and the modification times of every directory on its ``sys.path``, which an install or uninstall changes (read by a
+subprocess that imports nothing).
 """
 
 from __future__ import annotations
