@@ -5,15 +5,17 @@ vendored into every workspace as ``targets/hk_contract.py`` and sha256-checked b
 ``python targets/<name>/candidate.py`` works without hotkernel installed. Stdlib only at the top level; torch
 is imported inside the worker and the judge. This package imports nothing else of hotkernel.
 
-Three roles, three processes::
+Four roles::
 
     python hk_contract.py run SCRIPT            orchestrator: prints exactly one JSON line (the run result)
     python -I hk_contract.py worker [SCRIPT]    times the script's `kernel`; one protocol line on a private fd
     python -I hk_contract.py judge              persistent; one job per stdin line, one JSON reply
+    python -I hk_contract.py forkserver         imports torch once; the orchestrator's workers are forked from it
 
 Where things are: knobs.py (every knob, unit in its name), spec.py (SPEC from baseline.py, seeds), problems.py
 (KernelBench and GPU MODE problem files as baselines), probe.py (what a problem file holds, without its inputs),
 inputs.py (input sets, perturbation), timer.py (the timer), checks.py (the checks table), hygiene.py
 (process trees, stale files), transport.py (CUDA IPC / files), shape.py (one shape: input sets, correctness
-pass, timed calls), worker.py, judge.py, orchestrator.py.
+pass, timed calls), worker.py, forkserver.py (workers forked from a process that has imported torch), judge.py,
+orchestrator.py.
 """

@@ -34,6 +34,7 @@ MODULES = (
     "transport",
     "shape",
     "worker",
+    "forkserver",
     "judge",
     "orchestrator",
 )

@@ -48,6 +48,8 @@ STALE_RUN_DIR_PREFIX = "hk_run_"  # run directories are <tmp>/hk_run_<orchestrat
 TOKEN_ENV = "HK_RUN_TOKEN"
 PROTOCOL_FD_ENV = "HK_PROTOCOL_FD"
 PARENT_PID_ENV = "HK_PARENT_PID"
+FORKSERVER_FD_ENV = "HK_FORKSERVER_FD"  # the fork server's end of its socket (forkserver.py)
+FORKSERVER_START_TIMEOUT_S = 600.0  # a fork request waits this long for the server (it imports torch first)
 WORKER_ENV = {  # set for the worker: torch's own machinery stays in the worker process
     "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile worker pool (it would outlive the worker)
 }

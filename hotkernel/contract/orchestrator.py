@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .forkserver import close_servers, forkserver_main, server_pids, spawn_worker
 from .hygiene import (
     become_subreaper,
     clean_stale_run_dirs,
@@ -33,7 +34,6 @@ from .knobs import (
     JUDGE_REPLY_TIMEOUT_S,
     LEFTOVER_GRACE_S,
     PARENT_PID_ENV,
-    PROTOCOL_FD_ENV,
     PROTOCOL_VERSION,
     STALE_RUN_DIR_PREFIX,
     TOKEN_ENV,
@@ -50,15 +50,17 @@ KILLED: set[int] = set()  # every process a run's teardown killed: its exit is n
 
 
 def live_pids() -> set[int]:
-    return set(LIVE)
+    """Processes this orchestrator started and still tracks: workers, judges and fork servers."""
+    return set(LIVE) | server_pids()
 
 
 def kill_live_runs() -> None:
-    """Kill every worker and judge this process started, with everything they spawned (signal handlers)."""
+    """Kill every worker, judge and fork server this process started, with everything they spawned."""
     for item in list(LIVE.values()):
         with contextlib.suppress(Exception):
             item.close()
     reap_retired()
+    close_servers()
 
 
 def exiting_processes() -> list[tuple[int, int | None]]:
@@ -93,21 +95,18 @@ class Worker:
         env = dict(os.environ)
         env.update(WORKER_ENV)
         env[TOKEN_ENV] = self.token
-        env[PROTOCOL_FD_ENV] = str(write_fd)
-        env[PARENT_PID_ENV] = str(os.getpid())
         self.log = tempfile.TemporaryFile()
         self.out = tempfile.TemporaryFile()  # the script's prints: kept apart so forged JSON lines are seen
-        self.proc = subprocess.Popen(
-            [python, "-I", contract, "worker"],
-            stdin=subprocess.PIPE,
-            stdout=self.out,
-            stderr=self.log,
-            pass_fds=(write_fd,),
-            start_new_session=True,
-            env=env,
-        )
+        try:  # forked from the fork server of this interpreter: a fresh process that has imported torch
+            self.proc = spawn_worker(python, contract, env, self.out.fileno(), self.log.fileno(), write_fd)
+        except BaseException:
+            for handle in (self.log, self.out):
+                handle.close()
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
         LIVE[self.proc.pid] = self
-        os.close(write_fd)
         self.read_fd = read_fd
         self.chunks: list[bytes] = []
         self.retired: list[tuple[int, int | None]] = []
@@ -200,6 +199,7 @@ class Worker:
         self.reader.join(timeout=1.0)
         with contextlib.suppress(OSError):
             os.close(self.read_fd)
+        self.proc.close()
 
 
 def tail_of(handle: Any, limit: int) -> str:
@@ -342,7 +342,13 @@ def orchestrate(
         return finish(result, started)
     own_judge = judge is None
     judge = judge or Judge(python, contract)
-    worker = worker or Worker(python, contract)
+    try:
+        worker = worker or Worker(python, contract)
+    except OSError as err:  # the fork server could not start (no torch in this python, say)
+        if own_judge:
+            judge.close()
+        result["reason"] = f"crashed: cannot start a worker: {err}"
+        return finish(result, started)
     run_dir = tempfile.mkdtemp(prefix=f"{STALE_RUN_DIR_PREFIX}{os.getpid()}_", dir=run_dir_parent())
     try:
         judge.wait_ready()
@@ -581,10 +587,13 @@ def main(script: str | None = None) -> None:
         if argv[:1] == ["judge"]:
             judge_main()
             return
+        if argv[:1] == ["forkserver"]:
+            forkserver_main()
+            return
         if argv[:1] == ["run"] and len(argv) == 2:
             script = argv[1]
         else:
-            sys.stderr.write("usage: hk_contract.py run SCRIPT | worker [SCRIPT RUN_DIR] | judge\n")
+            sys.stderr.write("usage: hk_contract.py run SCRIPT | worker [SCRIPT RUN_DIR] | judge | forkserver\n")
             raise SystemExit(2)
     raise_on_signals()
     try:

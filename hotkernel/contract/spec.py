@@ -72,16 +72,28 @@ def load_file_module(path: str, folders: tuple[str, ...] = ()) -> Any:
         for folder in (os.path.dirname(path), *folders):
             if folder not in sys.path:
                 sys.path.insert(0, folder)
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(name, None)
-            raise
+        module = exec_source_module(name, path)
+    return module
+
+
+def exec_source_module(name: str, path: str) -> Any:
+    """The module ``name`` made from the file ``path`` as its bytes are now (``sys.modules[name]`` while it runs;
+    removed if it raises). Python's ``__pycache__`` is neither read nor written for it, and no bytecode is written
+    for what it imports: a cached ``.pyc`` is trusted when the source's size and mtime (in whole seconds) match,
+    so a file rewritten within the same second at the same size would run its old code."""
+    sys.dont_write_bytecode = True
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    with open(path, "rb") as handle:
+        code = compile(handle.read(), path, "exec", dont_inherit=True)
+    sys.modules[name] = module
+    try:
+        exec(code, module.__dict__)  # noqa: S102 - what spec.loader.exec_module does, without the bytecode cache
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
     return module
 
 

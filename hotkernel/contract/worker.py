@@ -18,7 +18,7 @@ from .inputs import cache_bytes, exact_fp32, sync_device
 from .knobs import PARENT_PID_ENV, PROTOCOL_FD_ENV, PROTOCOL_VERSION, CheckFailed
 from .problems import is_problem_ref, load_function, load_problem
 from .shape import free_bytes, placement_pad, run_shape
-from .spec import SeedSource, apply_threads, cpu_name, device_kind_of, read_spec, workspace_root
+from .spec import SeedSource, apply_threads, cpu_name, device_kind_of, exec_source_module, read_spec, workspace_root
 from .transport import export_outputs
 
 
@@ -231,11 +231,7 @@ def run_job(torch: Any, job: dict[str, Any], saved: dict[str, Any]) -> dict[str,
             load_problem(spec["from"], root, spec.get("cases") or []) if is_problem_ref(spec["from"]) else None
         )
         module_name = "hk_script_" + hashlib.sha256(script.encode()).hexdigest()[:12]
-        module_spec = importlib.util.spec_from_file_location(module_name, script)
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[module_name] = module
-        module_spec.loader.exec_module(module)
-        kernel = module.kernel
+        kernel = exec_source_module(module_name, script).kernel
     except SystemExit as err:
         raise CheckFailed("import_failed", f"{os.path.basename(script)} called exit({err.code}) on import") from err
     except Exception as err:  # noqa: BLE001

@@ -450,9 +450,8 @@ def run_script(
         worker = session.take_worker()
         watch = CancelWatch(cancel, lambda: _kill_run(worker, session))
         if session.prestart_enabled and cuda:
-            # The next workers' `import torch` (CPU only, no CUDA context) overlaps this run's GPU timing: a
-            # pool, because one import takes longer than one run; for CPU targets one worker starts when this
-            # worker is done, so it cannot steal the timed cores.
+            # The next workers are forked and set up (CPU only, no CUDA context) while this run's GPU timing
+            # runs; for CPU targets one worker starts when this worker is done, so it cannot steal the timed cores.
             session.prestart(PRESTART_POOL_CUDA)
         result = session.contract.orchestrate(
             str(path),

@@ -1,0 +1,333 @@
+"""The fork server: one process of the user's interpreter imports torch once and forks every worker from there.
+
+A worker started with ``python -I hk_contract.py worker`` spends most of a short CPU run on ``import torch``
+(0.78-0.88 s of a 1.2 s run on a 2-core box). The server pays that once per orchestrator: it imports torch (and
+hashes Triton's sources where Triton is installed), then waits on a socket. For each worker it forks a child,
+which starts its own session, takes its stdio and protocol fd from the orchestrator (passed over the socket),
+takes the orchestrator's environment for this run, and becomes a worker (``worker_main``). Each run still gets a
+fresh process: the child is a copy of a process that never imported a script, never initialised CUDA and never
+ran an operator, so its state is the state a new worker has after ``import torch``.
+
+The server reaps its children and sends each one's exit status back on a pipe of that worker. A process a worker
+leaves behind is re-parented to the orchestrator (a child subreaper), as before: the server is no subreaper.
+
+Why not ``multiprocessing.forkserver``: it serves the caller's own interpreter and pickles a function to run,
+while the orchestrator may be the torch-free tool in another interpreter and the worker is this one file run
+with ``-I`` in the user's; a worker also needs its own session, stdio, protocol fd and exit status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+
+from .hygiene import die_with_parent, kill_processes
+from .knobs import (
+    FORKSERVER_FD_ENV,
+    FORKSERVER_START_TIMEOUT_S,
+    PARENT_PID_ENV,
+    PROTOCOL_FD_ENV,
+    TOKEN_ENV,
+)
+from .worker import worker_main
+
+STATUS = struct.Struct("<q")  # the server writes a worker's pid, then its exit code, on that worker's pipe
+RUN_KEYS = (TOKEN_ENV, PROTOCOL_FD_ENV, PARENT_PID_ENV)  # per-run variables, never the server's
+# Variables read while torch and its libraries load (the dynamic loader, OpenMP/MKL, torch, CUDA, Triton): a
+# server is started per distinct set of them. Every other variable (TORCHINDUCTOR_CACHE_DIR, the run token) is
+# read later, so the child simply takes the run's environment; servers are shared across workspaces.
+IMPORT_ENV_PREFIXES = (
+    "LD_", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "TORCH_", "PYTORCH_", "CUDA_", "CUBLAS", "CUDNN", "NCCL_",
+    "NVIDIA_", "TRITON_", "PYTHON",
+)  # fmt: skip
+MAX_SERVERS = 4  # a fifth set of import-time variables closes the least recently used idle server
+CHILD_FDS = 5  # stdin (read end), stdout, stderr, protocol (write end), status (write end)
+SERVERS: dict[tuple[str, str, str], ForkServer] = {}
+SERVERS_LOCK = threading.Lock()
+
+
+class ForkedProcess:
+    """A forked worker, seen from the orchestrator the way a ``subprocess.Popen`` is: ``pid``, ``stdin``,
+    ``poll()``, ``wait(timeout)``, ``returncode`` (negative: killed by that signal). Safe to use from several
+    threads (a retired run is reaped in one while the next run starts)."""
+
+    def __init__(self, pid: int, stdin_fd: int, status_fd: int) -> None:
+        self.pid = pid
+        self.stdin = os.fdopen(stdin_fd, "wb")
+        self.status_fd = status_fd
+        self.returncode: int | None = None
+        self.lock = threading.Lock()
+
+    def poll(self) -> int | None:
+        return self._status(0.0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._status(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0.0)
+        return code
+
+    def _status(self, timeout: float | None) -> int | None:
+        with self.lock:
+            if self.returncode is not None or self.status_fd < 0:
+                return self.returncode
+            fd = self.status_fd
+        if not select.select([fd], [], [], timeout)[0]:
+            return None
+        with self.lock:
+            if self.returncode is None and self.status_fd >= 0:
+                data = read_exactly(fd, STATUS.size)
+                # no status: the server died, and its children died with it (PDEATHSIG)
+                self.returncode = STATUS.unpack(data)[0] if data else -signal.SIGKILL
+            return self.returncode
+
+    def close(self) -> None:
+        """Release the status pipe (after the worker was killed: a status never read counts as SIGKILL)."""
+        with self.lock:
+            if self.status_fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(self.status_fd)
+                self.status_fd = -1
+            if self.returncode is None:
+                self.returncode = -signal.SIGKILL
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+
+
+def read_exactly(fd: int, size: int) -> bytes:
+    """``size`` bytes from ``fd``, or b"" at end of file."""
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return b""
+        data += chunk
+    return data
+
+
+class ForkServer:
+    """Client side of ``python -I hk_contract.py forkserver``, started by this orchestrator."""
+
+    def __init__(self, python: str, contract: str, env: dict[str, str]) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = ours
+        self.log = tempfile.TemporaryFile()
+        server_env = dict(env)
+        server_env[FORKSERVER_FD_ENV] = str(theirs.fileno())
+        server_env[PARENT_PID_ENV] = str(os.getpid())
+        try:
+            self.proc = subprocess.Popen(
+                [python, "-I", contract, "forkserver"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self.log,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+                env=server_env,
+            )
+        finally:
+            theirs.close()
+        self.lock = threading.Lock()
+        self.forked: list[ForkedProcess] = []
+
+    def fork(self, env: dict[str, str], stdin_r: int, out_fd: int, log_fd: int, protocol_w: int) -> tuple[int, int]:
+        """Ask for a worker; ``(pid, status read end)``. Raises OSError, with the server's last words, when it
+        is gone or does not fork within FORKSERVER_START_TIMEOUT_S (it imports torch first)."""
+        status_r, status_w = os.pipe()
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [json.dumps(env).encode()], [stdin_r, out_fd, log_fd, protocol_w, status_w])
+        except OSError as err:
+            os.close(status_r)
+            raise OSError(f"the fork server is gone ({err}): {self.log_tail()}") from err
+        finally:
+            os.close(status_w)
+        if not select.select([status_r], [], [], FORKSERVER_START_TIMEOUT_S)[0]:
+            os.close(status_r)
+            raise OSError(f"the fork server did not fork within {FORKSERVER_START_TIMEOUT_S:.0f} s")
+        data = read_exactly(status_r, STATUS.size)
+        if not data:
+            os.close(status_r)
+            raise OSError(f"the fork server exited ({self.proc.poll()}): {self.log_tail()}")
+        return STATUS.unpack(data)[0], status_r
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def busy(self) -> bool:
+        """Some worker it forked has not exited yet (closing the server would kill it)."""
+        self.forked = [child for child in self.forked if child.poll() is None]
+        return bool(self.forked)
+
+    def log_tail(self, limit: int = 2000) -> str:
+        with contextlib.suppress(OSError, ValueError):
+            self.log.seek(0)
+            return self.log.read().decode("utf-8", "replace")[-limit:].strip()
+        return ""
+
+    def close(self) -> None:
+        """Stop the server; the workers it forked die with it (PDEATHSIG)."""
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        kill_processes({self.proc.pid})
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=5)
+        with contextlib.suppress(OSError):
+            self.log.close()
+
+
+def server_for(python: str, contract: str, env: dict[str, str]) -> ForkServer:
+    """The running server of this interpreter, contract file (by content) and import-time environment; started on
+    first use."""
+    with open(contract, "rb") as handle:
+        digest = hashlib.sha256(handle.read()).hexdigest()
+    loaded = {name: value for name, value in env.items() if name.startswith(IMPORT_ENV_PREFIXES)}
+    key = (python, digest, hashlib.sha256(json.dumps(loaded, sort_keys=True).encode()).hexdigest())
+    with SERVERS_LOCK:
+        server = SERVERS.pop(key, None)  # re-inserted last: the dict's order is least recently used first
+        if server is not None and not server.alive():
+            server.close()
+            server = None
+        if server is None:
+            server = ForkServer(python, contract, {name: value for name, value in env.items() if name not in RUN_KEYS})
+            idle = [other for other, held in SERVERS.items() if not held.busy()]
+            for other in idle[: max(0, len(SERVERS) + 1 - MAX_SERVERS)]:
+                SERVERS.pop(other).close()
+        SERVERS[key] = server
+        return server
+
+
+def server_pids() -> set[int]:
+    """The fork servers of this orchestrator (processes it started: never an orphan of a run)."""
+    with SERVERS_LOCK:
+        return {server.proc.pid for server in SERVERS.values()}
+
+
+def close_servers() -> None:
+    with SERVERS_LOCK:
+        while SERVERS:
+            SERVERS.popitem()[1].close()
+
+
+def forkserver_main() -> None:
+    """``forkserver``: import torch, then fork one worker per request until the orchestrator closes the socket.
+    Never imports a script and never touches CUDA (a forked child could not use a context made here)."""
+    parent = os.environ.get(PARENT_PID_ENV)
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    sock = socket.socket(fileno=int(os.environ.pop(FORKSERVER_FD_ENV)))
+    import torch  # noqa: F401 - the point of this process
+
+    if torch.version.cuda and importlib.util.find_spec("triton") is not None:
+        with contextlib.suppress(Exception):  # Triton's cache key hashes its sources: CPU work, no CUDA context
+            import triton.runtime.cache as triton_cache
+
+            triton_cache.triton_key()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    status_of: dict[int, int] = {}
+    while True:
+        with contextlib.suppress(InterruptedError):
+            readable = select.select([sock, wake_r], [], [])[0]
+        if wake_r in readable:
+            os.read(wake_r, 4096)
+        report_exits(status_of)
+        if sock not in readable:
+            continue
+        try:
+            message, fds, _, _ = socket.recv_fds(sock, 1 << 20, CHILD_FDS)
+        except OSError:
+            message, fds = b"", []
+        if not message:
+            os._exit(0)  # the orchestrator is gone; the workers follow this process (PDEATHSIG)
+        if len(fds) != CHILD_FDS:
+            for fd in fds:
+                os.close(fd)
+            continue
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            become_worker(json.loads(message), fds, [sock.fileno(), wake_r, wake_w, *status_of.values()])
+        os.write(fds[-1], STATUS.pack(pid))
+        status_of[pid] = fds[-1]
+        for fd in fds[:-1]:
+            os.close(fd)
+
+
+def report_exits(status_of: dict[int, int]) -> None:
+    """Reap every exited child and write its exit code (negative: the signal) to its status pipe."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        fd = status_of.pop(pid, None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(fd, STATUS.pack(os.waitstatus_to_exitcode(status)))
+            os.close(fd)
+
+
+def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) -> None:
+    """In the forked child: a session of its own, the run's stdio and protocol fd, the run's environment, none of
+    the server's own descriptors (its socket, its wake-up pipe, other workers' status pipes); then the worker.
+    Descriptors that torch's libraries opened while the server imported them stay open, as in any process that
+    imported torch. Never returns."""
+    try:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        stdin_r, out_fd, log_fd, protocol_w, status_w = fds  # received: never 0-2, which the server holds
+        for target, fd in enumerate((stdin_r, out_fd, log_fd)):
+            os.dup2(fd, target)
+        for fd in {stdin_r, out_fd, log_fd, status_w, *server_fds}:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        os.set_inheritable(protocol_w, True)
+        env = dict(env)
+        env[PROTOCOL_FD_ENV] = str(protocol_w)
+        env[PARENT_PID_ENV] = str(os.getppid())
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = [sys.argv[0], "worker"]
+        worker_main([])
+    finally:
+        os._exit(1)
+
+
+def spawn_worker(
+    python: str, contract: str, env: dict[str, str], out_fd: int, log_fd: int, protocol_w: int
+) -> ForkedProcess:
+    """A worker forked by the server for ``(python, contract, env)``; one retry when that server has died."""
+    stdin_r, stdin_w = os.pipe()
+    try:
+        server = server_for(python, contract, env)
+        try:
+            pid, status_r = server.fork(env, stdin_r, out_fd, log_fd, protocol_w)
+        except OSError:
+            if server.alive():
+                raise
+            server = server_for(python, contract, env)  # killed since its last fork: a new one
+            pid, status_r = server.fork(env, stdin_r, out_fd, log_fd, protocol_w)
+    except BaseException:
+        os.close(stdin_w)
+        raise
+    finally:
+        os.close(stdin_r)
+    child = ForkedProcess(pid, stdin_w, status_r)
+    server.forked.append(child)
+    return child

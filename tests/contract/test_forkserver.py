@@ -1,0 +1,149 @@
+"""Workers are forked from a fork server that has imported torch: each run is still a fresh process of its own
+session, nothing of one run's script reaches the next, and a dead server is replaced."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hotkernel.run import render
+from hotkernel.run.runner import JudgeProcess, run_script
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from adversarial.workspace import TARGET, make_workspace, python  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+# Writes what the worker process is, and marks the interpreter: a second run that saw the mark would be the same
+# process (or a copy of one that ran a script).
+REPORTS_ITS_PROCESS = """
+LOG = LOG_PATH
+import builtins
+import json
+import os
+import sys
+
+import torch
+
+_seen = getattr(builtins, "hk_test_seen", 0)
+builtins.hk_test_seen = _seen + 1
+_fds = {}
+for _fd in os.listdir("/proc/self/fd"):
+    try:
+        _fds[_fd] = os.readlink(f"/proc/self/fd/{_fd}")
+    except OSError:  # the listing's own descriptor
+        pass
+with open(LOG, "a") as _out:
+    _out.write(json.dumps({
+        "pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0), "pgid": os.getpgid(0),
+        "seen_before": _seen, "cuda_initialized": torch.cuda.is_initialized(),
+        "token": os.environ.get("HK_RUN_TOKEN"), "protocol_fd": os.environ.get("HK_PROTOCOL_FD"),
+        "fds": _fds,
+    }) + "\\n")
+
+
+def kernel(x, w, *, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+"""
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory):
+    folder = Path(tmp_path_factory.mktemp("forkserver"))
+    ws, resolved = make_workspace(folder / "ws")
+    log = folder / "process.jsonl"  # outside the workspace, which a run must leave unchanged
+    (ws.target_dir(TARGET) / "candidate.py").write_text(REPORTS_ITS_PROCESS.replace("LOG_PATH", repr(str(log))))
+    with JudgeProcess(ws, python=python()) as judge:
+        yield ws, resolved, judge, log
+
+
+def run_twice(session) -> list[dict]:
+    ws, resolved, judge, log = session
+    log.unlink(missing_ok=True)
+    for _ in range(2):
+        outcome = run_script(
+            ws, f"targets/{TARGET}/candidate.py", python=python(), judge=judge, timeout_s=120, resolved=resolved
+        )
+        assert outcome.status == "ok", f"{outcome.status} / {outcome.reason}\n{outcome.stderr_tail[-1500:]}"
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_each_run_is_a_fresh_forked_process_of_its_own_session(session) -> None:
+    contract = render.contract_module()
+    first, second = run_twice(session)
+    servers = contract.server_pids()
+    assert first["ppid"] in servers and second["ppid"] in servers  # forked by this orchestrator's server
+    assert first["pid"] != second["pid"]
+    for seen in (first, second):
+        assert seen["sid"] == seen["pid"] == seen["pgid"]  # a session and process group of its own
+        assert seen["seen_before"] == 0  # the script's module-level state never reaches another run
+        assert seen["cuda_initialized"] is False  # the server never made a CUDA context the child inherits
+        assert seen["token"] and seen["fds"][seen["protocol_fd"]].startswith("pipe:")  # the run's own channel
+        assert seen["fds"]["0"].startswith("pipe:") and seen["fds"]["1"] != seen["fds"]["2"]
+        assert not any(target.startswith("socket:") for target in seen["fds"].values())  # not the server's
+    assert first["token"] != second["token"]
+
+
+def test_a_killed_server_is_replaced_and_the_next_run_is_clean(session) -> None:
+    contract = render.contract_module()
+    run_twice(session)
+    for pid in contract.server_pids():
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while any(os.path.exists(f"/proc/{pid}") and not zombie(pid) for pid in contract.server_pids()):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    first, second = run_twice(session)
+    assert first["ppid"] in contract.server_pids() and second["ppid"] == first["ppid"]
+
+
+def zombie(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_a_python_without_torch_is_a_one_line_error_not_a_traceback(tmp_path: Path) -> None:
+    contract = render.contract_module()
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    env = {"PATH": os.environ["PATH"]}
+    out_r, out_w = os.pipe()
+    try:
+        with pytest.raises(OSError, match="fork server (exited|is gone).*No module named 'torch'"):
+            contract.spawn_worker(str(fake), str(render.contract_path()), env, out_w, out_w, out_w)
+    finally:
+        os.close(out_r)
+        os.close(out_w)
+    result = contract.orchestrate(
+        str(make_workspace(tmp_path / "ws")[0].target_dir(TARGET) / "candidate.py"), python=str(fake)
+    )
+    assert result["status"] == "invalid"
+    assert result["reason"].startswith("crashed: cannot start a worker: the fork server")
+    assert result["reason"].endswith("No module named 'torch'") and "\n" not in result["reason"]
+
+
+def test_one_server_per_import_time_environment_and_idle_ones_are_capped() -> None:
+    contract = render.contract_module()
+    path = str(render.contract_path())
+    contract.close_servers()
+    base = {**os.environ, "HK_RUN_TOKEN": "a"}
+    try:
+        first = contract.server_for(python(), path, {**base, "TORCHINDUCTOR_CACHE_DIR": "/tmp/ws_a"})
+        # read after import (a workspace's compile cache, the run token): the same server
+        assert contract.server_for(python(), path, {**base, "TORCHINDUCTOR_CACHE_DIR": "/tmp/ws_b"}) is first
+        assert contract.server_for(python(), path, {**base, "HK_RUN_TOKEN": "b"}) is first
+        # read while torch loads: a server of its own
+        others = [contract.server_for(python(), path, {**base, "OMP_NUM_THREADS": str(n)}) for n in range(1, 5)]
+        assert first not in others and len(set(others)) == 4
+        assert len(contract.SERVERS) == contract.MAX_SERVERS  # the least recently used idle one was closed
+        assert not first.alive()
+        assert first.proc.pid not in contract.server_pids()
+    finally:
+        contract.close_servers()
