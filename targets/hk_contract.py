@@ -38,6 +38,7 @@ import inspect
 import io
 import json
 import math
+import mmap
 import os
 import platform
 import random
@@ -104,6 +105,10 @@ PROTOCOL_FD_ENV = "HK_PROTOCOL_FD"
 PARENT_PID_ENV = "HK_PARENT_PID"
 FORKSERVER_FD_ENV = "HK_FORKSERVER_FD"  # the fork server's end of its socket (forkserver.py)
 FORKSERVER_START_TIMEOUT_S = 600.0  # a fork request waits this long for the server (it imports torch first)
+FORKED_MAP_PAD_MAX_PAGES = 4096  # a forked worker first maps 1..this many untouched pages and mallocs ...
+FORKED_HEAP_PAD_MAX_BYTES = 120 << 10  # ... 1..this many bytes, never freed: its tensors land at addresses of
+# its own, as an exec'd process's do under ASLR (forked children of one server would otherwise all allocate at
+# the same addresses, and a placement that is slow for one script's runs would be slow for all of them)
 WORKER_ENV = {  # set for the worker: torch's own machinery stays in the worker process
     "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile worker pool (it would outlive the worker)
 }
@@ -3870,9 +3875,25 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
         os.environ.clear()
         os.environ.update(env)
         sys.argv = [sys.argv[0], "worker"]
+        PLACEMENT_PADS.extend(shift_placement())
         worker_main([])
     finally:
         os._exit(1)
+
+
+def shift_placement() -> list[Any]:
+    """Move where this forked process's later allocations land, by a random number of pages (new mappings) and
+    bytes (the malloc heap): untouched, so they cost address space, not memory. The pads are kept for the
+    process's life (``PLACEMENT_PADS``)."""
+    draw = int.from_bytes(os.urandom(8), "little")
+    region = mmap.mmap(-1, (1 + draw % FORKED_MAP_PAD_MAX_PAGES) * mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    return [region, libc.malloc(1 + (draw >> 32) % FORKED_HEAP_PAD_MAX_BYTES)]
+
+
+PLACEMENT_PADS: list[Any] = []
 
 
 def spawn_worker(

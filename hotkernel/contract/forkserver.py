@@ -19,9 +19,11 @@ with ``-I`` in the user's; a worker also needs its own session, stdio, protocol 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import importlib.util
 import json
+import mmap
 import os
 import select
 import signal
@@ -31,9 +33,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+from typing import Any
 
 from .hygiene import die_with_parent, kill_processes
 from .knobs import (
+    FORKED_HEAP_PAD_MAX_BYTES,
+    FORKED_MAP_PAD_MAX_PAGES,
     FORKSERVER_FD_ENV,
     FORKSERVER_START_TIMEOUT_S,
     PARENT_PID_ENV,
@@ -304,9 +309,25 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
         os.environ.clear()
         os.environ.update(env)
         sys.argv = [sys.argv[0], "worker"]
+        PLACEMENT_PADS.extend(shift_placement())
         worker_main([])
     finally:
         os._exit(1)
+
+
+def shift_placement() -> list[Any]:
+    """Move where this forked process's later allocations land, by a random number of pages (new mappings) and
+    bytes (the malloc heap): untouched, so they cost address space, not memory. The pads are kept for the
+    process's life (``PLACEMENT_PADS``)."""
+    draw = int.from_bytes(os.urandom(8), "little")
+    region = mmap.mmap(-1, (1 + draw % FORKED_MAP_PAD_MAX_PAGES) * mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    return [region, libc.malloc(1 + (draw >> 32) % FORKED_HEAP_PAD_MAX_BYTES)]
+
+
+PLACEMENT_PADS: list[Any] = []
 
 
 def spawn_worker(

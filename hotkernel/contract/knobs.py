@@ -50,6 +50,10 @@ PROTOCOL_FD_ENV = "HK_PROTOCOL_FD"
 PARENT_PID_ENV = "HK_PARENT_PID"
 FORKSERVER_FD_ENV = "HK_FORKSERVER_FD"  # the fork server's end of its socket (forkserver.py)
 FORKSERVER_START_TIMEOUT_S = 600.0  # a fork request waits this long for the server (it imports torch first)
+FORKED_MAP_PAD_MAX_PAGES = 4096  # a forked worker first maps 1..this many untouched pages and mallocs ...
+FORKED_HEAP_PAD_MAX_BYTES = 120 << 10  # ... 1..this many bytes, never freed: its tensors land at addresses of
+# its own, as an exec'd process's do under ASLR (forked children of one server would otherwise all allocate at
+# the same addresses, and a placement that is slow for one script's runs would be slow for all of them)
 WORKER_ENV = {  # set for the worker: torch's own machinery stays in the worker process
     "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile worker pool (it would outlive the worker)
 }

@@ -1,6 +1,8 @@
 """Where one run's time and CPU go on a CPU target: the test suite's small rms target (tests/adversarial/workspace.py)
 run N times through the contract with one judge, each run's wall time, the CPU time of its reaped children (the
 worker, its pre-start excluded: one worker per run here) and its phases (``phases_s``: worker, judge and their steps).
+Since workers are forked from the fork server (a2bbfeb) a worker is the server's child, not this process's, so
+``worker_cpu_s`` reads 0.00 there.
 
 Usage: python lab/benchmarks/run_phases_cpu.py [N] > lab/benchmarks/evidence/performance/run_phases_cpu_<date>.txt
 """

@@ -31,6 +31,7 @@ import sys
 
 import torch
 
+_big = torch.empty(1 << 18)  # 1 MiB: a mapping of its own
 _seen = getattr(builtins, "hk_test_seen", 0)
 builtins.hk_test_seen = _seen + 1
 _fds = {}
@@ -43,6 +44,7 @@ with open(LOG, "a") as _out:
     _out.write(json.dumps({
         "pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0), "pgid": os.getpgid(0),
         "seen_before": _seen, "cuda_initialized": torch.cuda.is_initialized(),
+        "big_ptr": _big.data_ptr(),
         "token": os.environ.get("HK_RUN_TOKEN"), "protocol_fd": os.environ.get("HK_PROTOCOL_FD"),
         "fds": _fds,
     }) + "\\n")
@@ -63,10 +65,10 @@ def session(tmp_path_factory: pytest.TempPathFactory):
         yield ws, resolved, judge, log
 
 
-def run_twice(session) -> list[dict]:
+def run_twice(session, times: int = 2) -> list[dict]:
     ws, resolved, judge, log = session
     log.unlink(missing_ok=True)
-    for _ in range(2):
+    for _ in range(times):
         outcome = run_script(
             ws, f"targets/{TARGET}/candidate.py", python=python(), judge=judge, timeout_s=120, resolved=resolved
         )
@@ -88,6 +90,15 @@ def test_each_run_is_a_fresh_forked_process_of_its_own_session(session) -> None:
         assert seen["fds"]["0"].startswith("pipe:") and seen["fds"]["1"] != seen["fds"]["2"]
         assert not any(target.startswith("socket:") for target in seen["fds"].values())  # not the server's
     assert first["token"] != second["token"]
+
+
+def test_each_run_maps_its_tensors_at_addresses_of_its_own(session) -> None:
+    # as an exec'd process's are under ASLR: children of one server would otherwise map a new tensor at the same
+    # address every run, and a placement that is slow would be slow for every run of one script (a systematic
+    # difference in an A/A verify). Small allocations reuse the free chunks every child inherits from the server's
+    # heap, so their addresses are not asserted.
+    runs = run_twice(session, times=3)
+    assert len({seen["big_ptr"] for seen in runs}) == 3, [hex(seen["big_ptr"]) for seen in runs]
 
 
 def test_a_killed_server_is_replaced_and_the_next_run_is_clean(session) -> None:
