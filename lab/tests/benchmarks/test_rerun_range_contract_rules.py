@@ -18,7 +18,8 @@ from hotkernel.store.rerun_range import rerun_range  # noqa: E402
 EVIDENCE = ROOT / "lab" / "benchmarks" / "evidence" / "board_20261205"
 
 
-@pytest.mark.parametrize("name", ["until_20261205T1530", "until_20261205T1610", "all"])
+# the cut-offs only: the output over all records changes with every new record (its file is kept as evidence)
+@pytest.mark.parametrize("name", ["until_20261205T1530", "until_20261205T1610"])
 def test_contract_rules_match_their_committed_output(
     name: str, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
