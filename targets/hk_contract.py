@@ -2803,6 +2803,16 @@ def clean_stale_run_dirs(parent: str | None = None) -> list[str]:
     return removed
 
 
+def tail_of(handle: Any, limit: int) -> str:
+    """The last ``limit`` characters of an open binary file (a process's captured stdout or stderr)."""
+    with contextlib.suppress(OSError, ValueError):
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - 4 * limit))
+        return handle.read().decode("utf-8", "replace")[-limit:]
+    return ""
+
+
 # ======================================== transport.py ======================================================
 def b64(value: bytes | None) -> str | None:
     return None if value is None else base64.b64encode(value).decode("ascii")
@@ -3742,10 +3752,7 @@ class ForkServer:
         return bool(self.forked)
 
     def log_tail(self, limit: int = 2000) -> str:
-        with contextlib.suppress(OSError, ValueError):
-            self.log.seek(0)
-            return self.log.read().decode("utf-8", "replace")[-limit:].strip()
-        return ""
+        return tail_of(self.log, limit).strip()
 
     def close(self) -> None:
         """Stop the server; the workers it forked die with it (PDEATHSIG)."""
@@ -4612,15 +4619,6 @@ class Worker:
         self.proc.close()
 
 
-def tail_of(handle: Any, limit: int) -> str:
-    with contextlib.suppress(OSError, ValueError):
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - 4 * limit))
-        return handle.read().decode("utf-8", "replace")[-limit:]
-    return ""
-
-
 class Judge:
     """Client side of a persistent judge process (``python -I hk_contract.py judge``)."""
 
@@ -4692,10 +4690,7 @@ class Judge:
             return fail("crashed", f"judge answered {line[:200]!r}")
 
     def log_tail(self, limit: int = 2000) -> str:
-        with contextlib.suppress(OSError, ValueError):
-            self.log.seek(0)
-            return self.log.read().decode("utf-8", "replace")[-limit:].strip()
-        return ""
+        return tail_of(self.log, limit).strip()
 
     def close(self) -> None:
         LIVE.pop(self.proc.pid, None)

@@ -35,7 +35,7 @@ import tempfile
 import threading
 from typing import Any
 
-from .hygiene import die_with_parent, kill_processes
+from .hygiene import die_with_parent, kill_processes, tail_of
 from .knobs import (
     FORKED_HEAP_PAD_MAX_BYTES,
     FORKED_MAP_PAD_MAX_PAGES,
@@ -176,10 +176,7 @@ class ForkServer:
         return bool(self.forked)
 
     def log_tail(self, limit: int = 2000) -> str:
-        with contextlib.suppress(OSError, ValueError):
-            self.log.seek(0)
-            return self.log.read().decode("utf-8", "replace")[-limit:].strip()
-        return ""
+        return tail_of(self.log, limit).strip()
 
     def close(self) -> None:
         """Stop the server; the workers it forked die with it (PDEATHSIG)."""

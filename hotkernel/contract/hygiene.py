@@ -11,6 +11,7 @@ import signal
 import sys
 import tempfile
 import time
+from typing import Any
 
 from .knobs import KILL_WAIT_S, STALE_RUN_DIR_PREFIX, TOKEN_ENV
 
@@ -212,3 +213,13 @@ def clean_stale_run_dirs(parent: str | None = None) -> list[str]:
                     shutil.rmtree(path, ignore_errors=True)
                     removed.append(path)
     return removed
+
+
+def tail_of(handle: Any, limit: int) -> str:
+    """The last ``limit`` characters of an open binary file (a process's captured stdout or stderr)."""
+    with contextlib.suppress(OSError, ValueError):
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - 4 * limit))
+        return handle.read().decode("utf-8", "replace")[-limit:]
+    return ""

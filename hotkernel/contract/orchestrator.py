@@ -28,6 +28,7 @@ from .hygiene import (
     run_processes,
     start_ticks,
     stop_processes,
+    tail_of,
 )
 from .judge import judge_main
 from .knobs import (
@@ -202,15 +203,6 @@ class Worker:
         self.proc.close()
 
 
-def tail_of(handle: Any, limit: int) -> str:
-    with contextlib.suppress(OSError, ValueError):
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - 4 * limit))
-        return handle.read().decode("utf-8", "replace")[-limit:]
-    return ""
-
-
 class Judge:
     """Client side of a persistent judge process (``python -I hk_contract.py judge``)."""
 
@@ -282,10 +274,7 @@ class Judge:
             return fail("crashed", f"judge answered {line[:200]!r}")
 
     def log_tail(self, limit: int = 2000) -> str:
-        with contextlib.suppress(OSError, ValueError):
-            self.log.seek(0)
-            return self.log.read().decode("utf-8", "replace")[-limit:].strip()
-        return ""
+        return tail_of(self.log, limit).strip()
 
     def close(self) -> None:
         LIVE.pop(self.proc.pid, None)

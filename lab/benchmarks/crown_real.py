@@ -33,10 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from crown_sim import upper_bound  # noqa: E402
+from crown_sim import board_crowns, upper_bound  # noqa: E402
 
-from hotkernel.store.models import LeaderboardRow  # noqa: E402
-from hotkernel.store.rows import mark_best  # noqa: E402
 from hotkernel.store.scan import device_of, load_record, run_key  # noqa: E402
 
 UNTOUCHED = "hotkernel (generated: the untouched candidate"
@@ -151,25 +149,8 @@ def _logs(evidence: Path, root: Path, skipped: list[str]) -> list[Verify]:
 
 
 def crowned(first: Verify, second: Verify) -> bool:
-    """Whether the board crowns two verifies of the same files: ``mark_best`` on their two rows."""
-    rows = [
-        LeaderboardRow(
-            target="aa",
-            device="real",
-            path=f"results/aa/{i}.json",
-            verdict=v.verdict,
-            speedup=v.speedup if v.verdict in ("faster", "slower") else None,
-            interval=list(v.interval) if v.verdict in ("faster", "slower") and v.interval else None,
-            who="real",
-            note="",
-            counted=True,
-            files="b:c",
-            point=v.speedup if v.speedup is not None else 1.0,
-        )
-        for i, v in enumerate((first, second))
-    ]
-    mark_best(rows)
-    return any(r.best for r in rows)
+    """Whether the board crowns two verifies of the same files (``crown_sim.board_crowns``: ``mark_best``)."""
+    return board_crowns([(v.verdict, v.speedup, *(v.interval or (None, None))) for v in (first, second)])
 
 
 def scan(root: Path) -> tuple[list[Verify], list[str]]:

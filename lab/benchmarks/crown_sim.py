@@ -67,21 +67,28 @@ def resample(rng: np.random.Generator, sims: int, k: int, rounds: np.ndarray, ab
 
 def crowned(first: Decision, second: Decision) -> bool:
     """Whether the board crowns a pair of records of the same files with these decisions (store/rows.py)."""
+    return board_crowns([(d.verdict, d.speedup, d.speedup_low, d.speedup_high) for d in (first, second)])
+
+
+def board_crowns(pair: list[tuple[str, float | None, float | None, float | None]]) -> bool:
+    """Whether ``mark_best`` crowns one of two records of the same files, each given as (verdict, speedup, interval
+    low, interval high): the board's own confirmation code, not a copy of its rule."""
+    decided = ("faster", "slower")
     rows = [
         LeaderboardRow(
             target="aa",
-            device="sim",
+            device="pair",
             path=f"results/aa/{i}.json",
-            verdict=d.verdict,
-            speedup=d.speedup if d.verdict in ("faster", "slower") else None,
-            interval=[d.speedup_low, d.speedup_high] if d.verdict in ("faster", "slower") else None,
-            who="sim",
+            verdict=verdict,
+            speedup=speedup if verdict in decided else None,
+            interval=[low, high] if verdict in decided and low is not None and high is not None else None,
+            who="pair",
             note="",
             counted=True,
-            files="b:c:k",
-            point=d.speedup,
+            files="b:c",
+            point=speedup if speedup is not None else 1.0,
         )
-        for i, d in enumerate((first, second))
+        for i, (verdict, speedup, low, high) in enumerate(pair)
     ]
     mark_best(rows)
     return any(r.best for r in rows)
