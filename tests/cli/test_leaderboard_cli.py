@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from store.record_factory import leaderboard_cli, synthetic_result
+from store.record_factory import leaderboard_cli, make_workspace, synthetic_result
 
 from hotkernel.mcp.app import build_server
 from hotkernel.run.models import VerifyResult
@@ -33,12 +33,7 @@ def _result(target: str, verdict: str, speedup: float | None) -> VerifyResult:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "k.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
-    entry = "  {}:\n    from: ./k.py:f\n    shapes: [8x8]\n    dtype: fp32\n    device: cpu\n"
-    (root / "hotkernel.yaml").write_text("version: 1\ntargets:\n" + "".join(entry.format(t) for t in TARGETS))
-    ws = Workspace(root)
+    ws = make_workspace(tmp_path / "ws", TARGETS)
     prov = Provenance(device=H200, device_kind="cuda", cpu="test cpu", hotkernel="0.0.test")
     for target, verdict, speedup, competitor in (
         ("kb1_001_relu", "faster", 2.5, None),

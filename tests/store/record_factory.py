@@ -120,11 +120,11 @@ def provenance(device: str = DEVICE) -> Provenance:
 TARGETS = ("rmsnorm", "softmax", "gemv")
 
 
-def make_workspace(root: Path) -> Workspace:
+def make_workspace(root: Path, targets: tuple[str, ...] = TARGETS) -> Workspace:
     """A workspace whose manifest declares the targets the synthetic records use (record refuses others)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "k.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
-    entries = "".join(ENTRY.format(t) for t in TARGETS)
+    entries = "".join(ENTRY.format(t) for t in targets)
     (root / "hotkernel.yaml").write_text(f"version: 1\ntargets:\n{entries}", encoding="utf-8")
     return Workspace(root)
 

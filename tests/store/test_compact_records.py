@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from store.record_factory import FP32_TOLERANCES, leaderboard_cli, synthetic_result
+from store.record_factory import FP32_TOLERANCES, leaderboard_cli, make_workspace, synthetic_result
 
 from hotkernel._util.fs import sha256_file
 from hotkernel.errors import HotkernelError
@@ -76,52 +76,23 @@ def _to_schema_1(ws: Workspace, rel: str) -> None:
     write_lock(ws, lock)
 
 
+def _record(ws: Workspace, target: str, verdict: str, speedup: float, note: str = "n", confirms=None) -> Path:
+    """A measured synthetic verify of ``target`` on the H200, recorded; its path."""
+    result = _as_measured(synthetic_result(target, verdict, speedup, device=H200))
+    return record(ws, target, result, note=note, who="w", provenance=PROVENANCE, confirms=confirms).path
+
+
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
     """Five schema-1 records (a confirmed best of each target and a slower one) and one schema-2 record."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "k.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
-    entry = "  {}:\n    from: ./k.py:f\n    shapes: [8x8]\n    dtype: fp32\n    device: cpu\n"
-    (root / "hotkernel.yaml").write_text("version: 1\ntargets:\n" + "".join(entry.format(t) for t in TARGETS))
-    (root / "README.md").write_text(f"# ws\n\n{HEADLINE_START}\n{HEADLINE_END}\n", encoding="utf-8")
-    ws = Workspace(root)
+    ws = make_workspace(tmp_path / "ws", TARGETS)
+    (ws.root / "README.md").write_text(f"# ws\n\n{HEADLINE_START}\n{HEADLINE_END}\n", encoding="utf-8")
     for target, verdict, speedup in (("rmsnorm", "faster", 1.5), ("softmax", "faster", 2.5)):
-        first = record(
-            ws,
-            target,
-            _as_measured(synthetic_result(target, verdict, speedup, device=H200)),
-            note="n",
-            who="w",
-            provenance=PROVENANCE,
-        ).path
-        record(
-            ws,
-            target,
-            _as_measured(synthetic_result(target, verdict, speedup, device=H200)),
-            note="n",
-            who="w",
-            provenance=PROVENANCE,
-            confirms=first,
-        )
-    record(
-        ws,
-        "rmsnorm",
-        _as_measured(synthetic_result("rmsnorm", "slower", 0.8, device=H200)),
-        note="n",
-        who="w",
-        provenance=PROVENANCE,
-    )
+        _record(ws, target, verdict, speedup, confirms=_record(ws, target, verdict, speedup))
+    _record(ws, "rmsnorm", "slower", 0.8)
     for rel in sorted(read_lock(ws).records):
         _to_schema_1(ws, rel)
-    record(
-        ws,
-        "softmax",
-        _as_measured(synthetic_result("softmax", "slower", 0.9, device=H200)),
-        note="new",
-        who="w",
-        provenance=PROVENANCE,
-    )
+    _record(ws, "softmax", "slower", 0.9, note="new")
     write_leaderboard(ws)
     return ws
 
