@@ -42,6 +42,7 @@ import mmap
 import os
 import platform
 import random
+import re
 import secrets
 import select
 import shutil
@@ -3634,7 +3635,7 @@ IMPORT_ENV_PREFIXES = (
 )  # fmt: skip
 MAX_SERVERS = 4  # a fifth set of import-time variables closes the least recently used idle server
 CHILD_FDS = 5  # stdin (read end), stdout, stderr, protocol (write end), status (write end)
-SERVERS: dict[tuple[str, str, str], ForkServer] = {}
+SERVERS: dict[tuple[str, str, str, bool], ForkServer] = {}
 SERVERS_LOCK = threading.Lock()
 
 
@@ -3700,7 +3701,7 @@ def read_exactly(fd: int, size: int) -> bytes:
 class ForkServer:
     """Client side of ``python -I hk_contract.py forkserver``, started by this orchestrator."""
 
-    def __init__(self, python: str, contract: str, env: dict[str, str]) -> None:
+    def __init__(self, python: str, contract: str, env: dict[str, str], compile_warm: bool = False) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
         self.log = tempfile.TemporaryFile()
@@ -3709,7 +3710,7 @@ class ForkServer:
         server_env[PARENT_PID_ENV] = str(os.getpid())
         try:
             self.proc = subprocess.Popen(
-                [python, "-I", contract, "forkserver"],
+                [python, "-I", contract, "forkserver", *(["--compile-warm"] if compile_warm else [])],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=self.log,
@@ -3765,20 +3766,21 @@ class ForkServer:
             self.log.close()
 
 
-def server_for(python: str, contract: str, env: dict[str, str]) -> ForkServer:
-    """The running server of this interpreter, contract file (by content) and import-time environment; started on
-    first use."""
+def server_for(python: str, contract: str, env: dict[str, str], compile_warm: bool = False) -> ForkServer:
+    """The running server of this interpreter, contract file (by content), import-time environment and
+    ``compile_warm``; started on first use."""
     with open(contract, "rb") as handle:
         digest = hashlib.sha256(handle.read()).hexdigest()
     loaded = {name: value for name, value in env.items() if name.startswith(IMPORT_ENV_PREFIXES)}
-    key = (python, digest, hashlib.sha256(json.dumps(loaded, sort_keys=True).encode()).hexdigest())
+    key = (python, digest, hashlib.sha256(json.dumps(loaded, sort_keys=True).encode()).hexdigest(), compile_warm)
     with SERVERS_LOCK:
         server = SERVERS.pop(key, None)  # re-inserted last: the dict's order is least recently used first
         if server is not None and not server.alive():
             server.close()
             server = None
         if server is None:
-            server = ForkServer(python, contract, {name: value for name, value in env.items() if name not in RUN_KEYS})
+            server_env = {name: value for name, value in env.items() if name not in RUN_KEYS}
+            server = ForkServer(python, contract, server_env, compile_warm)
             idle = [other for other, held in SERVERS.items() if not held.busy()]
             for other in idle[: max(0, len(SERVERS) + 1 - MAX_SERVERS)]:
                 SERVERS.pop(other).close()
@@ -3798,15 +3800,18 @@ def close_servers() -> None:
             SERVERS.popitem()[1].close()
 
 
-def forkserver_main() -> None:
-    """``forkserver``: import torch, then fork one worker per request until the orchestrator closes the socket.
-    Never imports a script and never touches CUDA (a forked child could not use a context made here)."""
+def forkserver_main(argv: list[str]) -> None:
+    """``forkserver [--compile-warm]``: import torch (and with ``--compile-warm``, warm torch.compile on the CPU:
+    ``warm_compile``), then fork one worker per request until the orchestrator closes the socket. Never imports a
+    script; without ``--compile-warm`` it never touches CUDA (a forked child could not use a context made here)."""
     parent = os.environ.get(PARENT_PID_ENV)
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
     sock = socket.socket(fileno=int(os.environ.pop(FORKSERVER_FD_ENV)))
     import torch  # noqa: F401 - the point of this process
 
-    if torch.version.cuda and importlib.util.find_spec("triton") is not None:
+    if "--compile-warm" in argv:
+        warm_compile(torch)
+    elif torch.version.cuda and importlib.util.find_spec("triton") is not None:
         with contextlib.suppress(Exception):  # Triton's cache key hashes its sources: CPU work, no CUDA context
             import triton.runtime.cache as triton_cache
 
@@ -3842,6 +3847,35 @@ def forkserver_main() -> None:
         status_of[pid] = fds[-1]
         for fd in fds[:-1]:
             os.close(fd)
+
+
+def wants_compile_warm(device_kind: str, sources: list[str]) -> bool:
+    """Whether a verify's workers come from a server that warmed torch.compile: a CPU target (never CUDA, see the
+    module docstring) with a script that names ``compile`` (``torch.compile``, ``@compile``). Both sides of a
+    verify use the same kind of server."""
+    return device_kind == "cpu" and any(COMPILE_WORD.search(text) for text in sources)
+
+
+COMPILE_WORD = re.compile(r"\bcompile\b")
+
+
+def warm_compile(torch: Any) -> None:
+    """Compile and call one tiny CPU function, then reset dynamo: the imports of dynamo and inductor and inductor's
+    per-process probes (C++ toolchain, vector ISA) are then done in every child. A failure (no C++ compiler, say)
+    leaves the child to pay them itself, as without this."""
+    with contextlib.suppress(Exception):
+        compiled = torch.compile(warm_up_function)
+        with torch.no_grad():
+            compiled(torch.ones(WARM_UP_ELEMENTS))
+    with contextlib.suppress(Exception):
+        torch._dynamo.reset()
+
+
+def warm_up_function(x: Any) -> Any:
+    return (x * 2.0).sum()
+
+
+WARM_UP_ELEMENTS = 64
 
 
 def report_exits(status_of: dict[int, int]) -> None:
@@ -3904,18 +3938,25 @@ PLACEMENT_PADS: list[Any] = []
 
 
 def spawn_worker(
-    python: str, contract: str, env: dict[str, str], out_fd: int, log_fd: int, protocol_w: int
+    python: str,
+    contract: str,
+    env: dict[str, str],
+    out_fd: int,
+    log_fd: int,
+    protocol_w: int,
+    compile_warm: bool = False,
 ) -> ForkedProcess:
-    """A worker forked by the server for ``(python, contract, env)``; one retry when that server has died."""
+    """A worker forked by the server for ``(python, contract, env, compile_warm)``; one retry when that server has
+    died."""
     stdin_r, stdin_w = os.pipe()
     try:
-        server = server_for(python, contract, env)
+        server = server_for(python, contract, env, compile_warm)
         try:
             pid, status_r = server.fork(env, stdin_r, out_fd, log_fd, protocol_w)
         except OSError:
             if server.alive():
                 raise
-            server = server_for(python, contract, env)  # killed since its last fork: a new one
+            server = server_for(python, contract, env, compile_warm)  # killed since its last fork: a new one
             pid, status_r = server.fork(env, stdin_r, out_fd, log_fd, protocol_w)
     except BaseException:
         os.close(stdin_w)
@@ -4501,9 +4542,10 @@ def reap_retired(timeout_s: float = 10.0) -> None:
 
 
 class Worker:
-    """A started worker process waiting for its job line (it has already imported torch when warm)."""
+    """A started worker process waiting for its job line (it has already imported torch when warm).
+    ``compile_warm``: forked from a server that warmed torch.compile (``forkserver.wants_compile_warm``)."""
 
-    def __init__(self, python: str, contract: str) -> None:
+    def __init__(self, python: str, contract: str, compile_warm: bool = False) -> None:
         become_subreaper()
         self.token = secrets.token_hex(16)
         self.adopted_before = own_children()
@@ -4515,7 +4557,9 @@ class Worker:
         self.log = tempfile.TemporaryFile()
         self.out = tempfile.TemporaryFile()  # the script's prints: kept apart so forged JSON lines are seen
         try:  # forked from the fork server of this interpreter: a fresh process that has imported torch
-            self.proc = spawn_worker(python, contract, env, self.out.fileno(), self.log.fileno(), write_fd)
+            self.proc = spawn_worker(
+                python, contract, env, self.out.fileno(), self.log.fileno(), write_fd, compile_warm
+            )
         except BaseException:
             for handle in (self.log, self.out):
                 handle.close()
@@ -4993,12 +5037,14 @@ def main(script: str | None = None) -> None:
             judge_main()
             return
         if argv[:1] == ["forkserver"]:
-            forkserver_main()
+            forkserver_main(argv[1:])
             return
         if argv[:1] == ["run"] and len(argv) == 2:
             script = argv[1]
         else:
-            sys.stderr.write("usage: hk_contract.py run SCRIPT | worker [SCRIPT RUN_DIR] | judge | forkserver\n")
+            sys.stderr.write(
+                "usage: hk_contract.py run SCRIPT | worker [SCRIPT RUN_DIR] | judge | forkserver [--compile-warm]\n"
+            )
             raise SystemExit(2)
     raise_on_signals()
     try:

@@ -11,6 +11,17 @@ ran an operator, so its state is the state a new worker has after ``import torch
 The server reaps its children and sends each one's exit status back on a pipe of that worker. A process a worker
 leaves behind is re-parented to the orchestrator (a child subreaper), as before: the server is no subreaper.
 
+A server for CPU targets whose scripts call ``torch.compile`` (``compile_warm``) also compiles one tiny CPU function
+before it serves and then resets dynamo, so each child inherits what a process's first compile pays once: the
+imports of dynamo and inductor, inductor's probes of the C++ toolchain and the CPU's vector ISA (cached in the
+process). The child still compiles its own script (from the workspace's inductor cache). The warm-up never runs in
+a server for CUDA targets: a CUDA context, or a CUDA driver initialised by a probe, cannot be used by a forked
+child.
+
+A forked child starts by mapping and allocating a random untouched pad (``shift_placement``): children of one
+server would otherwise share one address layout, and a placement that is slow for one script would be slow for all
+of its runs.
+
 Why not ``multiprocessing.forkserver``: it serves the caller's own interpreter and pickles a function to run,
 while the orchestrator may be the torch-free tool in another interpreter and the worker is this one file run
 with ``-I`` in the user's; a worker also needs its own session, stdio, protocol fd and exit status.
@@ -25,6 +36,7 @@ import importlib.util
 import json
 import mmap
 import os
+import re
 import select
 import signal
 import socket
@@ -58,7 +70,7 @@ IMPORT_ENV_PREFIXES = (
 )  # fmt: skip
 MAX_SERVERS = 4  # a fifth set of import-time variables closes the least recently used idle server
 CHILD_FDS = 5  # stdin (read end), stdout, stderr, protocol (write end), status (write end)
-SERVERS: dict[tuple[str, str, str], ForkServer] = {}
+SERVERS: dict[tuple[str, str, str, bool], ForkServer] = {}
 SERVERS_LOCK = threading.Lock()
 
 
@@ -124,7 +136,7 @@ def read_exactly(fd: int, size: int) -> bytes:
 class ForkServer:
     """Client side of ``python -I hk_contract.py forkserver``, started by this orchestrator."""
 
-    def __init__(self, python: str, contract: str, env: dict[str, str]) -> None:
+    def __init__(self, python: str, contract: str, env: dict[str, str], compile_warm: bool = False) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
         self.log = tempfile.TemporaryFile()
@@ -133,7 +145,7 @@ class ForkServer:
         server_env[PARENT_PID_ENV] = str(os.getpid())
         try:
             self.proc = subprocess.Popen(
-                [python, "-I", contract, "forkserver"],
+                [python, "-I", contract, "forkserver", *(["--compile-warm"] if compile_warm else [])],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=self.log,
@@ -189,20 +201,21 @@ class ForkServer:
             self.log.close()
 
 
-def server_for(python: str, contract: str, env: dict[str, str]) -> ForkServer:
-    """The running server of this interpreter, contract file (by content) and import-time environment; started on
-    first use."""
+def server_for(python: str, contract: str, env: dict[str, str], compile_warm: bool = False) -> ForkServer:
+    """The running server of this interpreter, contract file (by content), import-time environment and
+    ``compile_warm``; started on first use."""
     with open(contract, "rb") as handle:
         digest = hashlib.sha256(handle.read()).hexdigest()
     loaded = {name: value for name, value in env.items() if name.startswith(IMPORT_ENV_PREFIXES)}
-    key = (python, digest, hashlib.sha256(json.dumps(loaded, sort_keys=True).encode()).hexdigest())
+    key = (python, digest, hashlib.sha256(json.dumps(loaded, sort_keys=True).encode()).hexdigest(), compile_warm)
     with SERVERS_LOCK:
         server = SERVERS.pop(key, None)  # re-inserted last: the dict's order is least recently used first
         if server is not None and not server.alive():
             server.close()
             server = None
         if server is None:
-            server = ForkServer(python, contract, {name: value for name, value in env.items() if name not in RUN_KEYS})
+            server_env = {name: value for name, value in env.items() if name not in RUN_KEYS}
+            server = ForkServer(python, contract, server_env, compile_warm)
             idle = [other for other, held in SERVERS.items() if not held.busy()]
             for other in idle[: max(0, len(SERVERS) + 1 - MAX_SERVERS)]:
                 SERVERS.pop(other).close()
@@ -222,15 +235,18 @@ def close_servers() -> None:
             SERVERS.popitem()[1].close()
 
 
-def forkserver_main() -> None:
-    """``forkserver``: import torch, then fork one worker per request until the orchestrator closes the socket.
-    Never imports a script and never touches CUDA (a forked child could not use a context made here)."""
+def forkserver_main(argv: list[str]) -> None:
+    """``forkserver [--compile-warm]``: import torch (and with ``--compile-warm``, warm torch.compile on the CPU:
+    ``warm_compile``), then fork one worker per request until the orchestrator closes the socket. Never imports a
+    script; without ``--compile-warm`` it never touches CUDA (a forked child could not use a context made here)."""
     parent = os.environ.get(PARENT_PID_ENV)
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
     sock = socket.socket(fileno=int(os.environ.pop(FORKSERVER_FD_ENV)))
     import torch  # noqa: F401 - the point of this process
 
-    if torch.version.cuda and importlib.util.find_spec("triton") is not None:
+    if "--compile-warm" in argv:
+        warm_compile(torch)
+    elif torch.version.cuda and importlib.util.find_spec("triton") is not None:
         with contextlib.suppress(Exception):  # Triton's cache key hashes its sources: CPU work, no CUDA context
             import triton.runtime.cache as triton_cache
 
@@ -266,6 +282,35 @@ def forkserver_main() -> None:
         status_of[pid] = fds[-1]
         for fd in fds[:-1]:
             os.close(fd)
+
+
+def wants_compile_warm(device_kind: str, sources: list[str]) -> bool:
+    """Whether a verify's workers come from a server that warmed torch.compile: a CPU target (never CUDA, see the
+    module docstring) with a script that names ``compile`` (``torch.compile``, ``@compile``). Both sides of a
+    verify use the same kind of server."""
+    return device_kind == "cpu" and any(COMPILE_WORD.search(text) for text in sources)
+
+
+COMPILE_WORD = re.compile(r"\bcompile\b")
+
+
+def warm_compile(torch: Any) -> None:
+    """Compile and call one tiny CPU function, then reset dynamo: the imports of dynamo and inductor and inductor's
+    per-process probes (C++ toolchain, vector ISA) are then done in every child. A failure (no C++ compiler, say)
+    leaves the child to pay them itself, as without this."""
+    with contextlib.suppress(Exception):
+        compiled = torch.compile(warm_up_function)
+        with torch.no_grad():
+            compiled(torch.ones(WARM_UP_ELEMENTS))
+    with contextlib.suppress(Exception):
+        torch._dynamo.reset()
+
+
+def warm_up_function(x: Any) -> Any:
+    return (x * 2.0).sum()
+
+
+WARM_UP_ELEMENTS = 64
 
 
 def report_exits(status_of: dict[int, int]) -> None:
@@ -328,18 +373,25 @@ PLACEMENT_PADS: list[Any] = []
 
 
 def spawn_worker(
-    python: str, contract: str, env: dict[str, str], out_fd: int, log_fd: int, protocol_w: int
+    python: str,
+    contract: str,
+    env: dict[str, str],
+    out_fd: int,
+    log_fd: int,
+    protocol_w: int,
+    compile_warm: bool = False,
 ) -> ForkedProcess:
-    """A worker forked by the server for ``(python, contract, env)``; one retry when that server has died."""
+    """A worker forked by the server for ``(python, contract, env, compile_warm)``; one retry when that server has
+    died."""
     stdin_r, stdin_w = os.pipe()
     try:
-        server = server_for(python, contract, env)
+        server = server_for(python, contract, env, compile_warm)
         try:
             pid, status_r = server.fork(env, stdin_r, out_fd, log_fd, protocol_w)
         except OSError:
             if server.alive():
                 raise
-            server = server_for(python, contract, env)  # killed since its last fork: a new one
+            server = server_for(python, contract, env, compile_warm)  # killed since its last fork: a new one
             pid, status_r = server.fork(env, stdin_r, out_fd, log_fd, protocol_w)
     except BaseException:
         os.close(stdin_w)

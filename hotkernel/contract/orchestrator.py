@@ -85,9 +85,10 @@ def reap_retired(timeout_s: float = 10.0) -> None:
 
 
 class Worker:
-    """A started worker process waiting for its job line (it has already imported torch when warm)."""
+    """A started worker process waiting for its job line (it has already imported torch when warm).
+    ``compile_warm``: forked from a server that warmed torch.compile (``forkserver.wants_compile_warm``)."""
 
-    def __init__(self, python: str, contract: str) -> None:
+    def __init__(self, python: str, contract: str, compile_warm: bool = False) -> None:
         become_subreaper()
         self.token = secrets.token_hex(16)
         self.adopted_before = own_children()
@@ -99,7 +100,9 @@ class Worker:
         self.log = tempfile.TemporaryFile()
         self.out = tempfile.TemporaryFile()  # the script's prints: kept apart so forged JSON lines are seen
         try:  # forked from the fork server of this interpreter: a fresh process that has imported torch
-            self.proc = spawn_worker(python, contract, env, self.out.fileno(), self.log.fileno(), write_fd)
+            self.proc = spawn_worker(
+                python, contract, env, self.out.fileno(), self.log.fileno(), write_fd, compile_warm
+            )
         except BaseException:
             for handle in (self.log, self.out):
                 handle.close()
@@ -577,12 +580,14 @@ def main(script: str | None = None) -> None:
             judge_main()
             return
         if argv[:1] == ["forkserver"]:
-            forkserver_main()
+            forkserver_main(argv[1:])
             return
         if argv[:1] == ["run"] and len(argv) == 2:
             script = argv[1]
         else:
-            sys.stderr.write("usage: hk_contract.py run SCRIPT | worker [SCRIPT RUN_DIR] | judge | forkserver\n")
+            sys.stderr.write(
+                "usage: hk_contract.py run SCRIPT | worker [SCRIPT RUN_DIR] | judge | forkserver [--compile-warm]\n"
+            )
             raise SystemExit(2)
     raise_on_signals()
     try:

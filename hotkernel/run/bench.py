@@ -96,10 +96,11 @@ def display_path(ws: Workspace, path: Path) -> str:
 
 
 @contextmanager
-def judge_process(ws: Workspace, python: str) -> Iterator[Any]:
+def judge_process(ws: Workspace, python: str, compile_warm: bool = False) -> Iterator[Any]:
     """One ready ``runner.JudgeProcess`` for a whole bench/verify, closed (its process group killed) afterwards.
-    Its start is the interpreter's torch probe (``user_python(..., probe=False)``): no second import first."""
-    with runner.JudgeProcess(ws, python=python) as judge:
+    Its start is the interpreter's torch probe (``user_python(..., probe=False)``): no second import first.
+    ``compile_warm``: ``runner.compile_warm_for`` of the scripts it runs."""
+    with runner.JudgeProcess(ws, python=python, compile_warm=compile_warm) as judge:
         judge.ensure_ready()
         yield judge
 
@@ -165,7 +166,7 @@ def bench(
     runs: list[RunSummary] = []
     total = warmup + n
     failure: RunSummary | None = None
-    with judge_process(ws, python) as judge:
+    with judge_process(ws, python, runner.compile_warm_for([path])) as judge:
         for step in range(total):
             if cancel is not None and cancel.is_set():
                 failure = RunSummary(role=role, index=step - warmup, status="error", reason="cancelled: by request")

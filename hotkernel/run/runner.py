@@ -254,15 +254,23 @@ class JudgeProcess:
     """One judge for a whole bench/verify, plus one pre-started worker so the next run's interpreter and
     ``import torch`` overlap with the judging of the previous run. Use as a context manager."""
 
-    def __init__(self, ws: Workspace, *, python: str, prestart: bool = True) -> None:
+    def __init__(self, ws: Workspace, *, python: str, prestart: bool = True, compile_warm: bool = False) -> None:
         self.ws = ws
         self.python = str(python)
         self.prestart_enabled = prestart
+        self.compile_warm = compile_warm  # workers from a server that warmed torch.compile (CPU targets only)
         self.contract = render.contract_module()
         self.contract_file = str(render.contract_path())
         self.client: Any = None
         self.spares: list[Any] = []
         self.signals = TerminationRaises()
+
+    def want_compile_warm(self, compile_warm: bool) -> None:
+        """Workers of the other kind of fork server go: both sides of the next verify get the same kind."""
+        if compile_warm != self.compile_warm:
+            self.compile_warm = compile_warm
+            while self.spares:
+                self.spares.pop().close()
 
     def __enter__(self) -> JudgeProcess:
         self.signals.__enter__()  # SIGTERM/SIGHUP unwind through close(): no process of the run survives
@@ -305,7 +313,7 @@ class JudgeProcess:
         """Start workers until ``pool`` wait warm (each imports torch, then waits for its job)."""
         while len(self.spares) < pool:
             try:
-                self.spares.append(self.contract.Worker(self.python, self.contract_file))
+                self.spares.append(self.contract.Worker(self.python, self.contract_file, self.compile_warm))
             except OSError:
                 return
 
@@ -316,7 +324,7 @@ class JudgeProcess:
             if worker.proc.poll() is None:
                 return worker
             worker.close()
-        return self.contract.Worker(self.python, self.contract_file)
+        return self.contract.Worker(self.python, self.contract_file, self.compile_warm)
 
     def own_pids(self) -> set[int]:
         """The judge, the spare workers and the retired runs still exiting (their GPU use is ours)."""
@@ -535,6 +543,18 @@ class CancelWatch:
         self.done.set()
         if self.thread is not None:
             self.thread.join()
+
+
+def compile_warm_for(scripts: list[Path]) -> bool:
+    """Whether the runs of ``scripts`` (one bench or verify) use workers of a fork server that warmed torch.compile:
+    the contract's rule (``wants_compile_warm``) on the first script's device and every script's text."""
+    contract = render.contract_module()
+    try:
+        kind = contract.device_kind_of(contract.read_spec(str(scripts[0])))
+        texts = [script.read_text(encoding="utf-8", errors="replace") for script in scripts]
+    except (OSError, ValueError, SyntaxError):
+        return False
+    return bool(contract.wants_compile_warm(kind, texts))
 
 
 def _wants_cuda(script: Path) -> bool:

@@ -177,7 +177,9 @@ def verify(
     if problem:  # an integrity problem ends it before any process starts
         state.ended = ("invalid", problem if ":" in problem else f"baseline_unchanged: {problem}")
     else:
-        with contextlib.nullcontext(judge) if judge is not None else judge_process(ws, python) as active:
+        warm = runner.compile_warm_for([paths["baseline"], paths["candidate"]])
+        with contextlib.nullcontext(judge) if judge is not None else judge_process(ws, python, warm) as active:
+            active.want_compile_warm(warm)
 
             def one(role: str, round_index: int) -> RunSummary:
                 return run_one(

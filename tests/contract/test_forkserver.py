@@ -119,6 +119,14 @@ def zombie(pid: int) -> bool:
         return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
 
 
+def gone(pid: int) -> bool:
+    """Exited: reaped, or a zombie."""
+    try:
+        return zombie(pid)
+    except FileNotFoundError:
+        return True
+
+
 def test_a_python_without_torch_is_a_one_line_error_not_a_traceback(tmp_path: Path) -> None:
     contract = render.contract_module()
     fake = tmp_path / "python"
@@ -158,3 +166,68 @@ def test_one_server_per_import_time_environment_and_idle_ones_are_capped() -> No
         assert first.proc.pid not in contract.server_pids()
     finally:
         contract.close_servers()
+
+
+# Logs whether torch.compile's machinery was loaded before this script imported anything of it, and which server
+# forked it; its kernel is compiled (a CPU target: the warm-up applies).
+REPORTS_COMPILE_STATE = """
+LOG = LOG_PATH
+import json
+import os
+import sys
+
+import torch
+
+with open(LOG, "a") as _out:
+    _out.write(json.dumps({
+        "inductor_loaded": "torch._inductor.compile_fx" in sys.modules,
+        "server_argv": open(f"/proc/{os.getppid()}/cmdline").read().split("\\0"),
+        "cuda_initialized": torch.cuda.is_initialized(),
+    }) + "\\n")
+
+
+def _rms(x, w, *, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+kernel = torch.compile(_rms, backend="eager")  # dynamo only: this test is about the server
+"""
+
+
+def test_a_compile_warm_server_hands_its_children_a_warmed_torch_compile(tmp_path: Path) -> None:
+    ws, resolved = make_workspace(tmp_path / "ws")
+    log = tmp_path / "compile.jsonl"
+    candidate = ws.target_dir(TARGET) / "candidate.py"
+    candidate.write_text(REPORTS_COMPILE_STATE.replace("LOG_PATH", repr(str(log))))
+    baseline = ws.target_dir(TARGET) / "baseline.py"
+    from hotkernel.run.runner import compile_warm_for
+
+    assert compile_warm_for([baseline, candidate]) is True  # a CPU target, a script that compiles
+    assert compile_warm_for([baseline]) is False
+    for warm in (True, False):
+        with JudgeProcess(ws, python=python(), compile_warm=warm) as judge:
+            outcome = run_script(ws, candidate, python=python(), judge=judge, timeout_s=300, resolved=resolved)
+        assert outcome.status == "ok", f"{outcome.status} / {outcome.reason}\n{outcome.stderr_tail[-1500:]}"
+    warmed, plain = [json.loads(line) for line in log.read_text().splitlines()]
+    assert "--compile-warm" in warmed["server_argv"] and warmed["inductor_loaded"] is True
+    assert "--compile-warm" not in plain["server_argv"] and plain["inductor_loaded"] is False
+    assert warmed["cuda_initialized"] is False and plain["cuda_initialized"] is False
+
+
+def test_the_compile_warm_up_is_for_cpu_targets_only_and_both_sides_share_it(session) -> None:
+    contract = render.contract_module()
+    assert contract.wants_compile_warm("cpu", ["x = 1", "kernel = torch.compile(f)"]) is True
+    assert contract.wants_compile_warm("cpu", ["@compile\ndef kernel(x): ..."]) is True
+    assert contract.wants_compile_warm("cpu", ["kernel = recompiled(f)"]) is False  # a word, not a substring
+    # never for CUDA: a forked child cannot use a CUDA driver a warm-up probe initialised in its server
+    assert contract.wants_compile_warm("cuda", ["kernel = torch.compile(f)"]) is False
+    _, _, judge, _ = session
+    judge.prestart()
+    before = [spare.proc.pid for spare in judge.spares]
+    judge.want_compile_warm(True)  # the spares of a plain server go: the next verify's sides match
+    assert judge.compile_warm is True and not judge.spares
+    deadline = time.monotonic() + 5
+    while not all(gone(pid) for pid in before):
+        assert time.monotonic() < deadline, before
+        time.sleep(0.02)
+    judge.want_compile_warm(False)
