@@ -3074,6 +3074,81 @@ def correctness_pass(
     return outputs, sums, out_sizes
 
 
+class ShapeSets(NamedTuple):
+    """The K input sets of one shape as the worker holds them, with what the run's record says of them (a
+    NamedTuple: the contract also runs as a module outside ``sys.modules``, where a dataclass cannot be made)."""
+
+    sets: list[list[Any]]
+    layouts: list[Layout]
+    set_seeds: list[int]
+    shared_seed: int
+    pristine: list[Any]  # the Model buffers as they were before the first call, restored before each checked call
+    per_set: int  # bytes of one set's own (rotated) tensors
+    out_bytes: int  # bytes of one call's outputs
+    cache_resident: bool
+
+
+def make_sets(
+    torch: Any,
+    inputs: ShapeInputs,
+    kernel: Callable[..., Any],
+    seeds: SeedSource,
+    cache: int,
+    device_kind: str,
+    label: str,
+    await_exit: list[tuple[int, int | None]],
+    rotation: int | None,
+) -> ShapeSets:
+    """The first set and one call (which sizes the outputs), then K fitted to the free memory and the other sets.
+    ``rotation``: the K the verify's first run chose; None: chosen here."""
+    rotated_bytes, shared_bytes = input_bytes(inputs.spec, inputs.shape_index)
+    # Before the first set: the outputs are not known yet, so none are counted (a lower bound; the check after
+    # the first call counts them).
+    _, free = fitted_rotation(
+        (rotated_bytes, shared_bytes, 0),
+        MIN_ROTATION,
+        free_bytes(torch, device_kind),
+        lambda: free_bytes(torch, device_kind),
+        await_exit,
+        device_kind,
+        label,
+    )
+    shared_seed, first_seed = seeds.next(), seeds.next()
+    first, pristine, out_bytes = first_call(
+        torch, inputs, kernel, inputs.kwargs, (shared_seed, first_seed), label, device_kind
+    )
+    layout = inputs.layout(first)
+    per_set = nbytes([t for t, own in zip(layout.leaves, layout.per_set, strict=True) if own])
+    total = nbytes(layout.leaves)
+    wanted, cache_resident = rotation_count(per_set, cache, device_kind)
+    wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind) if rotation is None else rotation
+    held = total if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
+    n_sets, free = fitted_rotation(
+        (per_set, total - per_set, out_bytes),
+        wanted,
+        free,
+        lambda: free_bytes(torch, device_kind, held),
+        await_exit,
+        device_kind,
+        label,
+    )
+    set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
+    sets: list[list[Any]] = [first]
+    for k in range(1, n_sets):  # shared (non-rotated) inputs are one value used by every set
+        fresh = inputs.build(set_seeds[k], shared_seed)
+        sets.append([f if own else s for f, s, own in zip(fresh, first, inputs.per_set(first), strict=False)])
+    return ShapeSets(
+        sets,
+        [inputs.layout(values) for values in sets],
+        set_seeds,
+        shared_seed,
+        pristine,
+        per_set,
+        out_bytes,
+        cache_resident or n_sets * per_set <= CACHE_MULTIPLE * cache,
+    )
+
+
 def run_shape(
     torch: Any,
     spec: dict[str, Any],
@@ -3099,89 +3174,52 @@ def run_shape(
     marks = {"start": time.perf_counter()}
     urandom = random.SystemRandom()  # call picks: os.urandom, not the `random` state a script can seed
     inputs = ShapeInputs(torch, spec, shape_index, derive, kwargs, device, module_problem)
-    rotated_bytes, shared_bytes = input_bytes(spec, shape_index)
     await_exit = await_exit or []
-    # Before the first set: the outputs are not known yet, so none are counted (a lower bound; the check after
-    # the first call counts them).
-    _, free = fitted_rotation(
-        (rotated_bytes, shared_bytes, 0),
-        MIN_ROTATION,
-        free_bytes(torch, device_kind),
-        lambda: free_bytes(torch, device_kind),
-        await_exit,
-        device_kind,
-        label,
-    )
-    shared_seed, first_seed = seeds.next(), seeds.next()
-    first, pristine, out_bytes = first_call(
-        torch, inputs, kernel, kwargs, (shared_seed, first_seed), label, device_kind
-    )
-    layout = inputs.layout(first)
-    per_set = nbytes([t for t, own in zip(layout.leaves, layout.per_set, strict=True) if own])
-    total = nbytes(layout.leaves)
-    wanted, cache_resident = rotation_count(per_set, cache, device_kind)
-    wanted = rotation_with_outputs(wanted, per_set, out_bytes, cache, device_kind) if rotation is None else rotation
-    held = total if device_kind == "cpu" else 0  # the cuda reading counts our allocator's blocks itself
-    n_sets, free = fitted_rotation(
-        (per_set, total - per_set, out_bytes),
-        wanted,
-        free,
-        lambda: free_bytes(torch, device_kind, held),
-        await_exit,
-        device_kind,
-        label,
-    )
-    cache_resident = cache_resident or n_sets * per_set <= CACHE_MULTIPLE * cache
-    set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
-    sets: list[list[Any]] = [first]
-    for k in range(1, n_sets):  # shared (non-rotated) inputs are one value used by every set
-        fresh = inputs.build(set_seeds[k], shared_seed)
-        sets.append([f if own else s for f, s, own in zip(fresh, first, inputs.per_set(first), strict=False)])
-    layouts = [inputs.layout(values) for values in sets]
-    input_sizes = sorted({t.numel() * t.element_size() for t in layout.leaves})
+    held = make_sets(torch, inputs, kernel, seeds, cache, device_kind, label, await_exit, rotation)
+    input_sizes = sorted({t.numel() * t.element_size() for t in held.layouts[0].leaves})
     poison_memory(torch, input_sizes * 2 + [sum(input_sizes)], device)
     marks["inputs"] = time.perf_counter()
     correct_outputs, sums, out_sizes = correctness_pass(
-        torch, inputs, kernel, kwargs, sets, layouts, pristine, urandom, device_kind
+        torch, inputs, kernel, kwargs, held.sets, held.layouts, held.pristine, urandom, device_kind
     )
     correct_items = [
-        {"set": k, "set_seed": set_seeds[k], "shared_seed": shared_seed, "checksums": sums[k]} for k in range(n_sets)
+        {"set": k, "set_seed": seed, "shared_seed": held.shared_seed, "checksums": sums[k]}
+        for k, seed in enumerate(held.set_seeds)
     ]
     marks["correctness_pass"] = time.perf_counter()
     if await_exit:
         await_previous_run(await_exit)
     marks["await_exit"] = time.perf_counter()
-    slot = perturb_slot(torch, layout)
+    slot = perturb_slot(torch, held.layouts[0])
     own_elements = derive is not None or module_problem is not None  # perturb with another element of the tensor
     perturbation = Perturbation(
-        torch, [lay.leaves[slot] for lay in layouts] if slot is not None else [], own_elements, device
+        torch, [lay.leaves[slot] for lay in held.layouts] if slot is not None else [], own_elements, device
     )
-    timing, timed_outputs, timed_items = time_shape(
-        torch,
-        spec,
-        kernel,
-        kwargs,
-        sets,
-        layouts,
-        inputs,
-        seeds,
-        perturbation,
-        out_sizes,
-        cache,
-        device,
-        device_kind,
-        clocks,
-        urandom,
+    timed = TimedCalls(
+        torch, kernel, kwargs, held, inputs, seeds, perturbation, out_sizes, (device, device_kind), urandom
     )
+    timing = timed.measure(spec, cache, clocks)
     marks["timer"] = time.perf_counter()
+    record = shape_record(label, shape_index, held, timing, marks)
+    record.update(perturbed_input=slot, perturb_derived=own_elements, correct=correct_items, timed=timed.items)
+    return record, {"correct": correct_outputs, "timed": timed.outputs}
+
+
+TIMING_KEYS = ("event_total_ms", "enqueue_total_ms", "wall_total_ms", "samples", "estimate_ms", "eager_estimate_ms")
+
+
+def shape_record(
+    label: str, shape_index: int, held: ShapeSets, timing: dict[str, Any], marks: dict[str, float]
+) -> dict[str, Any]:
+    """What the protocol line says of one shape's sets and timing (the judge's seeds are added by the caller)."""
     names = list(marks)
-    record = {
+    return {
         "shape": label,
         "index": shape_index,
-        "rotation": n_sets,
-        "rotated_bytes": per_set,
-        "output_bytes": out_bytes,
-        "cache_resident": cache_resident,
+        "rotation": len(held.sets),
+        "rotated_bytes": held.per_set,
+        "output_bytes": held.out_bytes,
+        "cache_resident": held.cache_resident,
         "n_calls": timing["n_calls"],
         "timer": timing["timer"],
         "ms": timing["ms"],
@@ -3190,96 +3228,84 @@ def run_shape(
         "capture_error": timing["capture_error"],
         "overhead_ms": timing["overhead_ms"],
         "sized_by": timing["sized_by"],
-        "perturbed_input": slot,
         "timed_kernel_s": round(timing["event_total_ms"] / 1e3, 6),
-        "perturb_derived": own_elements,
-        "timing": {
-            k: timing[k]
-            for k in (
-                "event_total_ms",
-                "enqueue_total_ms",
-                "wall_total_ms",
-                "samples",
-                "estimate_ms",
-                "eager_estimate_ms",
-            )
-        },
-        "correct": correct_items,
-        "timed": timed_items,
+        "timing": {key: timing[key] for key in TIMING_KEYS},
         "phases_s": {b: round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)},
     }
-    return record, {"correct": correct_outputs, "timed": timed_outputs}
 
 
-def time_shape(
-    torch: Any,
-    spec: dict[str, Any],
-    kernel: Callable[..., Any],
-    kwargs: dict[str, Any],
-    sets: list[list[Any]],
-    layouts: list[Layout],
-    inputs: ShapeInputs,
-    seeds: SeedSource,
-    perturbation: Perturbation,
-    out_sizes: list[int],
-    cache: int,
-    device: str,
-    device_kind: str,
-    clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
-    urandom: random.SystemRandom,
-) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
-    """The timer's callbacks over the K sets, and the outputs and seeds of the timed calls it keeps."""
-    perf_counter, monotonic, elapsed = clocks
-    n_sets = len(sets)
-    all_inputs = [t for lay in layouts for t in lay.leaves]
-    sample_seeds: dict[int, tuple[list[int], int, int]] = {}
+class TimedCalls:
+    """The timer's callbacks over one shape's K sets (``measure`` in timer.py calls them), and the outputs and
+    seeds of the timed calls it keeps for the judge (``outputs``, ``items``)."""
 
-    def call(j: int) -> Any:
-        k = j % n_sets
-        perturbation.perturb(j, k)
-        out = kernel(*inputs.args(sets[k]), **kwargs)
-        perturbation.settle(j)
+    def __init__(
+        self,
+        torch: Any,
+        kernel: Callable[..., Any],
+        kwargs: dict[str, Any],
+        held: ShapeSets,
+        inputs: ShapeInputs,
+        seeds: SeedSource,
+        perturbation: Perturbation,
+        out_sizes: list[int],
+        device: tuple[str, str],
+        urandom: random.SystemRandom,
+    ) -> None:
+        self.torch, self.kernel, self.kwargs, self.held, self.inputs = torch, kernel, kwargs, held, inputs
+        self.seeds, self.perturbation, self.out_sizes, self.urandom = seeds, perturbation, out_sizes, urandom
+        self.device, self.device_kind = device
+        self.n_sets = len(held.sets)
+        self.all_inputs = [t for lay in held.layouts for t in lay.leaves]
+        self.sample_seeds: dict[int, tuple[list[int], int, int]] = {}
+        self.last = SAMPLES - 1
+        self.sampled = set(urandom.sample(range(self.last), min(SAMPLED_EARLY, self.last)))
+        self.outputs: list[list[Any]] = []
+        self.items: list[dict[str, Any]] = []
+
+    def call(self, j: int) -> Any:
+        k = j % self.n_sets
+        self.perturbation.perturb(j, k)
+        out = self.kernel(*self.inputs.args(self.held.sets[k]), **self.kwargs)
+        self.perturbation.settle(j)
         return out
 
-    def overhead_call(j: int) -> None:
-        perturbation.perturb(j, j % n_sets)
-        perturbation.settle(j)
+    def overhead_call(self, j: int) -> None:
+        self.perturbation.perturb(j, j % self.n_sets)
+        self.perturbation.settle(j)
 
-    def prepare(index: int) -> None:
+    def prepare(self, index: int) -> None:
+        """Before sample ``index`` (negative: warm-up and sizing): every set refilled from fresh seeds."""
         if index < 0:
-            perturbation.draw(seeds.next())
+            self.perturbation.draw(self.seeds.next())
             return
-        shared = seeds.next()
-        fresh_seeds = [seeds.next() for _ in range(n_sets)]
-        inputs.refill(sets, fresh_seeds, shared)
-        perturb_seed = seeds.next()
-        perturbation.draw(perturb_seed)
-        sample_seeds[index] = (fresh_seeds, shared, perturb_seed)
+        shared = self.seeds.next()
+        fresh_seeds = [self.seeds.next() for _ in range(self.n_sets)]
+        self.inputs.refill(self.held.sets, fresh_seeds, shared)
+        perturb_seed = self.seeds.next()
+        self.perturbation.draw(perturb_seed)
+        self.sample_seeds[index] = (fresh_seeds, shared, perturb_seed)
 
-    def pick_calls(n: int) -> set[int]:
+    def pick_calls(self, n: int) -> set[int]:
         """One unpredictable call per set (a repeat, when the set is called more than once)."""
-        return {urandom.randrange(k, n, n_sets) for k in range(n_sets)}
+        return {self.urandom.randrange(k, n, self.n_sets) for k in range(self.n_sets)}
 
-    def pointers(out: Any) -> tuple:
-        return tuple(t.data_ptr() for t in as_outputs(torch, out))
+    def pointers(self, out: Any) -> tuple:
+        return tuple(t.data_ptr() for t in as_outputs(self.torch, out))
 
-    last = SAMPLES - 1
-    sampled = set(urandom.sample(range(last), min(SAMPLED_EARLY, last)))
-    timed_outputs: list[list[Any]] = []
-    timed_items: list[dict[str, Any]] = []
-
-    def on_sample_done(index: int, kept: dict[int, Any], writers: dict[int, int], n_calls: int) -> None:
-        if index != last and index not in sampled:
+    def on_sample_done(self, index: int, kept: dict[int, Any], writers: dict[int, int], n_calls: int) -> None:
+        """After the last sample, every set's picked call is kept; after a sampled earlier one, one of them."""
+        if index != self.last and index not in self.sampled:
             return
-        sync_device(torch, device_kind)
+        torch = self.torch
+        sync_device(torch, self.device_kind)
         owners: dict[int, Any] = {}
         for j, out in kept.items():
             owners.setdefault(writers[j], out)
-        chosen = sorted(owners) if index == last else [urandom.choice(sorted(owners))]
-        fresh_seeds, shared, perturb_seed = sample_seeds[index]
+        chosen = sorted(owners) if index == self.last else [self.urandom.choice(sorted(owners))]
+        fresh_seeds, shared, perturb_seed = self.sample_seeds[index]
         for call_index in chosen:
-            k = call_index % n_sets
-            timed_outputs.append([t.detach().clone() for t in as_outputs(torch, owners[call_index])])
+            k = call_index % self.n_sets
+            self.outputs.append([t.detach().clone() for t in as_outputs(torch, owners[call_index])])
             item = {
                 "set": k,
                 "sample": index,
@@ -3287,49 +3313,58 @@ def time_shape(
                 "n_calls": n_calls,
                 "set_seed": fresh_seeds[k],
                 "shared_seed": shared,
-                "perturb_seed": perturb_seed if perturbation.flats else None,
+                "perturb_seed": perturb_seed if self.perturbation.flats else None,
             }
-            if index == last:
-                item["checksums"] = [checksum(torch, t) for t in layouts[k].guarded()]
-            timed_items.append(item)
+            if index == self.last:
+                item["checksums"] = [checksum(torch, t) for t in self.held.layouts[k].guarded()]
+            self.items.append(item)
 
-    def poison(kept: list[Any] | None) -> None:
+    def poison(self, kept: list[Any] | None) -> None:
         if kept is not None:
-            poison_tensors(torch, [as_outputs(torch, o) for o in kept], all_inputs)
+            poison_tensors(self.torch, [as_outputs(self.torch, o) for o in kept], self.all_inputs)
         else:
-            poison_memory(torch, out_sizes * 2, device)
+            poison_memory(self.torch, self.out_sizes * 2, self.device)
 
-    sweep = (
-        torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=device)
-        if device_kind == "cuda"
-        else None
-    )
+    def measure(
+        self,
+        spec: dict[str, Any],
+        cache: int,
+        clocks: tuple[Callable[[], float], Callable[[], float], Callable[..., float]],
+    ) -> dict[str, Any]:
+        """The timer over these callbacks; a read-only pass over 2x L2 (cuda) flushes before each sample."""
+        torch, device_kind = self.torch, self.device_kind
+        perf_counter, monotonic, elapsed = clocks
+        sweep = (
+            torch.ones(int(CACHE_MULTIPLE * cache) // 4, dtype=torch.int32, device=self.device)
+            if device_kind == "cuda"
+            else None
+        )
 
-    def flush() -> None:
-        """A read-only pass over 2x L2: evicts the refill's dirty lines and leaves clean ones."""
-        if sweep is not None:
-            sweep.sum()
+        def flush() -> None:
+            """Evicts the refill's dirty lines and leaves clean ones."""
+            if sweep is not None:
+                sweep.sum()
 
-    timing = measure(
-        call,
-        n_sets,
-        overhead_call=overhead_call,
-        torch=torch,
-        device_kind=device_kind,
-        resize=perturbation.resize,
-        prepare=prepare,
-        pick_calls=pick_calls,
-        pointers=pointers,
-        on_sample_done=on_sample_done,
-        poison=poison,
-        flush=flush,
-        clock=perf_counter,
-        wall=monotonic,
-        elapsed_ms=elapsed,
-        n_calls=spec.get("iters"),
-    )
-    sync_device(torch, device_kind)
-    return timing, timed_outputs, timed_items
+        timing = measure(
+            self.call,
+            self.n_sets,
+            overhead_call=self.overhead_call,
+            torch=torch,
+            device_kind=device_kind,
+            resize=self.perturbation.resize,
+            prepare=self.prepare,
+            pick_calls=self.pick_calls,
+            pointers=self.pointers,
+            on_sample_done=self.on_sample_done,
+            poison=self.poison,
+            flush=flush,
+            clock=perf_counter,
+            wall=monotonic,
+            elapsed_ms=elapsed,
+            n_calls=spec.get("iters"),
+        )
+        sync_device(torch, device_kind)
+        return timing
 
 
 # ======================================== worker.py =========================================================
