@@ -3959,14 +3959,53 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
 
 def shift_placement() -> list[Any]:
     """Move where this forked process's later allocations land, by a random number of pages (new mappings) and
-    bytes (the malloc heap): untouched, so they cost address space, not memory. The pads are kept for the
-    process's life (``PLACEMENT_PADS``)."""
+    bytes (the malloc heap): untouched, so they cost address space, not memory. New mappings go to the highest
+    free gap that fits, so the gaps between the mappings inherited from the server are filled first
+    (``fill_address_holes``): else a mapping that fits one of them would land at the same address in every child
+    whose pad did not. The pads are kept for the process's life (``PLACEMENT_PADS``)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for _ in range(HOLE_FILL_PASSES):  # a pass's own allocations may sit in a hole and leave it when freed
+        if not fill_address_holes(libc):
+            break
     draw = int.from_bytes(os.urandom(8), "little")
     region = mmap.mmap(-1, (1 + draw % FORKED_MAP_PAD_MAX_PAGES) * mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
-    libc = ctypes.CDLL(None)
     libc.malloc.restype = ctypes.c_void_p
     libc.malloc.argtypes = [ctypes.c_size_t]
     return [region, libc.malloc(1 + (draw >> 32) % FORKED_HEAP_PAD_MAX_BYTES)]
+
+
+PROT_NONE, MAP_NORESERVE, MAP_FIXED_NOREPLACE = 0, 0x4000, 0x100000  # Linux's values (x86-64 and arm64 alike)
+HOLE_FILL_PASSES = 4
+MAX_FILLED_HOLE_BYTES = 64 << 30  # a larger gap is the free area new mappings grow into, not a hole
+
+
+def fill_address_holes(libc: Any) -> int:
+    """Map an inaccessible, unreserved region into every gap between two mappings of this process above its heap
+    (up to MAX_FILLED_HOLE_BYTES each; the kernel places nothing over an existing mapping). Returns how many."""
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    spans: list[tuple[int, int, str]] = []
+    with open("/proc/self/maps") as handle:
+        for line in handle:
+            fields = line.split()
+            start, end = (int(part, 16) for part in fields[0].split("-"))
+            spans.append((start, end, fields[5] if len(fields) > 5 else ""))
+    heap_end = max((end for _, end, name in spans if name == "[heap]"), default=0)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE
+    filled = 0
+    for (_, below_end, _), (above_start, _, name) in zip(spans, spans[1:], strict=False):
+        gap = above_start - below_end
+        # below the main stack is where it grows (and its guard gap): never filled
+        if below_end < heap_end or name in ("[stack]", "[vsyscall]") or not 0 < gap <= MAX_FILLED_HOLE_BYTES:
+            continue
+        got = libc.mmap(below_end, gap, PROT_NONE, flags, -1, 0)
+        if got == below_end:
+            filled += 1
+            PLACEMENT_PADS.append(got)
+        elif got not in (None, ctypes.c_void_p(-1).value):  # a kernel without MAP_FIXED_NOREPLACE: a mere hint
+            libc.munmap(got, gap)
+    return filled
 
 
 PLACEMENT_PADS: list[Any] = []

@@ -101,6 +101,36 @@ def test_each_run_maps_its_tensors_at_addresses_of_its_own(session) -> None:
     assert len({seen["big_ptr"] for seen in runs}) == 3, [hex(seen["big_ptr"]) for seen in runs]
 
 
+def test_holes_left_between_inherited_mappings_are_filled_before_the_pad() -> None:
+    # A mapping the server freed leaves a hole at the same address in every child; a new mapping that fits it
+    # would land there whatever the pad (the kernel takes the highest gap that fits).
+    contract = render.contract_module()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            import ctypes
+            import mmap as mmap_module
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            block = mmap_module.mmap(-1, 3 << 20, flags=mmap_module.MAP_PRIVATE)
+            base = ctypes.addressof(ctypes.c_char.from_buffer(block))
+            libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            libc.munmap(base + (1 << 20), 1 << 20)  # a 1 MiB hole between two mappings
+            filled = contract.fill_address_holes(libc)
+            fresh = mmap_module.mmap(-1, 1 << 20, flags=mmap_module.MAP_PRIVATE)
+            where = ctypes.addressof(ctypes.c_char.from_buffer(fresh))
+            hole = base + (1 << 20) <= where < base + (2 << 20)
+            os.write(write_fd, json.dumps({"filled": filled, "in_hole": hole}).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    os.waitpid(pid, 0)
+    seen = json.loads(os.read(read_fd, 1000))
+    os.close(read_fd)
+    assert seen["filled"] >= 1 and seen["in_hole"] is False
+
+
 def test_a_killed_server_is_replaced_and_the_next_run_is_clean(session) -> None:
     contract = render.contract_module()
     run_twice(session)
