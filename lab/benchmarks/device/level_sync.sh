@@ -9,6 +9,10 @@
 # all imported), e.g. what an earlier call's report left. OUT receives import.json, import.err, sync.json,
 # sync.err, walls.txt and records.tar.gz (the workspace's results/, hotkernel.lock, LEADERBOARD.md).
 # CPU dry run: HK_LEVEL_DEVICE=cpu HK_LEVEL_PROBLEMS=1,19 HK_LEVEL_SCALE=0.05 bash ... OUT kb 60s
+# HK_LEVEL_WS=DIR: the workspace folder (default a new /tmp/hk_level_*). When DIR already holds a hotkernel.yaml the
+# init and import are skipped and the sync goes on without --from-scratch (what an earlier call left, e.g. on a
+# warm device in an ignored folder such as .hotkernel/tmp/level1). HK_LEVEL_COMPETE=N: after the import, the first
+# N imported targets get `competitors: [compile]` (torch.compile of the problem, verified like a candidate).
 set -u
 OUT=${1:?usage: level_sync.sh OUT LEVEL_DIR BUDGET [NAMES...]}; LEVEL_DIR=$(realpath "${2:?level folder}")
 BUDGET=${3:?sync budget, e.g. 8m}; shift 3
@@ -17,16 +21,39 @@ export GIT_DIR=/nonexistent-hotkernel-git-dir  # records name HOTKERNEL_GIT_COMM
 : "${HOTKERNEL_GIT_COMMIT:?set HOTKERNEL_GIT_COMMIT to the commit being run}"
 HK=(python3 -m hotkernel)
 mkdir -p "$OUT"
-WS=$(mktemp -d /tmp/hk_level_XXXX)
+WS=${HK_LEVEL_WS:-$(mktemp -d /tmp/hk_level_XXXX)}
+mkdir -p "$WS"
 opts=(--device "${HK_LEVEL_DEVICE:-cuda}" --json)
 [ -n "${HK_LEVEL_PROBLEMS:-}" ] && opts+=(--problems "$HK_LEVEL_PROBLEMS")
 [ -n "${HK_LEVEL_SCALE:-}" ] && opts+=(--scale "$HK_LEVEL_SCALE")
-(cd "$WS" && "${HK[@]}" init --no-ci > /dev/null) || exit 1
+scratch=(--from-scratch)
+if [ -f "$WS/hotkernel.yaml" ]; then
+  scratch=()
+  echo "continue in $WS: no init, no import, no --from-scratch at=$(date -u +%FT%TZ)" | tee -a "$OUT/walls.txt"
+else
+  (cd "$WS" && "${HK[@]}" init --no-ci > /dev/null) || exit 1
+  t0=$SECONDS
+  (cd "$WS" && "${HK[@]}" import kernelbench "$LEVEL_DIR" "${opts[@]}" > "$OUT/import.json" 2> "$OUT/import.err")
+  echo "import rc=$? wall_s=$((SECONDS - t0)) at=$(date -u +%FT%TZ)" | tee -a "$OUT/walls.txt"
+  if [ "${HK_LEVEL_COMPETE:-0}" -gt 0 ]; then
+    python3 - "$WS/hotkernel.yaml" "$HK_LEVEL_COMPETE" <<'PY' || exit 1
+import sys
+from ruamel.yaml import YAML
+yaml = YAML()
+path, count = sys.argv[1], int(sys.argv[2])
+with open(path) as handle:
+    manifest = yaml.load(handle)
+names = list(manifest["targets"])[:count]
+for name in names:
+    manifest["targets"][name]["competitors"] = ["compile"]
+with open(path, "w") as handle:
+    yaml.dump(manifest, handle)
+print("competitors: [compile] on", " ".join(names))
+PY
+  fi
+fi
 t0=$SECONDS
-(cd "$WS" && "${HK[@]}" import kernelbench "$LEVEL_DIR" "${opts[@]}" > "$OUT/import.json" 2> "$OUT/import.err")
-echo "import rc=$? wall_s=$((SECONDS - t0)) at=$(date -u +%FT%TZ)" | tee -a "$OUT/walls.txt"
-t0=$SECONDS
-(cd "$WS" && "${HK[@]}" sync "$@" --from-scratch --budget "$BUDGET" --json > "$OUT/sync.json" 2> "$OUT/sync.err")
+(cd "$WS" && "${HK[@]}" sync "$@" "${scratch[@]}" --budget "$BUDGET" --json > "$OUT/sync.json" 2> "$OUT/sync.err")
 echo "sync rc=$? wall_s=$((SECONDS - t0)) at=$(date -u +%FT%TZ)" | tee -a "$OUT/walls.txt"
 tar czf "$OUT/records.tar.gz" -C "$WS" results hotkernel.lock LEADERBOARD.md hotkernel.yaml 2> /dev/null
 python3 - "$OUT/sync.json" <<'PY'
