@@ -216,6 +216,10 @@ def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: 
     if "dtype" not in fields:
         fields["dtype"] = next((TORCH_DTYPES[o["dtype"]] for o in outputs if o.get("dtype") in TORCH_DTYPES), "fp32")
     fields.update({key: value for key, value in (("atol", task.atol), ("rtol", task.rtol)) if value is not None})
-    if task.tolerance_note:
-        probe["flags"] = [*(probe.get("flags") or []), task.tolerance_note]
+    note = task.tolerance_note
+    if task.output_tolerances and len(task.output_tolerances) <= len(outputs):
+        fields["output_tolerances"] = [dict(entry) for entry in task.output_tolerances]
+        note = gpumode.per_output_note(task.output_tolerances)
+    if note:
+        probe["flags"] = [*(probe.get("flags") or []), note]
     _add(ws, result, task.target, rel, probe, fields, command)
