@@ -467,6 +467,91 @@ class ProblemBaseline:
         return torch.func.functional_call(problem.meta_model(torch), state, tuple(inputs))
 
 
+# ======================================== uninit.py =========================================================
+# aten ops whose output is uninitialized memory (by overload packet name)
+UNINIT_FACTORIES = frozenset(
+    {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
+)
+# aten ops whose output has the content of their first argument, unchanged in value
+UNINIT_COPIES = frozenset({"_to_copy", "clone", "_to_dense", "to"})
+
+
+def uninit_storage(torch: Any, value: Any) -> int | None:
+    """The identity of a tensor's storage (shared by its views); None for anything else."""
+    if not isinstance(value, torch.Tensor):
+        return None
+    try:
+        return int(value.untyped_storage()._cdata)
+    except (RuntimeError, NotImplementedError):  # a tensor without storage (sparse, nested)
+        return None
+
+
+def uninit_tracker(torch: Any) -> Any:
+    """A TorchDispatchMode whose ``fresh`` maps the storage of every uninitialized tensor made under it to that
+    tensor (kept alive, so no storage is reused while it runs) and whose ``written`` holds those written since."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class UninitTracker(TorchDispatchMode):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.fresh: dict[int, Any] = {}
+            self.written: set[int] = set()
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            for value in uninit_written_arguments(func, args, kwargs):
+                for item in value if isinstance(value, (list, tuple)) else [value]:
+                    key = uninit_storage(torch, item)
+                    if key is not None and key in self.fresh:
+                        self.written.add(key)
+            name = func.overloadpacket.__name__
+            source = uninit_storage(torch, args[0]) if args and name in UNINIT_COPIES else None
+            copied = source is not None and source in self.fresh and source not in self.written
+            if name in UNINIT_FACTORIES or copied:
+                key = uninit_storage(torch, out)
+                if key is not None:
+                    self.fresh[key] = out
+                    self.written.discard(key)
+            return out
+
+        def uninitialized(self, value: Any) -> bool:
+            """Whether ``value`` is a tensor of uninitialized memory nothing wrote under this mode."""
+            key = uninit_storage(torch, value)
+            return key is not None and key in self.fresh and key not in self.written and value.numel() > 0
+
+    return UninitTracker()
+
+
+def uninit_written_arguments(func: Any, args: Any, kwargs: dict[str, Any]) -> list[Any]:
+    """The arguments ``func``'s schema says it writes (``Tensor(a!)``: in place, ``out=``)."""
+    found = []
+    for index, argument in enumerate(func._schema.arguments):
+        info = argument.alias_info
+        if info is None or not info.is_write:
+            continue
+        if index < len(args) and not argument.kwarg_only:
+            found.append(args[index])
+        elif argument.name in kwargs:
+            found.append(kwargs[argument.name])
+    return found
+
+
+def uninit_paths(torch: Any, tracker: Any, named: list[tuple[str, Any]], leaves: Any) -> list[str]:
+    """Of the generator's inputs ``named`` ((name, value) in call order), those left uninitialized: a name where
+    every tensor leaf of that input is, else ``name + path`` of each such leaf inside a structured input
+    (``leaves(torch, value)``: (path, leaf) pairs)."""
+    found: list[str] = []
+    for name, value in named:
+        tensors = [(path, leaf) for path, leaf in leaves(torch, value) if isinstance(leaf, torch.Tensor)]
+        empty = [path for path, leaf in tensors if tracker.uninitialized(leaf)]
+        if tensors and len(empty) == len(tensors):
+            found.append(name)
+        else:
+            found += [name + path for path in empty]
+    return found
+
+
 # ======================================== probe.py ==========================================================
 PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant, tried first
 SCALE_MIN_DIM = 64  # --scale shrinks every dimension constant above this (channels of 3 or 16 stay)
@@ -871,22 +956,33 @@ def _fake(torch: Any) -> Any:
     return FakeTensorMode(allow_non_fake_inputs=True)
 
 
-def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: str) -> tuple[Any, str]:
-    """(data, how) of one case: under FakeTensorMode, else by a real run on ``device``."""
+def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: str) -> tuple[Any, str, list[str]]:
+    """(data, how, uninitialized) of one case: under FakeTensorMode, else by a real run on ``device``;
+    ``uninitialized``: the inputs (or leaves of a structured input) made of uninitialized memory and never written
+    in generate_input (``uninit_tracker``)."""
+    tracker = uninit_tracker(torch)
     try:
-        with _fake(torch):
-            return module.generate_input(**case, seed=1), "fake"
+        with _fake(torch), tracker:
+            data = module.generate_input(**case, seed=1)
+        return data, "fake", uninit_paths(torch, tracker, _named(data), leaves)
     except Exception as fake_error:  # noqa: BLE001 - data dependent: one real run tells
         fake = fake_error
+    tracker = uninit_tracker(torch)
     try:
         with memory_cap(torch, device, None, f"{path}: generate_input(**{case})"), time_limit(REAL_RUN_S):
-            with torch.device(device):
-                return module.generate_input(**case, seed=1), "real"
+            with torch.device(device), tracker:
+                data = module.generate_input(**case, seed=1)
+            return data, "real", uninit_paths(torch, tracker, _named(data), leaves)
     except Exception as err:  # noqa: BLE001
         said = error_text(fake)
         why = "the same" if said == error_text(err) else f"{type(fake).__name__}: {said}"
         what = f"generate_input(**{case}) ({why} under FakeTensorMode; then a real run on {device})"
         raise ValueError(problem_error(path, err, what) + _cuda_hint(torch, err)) from None
+
+
+def _named(data: Any) -> list[tuple[str, Any]]:
+    """The inputs of ``data`` by the names the probe gives them (``x<i>`` of a tuple, else ``data``)."""
+    return [(f"x{i}", item) for i, item in enumerate(data)] if isinstance(data, (tuple, list)) else [("data", data)]
 
 
 def _cuda_hint(torch: Any, err: BaseException) -> str:
@@ -902,7 +998,7 @@ def _cuda_hint(torch: Any, err: BaseException) -> str:
 
 def _reference_run(
     torch: Any, path: str, module: Any, ref: Any, cases: list[dict[str, Any]], datas: list[Any], device: str
-) -> tuple[Any, Any, str, list[str]]:
+) -> tuple[Any, Any, str, list[str]]:  # datas: (data, how, uninitialized) of each case
     """(data, output, how, flags) of the reference: under FakeTensorMode on the first case, else one real run on
     the smallest case within the memory check (then its output is checked for a constant)."""
     if datas[0][1] == "fake":
@@ -937,14 +1033,15 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
     alias, ref = found
     datas = [_generate(torch, path, module, case, device) for case in cases]
     data, out, how, flags = _reference_run(torch, path, module, ref, cases, datas, device)
-    if any(h == "real" for _, h in datas):
+    if any(h == "real" for _, h, _ in datas):
         how = "real"
     return {
         "format": "gpumode",
         "cases": cases,
-        "shapes": [_data_entries(torch, d) for d, _ in datas],
+        "shapes": [_data_entries(torch, d) for d, _, _ in datas],
         "outputs": describe_outputs(torch, out),
         "destinations": _destinations(torch, data, out),
+        "uninitialized": list(dict.fromkeys(name for _, _, found in datas for name in found)),
         "flags": flags,
         "flag_run": "real run" if how == "real" else "not checked (shapes found under FakeTensorMode)",
         "mode": None,
