@@ -468,6 +468,91 @@ class ProblemBaseline:
         return torch.func.functional_call(problem.meta_model(torch), state, tuple(inputs))
 
 
+# ======================================== uninit.py =========================================================
+# aten ops whose output is uninitialized memory (by overload packet name)
+UNINIT_FACTORIES = frozenset(
+    {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
+)
+# aten ops whose output has the content of their first argument, unchanged in value
+UNINIT_COPIES = frozenset({"_to_copy", "clone", "_to_dense", "to"})
+
+
+def uninit_storage(torch: Any, value: Any) -> int | None:
+    """The identity of a tensor's storage (shared by its views); None for anything else."""
+    if not isinstance(value, torch.Tensor):
+        return None
+    try:
+        return int(value.untyped_storage()._cdata)
+    except (RuntimeError, NotImplementedError):  # a tensor without storage (sparse, nested)
+        return None
+
+
+def uninit_tracker(torch: Any) -> Any:
+    """A TorchDispatchMode whose ``fresh`` maps the storage of every uninitialized tensor made under it to that
+    tensor (kept alive, so no storage is reused while it runs) and whose ``written`` holds those written since."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class UninitTracker(TorchDispatchMode):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.fresh: dict[int, Any] = {}
+            self.written: set[int] = set()
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            for value in uninit_written_arguments(func, args, kwargs):
+                for item in value if isinstance(value, (list, tuple)) else [value]:
+                    key = uninit_storage(torch, item)
+                    if key is not None and key in self.fresh:
+                        self.written.add(key)
+            name = func.overloadpacket.__name__
+            source = uninit_storage(torch, args[0]) if args and name in UNINIT_COPIES else None
+            copied = source is not None and source in self.fresh and source not in self.written
+            if name in UNINIT_FACTORIES or copied:
+                key = uninit_storage(torch, out)
+                if key is not None:
+                    self.fresh[key] = out
+                    self.written.discard(key)
+            return out
+
+        def uninitialized(self, value: Any) -> bool:
+            """Whether ``value`` is a tensor of uninitialized memory nothing wrote under this mode."""
+            key = uninit_storage(torch, value)
+            return key is not None and key in self.fresh and key not in self.written and value.numel() > 0
+
+    return UninitTracker()
+
+
+def uninit_written_arguments(func: Any, args: Any, kwargs: dict[str, Any]) -> list[Any]:
+    """The arguments ``func``'s schema says it writes (``Tensor(a!)``: in place, ``out=``)."""
+    found = []
+    for index, argument in enumerate(func._schema.arguments):
+        info = argument.alias_info
+        if info is None or not info.is_write:
+            continue
+        if index < len(args) and not argument.kwarg_only:
+            found.append(args[index])
+        elif argument.name in kwargs:
+            found.append(kwargs[argument.name])
+    return found
+
+
+def uninit_paths(torch: Any, tracker: Any, named: list[tuple[str, Any]], leaves: Any) -> list[str]:
+    """Of the generator's inputs ``named`` ((name, value) in call order), those left uninitialized: a name where
+    every tensor leaf of that input is, else ``name + path`` of each such leaf inside a structured input
+    (``leaves(torch, value)``: (path, leaf) pairs)."""
+    found: list[str] = []
+    for name, value in named:
+        tensors = [(path, leaf) for path, leaf in leaves(torch, value) if isinstance(leaf, torch.Tensor)]
+        empty = [path for path, leaf in tensors if tracker.uninitialized(leaf)]
+        if tensors and len(empty) == len(tensors):
+            found.append(name)
+        else:
+            found += [name + path for path in empty]
+    return found
+
+
 # ======================================== probe.py ==========================================================
 PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant, tried first
 SCALE_MIN_DIM = 64  # --scale shrinks every dimension constant above this (channels of 3 or 16 stay)
@@ -872,22 +957,33 @@ def _fake(torch: Any) -> Any:
     return FakeTensorMode(allow_non_fake_inputs=True)
 
 
-def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: str) -> tuple[Any, str]:
-    """(data, how) of one case: under FakeTensorMode, else by a real run on ``device``."""
+def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: str) -> tuple[Any, str, list[str]]:
+    """(data, how, uninitialized) of one case: under FakeTensorMode, else by a real run on ``device``;
+    ``uninitialized``: the inputs (or leaves of a structured input) made of uninitialized memory and never written
+    in generate_input (``uninit_tracker``)."""
+    tracker = uninit_tracker(torch)
     try:
-        with _fake(torch):
-            return module.generate_input(**case, seed=1), "fake"
+        with _fake(torch), tracker:
+            data = module.generate_input(**case, seed=1)
+        return data, "fake", uninit_paths(torch, tracker, _named(data), leaves)
     except Exception as fake_error:  # noqa: BLE001 - data dependent: one real run tells
         fake = fake_error
+    tracker = uninit_tracker(torch)
     try:
         with memory_cap(torch, device, None, f"{path}: generate_input(**{case})"), time_limit(REAL_RUN_S):
-            with torch.device(device):
-                return module.generate_input(**case, seed=1), "real"
+            with torch.device(device), tracker:
+                data = module.generate_input(**case, seed=1)
+            return data, "real", uninit_paths(torch, tracker, _named(data), leaves)
     except Exception as err:  # noqa: BLE001
         said = error_text(fake)
         why = "the same" if said == error_text(err) else f"{type(fake).__name__}: {said}"
         what = f"generate_input(**{case}) ({why} under FakeTensorMode; then a real run on {device})"
         raise ValueError(problem_error(path, err, what) + _cuda_hint(torch, err)) from None
+
+
+def _named(data: Any) -> list[tuple[str, Any]]:
+    """The inputs of ``data`` by the names the probe gives them (``x<i>`` of a tuple, else ``data``)."""
+    return [(f"x{i}", item) for i, item in enumerate(data)] if isinstance(data, (tuple, list)) else [("data", data)]
 
 
 def _cuda_hint(torch: Any, err: BaseException) -> str:
@@ -903,7 +999,7 @@ def _cuda_hint(torch: Any, err: BaseException) -> str:
 
 def _reference_run(
     torch: Any, path: str, module: Any, ref: Any, cases: list[dict[str, Any]], datas: list[Any], device: str
-) -> tuple[Any, Any, str, list[str]]:
+) -> tuple[Any, Any, str, list[str]]:  # datas: (data, how, uninitialized) of each case
     """(data, output, how, flags) of the reference: under FakeTensorMode on the first case, else one real run on
     the smallest case within the memory check (then its output is checked for a constant)."""
     if datas[0][1] == "fake":
@@ -938,14 +1034,15 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
     alias, ref = found
     datas = [_generate(torch, path, module, case, device) for case in cases]
     data, out, how, flags = _reference_run(torch, path, module, ref, cases, datas, device)
-    if any(h == "real" for _, h in datas):
+    if any(h == "real" for _, h, _ in datas):
         how = "real"
     return {
         "format": "gpumode",
         "cases": cases,
-        "shapes": [_data_entries(torch, d) for d, _ in datas],
+        "shapes": [_data_entries(torch, d) for d, _, _ in datas],
         "outputs": describe_outputs(torch, out),
         "destinations": _destinations(torch, data, out),
+        "uninitialized": list(dict.fromkeys(name for _, _, found in datas for name in found)),
         "flags": flags,
         "flag_run": "real run" if how == "real" else "not checked (shapes found under FakeTensorMode)",
         "mode": None,
@@ -1661,8 +1758,10 @@ CORRECTNESS_FLAT_REL = 2.0**-20
 CORRECTNESS_CHUNK_ELEMENTS = 1 << 22
 
 
-def tolerances(dtype: str, spec: dict[str, Any]) -> dict[str, float]:
-    """The bounds for a target: atol/rtol (the spec's when set, else by dtype), rel_l2_max and min_corr."""
+def tolerances(dtype: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The bounds for a target: atol/rtol (the spec's when set, else by dtype), rel_l2_max and min_corr; with the
+    spec's ``output_tolerances``, ``per_output`` too: each output's four bounds, those its entry leaves out the
+    target's (outputs past the list take the target's)."""
     if dtype not in CORRECTNESS_DEFAULT_TOLERANCES:
         known = ", ".join(CORRECTNESS_DEFAULT_TOLERANCES)
         raise ValueError(f"correctness: unknown dtype {dtype!r}; use one of {known}")
@@ -1673,7 +1772,37 @@ def tolerances(dtype: str, spec: dict[str, Any]) -> dict[str, float]:
         "rel_l2_max": CORRECTNESS_REL_L2_MAX[dtype],
         "min_corr": CORRECTNESS_MIN_CORR[dtype],
     }
-    return {key: float(spec[key]) if spec.get(key) is not None else value for key, value in defaults.items()}
+    tol: dict[str, Any] = {
+        key: float(spec[key]) if spec.get(key) is not None else value for key, value in defaults.items()
+    }
+    entries = spec.get("output_tolerances") or []
+    if entries:
+        target = dict(tol)
+        tol["per_output"] = [
+            {key: float(entry[key]) if entry.get(key) is not None else value for key, value in target.items()}
+            for entry in entries
+        ]
+    return tol
+
+
+def correctness_output_bounds(tol: dict[str, Any], index: int) -> dict[str, float]:
+    """The four bounds of output ``index``: its ``per_output`` entry, else the target's."""
+    per_output = tol.get("per_output") or []
+    chosen = per_output[index] if index < len(per_output) else tol
+    return {key: float(chosen[key]) for key in ("atol", "rtol", "rel_l2_max", "min_corr")}
+
+
+def correctness_bounds_text(tol: dict[str, Any], keys: tuple[str, ...], count: int, fmt: str = ".3g") -> str:
+    """``keys`` of the bounds of ``count`` outputs as a check's detail states them: ``atol=..., rtol=...`` where
+    every output has the same, else each output's."""
+    each = [correctness_output_bounds(tol, i) for i in range(max(count, 1))]
+
+    def text(bounds: dict[str, float]) -> str:
+        return ", ".join(f"{key}={bounds[key]:{fmt}}" for key in keys)
+
+    if all(text(bounds) == text(each[0]) for bounds in each):
+        return text(each[0])
+    return "; ".join(f"output {i}: {text(bounds)}" for i, bounds in enumerate(each))
 
 
 def correctness_pieces(shape: tuple[int, ...], chunk: int) -> list[tuple[Any, ...]]:
@@ -1844,8 +1973,8 @@ def correctness_flat(std: float, rms: float) -> bool:
 def check_outputs(
     torch: Any, outs: list[Any], refs: list[Any], tol: dict[str, float], *, chunk_elements: int | None = None
 ) -> list[dict[str, Any]]:
-    """The three checks over every output; each {"name", "ok", "detail", "max_abs_error"}."""
-    atol, rtol = float(tol["atol"]), float(tol["rtol"])
+    """The three checks over every output, each at its own bounds (``correctness_output_bounds``); each
+    {"name", "ok", "detail", "max_abs_error"}."""
     chunk = int(chunk_elements or CORRECTNESS_CHUNK_ELEMENTS)
     baseline = list(tol.get("baseline") or [])
     if len(outs) != len(refs):
@@ -1857,6 +1986,8 @@ def check_outputs(
     notes: list[str] = []
     worst, worst_rel, least_corr, any_float = 0.0, 0.0, 1.0, False
     for i, (out, ref) in enumerate(zip(outs, refs, strict=False)):
+        bounds = correctness_output_bounds(tol, i)
+        atol, rtol = bounds["atol"], bounds["rtol"]
         floor = correctness_floor(baseline[i] if i < len(baseline) else None)
         stats = correctness_statistics(torch, out, ref, atol, rtol, chunk, floor)
         if i < len(baseline) and "rel_l2" in stats:
@@ -1890,8 +2021,8 @@ def check_outputs(
                 f"(max abs error {stats['max_abs_error']:.4g}; atol={atol}, rtol={rtol} of max(|ref|, "
                 f"RMS(ref) {stats['ref_rms']:.3g}){allowed if floor > 0 else ''})"
             )
-        norm_problem, norm_note = correctness_norm(i, stats, tol["rel_l2_max"], out.dtype)
-        signal_problem, signal_note = correctness_signal(i, stats, tol["min_corr"], out.dtype)
+        norm_problem, norm_note = correctness_norm(i, stats, bounds["rel_l2_max"], out.dtype)
+        signal_problem, signal_note = correctness_signal(i, stats, bounds["min_corr"], out.dtype)
         norm += [norm_problem] if norm_problem else []
         signal += [signal_problem] if signal_problem else []
         notes += [note for note in (norm_note, signal_note) if note]
@@ -1907,7 +2038,8 @@ def check_outputs(
             "detail": elementwise[0]
             if elementwise
             else (
-                f"every output within atol={atol}, rtol={rtol} (integer and boolean outputs exactly); "
+                f"every output within {correctness_bounds_text(tol, ('atol', 'rtol'), len(outs), 'g')} (integer and "
+                "boolean outputs exactly); "
                 f"max abs error {worst:.3g}"
             ),
             "max_abs_error": worst,
@@ -1921,7 +2053,8 @@ def check_outputs(
                 "detail": norm[0]
                 if norm
                 else (
-                    f"largest ||out - ref||_2 / ||ref||_2 {worst_rel:.3g} (rel_l2_max {tol['rel_l2_max']:.3g}){suffix}"
+                    f"largest ||out - ref||_2 / ||ref||_2 {worst_rel:.3g} "
+                    f"({correctness_bounds_text(tol, ('rel_l2_max',), len(outs))}){suffix}"
                 ),
                 "max_abs_error": None,
             }
@@ -1933,7 +2066,8 @@ def check_outputs(
                 "detail": signal[0]
                 if signal
                 else (
-                    f"smallest correlation with the reference {least_corr:.6g} (min_corr {tol['min_corr']:.6g}){suffix}"
+                    f"smallest correlation with the reference {least_corr:.6g} "
+                    f"({correctness_bounds_text(tol, ('min_corr',), len(outs), '.6g')}){suffix}"
                 ),
                 "max_abs_error": None,
             }
@@ -4333,6 +4467,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         with state.clock("baseline"):
             check_deterministic(state, spec, ref_fn, module_problem, first_inputs, kwargs)
             expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
+            check_output_tolerances(tol, len(expected))
             first_error = baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs, kwargs, first_layout)
         shape_tol = {**tol, "baseline": first_error}
         shape_error, shape_ok = 0.0, True
@@ -4434,6 +4569,17 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         "judge_s": round(time.monotonic() - started, 3),
         "threads": threads,
     }
+
+
+def check_output_tolerances(tol: dict[str, Any], outputs: int) -> None:
+    """The target's ``output_tolerances`` name no more outputs than the baseline returns."""
+    listed = len(tol.get("per_output") or [])
+    if listed > outputs:
+        raise CheckFailed(
+            "output_tolerances_fit_outputs",
+            f"hotkernel.yaml's output_tolerances lists {listed} entries and the baseline returns {outputs} "
+            f"output(s); remove the entries past output {outputs - 1} (one entry per output, in return order)",
+        )
 
 
 def reference_for(

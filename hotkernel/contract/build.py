@@ -24,6 +24,7 @@ MODULES = (
     "knobs",
     "spec",
     "problems",
+    "uninit",
     "probe",
     "inputs",
     "fused",

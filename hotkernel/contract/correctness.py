@@ -66,8 +66,10 @@ CORRECTNESS_FLAT_REL = 2.0**-20
 CORRECTNESS_CHUNK_ELEMENTS = 1 << 22
 
 
-def tolerances(dtype: str, spec: dict[str, Any]) -> dict[str, float]:
-    """The bounds for a target: atol/rtol (the spec's when set, else by dtype), rel_l2_max and min_corr."""
+def tolerances(dtype: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The bounds for a target: atol/rtol (the spec's when set, else by dtype), rel_l2_max and min_corr; with the
+    spec's ``output_tolerances``, ``per_output`` too: each output's four bounds, those its entry leaves out the
+    target's (outputs past the list take the target's)."""
     if dtype not in CORRECTNESS_DEFAULT_TOLERANCES:
         known = ", ".join(CORRECTNESS_DEFAULT_TOLERANCES)
         raise ValueError(f"correctness: unknown dtype {dtype!r}; use one of {known}")
@@ -78,7 +80,37 @@ def tolerances(dtype: str, spec: dict[str, Any]) -> dict[str, float]:
         "rel_l2_max": CORRECTNESS_REL_L2_MAX[dtype],
         "min_corr": CORRECTNESS_MIN_CORR[dtype],
     }
-    return {key: float(spec[key]) if spec.get(key) is not None else value for key, value in defaults.items()}
+    tol: dict[str, Any] = {
+        key: float(spec[key]) if spec.get(key) is not None else value for key, value in defaults.items()
+    }
+    entries = spec.get("output_tolerances") or []
+    if entries:
+        target = dict(tol)
+        tol["per_output"] = [
+            {key: float(entry[key]) if entry.get(key) is not None else value for key, value in target.items()}
+            for entry in entries
+        ]
+    return tol
+
+
+def correctness_output_bounds(tol: dict[str, Any], index: int) -> dict[str, float]:
+    """The four bounds of output ``index``: its ``per_output`` entry, else the target's."""
+    per_output = tol.get("per_output") or []
+    chosen = per_output[index] if index < len(per_output) else tol
+    return {key: float(chosen[key]) for key in ("atol", "rtol", "rel_l2_max", "min_corr")}
+
+
+def correctness_bounds_text(tol: dict[str, Any], keys: tuple[str, ...], count: int, fmt: str = ".3g") -> str:
+    """``keys`` of the bounds of ``count`` outputs as a check's detail states them: ``atol=..., rtol=...`` where
+    every output has the same, else each output's."""
+    each = [correctness_output_bounds(tol, i) for i in range(max(count, 1))]
+
+    def text(bounds: dict[str, float]) -> str:
+        return ", ".join(f"{key}={bounds[key]:{fmt}}" for key in keys)
+
+    if all(text(bounds) == text(each[0]) for bounds in each):
+        return text(each[0])
+    return "; ".join(f"output {i}: {text(bounds)}" for i, bounds in enumerate(each))
 
 
 def correctness_pieces(shape: tuple[int, ...], chunk: int) -> list[tuple[Any, ...]]:
@@ -249,8 +281,8 @@ def correctness_flat(std: float, rms: float) -> bool:
 def check_outputs(
     torch: Any, outs: list[Any], refs: list[Any], tol: dict[str, float], *, chunk_elements: int | None = None
 ) -> list[dict[str, Any]]:
-    """The three checks over every output; each {"name", "ok", "detail", "max_abs_error"}."""
-    atol, rtol = float(tol["atol"]), float(tol["rtol"])
+    """The three checks over every output, each at its own bounds (``correctness_output_bounds``); each
+    {"name", "ok", "detail", "max_abs_error"}."""
     chunk = int(chunk_elements or CORRECTNESS_CHUNK_ELEMENTS)
     baseline = list(tol.get("baseline") or [])
     if len(outs) != len(refs):
@@ -262,6 +294,8 @@ def check_outputs(
     notes: list[str] = []
     worst, worst_rel, least_corr, any_float = 0.0, 0.0, 1.0, False
     for i, (out, ref) in enumerate(zip(outs, refs, strict=False)):
+        bounds = correctness_output_bounds(tol, i)
+        atol, rtol = bounds["atol"], bounds["rtol"]
         floor = correctness_floor(baseline[i] if i < len(baseline) else None)
         stats = correctness_statistics(torch, out, ref, atol, rtol, chunk, floor)
         if i < len(baseline) and "rel_l2" in stats:
@@ -295,8 +329,8 @@ def check_outputs(
                 f"(max abs error {stats['max_abs_error']:.4g}; atol={atol}, rtol={rtol} of max(|ref|, "
                 f"RMS(ref) {stats['ref_rms']:.3g}){allowed if floor > 0 else ''})"
             )
-        norm_problem, norm_note = correctness_norm(i, stats, tol["rel_l2_max"], out.dtype)
-        signal_problem, signal_note = correctness_signal(i, stats, tol["min_corr"], out.dtype)
+        norm_problem, norm_note = correctness_norm(i, stats, bounds["rel_l2_max"], out.dtype)
+        signal_problem, signal_note = correctness_signal(i, stats, bounds["min_corr"], out.dtype)
         norm += [norm_problem] if norm_problem else []
         signal += [signal_problem] if signal_problem else []
         notes += [note for note in (norm_note, signal_note) if note]
@@ -312,7 +346,8 @@ def check_outputs(
             "detail": elementwise[0]
             if elementwise
             else (
-                f"every output within atol={atol}, rtol={rtol} (integer and boolean outputs exactly); "
+                f"every output within {correctness_bounds_text(tol, ('atol', 'rtol'), len(outs), 'g')} (integer and "
+                "boolean outputs exactly); "
                 f"max abs error {worst:.3g}"
             ),
             "max_abs_error": worst,
@@ -326,7 +361,8 @@ def check_outputs(
                 "detail": norm[0]
                 if norm
                 else (
-                    f"largest ||out - ref||_2 / ||ref||_2 {worst_rel:.3g} (rel_l2_max {tol['rel_l2_max']:.3g}){suffix}"
+                    f"largest ||out - ref||_2 / ||ref||_2 {worst_rel:.3g} "
+                    f"({correctness_bounds_text(tol, ('rel_l2_max',), len(outs))}){suffix}"
                 ),
                 "max_abs_error": None,
             }
@@ -338,7 +374,8 @@ def check_outputs(
                 "detail": signal[0]
                 if signal
                 else (
-                    f"smallest correlation with the reference {least_corr:.6g} (min_corr {tol['min_corr']:.6g}){suffix}"
+                    f"smallest correlation with the reference {least_corr:.6g} "
+                    f"({correctness_bounds_text(tol, ('min_corr',), len(outs), '.6g')}){suffix}"
                 ),
                 "max_abs_error": None,
             }

@@ -327,6 +327,7 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         with state.clock("baseline"):
             check_deterministic(state, spec, ref_fn, module_problem, first_inputs, kwargs)
             expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
+            check_output_tolerances(tol, len(expected))
             first_error = baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs, kwargs, first_layout)
         shape_tol = {**tol, "baseline": first_error}
         shape_error, shape_ok = 0.0, True
@@ -428,6 +429,17 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
         "judge_s": round(time.monotonic() - started, 3),
         "threads": threads,
     }
+
+
+def check_output_tolerances(tol: dict[str, Any], outputs: int) -> None:
+    """The target's ``output_tolerances`` name no more outputs than the baseline returns."""
+    listed = len(tol.get("per_output") or [])
+    if listed > outputs:
+        raise CheckFailed(
+            "output_tolerances_fit_outputs",
+            f"hotkernel.yaml's output_tolerances lists {listed} entries and the baseline returns {outputs} "
+            f"output(s); remove the entries past output {outputs - 1} (one entry per output, in return order)",
+        )
 
 
 def reference_for(

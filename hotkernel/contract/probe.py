@@ -18,6 +18,7 @@ from typing import Any
 
 from .problems import adopt_tensor_attributes, problem_format, reference_function
 from .spec import host_available_bytes, load_file_module, proc_kib
+from .uninit import uninit_paths, uninit_tracker
 
 PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant, tried first
 SCALE_MIN_DIM = 64  # --scale shrinks every dimension constant above this (channels of 3 or 16 stay)
@@ -422,22 +423,33 @@ def _fake(torch: Any) -> Any:
     return FakeTensorMode(allow_non_fake_inputs=True)
 
 
-def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: str) -> tuple[Any, str]:
-    """(data, how) of one case: under FakeTensorMode, else by a real run on ``device``."""
+def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: str) -> tuple[Any, str, list[str]]:
+    """(data, how, uninitialized) of one case: under FakeTensorMode, else by a real run on ``device``;
+    ``uninitialized``: the inputs (or leaves of a structured input) made of uninitialized memory and never written
+    in generate_input (``uninit_tracker``)."""
+    tracker = uninit_tracker(torch)
     try:
-        with _fake(torch):
-            return module.generate_input(**case, seed=1), "fake"
+        with _fake(torch), tracker:
+            data = module.generate_input(**case, seed=1)
+        return data, "fake", uninit_paths(torch, tracker, _named(data), leaves)
     except Exception as fake_error:  # noqa: BLE001 - data dependent: one real run tells
         fake = fake_error
+    tracker = uninit_tracker(torch)
     try:
         with memory_cap(torch, device, None, f"{path}: generate_input(**{case})"), time_limit(REAL_RUN_S):
-            with torch.device(device):
-                return module.generate_input(**case, seed=1), "real"
+            with torch.device(device), tracker:
+                data = module.generate_input(**case, seed=1)
+            return data, "real", uninit_paths(torch, tracker, _named(data), leaves)
     except Exception as err:  # noqa: BLE001
         said = error_text(fake)
         why = "the same" if said == error_text(err) else f"{type(fake).__name__}: {said}"
         what = f"generate_input(**{case}) ({why} under FakeTensorMode; then a real run on {device})"
         raise ValueError(problem_error(path, err, what) + _cuda_hint(torch, err)) from None
+
+
+def _named(data: Any) -> list[tuple[str, Any]]:
+    """The inputs of ``data`` by the names the probe gives them (``x<i>`` of a tuple, else ``data``)."""
+    return [(f"x{i}", item) for i, item in enumerate(data)] if isinstance(data, (tuple, list)) else [("data", data)]
 
 
 def _cuda_hint(torch: Any, err: BaseException) -> str:
@@ -453,7 +465,7 @@ def _cuda_hint(torch: Any, err: BaseException) -> str:
 
 def _reference_run(
     torch: Any, path: str, module: Any, ref: Any, cases: list[dict[str, Any]], datas: list[Any], device: str
-) -> tuple[Any, Any, str, list[str]]:
+) -> tuple[Any, Any, str, list[str]]:  # datas: (data, how, uninitialized) of each case
     """(data, output, how, flags) of the reference: under FakeTensorMode on the first case, else one real run on
     the smallest case within the memory check (then its output is checked for a constant)."""
     if datas[0][1] == "fake":
@@ -488,14 +500,15 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
     alias, ref = found
     datas = [_generate(torch, path, module, case, device) for case in cases]
     data, out, how, flags = _reference_run(torch, path, module, ref, cases, datas, device)
-    if any(h == "real" for _, h in datas):
+    if any(h == "real" for _, h, _ in datas):
         how = "real"
     return {
         "format": "gpumode",
         "cases": cases,
-        "shapes": [_data_entries(torch, d) for d, _ in datas],
+        "shapes": [_data_entries(torch, d) for d, _, _ in datas],
         "outputs": describe_outputs(torch, out),
         "destinations": _destinations(torch, data, out),
+        "uninitialized": list(dict.fromkeys(name for _, _, found in datas for name in found)),
         "flags": flags,
         "flag_run": "real run" if how == "real" else "not checked (shapes found under FakeTensorMode)",
         "mode": None,

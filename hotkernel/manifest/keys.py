@@ -21,6 +21,7 @@ ShortText = Annotated[str, Field(max_length=MAX_STRING)]
 Shape = ShortText | int | dict[Annotated[str, Field(max_length=64)], ShortText | int]
 KwargsValue = dict[Annotated[str, Field(max_length=64)], Any]
 Case = ShortText | dict[Annotated[str, Field(max_length=64)], bool | int | float | ShortText]
+Bounds = ShortText | dict[Annotated[str, Field(max_length=64)], float] | None
 
 
 def parse_kwarg(text: str, option: str = "--kwarg") -> tuple[str, Any]:
@@ -72,6 +73,8 @@ def mcp_annotation(key: TargetKey, *, required: bool) -> Any:
         base = list[Shape]
     elif key.yaml == "cases":
         base = list[Case]
+    elif key.yaml == "output_tolerances":
+        base = list[Bounds]
     elif kind == "texts":
         base = list[ShortText]
     elif kind == "kwargs":

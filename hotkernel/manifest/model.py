@@ -29,6 +29,7 @@ from pydantic.fields import FieldInfo
 
 from hotkernel.contract.correctness import CORRECTNESS_DEFAULT_TOLERANCES
 from hotkernel.errors import quote
+from hotkernel.manifest.tolerance import OutputTolerance
 
 MANIFEST_VERSION = 1
 DTYPES = ("bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2")
@@ -457,6 +458,13 @@ class TargetSpec(BaseModel):
     )
     rtol: Annotated[float | None, Key("--rtol", "rtol", "float")] = Field(
         None, ge=0, allow_inf_nan=False, description="Relative tolerance; default by dtype (docs/manifest.md)."
+    )
+    output_tolerances: Annotated[list[OutputTolerance], Key("--output-tol", "output_tolerances", "texts")] = Field(
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="Bounds of each output, in the order the kernel returns them: a mapping of atol, rtol, "
+        "rel_l2_max, min_corr (e.g. {atol: 1e-2, rtol: 1e-2}; CLI: atol=1e-2,rtol=1e-2); a bound an entry leaves "
+        "out, and every output past the list, takes the target's (docs/manifest.md, 'Tolerances').",
     )
     seed: Annotated[int | None, Key("--seed", "seed", "int")] = Field(
         None,

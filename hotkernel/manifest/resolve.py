@@ -86,6 +86,7 @@ def _resolve(name: str, spec: TargetSpec, defaults: Defaults) -> ResolvedTarget:
         min_bytes=spec.min_bytes,
         atol=bounds["atol"],
         rtol=bounds["rtol"],
+        output_tolerances=[dict(entry) for entry in spec.output_tolerances],
         seed=spec.seed if spec.seed is not None else defaults.seed,
         iters=spec.iters if spec.iters is not None else defaults.iters,
         device=device,
@@ -104,8 +105,9 @@ def resolved_target(manifest: Manifest, name: str) -> dict[str, Any]:
     return resolve_target(manifest, name).spec()
 
 
-def correctness_bounds(resolved: ResolvedTarget | dict[str, Any]) -> dict[str, float]:
-    """What the contract checks a resolved target's outputs against: atol, rtol, rel_l2_max, min_corr."""
+def correctness_bounds(resolved: ResolvedTarget | dict[str, Any]) -> dict[str, Any]:
+    """What the contract checks a resolved target's outputs against: atol, rtol, rel_l2_max, min_corr (and
+    ``per_output``, each output's, where the target sets ``output_tolerances``)."""
     if isinstance(resolved, ResolvedTarget):
         return resolved.bounds()
     return tolerances(resolved["dtype"], resolved)

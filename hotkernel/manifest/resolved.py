@@ -55,6 +55,9 @@ class ResolvedTarget(BaseModel):
     min_bytes: int | None = None
     atol: float | None = None
     rtol: float | None = None
+    output_tolerances: list[dict[str, float]] = Field(
+        default_factory=list, description="each output's bounds as written (absent from SPEC if none)"
+    )
     seed: int | None = None
     iters: int | None = None
     device: Literal["cuda", "cpu"]
@@ -70,10 +73,15 @@ class ResolvedTarget(BaseModel):
 
     @model_serializer(mode="wrap")
     def _as_spec(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Every field by its manifest name; ``cases`` only for module problems, ``outputs`` only when there are
-        some, ``threads`` only when set (cpu targets)."""
+        """Every field by its manifest name; ``cases`` only for module problems, ``outputs`` and
+        ``output_tolerances`` only when there are some, ``threads`` only when set (cpu targets)."""
         data = handler(self)
-        absent = {"cases": self.cases is None, "outputs": not self.outputs, "threads": self.threads is None}
+        absent = {
+            "cases": self.cases is None,
+            "outputs": not self.outputs,
+            "output_tolerances": not self.output_tolerances,
+            "threads": self.threads is None,
+        }
         return {key: value for key, value in data.items() if not absent.get(key, False)}
 
     def spec(self) -> dict[str, Any]:
@@ -84,10 +92,13 @@ class ResolvedTarget(BaseModel):
         """sha256 of the canonical JSON of ``spec()``: what the lock's ``manifest`` fingerprint compares."""
         return hashlib.sha256(canonical_json(self.spec()).encode()).hexdigest()
 
-    def bounds(self) -> dict[str, float]:
-        """What the contract checks the outputs against: atol, rtol, rel_l2_max, min_corr (the contract's
-        ``tolerances``, the one place their defaults by dtype are applied)."""
-        return tolerances(self.dtype, {"atol": self.atol, "rtol": self.rtol})
+    def bounds(self) -> dict[str, Any]:
+        """What the contract checks the outputs against: atol, rtol, rel_l2_max, min_corr, and each output's as
+        ``per_output`` where ``output_tolerances`` sets them (the contract's ``tolerances``, the one place their
+        defaults by dtype are applied)."""
+        return tolerances(
+            self.dtype, {"atol": self.atol, "rtol": self.rtol, "output_tolerances": self.output_tolerances}
+        )
 
     @property
     def call_names(self) -> list[str]:

@@ -150,6 +150,11 @@ def _context(resolved: Resolved, protocol: int | None = None) -> dict[str, Any]:
         "call_args": call_args,
         "atol": target.atol,
         "rtol": target.rtol,
+        "output_bounds": "; ".join(
+            f"output {index}: " + ", ".join(f"{key}={value:g}" for key, value in entry.items())
+            for index, entry in enumerate(target.output_tolerances)
+            if entry
+        ),
         "dtype": target.dtype,
         "device": target.device,
         "inputs_note": inputs_note(target),

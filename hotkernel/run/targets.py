@@ -47,8 +47,9 @@ class TargetEdit(BaseModel):
     created_manifest: bool = Field(description="the manifest did not exist before")
     replaced: bool = Field(description="the target existed before the edit")
     resolved: ResolvedTarget | None = Field(description="the resolved target after the edit (None: removed)")
-    correctness: dict[str, float] | None = Field(
-        description="the bounds the contract checks outputs against: atol, rtol, rel_l2_max, min_corr"
+    correctness: dict[str, Any] | None = Field(
+        description="the bounds the contract checks outputs against: atol, rtol, rel_l2_max, min_corr, and "
+        "per_output (each output's four) where the target sets output_tolerances"
     )
     render: RenderResult | None = Field(description="files written and kept by rendering (None: removed)")
 
@@ -243,8 +244,14 @@ def describe_bounds(edit: TargetEdit) -> str:
         return ""
     bounds = edit.correctness
     dtype = edit.resolved.dtype
+    each = "".join(
+        f"; output {index}: atol {entry['atol']:g}, rtol {entry['rtol']:g}, relative L2 error <= "
+        f"{entry['rel_l2_max']:g}, correlation >= {entry['min_corr']:g}"
+        for index, entry in enumerate(bounds.get("per_output") or [])
+    )
     return (
         f"correctness ({dtype}): |out - ref| <= {bounds['atol']:g} + {bounds['rtol']:g} * |ref| elementwise, "
-        f"relative L2 error <= {bounds['rel_l2_max']:g}, correlation with the reference >= {bounds['min_corr']:g} "
-        "(set atol/rtol in hotkernel.yaml to change the first two)"
+        f"relative L2 error <= {bounds['rel_l2_max']:g}, correlation with the reference >= {bounds['min_corr']:g}"
+        + (f" (outputs without an entry of their own){each}" if each else "")
+        + " (set atol/rtol in hotkernel.yaml to change the first two, output_tolerances to set any per output)"
     )

@@ -65,10 +65,11 @@ class Record(_Model):
     manifest_fingerprint: str | None = Field(
         default=None, description="manifest_fingerprint of the target at record time (sha256 of ``spec``)"
     )
-    tolerances: dict[str, float] | None = Field(
+    tolerances: dict[str, float | list[dict[str, float]]] | None = Field(
         default=None,
-        description="the correctness bounds the judge applied (atol, rtol, rel_l2_max, min_corr), "
-        "as the runs reported them; None when no run reported them",
+        description="the correctness bounds the judge applied (atol, rtol, rel_l2_max, min_corr; per_output: each "
+        "output's four, where the target set output_tolerances), as the runs reported them; None when no run "
+        "reported them",
     )
     invalidated: Invalidation | None = Field(default=None, description="set when the record no longer counts")
     role: RecordRole = Field(

@@ -25,7 +25,7 @@ from hotkernel._util.fs import atomic_write_text, sha256_file, sha256_text
 from hotkernel._util.git import git_state
 from hotkernel.errors import HotkernelError
 from hotkernel.insight.gpu_info import gpu_info
-from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
+from hotkernel.manifest import correctness_bounds, load_manifest, manifest_fingerprint, resolved_target
 from hotkernel.run.models import VerifyResult
 from hotkernel.run.render import expected_baseline_sha256
 from hotkernel.store.compact import COMPACT_SCHEMA, encode
@@ -238,8 +238,9 @@ def check_measured(
         )
 
 
-def run_tolerances(verify_result: VerifyResult) -> dict[str, float] | None:
-    """The correctness bounds the runs reported (protocol 2 puts ``tolerances`` in each run's JSON), or None.
+def run_tolerances(verify_result: VerifyResult) -> dict[str, Any] | None:
+    """The correctness bounds the runs reported (protocol 2 puts ``tolerances`` in each run's JSON), or None:
+    floats, and ``per_output`` (a list of such mappings) where the target sets ``output_tolerances``.
 
     Runs that disagree are an error: one verify has one target and one judge.
     """
@@ -250,7 +251,13 @@ def run_tolerances(verify_result: VerifyResult) -> dict[str, float] | None:
     }
     if len(seen) > 1:
         raise HotkernelError("record: the runs of this verify report different tolerances; verify again, then record")
-    return {k: float(v) for k, v in json.loads(seen.pop()).items()} if seen else None
+    if not seen:
+        return None
+    reported = json.loads(seen.pop())
+    return {
+        key: [{k: float(v) for k, v in entry.items()} for entry in value] if isinstance(value, list) else float(value)
+        for key, value in reported.items()
+    }
 
 
 def target_spec(ws: Workspace, target: str, verify_result: VerifyResult) -> tuple[dict[str, Any] | None, str | None]:
@@ -282,7 +289,15 @@ def target_spec(ws: Workspace, target: str, verify_result: VerifyResult) -> tupl
             "then record"
         )
     used = run_tolerances(verify_result) or {}
+    per_output = correctness_bounds(spec).get("per_output")
+    if "per_output" in used and used["per_output"] != per_output:
+        raise HotkernelError(
+            f"record: the runs judged {target} with other output_tolerances than hotkernel.yaml says; verify "
+            f"{target} again (sync re-renders it), then record"
+        )
     for key, value in used.items():
+        if key == "per_output":
+            continue
         if spec.get(key) is not None and not math.isclose(float(spec[key]), value, rel_tol=1e-12, abs_tol=0.0):
             raise HotkernelError(
                 f"record: the runs judged {target} with {key} {value!r} but hotkernel.yaml says "

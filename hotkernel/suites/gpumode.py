@@ -33,6 +33,7 @@ class Task:
     gpus_reason: str = ""
     unfit: str = ""  # why the task cannot become a target as it stands (task.yml and reference.py disagree...)
     tolerance_note: str = ""  # set where reference.py states several tolerances (one per output)
+    output_tolerances: tuple[dict[str, float], ...] = ()  # each output's, where reference.py says which is whose
     empty_buffers: tuple[str, ...] = ()  # inputs generate_input leaves uninitialized (x<i>): output buffers
 
 
@@ -61,21 +62,25 @@ def gpus_needed(doc: dict[str, Any]) -> tuple[int, str]:
     return best, why
 
 
+def _pair(call: ast.Call) -> dict[str, float]:
+    """The numeric ``atol``/``rtol`` keywords of a call."""
+    return {
+        keyword.arg: float(keyword.value.value)
+        for keyword in call.keywords
+        if keyword.arg in ("atol", "rtol")
+        and isinstance(keyword.value, ast.Constant)
+        and isinstance(keyword.value.value, (int, float))
+        and not isinstance(keyword.value.value, bool)
+    }
+
+
+def _states_tolerance(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and bool(_pair(node))
+
+
 def stated_tolerances(tree: ast.AST) -> list[tuple[int, dict[str, float]]]:
     """(line, {atol, rtol}) of every call in ``reference.py`` that states a numeric ``atol`` or ``rtol``."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            pair = {
-                keyword.arg: float(keyword.value.value)
-                for keyword in node.keywords
-                if keyword.arg in ("atol", "rtol")
-                and isinstance(keyword.value, ast.Constant)
-                and isinstance(keyword.value.value, (int, float))
-                and not isinstance(keyword.value.value, bool)
-            }
-            if pair:
-                found.append((node.lineno, pair))
+    found = [(node.lineno, _pair(node)) for node in ast.walk(tree) if isinstance(node, ast.Call) and _pair(node)]
     return sorted(found, key=lambda item: item[0])
 
 
@@ -104,6 +109,65 @@ def _tolerances(tree: ast.AST) -> tuple[float | None, float | None, str]:
         f"({kept}); loosen it with `hotkernel edit` where an output's own tolerance is wider"
     )
     return atol, rtol, note
+
+
+def _output_names(function: ast.FunctionDef, param: str) -> dict[str, int]:
+    """Names ``check_implementation`` unpacks its output into (``a, b = output``) and their positions."""
+    names: dict[str, int] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id == param:
+            for target in node.targets:
+                if isinstance(target, (ast.Tuple, ast.List)):
+                    names.update({e.id: i for i, e in enumerate(target.elts) if isinstance(e, ast.Name)})
+    return names
+
+
+def _output_index(call: ast.Call, param: str, names: dict[str, int]) -> int | None:
+    """The output a tolerance call compares: the one ``output[i]`` or unpacked name among its arguments."""
+    found = set()
+    for arg in [*call.args, *(keyword.value for keyword in call.keywords)]:
+        if isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name) and arg.value.id == param:
+            index = arg.slice
+            if isinstance(index, ast.Constant) and type(index.value) is int and index.value >= 0:
+                found.add(index.value)
+            else:
+                return None
+        elif isinstance(arg, ast.Name) and arg.id in names:
+            found.add(names[arg.id])
+    return found.pop() if len(found) == 1 else None
+
+
+def per_output_tolerances(tree: ast.Module) -> tuple[dict[str, float], ...]:
+    """Each output's tolerance where ``check_implementation(data, output)`` states one per output and each
+    statement names its output (``output[1]``, or a name unpacked from ``output``): entry ``i`` is output ``i``'s
+    (empty where none is stated). () where it cannot tell which tolerance is whose: a statement outside
+    check_implementation, one naming no output or several, two for one output."""
+    stated = stated_tolerances(tree)
+    node = _bound_names(tree).get("check_implementation")
+    if len({tuple(sorted(pair.items())) for _, pair in stated}) < 2 or not isinstance(node, ast.FunctionDef):
+        return ()
+    params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+    if len(params) < 2:
+        return ()
+    names = _output_names(node, params[1])
+    inside = {id(call): call for call in ast.walk(node) if isinstance(call, ast.Call)}
+    calls = [call for call in ast.walk(tree) if isinstance(call, ast.Call) and _states_tolerance(call)]
+    indices = [_output_index(call, params[1], names) if id(call) in inside else None for call in calls]
+    if None in indices or len(set(indices)) != len(indices):
+        return ()
+    entries: list[dict[str, float]] = [{} for _ in range(max(i for i in indices if i is not None) + 1)]
+    for call, index in zip(calls, indices, strict=True):
+        entries[index or 0] = _pair(call)
+    return tuple(entries)
+
+
+def per_output_note(entries: tuple[dict[str, float], ...]) -> str:
+    """The import note of tolerances written per output."""
+    each = "; ".join(
+        f"output {i}: " + (", ".join(f"{k}={v:g}" for k, v in sorted(pair.items())) or "the target's")
+        for i, pair in enumerate(entries)
+    )
+    return f"reference.py compares each output at its own tolerance ({each}): written as output_tolerances"
 
 
 def _bound_names(tree: ast.Module) -> dict[str, ast.AST]:
@@ -277,4 +341,17 @@ def read_task(folder: Path) -> Task:
     target = f"gm_{slug(folder.parent.name)}_{slug(folder.name)}"[:64].rstrip("_")
     gpus, why = gpus_needed(doc)
     unfit = missing_files(spec_file, doc, tree) or layout_problem(reference, tree, cases)
-    return Task(folder, reference, target, cases, atol, rtol, gpus, why, unfit, note, empty_buffers(tree))
+    return Task(
+        folder,
+        reference,
+        target,
+        cases,
+        atol,
+        rtol,
+        gpus,
+        why,
+        unfit,
+        note,
+        per_output_tolerances(tree),
+        empty_buffers(tree),
+    )

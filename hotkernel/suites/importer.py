@@ -166,6 +166,42 @@ def _import_kernelbench(
         _add(ws, result, problem.target, rel, reply["probe"], given, command)
 
 
+OUTPUT_BUFFER = (
+    "so an output buffer (filled before every call, judged through what the kernel returns, not checked as an input)"
+)
+
+
+def _add_empty_buffers(probe: dict[str, Any], static: tuple[str, ...]) -> None:
+    """Make the inputs generate_input leaves uninitialized destinations, with a flag saying which and why: those
+    its source shows (``static``: bound to torch.empty and never written) and those the probe saw while it ran
+    (``uninitialized``: from an empty factory anywhere, never written). A buffer inside a structured input
+    beside other tensors is flagged only: ``outputs`` names top-level inputs."""
+    names = [entry["name"] for entry in probe["shapes"][0]]
+    taken = set(probe.get("destinations") or [])
+    seen = list(probe.get("uninitialized") or [])
+    source = [name for name in static if name in names and name not in taken]
+    running = [name for name in seen if name in names and name not in taken and name not in source]
+    nested = [name for name in seen if name not in names]
+    flags = list(probe.get("flags") or [])
+    if source:
+        flags.append(
+            f"{', '.join(source)}: made by torch.empty in generate_input and never written there, {OUTPUT_BUFFER}"
+        )
+    if running:
+        flags.append(
+            f"{', '.join(running)}: uninitialized memory (torch.empty, empty_like, new_empty...) that generate_input "
+            f"never writes, seen while it ran, {OUTPUT_BUFFER}"
+        )
+    if nested:
+        flags.append(
+            f"{', '.join(nested)}: uninitialized memory that generate_input never writes, inside a structured input "
+            "beside other tensors; `outputs` names top-level inputs only, so it stays an input whose content no seed "
+            "fixes: make generate_input return it as an input of its own"
+        )
+    probe["destinations"] = [*(probe.get("destinations") or []), *source, *running]
+    probe["flags"] = flags
+
+
 def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: dict[str, Any], command: str) -> None:
     task = gpumode.read_task(directory)
     if task.gpus > 1 or task.unfit:
@@ -202,20 +238,16 @@ def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: 
             f"benchmarks with the tensor shapes of an earlier one (a manifest keys a case by its shapes) are left "
             f"out: {', '.join(merged)} (they differ only in dtypes or other values, e.g. a mask's)",
         ]
-    names = [entry["name"] for entry in probe["shapes"][0]]
-    empty = [name for name in task.empty_buffers if name in names and name not in (probe.get("destinations") or [])]
-    if empty:
-        probe["destinations"] = [*(probe.get("destinations") or []), *empty]
-        probe["flags"] = [
-            *(probe.get("flags") or []),
-            f"{', '.join(empty)}: made by torch.empty in generate_input and never written there, so an output "
-            "buffer (filled before every call, judged through what the kernel returns, not checked as an input)",
-        ]
+    _add_empty_buffers(probe, task.empty_buffers)
     outputs = probe.get("outputs") or []
     fields = dict(given)
     if "dtype" not in fields:
         fields["dtype"] = next((TORCH_DTYPES[o["dtype"]] for o in outputs if o.get("dtype") in TORCH_DTYPES), "fp32")
     fields.update({key: value for key, value in (("atol", task.atol), ("rtol", task.rtol)) if value is not None})
-    if task.tolerance_note:
-        probe["flags"] = [*(probe.get("flags") or []), task.tolerance_note]
+    note = task.tolerance_note
+    if task.output_tolerances and len(task.output_tolerances) <= len(outputs):
+        fields["output_tolerances"] = [dict(entry) for entry in task.output_tolerances]
+        note = gpumode.per_output_note(task.output_tolerances)
+    if note:
+        probe["flags"] = [*(probe.get("flags") or []), note]
     _add(ws, result, task.target, rel, probe, fields, command)

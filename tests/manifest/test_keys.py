@@ -47,6 +47,7 @@ SAMPLES: dict[str, tuple[list[str], object]] = {
     "min_bytes": (["512"], 512),
     "atol": (["0.001"], 0.001),
     "rtol": (["0.002"], 0.002),
+    "output_tolerances": (["atol=0.01,min_corr=0.5"], [{"atol": 0.01, "min_corr": 0.5}]),
     "seed": (["7"], 7),
     "iters": (["3"], 3),
     "device": (["cpu"], "cpu"),

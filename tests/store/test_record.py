@@ -16,10 +16,12 @@ from hotkernel._util.fs import sha256_file
 from hotkernel.cli.commands.record import best_line
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
+from hotkernel.run.render import expected_baseline_sha256
 from hotkernel.run.runstore import run_ids, save_run
 from hotkernel.store import record as record_module
 from hotkernel.store.leaderboard import current_protocol, load_records, scan_results
 from hotkernel.store.record import history, invalidate_record, record, store_snapshot, write_new_json
+from hotkernel.store.scan import load_record
 from hotkernel.workspace.lockfile import read_lock, write_lock
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -260,6 +262,40 @@ def test_record_refuses_runs_judged_with_other_tolerances(tmp_path: Path) -> Non
     with pytest.raises(HotkernelError, match=r"judged gemv with atol 1000.0 but hotkernel.yaml says 0.0001"):
         record(ws, "gemv", loose, note="n", who="w", provenance=provenance())
     assert not ws.results_dir.exists() and not ws.lock_file.exists()
+
+
+PER_OUTPUT = [{"atol": 1e-2, "rtol": 1e-4, "rel_l2_max": 3e-5, "min_corr": 0.9999}]
+
+
+def per_output_workspace(root: Path) -> tuple:
+    """A workspace whose target ``gemv`` sets output 0's atol, and that target's rendered baseline sha256."""
+    ws = make_workspace(root, ("gemv",))
+    ws.manifest.write_text(ws.manifest.read_text() + "    output_tolerances: [{atol: 0.01}]\n")
+    return ws, expected_baseline_sha256(resolved_target(load_manifest(ws.manifest), "gemv"))
+
+
+def test_a_record_keeps_each_outputs_bounds_and_old_flat_ones_still_read(tmp_path: Path) -> None:
+    ws, sha = per_output_workspace(tmp_path)
+    tolerances = {**FP32_TOLERANCES, "rel_l2_max": 3e-5, "min_corr": 0.9999, "per_output": PER_OUTPUT}
+    result = synthetic_result("gemv", "faster", 1.5, tolerances=tolerances, baseline_sha256=sha)
+    out = record(ws, "gemv", result, note="n", who="w", provenance=provenance())
+    data = json.loads((ws.root / out.path).read_text())
+    assert data["tolerances"]["per_output"] == PER_OUTPUT
+    assert data["spec"]["output_tolerances"] == [{"atol": 0.01}]
+    assert load_record(ws.root / out.path).tolerances == tolerances
+    old = tmp_path / "old.json"  # a record written before per-output bounds: flat floats
+    old.write_text(json.dumps({**data, "tolerances": FP32_TOLERANCES}))
+    assert load_record(old).tolerances == FP32_TOLERANCES
+
+
+def test_record_refuses_runs_judged_with_other_output_tolerances(tmp_path: Path) -> None:
+    ws, sha = per_output_workspace(tmp_path)
+    loose = [{**PER_OUTPUT[0], "atol": 1.0}]
+    result = synthetic_result(
+        "gemv", "faster", 1.5, tolerances={**FP32_TOLERANCES, "per_output": loose}, baseline_sha256=sha
+    )
+    with pytest.raises(HotkernelError, match=r"judged gemv with other output_tolerances than hotkernel.yaml says"):
+        record(ws, "gemv", result, note="n", who="w", provenance=provenance())
 
 
 def test_a_run_that_forges_a_record_and_its_index_entry_changes_nothing(tmp_path: Path) -> None:

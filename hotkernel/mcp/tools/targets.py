@@ -66,6 +66,11 @@ class TargetDetail(BaseModel):
         description="workspace-relative paths of baseline.py, candidate.py and the contract (None when missing)"
     )
     history: list[HistoryEntry] = Field(description="the latest records of this target, newest first (at most 10)")
+    correctness: dict[str, Any] | None = Field(
+        default=None,
+        description="the bounds its outputs are judged at: atol, rtol, rel_l2_max, min_corr, and per_output (each "
+        "output's four, in return order) where the target sets output_tolerances",
+    )
 
 
 class EditResult(BaseModel):
@@ -136,11 +141,13 @@ def show_target(ctx: Context, target: TargetName) -> TargetDetail:
     ws = workspace_of(ctx)
     manifest = known_target(ws, target)
     entries = sorted(target_history(ws, target), key=lambda e: e.created_at, reverse=True)[:10]
+    resolved = resolve_target(manifest, target)
     return TargetDetail(
         name=target,
-        spec=resolve_target(manifest, target).spec(),
+        spec=resolved.spec(),
         files=_target_files(ws, target),
         history=entries,
+        correctness=resolved.bounds(),
     )
 
 
