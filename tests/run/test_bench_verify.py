@@ -52,9 +52,13 @@ def _outcome(
 class FakeJudge:
     started = 0
 
-    def __init__(self, ws: Any, *, python: str) -> None:
+    def __init__(self, ws: Any, *, python: str, compile_warm: bool = False) -> None:
         self.closed = False
+        self.compile_warm = compile_warm
         FakeJudge.started += 1
+
+    def want_compile_warm(self, compile_warm: bool) -> None:
+        self.compile_warm = compile_warm
 
     def __enter__(self) -> FakeJudge:
         return self

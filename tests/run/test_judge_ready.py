@@ -60,7 +60,8 @@ def test_verify_reads_the_manifest_once_for_all_runs(tmp_path: Path, monkeypatch
     seen: list[object] = []
 
     class ReadyJudge:
-        def __init__(self, ws: object, *, python: str) -> None: ...
+        def __init__(self, ws: object, *, python: str, compile_warm: bool = False) -> None: ...
+        def want_compile_warm(self, compile_warm: bool) -> None: ...
         def __enter__(self) -> ReadyJudge:
             return self
 
