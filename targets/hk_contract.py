@@ -2162,6 +2162,17 @@ def correctness_signal(
     return f"output {index}: correlation with the reference {stats['corr']:.4g} < {bound:.4g}", None
 
 
+def check_output_tolerances(tol: dict[str, Any], outputs: int) -> None:
+    """The target's ``output_tolerances`` name no more outputs than the baseline returns."""
+    listed = len(tol.get("per_output") or [])
+    if listed > outputs:
+        raise CheckFailed(
+            "output_tolerances_fit_outputs",
+            f"hotkernel.yaml's output_tolerances lists {listed} entries and the baseline returns {outputs} "
+            f"output(s); remove the entries past output {outputs - 1} (one entry per output, in return order)",
+        )
+
+
 # ======================================== checks.py =========================================================
 class Check(NamedTuple):
     name: str
@@ -4416,61 +4427,82 @@ def precision_label(state: JudgeState, spec: dict[str, Any], modules: int) -> st
 
 def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     """Check one worker run: regenerate inputs from the seeds, recompute the reference, run the checks."""
-    torch = state.torch
-    script, run_dir, record = job["script"], job["run_dir"], job["record"]
-    spec = read_spec(script)
-    root = workspace_root(script)
-    device_kind = device_kind_of(spec)
-    device = "cuda" if device_kind == "cuda" else "cpu"
-    module_problem = load_problem(spec["from"], root, spec.get("cases") or []) if is_problem_ref(spec["from"]) else None
-    base_fn, ref_fn, derive = judge_functions(state, spec, root)
-    threads = apply_threads(torch, spec)
-    kwargs = dict(spec.get("kwargs") or {})
-    tol = tolerances(spec["dtype"], spec)
-    checks: list[dict[str, Any]] = []
-    per_shape: list[dict[str, Any]] = []
-    failure: dict[str, Any] | None = None
-    worst = 0.0
+    run = JudgedRun(state, job)
     with state.clock("ceiling"):
-        ceiling = job.get("ceiling_gbps") or measure_ceiling_gbps(state, device_kind)
-    if len(record.get("shapes") or []) != len(spec["shapes"]):
+        run.ceiling = job.get("ceiling_gbps") or measure_ceiling_gbps(state, run.device_kind)
+    if len(run.record.get("shapes") or []) != len(run.spec["shapes"]):
         raise CheckFailed("single_protocol_line", "worker reported a different number of shapes than the spec")
+    started = time.monotonic()
+    for shape_index, shape_rec in enumerate(run.record["shapes"]):
+        run.per_shape.append(run.judge_shape(shape_index, shape_rec))
+    return {**run.result(), "judge_s": round(time.monotonic() - started, 3)}
 
-    def note(item: dict[str, Any], where: str) -> None:
-        nonlocal failure
+
+class JudgedRun:
+    """One worker run as the judge checks it: the target's functions and bounds, the failed checks so far (the
+    first one is the run's reason) and what each shape came to."""
+
+    def __init__(self, state: JudgeState, job: dict[str, Any]) -> None:
+        self.state, self.torch = state, state.torch
+        self.run_dir, self.record = job["run_dir"], job["record"]
+        spec = self.spec = read_spec(job["script"])
+        root = workspace_root(job["script"])
+        self.device_kind = device_kind_of(spec)
+        self.device = "cuda" if self.device_kind == "cuda" else "cpu"
+        self.problem = (
+            load_problem(spec["from"], root, spec.get("cases") or []) if is_problem_ref(spec["from"]) else None
+        )
+        self.base_fn, self.ref_fn, self.derive = judge_functions(state, spec, root)
+        self.threads = apply_threads(self.torch, spec)
+        self.kwargs = dict(spec.get("kwargs") or {})
+        self.tol = tolerances(spec["dtype"], spec)
+        self.checks: list[dict[str, Any]] = []
+        self.per_shape: list[dict[str, Any]] = []
+        self.failure: dict[str, Any] | None = None
+        self.worst = 0.0
+        self.ceiling = 0.0
+
+    def note(self, item: dict[str, Any], where: str) -> None:
+        """Keep a failed check, with where it failed."""
         entry = {**item, "detail": f"{where}: {item['detail']}" if item["detail"] else where}
         if not item["ok"]:
-            checks.append(entry)
-            if failure is None:
-                failure = entry
+            self.checks.append(entry)
+            if self.failure is None:
+                self.failure = entry
 
-    started = time.monotonic()
-    for shape_index, shape_rec in enumerate(record["shapes"]):
-        label = spec["shapes"][shape_index]
+    def inputs_for(self, shape_index: int, item: dict[str, Any]) -> tuple[list[Any], Layout]:
+        """The inputs of a judged call, regenerated from its seeds, and their layout."""
+        with self.state.clock("inputs"):
+            seeds = int(item["set_seed"]), int(item["shared_seed"])
+            raw = make_raw(self.torch, self.spec, shape_index, *seeds, self.device, self.problem)
+            values = call_inputs(raw, self.derive, self.kwargs)
+            return values, set_layout(self.torch, self.spec, values, self.derive is not None, self.problem)
+
+    def judge_shape(self, shape_index: int, shape_rec: dict[str, Any]) -> dict[str, Any]:
+        """Every judged output of one shape, the stability of the worker's buffers, and the floor check."""
+        torch, spec, label = self.torch, self.spec, self.spec["shapes"][shape_index]
         try:
-            with state.clock("open"):
-                handed = import_outputs(torch, shape_rec["outputs"], run_dir, device)
+            with self.state.clock("open"):
+                handed = import_outputs(torch, shape_rec["outputs"], self.run_dir, self.device)
         except (OSError, ValueError, KeyError, RuntimeError) as err:
             raise CheckFailed("single_protocol_line", f"shape {label}: judged outputs unreadable: {err}") from err
-        with state.clock("stamps"):
+        with self.state.clock("stamps"):
             stamps = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
-
-        def inputs_for(item: dict[str, Any], _i: int = shape_index) -> tuple[list[Any], Layout]:
-            with state.clock("inputs"):
-                seeds = int(item["set_seed"]), int(item["shared_seed"])
-                raw = make_raw(torch, spec, _i, *seeds, device, module_problem)
-                values = call_inputs(raw, derive, kwargs)
-                return values, set_layout(torch, spec, values, derive is not None, module_problem)
-
-        first_inputs, first_layout = inputs_for(shape_rec["correct"][0])
-        after_shapes = [(tuple(t.shape), str(t.dtype)) for t in first_layout.judged_after()]
-        with state.clock("baseline"):
-            check_deterministic(state, spec, ref_fn, module_problem, first_inputs, kwargs)
-            expected = expected_outputs(state, spec, shape_index, base_fn, first_inputs, kwargs)
-            check_output_tolerances(tol, len(expected))
-            first_error = baseline_error(state, spec, shape_index, base_fn, ref_fn, first_inputs, kwargs, first_layout)
-        shape_tol = {**tol, "baseline": first_error}
-        shape_error, shape_ok = 0.0, True
+        first_inputs, first_layout = self.inputs_for(shape_index, shape_rec["correct"][0])
+        with self.state.clock("baseline"):
+            check_deterministic(self.state, spec, self.ref_fn, self.problem, first_inputs, self.kwargs)
+            expected = expected_outputs(self.state, spec, shape_index, self.base_fn, first_inputs, self.kwargs)
+            check_output_tolerances(self.tol, len(expected))
+            first_error = baseline_error(
+                self.state, spec, shape_index, self.base_fn, self.ref_fn, first_inputs, self.kwargs, first_layout
+            )
+        shape = ShapeJudging(
+            shape_index,
+            shape_rec,
+            {**self.tol, "baseline": first_error},
+            expected,
+            [(tuple(t.shape), str(t.dtype)) for t in first_layout.judged_after()],
+        )
         for kind in ("correct", "timed"):
             items, outputs = shape_rec[kind], handed.get(kind, [])
             if len(items) != len(outputs):
@@ -4478,108 +4510,100 @@ def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
             if kind == "correct" and len(items) != shape_rec["rotation"]:
                 raise CheckFailed("outputs_match_reference", f"shape {label}: not every input set was checked")
             for item, outs in zip(items, outputs, strict=False):
-                inputs, layout = inputs_for(item)
-                where = f"shape {label}, set {item['set']}" + (
-                    f", timed sample {item['sample']} call {item['call']}" if kind == "timed" else ""
-                )
-                judged = layout if kind == "correct" else None
-                reference = reference_for(state, spec, ref_fn, inputs, kwargs, item, shape_rec, judged)
-                shapes = expected + after_shapes if kind == "correct" else expected
-                case = OutputCase(
-                    torch,
-                    outs,
-                    layout.guarded(),
-                    shapes,
-                    item,
-                    kind,
-                    reference,
-                    shape_tol,
-                    check_outputs,
-                    lambda _inputs=inputs, _item=item, _rec=shape_rec, _judged=judged, _ref=reference: (
-                        measure_baseline_error(
-                            state, base_fn, inputs_seen(state, _inputs, _item, _rec), kwargs, _judged, _ref()
-                        )
-                    ),
-                )
-                for check in OUTPUT_CHECKS:
-                    with state.clock("checks"):
-                        found = check.function(case)
-                    for entry in found:
-                        if entry.get("max_abs_error") is not None and math.isfinite(entry["max_abs_error"]):
-                            shape_error = max(shape_error, float(entry["max_abs_error"]))
-                        note(entry, where)
-                    if any(not entry["ok"] for entry in found):
-                        shape_ok = False
-                        break
-                del case, inputs
-        with state.clock("stamps"):
+                self.judge_call(shape, kind, item, outs)
+        with self.state.clock("stamps"):
             again = [checksum(torch, t) for group in handed.values() for outs in group for t in outs]
         if json.dumps(again) != json.dumps(stamps):  # NaN equals NaN here
-            note(
-                check_result(
-                    "outputs_stable_during_judging",
-                    False,
-                    "the worker's output buffers changed while the judge read them",
-                ),
-                f"shape {label}",
-            )
-            shape_ok = False
-        worst = max(worst, shape_error)
-        out_bytes = sum(math.prod(shape) * dtype_size(torch, dtype) for shape, dtype in expected)
-        shape_bytes = spec.get("bytes") or nbytes(first_layout.leaves) + out_bytes
+            problem = "the worker's output buffers changed while the judge read them"
+            self.note(check_result("outputs_stable_during_judging", False, problem), f"shape {label}")
+            shape.ok = False
+        self.worst = max(self.worst, shape.error)
+        out_bytes = sum(math.prod(dims) * dtype_size(torch, dtype) for dims, dtype in expected)
         floor_bytes = spec.get("min_bytes")
         if floor_bytes is None and not shape_rec.get("cache_resident"):
             floor_bytes = shape_rec.get("rotated_bytes") or 0
-        floor_ms, problem = check_floor(float(shape_rec["ms"]), floor_bytes, ceiling, device_kind)
+        floor_ms, problem = check_floor(float(shape_rec["ms"]), floor_bytes, self.ceiling, self.device_kind)
         if problem:
-            note(check_result("faster_than_floor", False, problem), f"shape {label}")
-            shape_ok = False
-        per_shape.append(
-            {
-                "shape": label,
-                "max_abs_error": shape_error,
-                "ok": shape_ok,
-                "bytes": int(shape_bytes),
-                "floor_ms": floor_ms,
-                "transport": shape_rec["outputs"].get("kind"),
-            }
+            self.note(check_result("faster_than_floor", False, problem), f"shape {label}")
+            shape.ok = False
+        return {
+            "shape": label,
+            "max_abs_error": shape.error,
+            "ok": shape.ok,
+            "bytes": int(spec.get("bytes") or nbytes(first_layout.leaves) + out_bytes),
+            "floor_ms": floor_ms,
+            "transport": shape_rec["outputs"].get("kind"),
+        }
+
+    def judge_call(self, shape: ShapeJudging, kind: str, item: dict[str, Any], outs: list[Any]) -> None:
+        """The output checks (``OUTPUT_CHECKS``, in order, up to the first that fails) on one judged call."""
+        state, shape_rec = self.state, shape.rec
+        inputs, layout = self.inputs_for(shape.index, item)
+        where = f"shape {self.spec['shapes'][shape.index]}, set {item['set']}" + (
+            f", timed sample {item['sample']} call {item['call']}" if kind == "timed" else ""
         )
-        del handed, first_inputs, first_layout
-    modules = len(modules_of(torch, ref_fn))
-    if failure is None:
-        checks.append(
-            {
-                "name": "outputs_match_reference",
-                "ok": True,
-                "detail": f"every judged output within {json.dumps(tol, sort_keys=True)}; max error {worst:.3g}",
-            }
+        judged = layout if kind == "correct" else None
+        reference = reference_for(state, self.spec, self.ref_fn, inputs, self.kwargs, item, shape_rec, judged)
+        case = OutputCase(
+            self.torch,
+            outs,
+            layout.guarded(),
+            shape.expected + shape.after_shapes if kind == "correct" else shape.expected,
+            item,
+            kind,
+            reference,
+            shape.tol,
+            check_outputs,
+            lambda: measure_baseline_error(
+                state, self.base_fn, inputs_seen(state, inputs, item, shape_rec), self.kwargs, judged, reference()
+            ),
         )
-        status, reason = "ok", None
-    else:
-        status, reason = verdict_of(failure["name"]), f"{failure['name']}: {failure['detail']}"
-    return {
-        "status": status,
-        "reason": reason,
-        "checks": checks,
-        "max_error": worst,
-        "per_shape": per_shape,
-        "ceiling_gbps": ceiling,
-        "tolerances": tol,
-        "reference_precision": precision_label(state, spec, modules),
-        "judge_s": round(time.monotonic() - started, 3),
-        "threads": threads,
-    }
+        for check in OUTPUT_CHECKS:
+            with state.clock("checks"):
+                found = check.function(case)
+            for entry in found:
+                if entry.get("max_abs_error") is not None and math.isfinite(entry["max_abs_error"]):
+                    shape.error = max(shape.error, float(entry["max_abs_error"]))
+                self.note(entry, where)
+            if any(not entry["ok"] for entry in found):
+                shape.ok = False
+                return
+
+    def result(self) -> dict[str, Any]:
+        """The judge's reply for this run (the verdict is the first failed check's, else ok)."""
+        tol = self.tol
+        if self.failure is None:
+            detail = f"every judged output within {json.dumps(tol, sort_keys=True)}; max error {self.worst:.3g}"
+            self.checks.append({"name": "outputs_match_reference", "ok": True, "detail": detail})
+            status, reason = "ok", None
+        else:
+            status, reason = verdict_of(self.failure["name"]), f"{self.failure['name']}: {self.failure['detail']}"
+        return {
+            "status": status,
+            "reason": reason,
+            "checks": self.checks,
+            "max_error": self.worst,
+            "per_shape": self.per_shape,
+            "ceiling_gbps": self.ceiling,
+            "tolerances": tol,
+            "reference_precision": precision_label(self.state, self.spec, len(modules_of(self.torch, self.ref_fn))),
+            "threads": self.threads,
+        }
 
 
-def check_output_tolerances(tol: dict[str, Any], outputs: int) -> None:
-    """The target's ``output_tolerances`` name no more outputs than the baseline returns."""
-    listed = len(tol.get("per_output") or [])
-    if listed > outputs:
-        raise CheckFailed(
-            "output_tolerances_fit_outputs",
-            f"hotkernel.yaml's output_tolerances lists {listed} entries and the baseline returns {outputs} "
-            f"output(s); remove the entries past output {outputs - 1} (one entry per output, in return order)",
-        )
+class ShapeJudging:
+    """One shape while it is judged: its record, bounds, expected output shapes, and how it is going."""
+
+    def __init__(
+        self,
+        index: int,
+        rec: dict[str, Any],
+        tol: dict[str, Any],
+        expected: list[Any],
+        after_shapes: list[tuple[tuple[int, ...], str]],
+    ) -> None:
+        self.index, self.rec, self.tol, self.expected, self.after_shapes = index, rec, tol, expected, after_shapes
+        self.error, self.ok = 0.0, True
 
 
 def reference_for(

@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from .fused import FUSED_SUMS, fused_error_sums
+from .knobs import CheckFailed
 
 # (atol, rtol) by target dtype, used when the target does not set them: the manifest's defaults.
 CORRECTNESS_DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -468,3 +469,14 @@ def correctness_signal(
     if stats["corr"] >= bound:
         return None, None
     return f"output {index}: correlation with the reference {stats['corr']:.4g} < {bound:.4g}", None
+
+
+def check_output_tolerances(tol: dict[str, Any], outputs: int) -> None:
+    """The target's ``output_tolerances`` name no more outputs than the baseline returns."""
+    listed = len(tol.get("per_output") or [])
+    if listed > outputs:
+        raise CheckFailed(
+            "output_tolerances_fit_outputs",
+            f"hotkernel.yaml's output_tolerances lists {listed} entries and the baseline returns {outputs} "
+            f"output(s); remove the entries past output {outputs - 1} (one entry per output, in return order)",
+        )

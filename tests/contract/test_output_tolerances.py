@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hotkernel.contract import correctness
-from hotkernel.contract.judge import check_output_tolerances
+from hotkernel.contract.correctness import check_output_tolerances
 from hotkernel.contract.knobs import CheckFailed
 from hotkernel.run.render import render_target
 from hotkernel.run.runner import JudgeProcess, run_script
