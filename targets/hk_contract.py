@@ -2434,6 +2434,13 @@ CHECKS: tuple[Check, ...] = (
         None,
         "handed-over buffers did not change while the judge read them",
     ),
+    Check(
+        "output_tolerances_fit_outputs",
+        "judge",
+        "invalid",
+        None,
+        "the manifest's output_tolerances list no more entries than the baseline returns outputs",
+    ),
 )
 CHECK_NAMES = tuple(check.name for check in CHECKS)
 OUTPUT_CHECKS = tuple(check for check in CHECKS if check.phase == "output" and check.function is not None)
