@@ -5,14 +5,19 @@ weight), rendered, with helpers to swap in a candidate. Reusable by other test m
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from hotkernel.manifest import load_manifest, resolved_target
+from hotkernel.run import render
 from hotkernel.run.render import render_target
+from hotkernel.run.runner import JudgeProcess, sources_digest
 from hotkernel.workspace.paths import Workspace
 
 TARGET = "rms"
@@ -90,3 +95,29 @@ def install_candidate(ws: Workspace, name: str) -> Path:
 def python() -> str:
     """The user interpreter for tests: HOTKERNEL_PYTHON or this venv's python (it has CPU torch)."""
     return os.environ.get("HOTKERNEL_PYTHON") or sys.executable
+
+
+class SharedJudge:
+    """One judge serving the runs of several tests, each test in a workspace of its own (a judge start imports
+    torch). The judge keeps a target's expected outputs and its baseline's own error per SPEC, not per workspace:
+    ``judge_for`` asserts that a SPEC seen before comes with the same source files, so no test is judged against
+    what another test's baseline computed."""
+
+    def __init__(self, judge: JudgeProcess) -> None:
+        self.judge = judge
+        self.sources: dict[str, str] = {}  # SPEC (as the judge keys it) -> digest of the target's source files
+
+    def judge_for(self, ws: Workspace, name: str, resolved: dict[str, Any]) -> JudgeProcess:
+        spec = render.contract_module().read_spec(str(ws.target_dir(name) / "baseline.py"))
+        key = json.dumps(spec, sort_keys=True)
+        digest = sources_digest(ws, resolved)
+        assert self.sources.setdefault(key, digest) == digest, f"two workspaces share the SPEC of {name}: {key}"
+        return self.judge
+
+
+@contextmanager
+def shared_judge(root: Path) -> Iterator[SharedJudge]:
+    """A ``SharedJudge`` started with this interpreter, closed on the way out."""
+    root.mkdir(parents=True, exist_ok=True)
+    with JudgeProcess(Workspace(root), python=python()) as judge:
+        yield SharedJudge(judge)

@@ -5,19 +5,28 @@ mode, a model of more than 200 tensors, dropout), GPU MODE tasks in their own fo
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hotkernel.run.render import render_target
-from hotkernel.run.runner import JudgeProcess, RunOutcome, run_script
+from hotkernel.run.runner import RunOutcome, run_script
 from hotkernel.workspace.paths import Workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from adversarial.workspace import TARGET, default_resolved, make_workspace, python  # noqa: E402
+from adversarial.workspace import TARGET, SharedJudge, default_resolved, make_workspace, python, shared_judge  # noqa: E402
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedJudge]:
+    """One judge for the module's runs, each test in a workspace of its own."""
+    with shared_judge(tmp_path_factory.mktemp("judge")) as shared:
+        yield shared
+
 
 BATCHNORM_PROBLEM = """import torch
 import torch.nn as nn
@@ -124,14 +133,14 @@ def problem_target(root: Path, source: str, resolved: dict[str, Any]) -> tuple[W
     return ws, spec
 
 
-def run(ws: Workspace, spec: dict[str, Any], body: str | None, judge: JudgeProcess) -> RunOutcome:
+def run(ws: Workspace, spec: dict[str, Any], body: str | None, judge: SharedJudge) -> RunOutcome:
     path = ws.target_dir(TARGET) / "candidate.py"
     if body is None:
         script = f"targets/{TARGET}/baseline.py"
     else:
         path.write_text(body)
         script = f"targets/{TARGET}/candidate.py"
-    return run_script(ws, script, python=python(), judge=judge, resolved=spec)
+    return run_script(ws, script, python=python(), judge=judge.judge_for(ws, TARGET, spec), resolved=spec)
 
 
 BN_FUNCTIONAL = """import torch
@@ -171,7 +180,7 @@ BN_UPDATE = """n = y.shape[0]
     state["bn.num_batches_tracked"].add_(1)"""
 
 
-def test_batchnorm_state_in_training_mode(tmp_path: Path) -> None:
+def test_batchnorm_state_in_training_mode(tmp_path: Path, judge: SharedJudge) -> None:
     spec_keys = {
         "inputs": [{"name": "x", "shapes": [[32, 16]]}, {"name": "state", "shapes": None}],
         "shapes": ["32x16"],
@@ -179,27 +188,26 @@ def test_batchnorm_state_in_training_mode(tmp_path: Path) -> None:
         "cases": [],
     }
     ws, spec = problem_target(tmp_path / "ws", BATCHNORM_PROBLEM, spec_keys)
-    with JudgeProcess(ws, python=python()) as judge:
-        outcome = run(ws, spec, None, judge)
-        assert outcome.status == "ok", outcome.reason
-        outcome = run(ws, spec, BN_FUNCTIONAL, judge)
-        assert outcome.status == "ok", outcome.reason
-        outcome = run(ws, spec, BN_HANDWRITTEN.format(update=BN_UPDATE), judge)
-        assert outcome.status == "ok", outcome.reason
-        # the right output, but the running statistics left as they were: judged like an output
-        outcome = run(ws, spec, BN_HANDWRITTEN.format(update="pass"), judge)
-        assert outcome.status == "incorrect", outcome.reason
-        assert outcome.reason.startswith("outputs_match_reference"), outcome.reason
-        # a parameter changed in place is tampering
-        tamper = BN_HANDWRITTEN.format(
-            update=BN_UPDATE + '\n    state["fc.bias"].add_(0)\n    state["bn.weight"].mul_(1.5)'
-        )
-        outcome = run(ws, spec, tamper, judge)
-        assert outcome.status == "incorrect", outcome.reason
-        assert outcome.reason.startswith("inputs_unchanged"), outcome.reason
+    outcome = run(ws, spec, None, judge)
+    assert outcome.status == "ok", outcome.reason
+    outcome = run(ws, spec, BN_FUNCTIONAL, judge)
+    assert outcome.status == "ok", outcome.reason
+    outcome = run(ws, spec, BN_HANDWRITTEN.format(update=BN_UPDATE), judge)
+    assert outcome.status == "ok", outcome.reason
+    # the right output, but the running statistics left as they were: judged like an output
+    outcome = run(ws, spec, BN_HANDWRITTEN.format(update="pass"), judge)
+    assert outcome.status == "incorrect", outcome.reason
+    assert outcome.reason.startswith("outputs_match_reference"), outcome.reason
+    # a parameter changed in place is tampering
+    tamper = BN_HANDWRITTEN.format(
+        update=BN_UPDATE + '\n    state["fc.bias"].add_(0)\n    state["bn.weight"].mul_(1.5)'
+    )
+    outcome = run(ws, spec, tamper, judge)
+    assert outcome.status == "incorrect", outcome.reason
+    assert outcome.reason.startswith("inputs_unchanged"), outcome.reason
 
 
-def test_a_model_of_more_than_200_tensors_with_a_scalar_input(tmp_path: Path) -> None:
+def test_a_model_of_more_than_200_tensors_with_a_scalar_input(tmp_path: Path, judge: SharedJudge) -> None:
     spec_keys = {
         "inputs": [
             {"name": "x", "shapes": [[8, 8]]},
@@ -211,12 +219,11 @@ def test_a_model_of_more_than_200_tensors_with_a_scalar_input(tmp_path: Path) ->
         "cases": [],
     }
     ws, spec = problem_target(tmp_path / "ws", DEEP_PROBLEM, spec_keys)
-    with JudgeProcess(ws, python=python()) as judge:
-        outcome = run(ws, spec, None, judge)
-        assert outcome.status == "ok", outcome.reason
-        wrong_scale = "import torch\n\n\ndef kernel(x, scale, state):\n    return torch.zeros(8, 8) + scale\n"
-        outcome = run(ws, spec, wrong_scale, judge)
-        assert outcome.status == "incorrect", outcome.reason
+    outcome = run(ws, spec, None, judge)
+    assert outcome.status == "ok", outcome.reason
+    wrong_scale = "import torch\n\n\ndef kernel(x, scale, state):\n    return torch.zeros(8, 8) + scale\n"
+    outcome = run(ws, spec, wrong_scale, judge)
+    assert outcome.status == "incorrect", outcome.reason
 
 
 PLAIN_ATTRIBUTES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench_suite" / "level2"
@@ -245,7 +252,7 @@ def kernel(x, initial_hidden, state):
 """
 
 
-def test_tensors_kept_as_plain_attributes_are_buffers_of_the_state(tmp_path: Path) -> None:
+def test_tensors_kept_as_plain_attributes_are_buffers_of_the_state(tmp_path: Path, judge: SharedJudge) -> None:
     """The Model's plain tensor attributes (``self.hidden``, ``self.h0``) are buffers of ``state``: the one the
     forward copies into is judged after the call like BatchNorm's statistics, the one it reassigns is not kept."""
     spec_keys = {
@@ -260,19 +267,18 @@ def test_tensors_kept_as_plain_attributes_are_buffers_of_the_state(tmp_path: Pat
     }
     source = (PLAIN_ATTRIBUTES / "6_Plain_Attribute_RNN.py").read_text()
     ws, spec = problem_target(tmp_path / "ws", source, spec_keys)
-    with JudgeProcess(ws, python=python()) as judge:
-        outcomes = [
-            run(ws, spec, None, judge),
-            run(ws, spec, PLAIN_FUNCTIONAL, judge),
-            run(ws, spec, PLAIN_HANDWRITTEN.format(update='state["hidden"].copy_(initial_hidden)'), judge),
-        ]
-        assert [o.status for o in outcomes] == ["ok", "ok", "ok"], [o.reason for o in outcomes]
-        skipped = run(ws, spec, PLAIN_HANDWRITTEN.format(update="pass"), judge)
-        assert skipped.status == "incorrect", skipped.reason
-        assert skipped.reason.startswith("outputs_match_reference"), skipped.reason
+    outcomes = [
+        run(ws, spec, None, judge),
+        run(ws, spec, PLAIN_FUNCTIONAL, judge),
+        run(ws, spec, PLAIN_HANDWRITTEN.format(update='state["hidden"].copy_(initial_hidden)'), judge),
+    ]
+    assert [o.status for o in outcomes] == ["ok", "ok", "ok"], [o.reason for o in outcomes]
+    skipped = run(ws, spec, PLAIN_HANDWRITTEN.format(update="pass"), judge)
+    assert skipped.status == "incorrect", skipped.reason
+    assert skipped.reason.startswith("outputs_match_reference"), skipped.reason
 
 
-def test_dropout_in_training_mode_is_named_not_judged(tmp_path: Path) -> None:
+def test_dropout_in_training_mode_is_named_not_judged(tmp_path: Path, judge: SharedJudge) -> None:
     spec_keys = {
         "inputs": [{"name": "x", "shapes": [[64, 64]]}, {"name": "state", "shapes": None}],
         "shapes": ["64x64"],
@@ -280,8 +286,7 @@ def test_dropout_in_training_mode_is_named_not_judged(tmp_path: Path) -> None:
         "cases": [],
     }
     ws, spec = problem_target(tmp_path / "ws", DROPOUT_PROBLEM, spec_keys)
-    with JudgeProcess(ws, python=python()) as judge:
-        outcome = run(ws, spec, None, judge)
+    outcome = run(ws, spec, None, judge)
     assert outcome.status == "invalid", outcome.reason
     assert outcome.reason.startswith("reference_deterministic: the Model draws random numbers (drop: Dropout(p=0.2))")
 
@@ -305,7 +310,7 @@ ONCE = """global DONE
         DONE = True"""
 
 
-def test_gpumode_output_buffer(tmp_path: Path) -> None:
+def test_gpumode_output_buffer(tmp_path: Path, judge: SharedJudge) -> None:
     spec_keys = {
         "inputs": [{"name": "x0", "shapes": [[4096]]}, {"name": "x1", "shapes": [[4096]]}],
         "shapes": ["4096"],
@@ -314,21 +319,20 @@ def test_gpumode_output_buffer(tmp_path: Path) -> None:
         "cases": [{"size": 4096}],
     }
     ws, spec = problem_target(tmp_path / "ws", BUFFER_TASK, spec_keys)
-    with JudgeProcess(ws, python=python()) as judge:
-        assert run(ws, spec, None, judge).status == "ok"
-        honest = run(ws, spec, BUFFER_ADAPTER.format(body="torch.mul(torch.relu(x), 2, out=out)"), judge)
-        assert honest.status == "ok", honest.reason
-        untouched = run(ws, spec, BUFFER_ADAPTER.format(body="pass"), judge)
-        assert untouched.status == "incorrect", untouched.reason
-        assert untouched.reason.split(":", 1)[0] in ("output_not_nan", "outputs_match_reference"), untouched.reason
-        once = BUFFER_ADAPTER.format(body=ONCE)
-        stale = run(ws, spec, once, judge)
-        assert stale.status == "incorrect", stale.reason
-        low = run(ws, spec, BUFFER_ADAPTER.format(body="out.copy_(torch.relu(x.bfloat16()).float() * 2)"), judge)
-        assert low.status == "incorrect", low.reason
+    assert run(ws, spec, None, judge).status == "ok"
+    honest = run(ws, spec, BUFFER_ADAPTER.format(body="torch.mul(torch.relu(x), 2, out=out)"), judge)
+    assert honest.status == "ok", honest.reason
+    untouched = run(ws, spec, BUFFER_ADAPTER.format(body="pass"), judge)
+    assert untouched.status == "incorrect", untouched.reason
+    assert untouched.reason.split(":", 1)[0] in ("output_not_nan", "outputs_match_reference"), untouched.reason
+    once = BUFFER_ADAPTER.format(body=ONCE)
+    stale = run(ws, spec, once, judge)
+    assert stale.status == "incorrect", stale.reason
+    low = run(ws, spec, BUFFER_ADAPTER.format(body="out.copy_(torch.relu(x.bfloat16()).float() * 2)"), judge)
+    assert low.status == "incorrect", low.reason
 
 
-def test_gpumode_dict_input_with_a_scalar_and_a_0d_tensor(tmp_path: Path) -> None:
+def test_gpumode_dict_input_with_a_scalar_and_a_0d_tensor(tmp_path: Path, judge: SharedJudge) -> None:
     spec_keys = {
         "inputs": [{"name": "data", "shapes": None}],
         "shapes": ["64x16"],
@@ -336,13 +340,12 @@ def test_gpumode_dict_input_with_a_scalar_and_a_0d_tensor(tmp_path: Path) -> Non
         "cases": [{"rows": 64}],
     }
     ws, spec = problem_target(tmp_path / "ws", DICT_TASK, spec_keys)
-    with JudgeProcess(ws, python=python()) as judge:
-        outcome = run(ws, spec, None, judge)
-        assert outcome.status == "ok", outcome.reason
-        assert outcome.run is not None
-        wrong = 'def kernel(data):\n    return data["x"] * data["params"]["w"] * data["alpha"]\n'
-        outcome = run(ws, spec, wrong, judge)
-        assert outcome.status == "incorrect", outcome.reason
+    outcome = run(ws, spec, None, judge)
+    assert outcome.status == "ok", outcome.reason
+    assert outcome.run is not None
+    wrong = 'def kernel(data):\n    return data["x"] * data["params"]["w"] * data["alpha"]\n'
+    outcome = run(ws, spec, wrong, judge)
+    assert outcome.status == "incorrect", outcome.reason
 
 
 GM = Path(__file__).resolve().parents[1] / "fixtures" / "gpumode_problems" / "problems" / "hkdemo"
@@ -363,44 +366,43 @@ def imported_task(root: Path, task: str) -> tuple[Workspace, str, dict[str, Any]
     return ws, name, resolved
 
 
-def run_task(ws: Workspace, name: str, resolved: dict[str, Any], body: str | None, judge: JudgeProcess) -> RunOutcome:
+def run_task(ws: Workspace, name: str, resolved: dict[str, Any], body: str | None, judge: SharedJudge) -> RunOutcome:
     if body is not None:
         (ws.target_dir(name) / "candidate.py").write_text(body)
     role = "baseline" if body is None else "candidate"
-    return run_script(ws, f"targets/{name}/{role}.py", python=python(), judge=judge, resolved=resolved)
+    shared = judge.judge_for(ws, name, resolved)
+    return run_script(ws, f"targets/{name}/{role}.py", python=python(), judge=shared, resolved=resolved)
 
 
-def test_an_output_whose_length_follows_the_data_is_judged_per_set(tmp_path: Path) -> None:
+def test_an_output_whose_length_follows_the_data_is_judged_per_set(tmp_path: Path, judge: SharedJudge) -> None:
     """GPU MODE's compaction: each rotated input set keeps a different number of entries, so the shape the
     baseline returns on the first set is not every set's (the baseline itself was called wrong, seen on the
     H200). The baseline and an honest rewrite pass; a wrong length and a wrong order fail."""
     ws, name, resolved = imported_task(tmp_path / "ws", "compaction_py")
-    with JudgeProcess(ws, python=python()) as judge:
-        baseline = run_task(ws, name, resolved, None, judge)
-        assert baseline.status == "ok", baseline.reason
-        # data is generate_input's 1-tuple, the one input (the rendered candidate's adapter: kernel = custom_kernel)
-        honest = "import torch\n\n\ndef kernel(data):\n    (x,) = data\n    return torch.masked_select(x, x > 0)\n"
-        rewrite = run_task(ws, name, resolved, honest, judge)
-        assert rewrite.status == "ok", rewrite.reason
-        short = run_task(ws, name, resolved, "def kernel(data):\n    return data[0][data[0] > 0.01]\n", judge)
-        assert short.status == "incorrect" and short.reason.startswith("output_shape_dtype:"), short.reason
-        flipped = run_task(ws, name, resolved, "def kernel(data):\n    return data[0][data[0] > 0].flip(0)\n", judge)
-        assert flipped.status == "incorrect", flipped.reason
+    baseline = run_task(ws, name, resolved, None, judge)
+    assert baseline.status == "ok", baseline.reason
+    # data is generate_input's 1-tuple, the one input (the rendered candidate's adapter: kernel = custom_kernel)
+    honest = "import torch\n\n\ndef kernel(data):\n    (x,) = data\n    return torch.masked_select(x, x > 0)\n"
+    rewrite = run_task(ws, name, resolved, honest, judge)
+    assert rewrite.status == "ok", rewrite.reason
+    short = run_task(ws, name, resolved, "def kernel(data):\n    return data[0][data[0] > 0.01]\n", judge)
+    assert short.status == "incorrect" and short.reason.startswith("output_shape_dtype:"), short.reason
+    flipped = run_task(ws, name, resolved, "def kernel(data):\n    return data[0][data[0] > 0].flip(0)\n", judge)
+    assert flipped.status == "incorrect", flipped.reason
 
 
-def test_a_sum_is_admitted_by_the_baselines_error_on_each_set(tmp_path: Path) -> None:
+def test_a_sum_is_admitted_by_the_baselines_error_on_each_set(tmp_path: Path, judge: SharedJudge) -> None:
     """A sum of randn into a 0-d buffer: on a set whose sum is small the fp32 baseline's relative error is many
     times that of the first set, so the first set's allowance alone called the baseline itself wrong (a GPU
     MODE-format vectorsum's A/A, 2 of 5 verifies). Each set is judged again by the baseline's error on that set;
     a sum of bf16-rounded inputs still fails."""
     ws, name, resolved = imported_task(tmp_path / "ws", "scalar_out_py")
-    with JudgeProcess(ws, python=python()) as judge:
-        for _ in range(3):  # fresh set seeds each run
-            baseline = run_task(ws, name, resolved, None, judge)
-            assert baseline.status == "ok", baseline.reason
-        low = "def kernel(x, out):\n    out.copy_(x.bfloat16().sum().float())\n    return out\n"
-        outcome = run_task(ws, name, resolved, low, judge)
-        assert outcome.status == "incorrect", outcome.reason
+    for _ in range(3):  # fresh set seeds each run
+        baseline = run_task(ws, name, resolved, None, judge)
+        assert baseline.status == "ok", baseline.reason
+    low = "def kernel(x, out):\n    out.copy_(x.bfloat16().sum().float())\n    return out\n"
+    outcome = run_task(ws, name, resolved, low, judge)
+    assert outcome.status == "incorrect", outcome.reason
 
 
 CENTRED_BN_PROBLEM = """import torch
@@ -430,7 +432,7 @@ def get_init_inputs():
 """
 
 
-def test_a_running_mean_near_zero_admits_the_baselines_own_error(tmp_path: Path) -> None:
+def test_a_running_mean_near_zero_admits_the_baselines_own_error(tmp_path: Path, judge: SharedJudge) -> None:
     """A Model buffer judged after the call (BatchNorm's running mean, here noise near zero) is held to the
     baseline's own error on it, like any output: the baseline passes, a running mean left unchanged fails."""
     spec_keys = {
@@ -454,12 +456,11 @@ def kernel(x, state):
     out = (y - mean.view(shape)) / torch.sqrt(var.view(shape) + 1e-5)
     return out * state["bn.weight"].view(shape) + state["bn.bias"].view(shape)
 """
-    with JudgeProcess(ws, python=python()) as judge:
-        for _ in range(2):
-            outcome = run(ws, spec, None, judge)
-            assert outcome.status == "ok", outcome.reason
-        outcome = run(ws, spec, stale.replace("running_var", "running_mean"), judge)
-        assert outcome.status == "incorrect", outcome.reason
+    for _ in range(2):
+        outcome = run(ws, spec, None, judge)
+        assert outcome.status == "ok", outcome.reason
+    outcome = run(ws, spec, stale.replace("running_var", "running_mean"), judge)
+    assert outcome.status == "incorrect", outcome.reason
 
 
 CANCELLING_SOURCE = """import torch
@@ -472,7 +473,7 @@ def shifted(x, y):
 """
 
 
-def test_an_elementwise_error_the_baseline_has_itself_is_admitted(tmp_path: Path) -> None:
+def test_an_elementwise_error_the_baseline_has_itself_is_admitted(tmp_path: Path, judge: SharedJudge) -> None:
     """An fp32 baseline whose own elementwise error against the fp64 reference exceeds atol passes its A/A; a
     candidate exact to fp32 passes; one off by 0.1 or computed in bf16 fails."""
     ws, _ = make_workspace(tmp_path / "ws")
@@ -487,11 +488,10 @@ def test_an_elementwise_error_the_baseline_has_itself_is_admitted(tmp_path: Path
         }
     )
     render_target(ws, TARGET, spec)
-    with JudgeProcess(ws, python=python()) as judge:
-        outcome = run(ws, spec, None, judge)
-        assert outcome.status == "ok", outcome.reason
-        assert run(ws, spec, "def kernel(x, y):\n    return y.clone()\n", judge).status == "ok"
-        off = run(ws, spec, "def kernel(x, y):\n    return y + 0.1\n", judge)
-        assert off.status == "incorrect" and off.reason.startswith("outputs_match_reference"), off.reason
-        low = run(ws, spec, "def kernel(x, y):\n    return y.bfloat16().float()\n", judge)
-        assert low.status == "incorrect", low.reason
+    outcome = run(ws, spec, None, judge)
+    assert outcome.status == "ok", outcome.reason
+    assert run(ws, spec, "def kernel(x, y):\n    return y.clone()\n", judge).status == "ok"
+    off = run(ws, spec, "def kernel(x, y):\n    return y + 0.1\n", judge)
+    assert off.status == "incorrect" and off.reason.startswith("outputs_match_reference"), off.reason
+    low = run(ws, spec, "def kernel(x, y):\n    return y.bfloat16().float()\n", judge)
+    assert low.status == "incorrect", low.reason

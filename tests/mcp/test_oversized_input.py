@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
+from mcp.server import MCPServer
 
 from hotkernel.errors import quote, shorten
 from hotkernel.mcp.app import build_server
@@ -67,13 +68,20 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def server(workspace: Path) -> MCPServer:
+    """One server for every call: building one (its tools' schemas) costs more than the call, and each call gets
+    a client session of its own."""
+    return build_server(workspace)
+
+
 CASES = calls(Path(__file__).resolve().parents[2])
 
 
 @pytest.mark.parametrize(("tool", "param", "args"), CASES, ids=[f"{t}.{p}" for t, p, _ in CASES])
-def test_oversized_parameter_is_a_clear_error(workspace: Path, tool: str, param: str, args: dict) -> None:
+def test_oversized_parameter_is_a_clear_error(server: MCPServer, tool: str, param: str, args: dict) -> None:
     async def call():
-        async with Client(build_server(workspace)) as client:
+        async with Client(server) as client:
             return await client.call_tool(tool, args)
 
     result = anyio.run(call)
@@ -91,12 +99,12 @@ def test_every_tool_with_parameters_is_covered() -> None:
 
 
 @pytest.mark.parametrize("tool", ["top_kernels", "disasm", "torch_trace"])
-def test_a_path_name_past_name_max_is_refused_before_the_file_system(workspace: Path, tool: str) -> None:
+def test_a_path_name_past_name_max_is_refused_before_the_file_system(server: MCPServer, tool: str) -> None:
     """A path inside the schema's length but with a 4000-character name: a clear error, not ENAMETOOLONG."""
     param = {"top_kernels": "report", "disasm": "source", "torch_trace": "script"}[tool]
 
     async def call():
-        async with Client(build_server(workspace)) as client:
+        async with Client(server) as client:
             return await client.call_tool(
                 tool, {param: "x" * 4000, "wait_s": 5} if tool == "torch_trace" else {param: "x" * 4000}
             )

@@ -4,10 +4,9 @@ gets its one-line error."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from typer.testing import CliRunner
 from hotkernel.cli.app import app
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest
+from hotkernel.run.runner import JudgeProcess, run_script
 from hotkernel.suites.importer import import_suite
 from hotkernel.workspace.paths import Workspace
 
@@ -31,16 +31,23 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     return Workspace(tmp_path)
 
 
-def run_target(ws: Workspace, name: str) -> dict:
-    """One standalone run of the untouched candidate: worker, judge, checks; the run JSON."""
-    proc = subprocess.run(
-        [os.environ.get("HOTKERNEL_PYTHON", sys.executable), str(ws.target_dir(name) / "candidate.py")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ws.root,
-    )
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def python() -> str:
+    return os.environ.get("HOTKERNEL_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JudgeProcess]:
+    """One judge for the module's runs: each target has a name of its own, so nothing the judge keeps per target
+    (its imported functions, expected outputs, the baseline's error) is shared between two of them."""
+    with JudgeProcess(Workspace(tmp_path_factory.mktemp("judge")), python=python()) as judge:
+        yield judge
+
+
+def run_target(ws: Workspace, name: str, judge: JudgeProcess) -> dict:
+    """One run of the target's candidate through the runner (worker, judge, checks, the workspace's hashes before
+    and after); the run JSON, or the status and reason of a run that gave none."""
+    outcome = run_script(ws, f"targets/{name}/candidate.py", python=python(), judge=judge, timeout_s=120)
+    return outcome.run if outcome.run is not None else {"ok": False, "status": outcome.status, "reason": outcome.reason}
 
 
 def new(*args: str) -> object:
@@ -117,7 +124,7 @@ def test_unknown_problem_numbers_and_cases_without_a_problem(ws: Workspace) -> N
 
 @pytest.mark.slow
 @needs_kb
-def test_kernelbench_import_scales_the_batch_and_runs_correct(ws: Workspace) -> None:
+def test_kernelbench_import_scales_the_batch_and_runs_correct(ws: Workspace, judge: JudgeProcess) -> None:
     """ReLU, a matmul and cross-entropy (integer labels, a scalar output) imported and judged ok."""
     result = import_suite(ws, "kernelbench", KB, problems=[1, 19, 95, 33], scale=0.0005, device="cpu")
     names = [item.target for item in result.imported]
@@ -136,14 +143,14 @@ def test_kernelbench_import_scales_the_batch_and_runs_correct(ws: Workspace) -> 
         KB / "95_CrossEntropyLoss.py"
     ).read_bytes()
     for name in ("kb1_001_square_matrix_multiplication", "kb1_095_crossentropyloss"):
-        run = run_target(ws, name)
+        run = run_target(ws, name, judge)
         assert run["ok"] and run["status"] == "ok", (name, run.get("reason"))
         assert run["reference_precision"] == "fp64"
 
 
 @pytest.mark.slow
 @needs_kb
-def test_a_module_with_parameters_takes_them_as_inputs(ws: Workspace) -> None:
+def test_a_module_with_parameters_takes_them_as_inputs(ws: Workspace, judge: JudgeProcess) -> None:
     """LayerNorm: ln.weight and ln.bias come after x, made under the contract's seeds; the skeleton shows them."""
     (ws.root / "kb").mkdir()
     (ws.root / "kb" / "ln.py").write_text((KB / "40_LayerNorm.py").read_text(encoding="utf-8"), encoding="utf-8")
@@ -154,29 +161,29 @@ def test_a_module_with_parameters_takes_them_as_inputs(ws: Workspace) -> None:
     assert spec.rotate == ["x"]
     candidate = (ws.target_dir("ln") / "candidate.py").read_text(encoding="utf-8")
     assert "def kernel(x, state" in candidate
-    run = run_target(ws, "ln")
+    run = run_target(ws, "ln", judge)
     assert run["ok"] and run["status"] == "ok", run.get("reason")
 
 
 @pytest.mark.slow
 @needs_kb
-def test_a_wrong_candidate_of_a_module_problem_is_incorrect(ws: Workspace) -> None:
+def test_a_wrong_candidate_of_a_module_problem_is_incorrect(ws: Workspace, judge: JudgeProcess) -> None:
     (ws.root / "sm.py").write_text((KB / "23_Softmax.py").read_text(encoding="utf-8"), encoding="utf-8")
     assert new("sm", "--from", "./sm.py", "--case", "batch_size=2,dim=256", "--device", "cpu").exit_code == 0
     edit_candidate(ws, "sm", "return _baseline_kernel(x, state)", "return torch.softmax(x, dim=1) + 0.01")
-    run = run_target(ws, "sm")
+    run = run_target(ws, "sm", judge)
     assert run["status"] == "incorrect", run.get("reason")
 
 
 @pytest.mark.slow
-def test_gpumode_task_imports_one_target_with_its_benchmarks_and_tolerances(ws: Workspace) -> None:
+def test_gpumode_task_imports_one_target_with_its_benchmarks_and_tolerances(ws: Workspace, judge: JudgeProcess) -> None:
     result = import_suite(ws, "gpumode", GPUMODE, device="cpu")
     assert [item.target for item in result.imported] == ["gm_demo_scaled_relu"], result.skipped
     spec = load_manifest(ws.manifest).targets["gm_demo_scaled_relu"]
     assert spec.cases == [{"rows": 16, "cols": 128}, {"rows": 32, "cols": 256}]
     assert (spec.atol, spec.rtol, spec.dtype) == (0.02, 0.02, "fp16")
     assert spec.shapes == [{"x0": "16x128", "x1": "16"}, {"x0": "32x256", "x1": "32"}]
-    run = run_target(ws, "gm_demo_scaled_relu")
+    run = run_target(ws, "gm_demo_scaled_relu", judge)
     assert run["ok"] and run["status"] == "ok", run.get("reason")
 
 
@@ -207,25 +214,25 @@ def get_init_inputs():
 
 
 @pytest.mark.slow
-def test_index_inputs_stay_in_range_under_the_perturbation(ws: Workspace) -> None:
+def test_index_inputs_stay_in_range_under_the_perturbation(ws: Workspace, judge: JudgeProcess) -> None:
     """The perturbed input is the index tensor itself: a standard-normal tail value (or a negative one) would make
     the lookup raise; another element of the tensor keeps every index valid."""
     (ws.root / "emb.py").write_text(EMBEDDING, encoding="utf-8")
     assert new("emb", "--from", "./emb.py", "--device", "cpu").exit_code == 0
     spec = load_manifest(ws.manifest).targets["emb"]
     assert spec.input == "idx" and spec.extra == ["state"] and spec.rotate == ["idx"]
-    run = run_target(ws, "emb")
+    run = run_target(ws, "emb", judge)
     assert run["ok"] and run["status"] == "ok", run.get("reason")
 
 
 @pytest.mark.slow
 @needs_kb
-def test_integer_outputs_are_compared_exactly(ws: Workspace) -> None:
+def test_integer_outputs_are_compared_exactly(ws: Workspace, judge: JudgeProcess) -> None:
     (ws.root / "am.py").write_text((KB / "51_Argmax_over_a_dimension.py").read_text(encoding="utf-8"), encoding="utf-8")
     assert new("am", "--from", "./am.py", "--case", "batch_size=4,dim1=32,dim2=16", "--device", "cpu").exit_code == 0
-    assert run_target(ws, "am")["status"] == "ok"
+    assert run_target(ws, "am", judge)["status"] == "ok"
     edit_candidate(ws, "am", "return _baseline_kernel(x, state)", "return (_baseline_kernel(x, state) + 1) % 32")
-    run = run_target(ws, "am")
+    run = run_target(ws, "am", judge)
     assert run["status"] == "incorrect" and "outputs_match_reference" in run["reason"], run.get("reason")
 
 
