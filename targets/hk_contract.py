@@ -11,14 +11,16 @@ Four roles::
     python hk_contract.py run SCRIPT            orchestrator: prints exactly one JSON line (the run result)
     python -I hk_contract.py worker [SCRIPT]    times the script's `kernel`; one protocol line on a private fd
     python -I hk_contract.py judge              persistent; one job per stdin line, one JSON reply
-    python -I hk_contract.py forkserver         imports torch once; the orchestrator's workers are forked from it
+    python -I hk_contract.py forkserver         imports torch once; the orchestrator forks its workers and its
+                                                judge from it (``worker`` and ``judge`` by hand start one alone)
 
 Where things are: knobs.py (every knob, unit in its name), spec.py (SPEC from baseline.py, seeds), problems.py
 (KernelBench and GPU MODE problem files as baselines), probe.py (what a problem file holds, without its inputs),
+uninit.py (a generator's uninitialized buffers),
 inputs.py (input sets, perturbation), timer.py (the timer), checks.py (the checks table), hygiene.py
 (process trees, stale files), transport.py (CUDA IPC / files), shape.py (one shape: input sets, correctness
-pass, timed calls), worker.py, forkserver.py (workers forked from a process that has imported torch), judge.py,
-orchestrator.py.
+pass, timed calls), worker.py, judge.py, forkserver.py (workers and judges forked from a process that has
+imported torch), orchestrator.py.
 """
 
 # ruff: noqa: E501, I001
@@ -2966,6 +2968,17 @@ def tail_of(handle: Any, limit: int) -> str:
     return ""
 
 
+def raise_on_signals() -> None:
+    """SIGTERM/SIGHUP raise SystemExit (SIGINT raises KeyboardInterrupt): ``finally`` blocks kill the run."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, handler)
+
+
 # ======================================== transport.py ======================================================
 def b64(value: bytes | None) -> str | None:
     return None if value is None else base64.b64encode(value).decode("ascii")
@@ -3810,390 +3823,6 @@ def shutdown_compile_pool() -> None:
             module.shutdown_compile_workers()
 
 
-# ======================================== forkserver.py =====================================================
-STATUS = struct.Struct("<q")  # the server writes a worker's pid, then its exit code, on that worker's pipe
-RUN_KEYS = (TOKEN_ENV, PROTOCOL_FD_ENV, PARENT_PID_ENV)  # per-run variables, never the server's
-# Variables read while torch and its libraries load (the dynamic loader, OpenMP/MKL, torch, CUDA, Triton): a
-# server is started per distinct set of them. Every other variable (TORCHINDUCTOR_CACHE_DIR, the run token) is
-# read later, so the child simply takes the run's environment; servers are shared across workspaces.
-IMPORT_ENV_PREFIXES = (
-    "LD_", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "TORCH_", "PYTORCH_", "CUDA_", "CUBLAS", "CUDNN", "NCCL_",
-    "NVIDIA_", "TRITON_", "PYTHON",
-)  # fmt: skip
-MAX_SERVERS = 4  # a fifth set of import-time variables closes the least recently used idle server
-CHILD_FDS = 5  # stdin (read end), stdout, stderr, protocol (write end), status (write end)
-SERVERS: dict[tuple[str, str, str, bool], ForkServer] = {}
-SERVERS_LOCK = threading.Lock()
-
-
-class ForkedProcess:
-    """A forked worker, seen from the orchestrator the way a ``subprocess.Popen`` is: ``pid``, ``stdin``,
-    ``poll()``, ``wait(timeout)``, ``returncode`` (negative: killed by that signal). Safe to use from several
-    threads (a retired run is reaped in one while the next run starts)."""
-
-    def __init__(self, pid: int, stdin_fd: int, status_fd: int) -> None:
-        self.pid = pid
-        self.stdin = os.fdopen(stdin_fd, "wb")
-        self.status_fd = status_fd
-        self.returncode: int | None = None
-        self.lock = threading.Lock()
-
-    def poll(self) -> int | None:
-        return self._status(0.0)
-
-    def wait(self, timeout: float | None = None) -> int:
-        code = self._status(timeout)
-        if code is None:
-            raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0.0)
-        return code
-
-    def _status(self, timeout: float | None) -> int | None:
-        with self.lock:
-            if self.returncode is not None or self.status_fd < 0:
-                return self.returncode
-            fd = self.status_fd
-        if not select.select([fd], [], [], timeout)[0]:
-            return None
-        with self.lock:
-            if self.returncode is None and self.status_fd >= 0:
-                data = read_exactly(fd, STATUS.size)
-                # no status: the server died, and its children died with it (PDEATHSIG)
-                self.returncode = STATUS.unpack(data)[0] if data else -signal.SIGKILL
-            return self.returncode
-
-    def close(self) -> None:
-        """Release the status pipe (after the worker was killed: a status never read counts as SIGKILL)."""
-        with self.lock:
-            if self.status_fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(self.status_fd)
-                self.status_fd = -1
-            if self.returncode is None:
-                self.returncode = -signal.SIGKILL
-        with contextlib.suppress(OSError):
-            self.stdin.close()
-
-
-def read_exactly(fd: int, size: int) -> bytes:
-    """``size`` bytes from ``fd``, or b"" at end of file."""
-    data = b""
-    while len(data) < size:
-        chunk = os.read(fd, size - len(data))
-        if not chunk:
-            return b""
-        data += chunk
-    return data
-
-
-class ForkServer:
-    """Client side of ``python -I hk_contract.py forkserver``, started by this orchestrator."""
-
-    def __init__(self, python: str, contract: str, env: dict[str, str], compile_warm: bool = False) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.sock = ours
-        self.log = tempfile.TemporaryFile()
-        server_env = dict(env)
-        server_env[FORKSERVER_FD_ENV] = str(theirs.fileno())
-        server_env[PARENT_PID_ENV] = str(os.getpid())
-        try:
-            self.proc = subprocess.Popen(
-                [python, "-I", contract, "forkserver", *(["--compile-warm"] if compile_warm else [])],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=self.log,
-                pass_fds=(theirs.fileno(),),
-                start_new_session=True,
-                env=server_env,
-            )
-        finally:
-            theirs.close()
-        self.lock = threading.Lock()
-        self.forked: list[ForkedProcess] = []
-
-    def fork(self, env: dict[str, str], stdin_r: int, out_fd: int, log_fd: int, protocol_w: int) -> tuple[int, int]:
-        """Ask for a worker; ``(pid, status read end)``. Raises OSError, with the server's last words, when it
-        is gone or does not fork within FORKSERVER_START_TIMEOUT_S (it imports torch first)."""
-        status_r, status_w = os.pipe()
-        try:
-            with self.lock:
-                socket.send_fds(self.sock, [json.dumps(env).encode()], [stdin_r, out_fd, log_fd, protocol_w, status_w])
-        except OSError as err:
-            os.close(status_r)
-            raise OSError(f"the fork server is gone ({err}): {self.log_tail()}") from err
-        finally:
-            os.close(status_w)
-        if not select.select([status_r], [], [], FORKSERVER_START_TIMEOUT_S)[0]:
-            os.close(status_r)
-            raise OSError(f"the fork server did not fork within {FORKSERVER_START_TIMEOUT_S:.0f} s")
-        data = read_exactly(status_r, STATUS.size)
-        if not data:
-            os.close(status_r)
-            raise OSError(f"the fork server exited ({self.proc.poll()}): {self.log_tail()}")
-        return STATUS.unpack(data)[0], status_r
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def busy(self) -> bool:
-        """Some worker it forked has not exited yet (closing the server would kill it)."""
-        self.forked = [child for child in self.forked if child.poll() is None]
-        return bool(self.forked)
-
-    def log_tail(self, limit: int = 2000) -> str:
-        return tail_of(self.log, limit).strip()
-
-    def close(self) -> None:
-        """Stop the server; the workers it forked die with it (PDEATHSIG)."""
-        with contextlib.suppress(OSError):
-            self.sock.close()
-        kill_processes({self.proc.pid})
-        with contextlib.suppress(Exception):
-            self.proc.wait(timeout=5)
-        with contextlib.suppress(OSError):
-            self.log.close()
-
-
-def server_for(python: str, contract: str, env: dict[str, str], compile_warm: bool = False) -> ForkServer:
-    """The running server of this interpreter, contract file (by content), import-time environment and
-    ``compile_warm``; started on first use."""
-    with open(contract, "rb") as handle:
-        digest = hashlib.sha256(handle.read()).hexdigest()
-    loaded = {name: value for name, value in env.items() if name.startswith(IMPORT_ENV_PREFIXES)}
-    key = (python, digest, hashlib.sha256(json.dumps(loaded, sort_keys=True).encode()).hexdigest(), compile_warm)
-    with SERVERS_LOCK:
-        server = SERVERS.pop(key, None)  # re-inserted last: the dict's order is least recently used first
-        if server is not None and not server.alive():
-            server.close()
-            server = None
-        if server is None:
-            server_env = {name: value for name, value in env.items() if name not in RUN_KEYS}
-            server = ForkServer(python, contract, server_env, compile_warm)
-            idle = [other for other, held in SERVERS.items() if not held.busy()]
-            for other in idle[: max(0, len(SERVERS) + 1 - MAX_SERVERS)]:
-                SERVERS.pop(other).close()
-        SERVERS[key] = server
-        return server
-
-
-def server_pids() -> set[int]:
-    """The fork servers of this orchestrator (processes it started: never an orphan of a run)."""
-    with SERVERS_LOCK:
-        return {server.proc.pid for server in SERVERS.values()}
-
-
-def close_servers() -> None:
-    with SERVERS_LOCK:
-        while SERVERS:
-            SERVERS.popitem()[1].close()
-
-
-def forkserver_main(argv: list[str]) -> None:
-    """``forkserver [--compile-warm]``: import torch (and with ``--compile-warm``, warm torch.compile on the CPU:
-    ``warm_compile``), then fork one worker per request until the orchestrator closes the socket. Never imports a
-    script; without ``--compile-warm`` it never touches CUDA (a forked child could not use a context made here)."""
-    parent = os.environ.get(PARENT_PID_ENV)
-    die_with_parent(int(parent) if parent and parent.isdigit() else None)
-    sock = socket.socket(fileno=int(os.environ.pop(FORKSERVER_FD_ENV)))
-    import torch  # noqa: F401 - the point of this process
-
-    if "--compile-warm" in argv:
-        warm_compile(torch)
-    elif torch.version.cuda and importlib.util.find_spec("triton") is not None:
-        with contextlib.suppress(Exception):  # Triton's cache key hashes its sources: CPU work, no CUDA context
-            import triton.runtime.cache as triton_cache
-
-            triton_cache.triton_key()
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    status_of: dict[int, int] = {}
-    while True:
-        with contextlib.suppress(InterruptedError):
-            readable = select.select([sock, wake_r], [], [])[0]
-        if wake_r in readable:
-            os.read(wake_r, 4096)
-        report_exits(status_of)
-        if sock not in readable:
-            continue
-        try:
-            message, fds, _, _ = socket.recv_fds(sock, 1 << 20, CHILD_FDS)
-        except OSError:
-            message, fds = b"", []
-        if not message:
-            os._exit(0)  # the orchestrator is gone; the workers follow this process (PDEATHSIG)
-        if len(fds) != CHILD_FDS:
-            for fd in fds:
-                os.close(fd)
-            continue
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            become_worker(json.loads(message), fds, [sock.fileno(), wake_r, wake_w, *status_of.values()])
-        os.write(fds[-1], STATUS.pack(pid))
-        status_of[pid] = fds[-1]
-        for fd in fds[:-1]:
-            os.close(fd)
-
-
-def wants_compile_warm(device_kind: str, sources: list[str]) -> bool:
-    """Whether a verify's workers come from a server that warmed torch.compile: a CPU target (never CUDA, see the
-    module docstring) with a script that names ``compile`` (``torch.compile``, ``@compile``). Both sides of a
-    verify use the same kind of server."""
-    return device_kind == "cpu" and any(COMPILE_WORD.search(text) for text in sources)
-
-
-COMPILE_WORD = re.compile(r"\bcompile\b")
-
-
-def warm_compile(torch: Any) -> None:
-    """Compile and call one tiny CPU function, then reset dynamo: the imports of dynamo and inductor and inductor's
-    per-process probes (C++ toolchain, vector ISA) are then done in every child. A failure (no C++ compiler, say)
-    leaves the child to pay them itself, as without this."""
-    with contextlib.suppress(Exception):
-        compiled = torch.compile(warm_up_function)
-        with torch.no_grad():
-            compiled(torch.ones(WARM_UP_ELEMENTS))
-    with contextlib.suppress(Exception):
-        torch._dynamo.reset()
-
-
-def warm_up_function(x: Any) -> Any:
-    return (x * 2.0).sum()
-
-
-WARM_UP_ELEMENTS = 64
-
-
-def report_exits(status_of: dict[int, int]) -> None:
-    """Reap every exited child and write its exit code (negative: the signal) to its status pipe."""
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        fd = status_of.pop(pid, None)
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.write(fd, STATUS.pack(os.waitstatus_to_exitcode(status)))
-            os.close(fd)
-
-
-def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) -> None:
-    """In the forked child: a session of its own, the run's stdio and protocol fd, the run's environment, none of
-    the server's own descriptors (its socket, its wake-up pipe, other workers' status pipes); then the worker.
-    Descriptors that torch's libraries opened while the server imported them stay open, as in any process that
-    imported torch. Never returns."""
-    try:
-        os.setsid()
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        stdin_r, out_fd, log_fd, protocol_w, status_w = fds  # received: never 0-2, which the server holds
-        for target, fd in enumerate((stdin_r, out_fd, log_fd)):
-            os.dup2(fd, target)
-        for fd in {stdin_r, out_fd, log_fd, status_w, *server_fds}:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        os.set_inheritable(protocol_w, True)
-        env = dict(env)
-        env[PROTOCOL_FD_ENV] = str(protocol_w)
-        env[PARENT_PID_ENV] = str(os.getppid())
-        os.environ.clear()
-        os.environ.update(env)
-        sys.argv = [sys.argv[0], "worker"]
-        PLACEMENT_PADS.extend(shift_placement())
-        worker_main([])
-    finally:
-        os._exit(1)
-
-
-def shift_placement() -> list[Any]:
-    """Move where this forked process's later allocations land, by a random number of pages (new mappings) and
-    bytes (the malloc heap): untouched, so they cost address space, not memory. New mappings go to the highest
-    free gap that fits, so the gaps between the mappings inherited from the server are filled first
-    (``fill_address_holes``): else a mapping that fits one of them would land at the same address in every child
-    whose pad did not. The pads are kept for the process's life (``PLACEMENT_PADS``)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    for _ in range(HOLE_FILL_PASSES):  # a pass's own allocations may sit in a hole and leave it when freed
-        if not fill_address_holes(libc):
-            break
-    draw = int.from_bytes(os.urandom(8), "little")
-    region = mmap.mmap(-1, (1 + draw % FORKED_MAP_PAD_MAX_PAGES) * mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
-    libc.malloc.restype = ctypes.c_void_p
-    libc.malloc.argtypes = [ctypes.c_size_t]
-    return [region, libc.malloc(1 + (draw >> 32) % FORKED_HEAP_PAD_MAX_BYTES)]
-
-
-PROT_NONE, MAP_NORESERVE, MAP_FIXED_NOREPLACE = 0, 0x4000, 0x100000  # Linux's values (x86-64 and arm64 alike)
-HOLE_FILL_PASSES = 4
-MAX_FILLED_HOLE_BYTES = 64 << 30  # a larger gap is the free area new mappings grow into, not a hole
-
-
-def fill_address_holes(libc: Any) -> int:
-    """Map an inaccessible, unreserved region into every gap between two mappings of this process above its heap
-    (up to MAX_FILLED_HOLE_BYTES each; the kernel places nothing over an existing mapping). Returns how many."""
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    spans: list[tuple[int, int, str]] = []
-    with open("/proc/self/maps") as handle:
-        for line in handle:
-            fields = line.split()
-            start, end = (int(part, 16) for part in fields[0].split("-"))
-            spans.append((start, end, fields[5] if len(fields) > 5 else ""))
-    heap_end = max((end for _, end, name in spans if name == "[heap]"), default=0)
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE
-    filled = 0
-    for (_, below_end, _), (above_start, _, name) in zip(spans, spans[1:], strict=False):
-        gap = above_start - below_end
-        # below the main stack is where it grows (and its guard gap): never filled
-        if below_end < heap_end or name in ("[stack]", "[vsyscall]") or not 0 < gap <= MAX_FILLED_HOLE_BYTES:
-            continue
-        got = libc.mmap(below_end, gap, PROT_NONE, flags, -1, 0)
-        if got == below_end:
-            filled += 1
-            PLACEMENT_PADS.append(got)
-        elif got not in (None, ctypes.c_void_p(-1).value):  # a kernel without MAP_FIXED_NOREPLACE: a mere hint
-            libc.munmap(got, gap)
-    return filled
-
-
-PLACEMENT_PADS: list[Any] = []
-
-
-def spawn_worker(
-    python: str,
-    contract: str,
-    env: dict[str, str],
-    out_fd: int,
-    log_fd: int,
-    protocol_w: int,
-    compile_warm: bool = False,
-) -> ForkedProcess:
-    """A worker forked by the server for ``(python, contract, env, compile_warm)``; one retry when that server has
-    died."""
-    stdin_r, stdin_w = os.pipe()
-    try:
-        server = server_for(python, contract, env, compile_warm)
-        try:
-            pid, status_r = server.fork(env, stdin_r, out_fd, log_fd, protocol_w)
-        except OSError:
-            if server.alive():
-                raise
-            server = server_for(python, contract, env, compile_warm)  # killed since its last fork: a new one
-            pid, status_r = server.fork(env, stdin_r, out_fd, log_fd, protocol_w)
-    except BaseException:
-        os.close(stdin_w)
-        raise
-    finally:
-        os.close(stdin_r)
-    child = ForkedProcess(pid, stdin_w, status_r)
-    server.forked.append(child)
-    return child
-
-
 # ======================================== judge.py ==========================================================
 class PhaseClock:
     """Seconds per named phase of one judged run, each phase's own (a nested phase is not counted twice); a
@@ -4752,6 +4381,404 @@ def measure_ceiling_gbps(state: JudgeState, device_kind: str) -> float:
     return state.ceiling_gbps[device_kind]
 
 
+# ======================================== forkserver.py =====================================================
+STATUS = struct.Struct("<q")  # the server writes a worker's pid, then its exit code, on that worker's pipe
+RUN_KEYS = (TOKEN_ENV, PROTOCOL_FD_ENV, PARENT_PID_ENV)  # per-run variables, never the server's
+ROLE_KEY = "HK_FORKED_ROLE"  # in a fork request's environment: "judge" makes the child a judge, else a worker
+# Variables read while torch and its libraries load (the dynamic loader, OpenMP/MKL, torch, CUDA, Triton): a
+# server is started per distinct set of them. Every other variable (TORCHINDUCTOR_CACHE_DIR, the run token) is
+# read later, so the child simply takes the run's environment; servers are shared across workspaces.
+IMPORT_ENV_PREFIXES = (
+    "LD_", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "TORCH_", "PYTORCH_", "CUDA_", "CUBLAS", "CUDNN", "NCCL_",
+    "NVIDIA_", "TRITON_", "PYTHON",
+)  # fmt: skip
+MAX_SERVERS = 4  # a fifth set of import-time variables closes the least recently used idle server
+CHILD_FDS = 5  # stdin (read end), stdout, stderr, protocol (write end), status (write end)
+SERVERS: dict[tuple[str, str, str, bool], ForkServer] = {}
+SERVERS_LOCK = threading.Lock()
+
+
+class ForkedProcess:
+    """A forked worker, seen from the orchestrator the way a ``subprocess.Popen`` is: ``pid``, ``stdin``,
+    ``poll()``, ``wait(timeout)``, ``returncode`` (negative: killed by that signal). Safe to use from several
+    threads (a retired run is reaped in one while the next run starts)."""
+
+    def __init__(self, pid: int, stdin_fd: int, status_fd: int) -> None:
+        self.pid = pid
+        self.stdin = os.fdopen(stdin_fd, "wb")
+        self.stdout: Any = None  # a judge's replies (its client sets the read end)
+        self.status_fd = status_fd
+        self.returncode: int | None = None
+        self.lock = threading.Lock()
+
+    def poll(self) -> int | None:
+        return self._status(0.0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._status(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0.0)
+        return code
+
+    def _status(self, timeout: float | None) -> int | None:
+        with self.lock:
+            if self.returncode is not None or self.status_fd < 0:
+                return self.returncode
+            fd = self.status_fd
+        if not select.select([fd], [], [], timeout)[0]:
+            return None
+        with self.lock:
+            if self.returncode is None and self.status_fd >= 0:
+                data = read_exactly(fd, STATUS.size)
+                # no status: the server died, and its children died with it (PDEATHSIG)
+                self.returncode = STATUS.unpack(data)[0] if data else -signal.SIGKILL
+            return self.returncode
+
+    def close(self) -> None:
+        """Release the status pipe (after the worker was killed: a status never read counts as SIGKILL)."""
+        with self.lock:
+            if self.status_fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(self.status_fd)
+                self.status_fd = -1
+            if self.returncode is None:
+                self.returncode = -signal.SIGKILL
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+
+
+def read_exactly(fd: int, size: int) -> bytes:
+    """``size`` bytes from ``fd``, or b"" at end of file."""
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return b""
+        data += chunk
+    return data
+
+
+class ForkServer:
+    """Client side of ``python -I hk_contract.py forkserver``, started by this orchestrator."""
+
+    def __init__(self, python: str, contract: str, env: dict[str, str], compile_warm: bool = False) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = ours
+        self.log = tempfile.TemporaryFile()
+        server_env = dict(env)
+        server_env[FORKSERVER_FD_ENV] = str(theirs.fileno())
+        server_env[PARENT_PID_ENV] = str(os.getpid())
+        try:
+            self.proc = subprocess.Popen(
+                [python, "-I", contract, "forkserver", *(["--compile-warm"] if compile_warm else [])],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self.log,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+                env=server_env,
+            )
+        finally:
+            theirs.close()
+        self.lock = threading.Lock()
+        self.forked: list[ForkedProcess] = []
+
+    def fork(self, env: dict[str, str], stdin_r: int, out_fd: int, log_fd: int, protocol_w: int) -> tuple[int, int]:
+        """Ask for a worker; ``(pid, status read end)``. Raises OSError, with the server's last words, when it
+        is gone or does not fork within FORKSERVER_START_TIMEOUT_S (it imports torch first)."""
+        status_r, status_w = os.pipe()
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [json.dumps(env).encode()], [stdin_r, out_fd, log_fd, protocol_w, status_w])
+        except OSError as err:
+            os.close(status_r)
+            raise OSError(f"the fork server is gone ({err}): {self.log_tail()}") from err
+        finally:
+            os.close(status_w)
+        if not select.select([status_r], [], [], FORKSERVER_START_TIMEOUT_S)[0]:
+            os.close(status_r)
+            raise OSError(f"the fork server did not fork within {FORKSERVER_START_TIMEOUT_S:.0f} s")
+        data = read_exactly(status_r, STATUS.size)
+        if not data:
+            os.close(status_r)
+            raise OSError(f"the fork server exited ({self.proc.poll()}): {self.log_tail()}")
+        return STATUS.unpack(data)[0], status_r
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def busy(self) -> bool:
+        """Some worker it forked has not exited yet (closing the server would kill it)."""
+        self.forked = [child for child in self.forked if child.poll() is None]
+        return bool(self.forked)
+
+    def log_tail(self, limit: int = 2000) -> str:
+        return tail_of(self.log, limit).strip()
+
+    def close(self) -> None:
+        """Stop the server; the workers it forked die with it (PDEATHSIG)."""
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        kill_processes({self.proc.pid})
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=5)
+        with contextlib.suppress(OSError):
+            self.log.close()
+
+
+def server_for(python: str, contract: str, env: dict[str, str], compile_warm: bool = False) -> ForkServer:
+    """The running server of this interpreter, contract file (by content), import-time environment and
+    ``compile_warm``; started on first use."""
+    with open(contract, "rb") as handle:
+        digest = hashlib.sha256(handle.read()).hexdigest()
+    loaded = {name: value for name, value in env.items() if name.startswith(IMPORT_ENV_PREFIXES)}
+    key = (python, digest, hashlib.sha256(json.dumps(loaded, sort_keys=True).encode()).hexdigest(), compile_warm)
+    with SERVERS_LOCK:
+        server = SERVERS.pop(key, None)  # re-inserted last: the dict's order is least recently used first
+        if server is not None and not server.alive():
+            server.close()
+            server = None
+        if server is None:
+            # WORKER_ENV whoever asks first (a judge's request has no compile-thread setting): a warm-up compile
+            # with a pool of compile workers would leave threads whose locks a forked child could never take
+            server_env = {**{name: value for name, value in env.items() if name not in RUN_KEYS}, **WORKER_ENV}
+            server = ForkServer(python, contract, server_env, compile_warm)
+            idle = [other for other, held in SERVERS.items() if not held.busy()]
+            for other in idle[: max(0, len(SERVERS) + 1 - MAX_SERVERS)]:
+                SERVERS.pop(other).close()
+        SERVERS[key] = server
+        return server
+
+
+def server_pids() -> set[int]:
+    """The fork servers of this orchestrator (processes it started: never an orphan of a run)."""
+    with SERVERS_LOCK:
+        return {server.proc.pid for server in SERVERS.values()}
+
+
+def close_servers() -> None:
+    with SERVERS_LOCK:
+        while SERVERS:
+            SERVERS.popitem()[1].close()
+
+
+def forkserver_main(argv: list[str]) -> None:
+    """``forkserver [--compile-warm]``: import torch (and with ``--compile-warm``, warm torch.compile on the CPU:
+    ``warm_compile``), then fork one worker per request until the orchestrator closes the socket. Never imports a
+    script; without ``--compile-warm`` it never touches CUDA (a forked child could not use a context made here)."""
+    parent = os.environ.get(PARENT_PID_ENV)
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    sock = socket.socket(fileno=int(os.environ.pop(FORKSERVER_FD_ENV)))
+    import torch  # noqa: F401 - the point of this process
+
+    if "--compile-warm" in argv:
+        warm_compile(torch)
+    elif torch.version.cuda and importlib.util.find_spec("triton") is not None:
+        with contextlib.suppress(Exception):  # Triton's cache key hashes its sources: CPU work, no CUDA context
+            import triton.runtime.cache as triton_cache
+
+            triton_cache.triton_key()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    status_of: dict[int, int] = {}
+    while True:
+        with contextlib.suppress(InterruptedError):
+            readable = select.select([sock, wake_r], [], [])[0]
+        if wake_r in readable:
+            os.read(wake_r, 4096)
+        report_exits(status_of)
+        if sock not in readable:
+            continue
+        try:
+            message, fds, _, _ = socket.recv_fds(sock, 1 << 20, CHILD_FDS)
+        except OSError:
+            message, fds = b"", []
+        if not message:
+            os._exit(0)  # the orchestrator is gone; the workers follow this process (PDEATHSIG)
+        if len(fds) != CHILD_FDS:
+            for fd in fds:
+                os.close(fd)
+            continue
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            become_worker(json.loads(message), fds, [sock.fileno(), wake_r, wake_w, *status_of.values()])
+        os.write(fds[-1], STATUS.pack(pid))
+        status_of[pid] = fds[-1]
+        for fd in fds[:-1]:
+            os.close(fd)
+
+
+def wants_compile_warm(device_kind: str, sources: list[str]) -> bool:
+    """Whether a verify's workers come from a server that warmed torch.compile: a CPU target (never CUDA, see the
+    module docstring) with a script that names ``compile`` (``torch.compile``, ``@compile``). Both sides of a
+    verify use the same kind of server."""
+    return device_kind == "cpu" and any(COMPILE_WORD.search(text) for text in sources)
+
+
+COMPILE_WORD = re.compile(r"\bcompile\b")
+
+
+def warm_compile(torch: Any) -> None:
+    """Compile and call one tiny CPU function, then reset dynamo: the imports of dynamo and inductor and inductor's
+    per-process probes (C++ toolchain, vector ISA) are then done in every child. A failure (no C++ compiler, say)
+    leaves the child to pay them itself, as without this."""
+    with contextlib.suppress(Exception):
+        import torch._inductor.config as inductor_config
+
+        inductor_config.compile_threads = 1  # no pool of compile workers: its threads would not survive a fork
+        compiled = torch.compile(warm_up_function)
+        with torch.no_grad():
+            compiled(torch.ones(WARM_UP_ELEMENTS))
+    with contextlib.suppress(Exception):
+        torch._dynamo.reset()
+
+
+def warm_up_function(x: Any) -> Any:
+    return (x * 2.0).sum()
+
+
+WARM_UP_ELEMENTS = 64
+
+
+def report_exits(status_of: dict[int, int]) -> None:
+    """Reap every exited child and write its exit code (negative: the signal) to its status pipe."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        fd = status_of.pop(pid, None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(fd, STATUS.pack(os.waitstatus_to_exitcode(status)))
+            os.close(fd)
+
+
+def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) -> None:
+    """In the forked child: a session of its own, the run's stdio and protocol fd, the run's environment, none of
+    the server's own descriptors (its socket, its wake-up pipe, other workers' status pipes); then the worker.
+    Descriptors that torch's libraries opened while the server imported them stay open, as in any process that
+    imported torch. Never returns."""
+    try:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        stdin_r, out_fd, log_fd, protocol_w, status_w = fds  # received: never 0-2, which the server holds
+        for target, fd in enumerate((stdin_r, out_fd, log_fd)):
+            os.dup2(fd, target)
+        for fd in {stdin_r, out_fd, log_fd, status_w, *server_fds}:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        env = dict(env)
+        role = env.pop(ROLE_KEY, "worker")
+        env[PARENT_PID_ENV] = str(os.getppid())
+        if role == "judge":  # its replies go to stdout; it has no protocol fd
+            os.close(protocol_w)
+        else:
+            os.set_inheritable(protocol_w, True)
+            env[PROTOCOL_FD_ENV] = str(protocol_w)
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = [sys.argv[0], role]
+        if role == "judge":
+            judge_main()
+            return
+        PLACEMENT_PADS.extend(shift_placement())
+        worker_main([])
+    finally:
+        os._exit(1)
+
+
+def shift_placement() -> list[Any]:
+    """Move where this forked process's later allocations land, by a random number of pages (new mappings) and
+    bytes (the malloc heap): untouched, so they cost address space, not memory. New mappings go to the highest
+    free gap that fits, so the gaps between the mappings inherited from the server are filled first
+    (``fill_address_holes``): else a mapping that fits one of them would land at the same address in every child
+    whose pad did not. The pads are kept for the process's life (``PLACEMENT_PADS``)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for _ in range(HOLE_FILL_PASSES):  # a pass's own allocations may sit in a hole and leave it when freed
+        if not fill_address_holes(libc):
+            break
+    draw = int.from_bytes(os.urandom(8), "little")
+    region = mmap.mmap(-1, (1 + draw % FORKED_MAP_PAD_MAX_PAGES) * mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    return [region, libc.malloc(1 + (draw >> 32) % FORKED_HEAP_PAD_MAX_BYTES)]
+
+
+PROT_NONE, MAP_NORESERVE, MAP_FIXED_NOREPLACE = 0, 0x4000, 0x100000  # Linux's values (x86-64 and arm64 alike)
+HOLE_FILL_PASSES = 4
+MAX_FILLED_HOLE_BYTES = 64 << 30  # a larger gap is the free area new mappings grow into, not a hole
+
+
+def fill_address_holes(libc: Any) -> int:
+    """Map an inaccessible, unreserved region into every gap between two mappings of this process above its heap
+    (up to MAX_FILLED_HOLE_BYTES each; the kernel places nothing over an existing mapping). Returns how many."""
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    spans: list[tuple[int, int, str]] = []
+    with open("/proc/self/maps") as handle:
+        for line in handle:
+            fields = line.split()
+            start, end = (int(part, 16) for part in fields[0].split("-"))
+            spans.append((start, end, fields[5] if len(fields) > 5 else ""))
+    heap_end = max((end for _, end, name in spans if name == "[heap]"), default=0)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE
+    filled = 0
+    for (_, below_end, _), (above_start, _, name) in zip(spans, spans[1:], strict=False):
+        gap = above_start - below_end
+        # below the main stack is where it grows (and its guard gap): never filled
+        if below_end < heap_end or name in ("[stack]", "[vsyscall]") or not 0 < gap <= MAX_FILLED_HOLE_BYTES:
+            continue
+        got = libc.mmap(below_end, gap, PROT_NONE, flags, -1, 0)
+        if got == below_end:
+            filled += 1
+            PLACEMENT_PADS.append(got)
+        elif got not in (None, ctypes.c_void_p(-1).value):  # a kernel without MAP_FIXED_NOREPLACE: a mere hint
+            libc.munmap(got, gap)
+    return filled
+
+
+PLACEMENT_PADS: list[Any] = []
+
+
+def spawn_worker(
+    python: str,
+    contract: str,
+    env: dict[str, str],
+    out_fd: int,
+    log_fd: int,
+    protocol_w: int,
+    compile_warm: bool = False,
+) -> ForkedProcess:
+    """A worker (a judge where ``env[ROLE_KEY]`` says so) forked by the server for ``(python, contract, env,
+    compile_warm)``; one retry when that server has died."""
+    stdin_r, stdin_w = os.pipe()
+    try:
+        server = server_for(python, contract, env, compile_warm)
+        try:
+            pid, status_r = server.fork(env, stdin_r, out_fd, log_fd, protocol_w)
+        except OSError:
+            if server.alive():
+                raise
+            server = server_for(python, contract, env, compile_warm)  # killed since its last fork: a new one
+            pid, status_r = server.fork(env, stdin_r, out_fd, log_fd, protocol_w)
+    except BaseException:
+        os.close(stdin_w)
+        raise
+    finally:
+        os.close(stdin_r)
+    child = ForkedProcess(pid, stdin_w, status_r)
+    server.forked.append(child)
+    return child
+
+
 # ======================================== orchestrator.py ===================================================
 LIVE: dict[int, Any] = {}  # pid -> Worker | Judge started by this process and not yet closed
 RETIRING: dict[int, threading.Thread] = {}  # worker pid -> the thread reaping its killed run (Worker.retire)
@@ -4915,21 +4942,26 @@ class Worker:
 
 
 class Judge:
-    """Client side of a persistent judge process (``python -I hk_contract.py judge``)."""
+    """Client side of a persistent judge process (``judge_main``), forked from the fork server like a worker: a
+    process of its own session that has imported torch and never imported a script. ``compile_warm``: that of the
+    workers beside it (one server serves both)."""
 
-    def __init__(self, python: str, contract: str) -> None:
+    def __init__(self, python: str, contract: str, compile_warm: bool = False) -> None:
         become_subreaper()
         self.log = tempfile.TemporaryFile()
-        env = dict(os.environ)
-        env[PARENT_PID_ENV] = str(os.getpid())
-        self.proc = subprocess.Popen(
-            [python, "-I", contract, "judge"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            start_new_session=True,
-            env=env,
-        )
+        read_fd, write_fd = os.pipe()
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        try:
+            env = {**os.environ, ROLE_KEY: "judge"}
+            self.proc = spawn_worker(python, contract, env, write_fd, self.log.fileno(), quiet, compile_warm)
+        except BaseException:
+            os.close(read_fd)
+            self.log.close()
+            raise
+        finally:
+            os.close(write_fd)
+            os.close(quiet)
+        self.proc.stdout = os.fdopen(read_fd, "rb")
         LIVE[self.proc.pid] = self
         self.lines: list[bytes] = []
         self.ready_seen = False
@@ -4995,8 +5027,10 @@ class Judge:
         kill_processes({self.proc.pid})
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=5)
+        self.proc.close()
         with contextlib.suppress(OSError):
             self.log.close()
+            self.proc.stdout.close()
 
 
 def orchestrate(
@@ -5041,11 +5075,11 @@ def orchestrate(
         result["reason"] = f"baseline_unchanged: cannot read SPEC: {err}"
         return finish(result, started)
     own_judge = judge is None
-    judge = judge or Judge(python, contract)
     try:
+        judge = judge or Judge(python, contract)
         worker = worker or Worker(python, contract)
     except OSError as err:  # the fork server could not start (no torch in this python, say)
-        if own_judge:
+        if own_judge and judge is not None:
             judge.close()
         result["reason"] = f"crashed: cannot start a worker: {err}"
         return finish(result, started)
@@ -5264,17 +5298,6 @@ def finish(result: dict[str, Any], started: float) -> dict[str, Any]:
     result["ok"] = result["status"] == "ok"
     result["wall_s"] = round(time.monotonic() - started, 3)
     return result
-
-
-def raise_on_signals() -> None:
-    """SIGTERM/SIGHUP raise SystemExit (SIGINT raises KeyboardInterrupt): ``finally`` blocks kill the run."""
-
-    def handler(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        with contextlib.suppress(ValueError, OSError):
-            signal.signal(sig, handler)
 
 
 def main(script: str | None = None) -> None:

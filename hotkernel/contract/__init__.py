@@ -10,12 +10,14 @@ Four roles::
     python hk_contract.py run SCRIPT            orchestrator: prints exactly one JSON line (the run result)
     python -I hk_contract.py worker [SCRIPT]    times the script's `kernel`; one protocol line on a private fd
     python -I hk_contract.py judge              persistent; one job per stdin line, one JSON reply
-    python -I hk_contract.py forkserver         imports torch once; the orchestrator's workers are forked from it
+    python -I hk_contract.py forkserver         imports torch once; the orchestrator forks its workers and its
+                                                judge from it (``worker`` and ``judge`` by hand start one alone)
 
 Where things are: knobs.py (every knob, unit in its name), spec.py (SPEC from baseline.py, seeds), problems.py
 (KernelBench and GPU MODE problem files as baselines), probe.py (what a problem file holds, without its inputs),
+uninit.py (a generator's uninitialized buffers),
 inputs.py (input sets, perturbation), timer.py (the timer), checks.py (the checks table), hygiene.py
 (process trees, stale files), transport.py (CUDA IPC / files), shape.py (one shape: input sets, correctness
-pass, timed calls), worker.py, forkserver.py (workers forked from a process that has imported torch), judge.py,
-orchestrator.py.
+pass, timed calls), worker.py, judge.py, forkserver.py (workers and judges forked from a process that has
+imported torch), orchestrator.py.
 """

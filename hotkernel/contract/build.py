@@ -35,8 +35,8 @@ MODULES = (
     "transport",
     "shape",
     "worker",
-    "forkserver",
     "judge",
+    "forkserver",
     "orchestrator",
 )
 OUTPUTS = (REPO_ROOT / "templates" / "hk_contract.py", REPO_ROOT / "targets" / "hk_contract.py")

@@ -48,6 +48,7 @@ import threading
 from typing import Any
 
 from .hygiene import die_with_parent, kill_processes, tail_of
+from .judge import judge_main
 from .knobs import (
     FORKED_HEAP_PAD_MAX_BYTES,
     FORKED_MAP_PAD_MAX_PAGES,
@@ -56,11 +57,13 @@ from .knobs import (
     PARENT_PID_ENV,
     PROTOCOL_FD_ENV,
     TOKEN_ENV,
+    WORKER_ENV,
 )
 from .worker import worker_main
 
 STATUS = struct.Struct("<q")  # the server writes a worker's pid, then its exit code, on that worker's pipe
 RUN_KEYS = (TOKEN_ENV, PROTOCOL_FD_ENV, PARENT_PID_ENV)  # per-run variables, never the server's
+ROLE_KEY = "HK_FORKED_ROLE"  # in a fork request's environment: "judge" makes the child a judge, else a worker
 # Variables read while torch and its libraries load (the dynamic loader, OpenMP/MKL, torch, CUDA, Triton): a
 # server is started per distinct set of them. Every other variable (TORCHINDUCTOR_CACHE_DIR, the run token) is
 # read later, so the child simply takes the run's environment; servers are shared across workspaces.
@@ -82,6 +85,7 @@ class ForkedProcess:
     def __init__(self, pid: int, stdin_fd: int, status_fd: int) -> None:
         self.pid = pid
         self.stdin = os.fdopen(stdin_fd, "wb")
+        self.stdout: Any = None  # a judge's replies (its client sets the read end)
         self.status_fd = status_fd
         self.returncode: int | None = None
         self.lock = threading.Lock()
@@ -214,7 +218,9 @@ def server_for(python: str, contract: str, env: dict[str, str], compile_warm: bo
             server.close()
             server = None
         if server is None:
-            server_env = {name: value for name, value in env.items() if name not in RUN_KEYS}
+            # WORKER_ENV whoever asks first (a judge's request has no compile-thread setting): a warm-up compile
+            # with a pool of compile workers would leave threads whose locks a forked child could never take
+            server_env = {**{name: value for name, value in env.items() if name not in RUN_KEYS}, **WORKER_ENV}
             server = ForkServer(python, contract, server_env, compile_warm)
             idle = [other for other, held in SERVERS.items() if not held.busy()]
             for other in idle[: max(0, len(SERVERS) + 1 - MAX_SERVERS)]:
@@ -299,6 +305,9 @@ def warm_compile(torch: Any) -> None:
     per-process probes (C++ toolchain, vector ISA) are then done in every child. A failure (no C++ compiler, say)
     leaves the child to pay them itself, as without this."""
     with contextlib.suppress(Exception):
+        import torch._inductor.config as inductor_config
+
+        inductor_config.compile_threads = 1  # no pool of compile workers: its threads would not survive a fork
         compiled = torch.compile(warm_up_function)
         with torch.no_grad():
             compiled(torch.ones(WARM_UP_ELEMENTS))
@@ -344,13 +353,20 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
         for fd in {stdin_r, out_fd, log_fd, status_w, *server_fds}:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        os.set_inheritable(protocol_w, True)
         env = dict(env)
-        env[PROTOCOL_FD_ENV] = str(protocol_w)
+        role = env.pop(ROLE_KEY, "worker")
         env[PARENT_PID_ENV] = str(os.getppid())
+        if role == "judge":  # its replies go to stdout; it has no protocol fd
+            os.close(protocol_w)
+        else:
+            os.set_inheritable(protocol_w, True)
+            env[PROTOCOL_FD_ENV] = str(protocol_w)
         os.environ.clear()
         os.environ.update(env)
-        sys.argv = [sys.argv[0], "worker"]
+        sys.argv = [sys.argv[0], role]
+        if role == "judge":
+            judge_main()
+            return
         PLACEMENT_PADS.extend(shift_placement())
         worker_main([])
     finally:
@@ -420,8 +436,8 @@ def spawn_worker(
     protocol_w: int,
     compile_warm: bool = False,
 ) -> ForkedProcess:
-    """A worker forked by the server for ``(python, contract, env, compile_warm)``; one retry when that server has
-    died."""
+    """A worker (a judge where ``env[ROLE_KEY]`` says so) forked by the server for ``(python, contract, env,
+    compile_warm)``; one retry when that server has died."""
     stdin_r, stdin_w = os.pipe()
     try:
         server = server_for(python, contract, env, compile_warm)

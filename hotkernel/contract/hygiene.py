@@ -223,3 +223,14 @@ def tail_of(handle: Any, limit: int) -> str:
         handle.seek(max(0, size - 4 * limit))
         return handle.read().decode("utf-8", "replace")[-limit:]
     return ""
+
+
+def raise_on_signals() -> None:
+    """SIGTERM/SIGHUP raise SystemExit (SIGINT raises KeyboardInterrupt): ``finally`` blocks kill the run."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, handler)

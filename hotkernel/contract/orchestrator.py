@@ -17,13 +17,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .forkserver import close_servers, forkserver_main, server_pids, spawn_worker
+from .forkserver import ROLE_KEY, close_servers, forkserver_main, server_pids, spawn_worker
 from .hygiene import (
     become_subreaper,
     clean_stale_run_dirs,
     exited_children,
     kill_processes,
     own_children,
+    raise_on_signals,
     run_dir_parent,
     run_processes,
     start_ticks,
@@ -34,7 +35,6 @@ from .judge import judge_main
 from .knobs import (
     JUDGE_REPLY_TIMEOUT_S,
     LEFTOVER_GRACE_S,
-    PARENT_PID_ENV,
     PROTOCOL_VERSION,
     STALE_RUN_DIR_PREFIX,
     TOKEN_ENV,
@@ -207,21 +207,26 @@ class Worker:
 
 
 class Judge:
-    """Client side of a persistent judge process (``python -I hk_contract.py judge``)."""
+    """Client side of a persistent judge process (``judge_main``), forked from the fork server like a worker: a
+    process of its own session that has imported torch and never imported a script. ``compile_warm``: that of the
+    workers beside it (one server serves both)."""
 
-    def __init__(self, python: str, contract: str) -> None:
+    def __init__(self, python: str, contract: str, compile_warm: bool = False) -> None:
         become_subreaper()
         self.log = tempfile.TemporaryFile()
-        env = dict(os.environ)
-        env[PARENT_PID_ENV] = str(os.getpid())
-        self.proc = subprocess.Popen(
-            [python, "-I", contract, "judge"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            start_new_session=True,
-            env=env,
-        )
+        read_fd, write_fd = os.pipe()
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        try:
+            env = {**os.environ, ROLE_KEY: "judge"}
+            self.proc = spawn_worker(python, contract, env, write_fd, self.log.fileno(), quiet, compile_warm)
+        except BaseException:
+            os.close(read_fd)
+            self.log.close()
+            raise
+        finally:
+            os.close(write_fd)
+            os.close(quiet)
+        self.proc.stdout = os.fdopen(read_fd, "rb")
         LIVE[self.proc.pid] = self
         self.lines: list[bytes] = []
         self.ready_seen = False
@@ -287,8 +292,10 @@ class Judge:
         kill_processes({self.proc.pid})
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=5)
+        self.proc.close()
         with contextlib.suppress(OSError):
             self.log.close()
+            self.proc.stdout.close()
 
 
 def orchestrate(
@@ -333,11 +340,11 @@ def orchestrate(
         result["reason"] = f"baseline_unchanged: cannot read SPEC: {err}"
         return finish(result, started)
     own_judge = judge is None
-    judge = judge or Judge(python, contract)
     try:
+        judge = judge or Judge(python, contract)
         worker = worker or Worker(python, contract)
     except OSError as err:  # the fork server could not start (no torch in this python, say)
-        if own_judge:
+        if own_judge and judge is not None:
             judge.close()
         result["reason"] = f"crashed: cannot start a worker: {err}"
         return finish(result, started)
@@ -556,17 +563,6 @@ def finish(result: dict[str, Any], started: float) -> dict[str, Any]:
     result["ok"] = result["status"] == "ok"
     result["wall_s"] = round(time.monotonic() - started, 3)
     return result
-
-
-def raise_on_signals() -> None:
-    """SIGTERM/SIGHUP raise SystemExit (SIGINT raises KeyboardInterrupt): ``finally`` blocks kill the run."""
-
-    def handler(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        with contextlib.suppress(ValueError, OSError):
-            signal.signal(sig, handler)
 
 
 def main(script: str | None = None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -289,10 +290,14 @@ class JudgeProcess:
             if self.client is not None:
                 self.client.close()
             try:
-                self.client = self.contract.Judge(self.python, self.contract_file)
-            except OSError as err:
+                self.client = self.contract.Judge(self.python, self.contract_file, self.compile_warm)
+            except OSError as err:  # its fork server did not start: its last line says why
+                problem = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
+                missing = re.search(r"(ModuleNotFoundError|ImportError): .*torch.*", problem)
+                if missing:
+                    raise torch_missing(self.python, missing.group(0)) from err
                 raise HotkernelError(
-                    f"cannot start the judge with {self.python}: {err}; check HOTKERNEL_PYTHON"
+                    f"cannot start the judge with {self.python}: {problem}; check HOTKERNEL_PYTHON"
                 ) from err
         if self.prestart_enabled and not self.spares:
             self.prestart()

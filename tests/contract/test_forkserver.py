@@ -92,6 +92,18 @@ def test_each_run_is_a_fresh_forked_process_of_its_own_session(session) -> None:
     assert first["token"] != second["token"]
 
 
+def test_the_judge_is_forked_from_the_server_too_in_a_session_of_its_own(session) -> None:
+    contract = render.contract_module()
+    _, _, judge, _ = session
+    pid = judge.client.proc.pid
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    ppid, pgid, sid = int(fields[1]), int(fields[2]), int(fields[3])
+    assert ppid in contract.server_pids()  # no interpreter of its own: it did not import torch again
+    assert sid == pgid == pid
+    assert judge.client.wait_ready() and judge.healthy()
+
+
 def test_each_run_maps_its_tensors_at_addresses_of_its_own(session) -> None:
     # as an exec'd process's are under ASLR: children of one server would otherwise map a new tensor at the same
     # address every run, and a placement that is slow would be slow for every run of one script (a systematic
@@ -212,6 +224,7 @@ with open(LOG, "a") as _out:
     _out.write(json.dumps({
         "inductor_loaded": "torch._inductor.compile_fx" in sys.modules,
         "server_argv": open(f"/proc/{os.getppid()}/cmdline").read().split("\\0"),
+        "server_pid": os.getppid(),
         "cuda_initialized": torch.cuda.is_initialized(),
     }) + "\\n")
 
@@ -242,6 +255,13 @@ def test_a_compile_warm_server_hands_its_children_a_warmed_torch_compile(tmp_pat
     assert "--compile-warm" in warmed["server_argv"] and warmed["inductor_loaded"] is True
     assert "--compile-warm" not in plain["server_argv"] and plain["inductor_loaded"] is False
     assert warmed["cuda_initialized"] is False and plain["cuda_initialized"] is False
+    # the warm-up left no thread behind (a compile pool's threads would hold locks no forked child could take)
+    assert os_threads(warmed["server_pid"]) == os_threads(plain["server_pid"])
+
+
+def os_threads(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith("Threads:"))
 
 
 def test_the_compile_warm_up_is_for_cpu_targets_only_and_both_sides_share_it(session) -> None:

@@ -44,7 +44,7 @@ def test_judge_start_gives_children_the_cache(tmp_path: Path, monkeypatch: pytes
     seen: list[str | None] = []
 
     class FakeJudge:
-        def __init__(self, python: str, contract: str) -> None:
+        def __init__(self, python: str, contract: str, compile_warm: bool = False) -> None:
             seen.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
 
     session = runner.JudgeProcess(Workspace(tmp_path), python=sys.executable, prestart=False)
