@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, Field
 
@@ -251,6 +251,9 @@ def device_idle_problem(own_pids: set[int], wait_s: float = IDLE_WAIT_S) -> str 
         time.sleep(IDLE_POLL_S)
 
 
+TORCH_IMPORT_FAILED = re.compile(r"(ModuleNotFoundError|ImportError): .*torch.*")
+
+
 class JudgeProcess:
     """One judge for a whole bench/verify, plus one pre-started worker so the next run's interpreter and
     ``import torch`` overlap with the judging of the previous run. Use as a context manager."""
@@ -292,13 +295,8 @@ class JudgeProcess:
             try:
                 self.client = self.contract.Judge(self.python, self.contract_file, self.compile_warm)
             except OSError as err:  # its fork server did not start: its last line says why
-                problem = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
-                missing = re.search(r"(ModuleNotFoundError|ImportError): .*torch.*", problem)
-                if missing:
-                    raise torch_missing(self.python, missing.group(0)) from err
-                raise HotkernelError(
-                    f"cannot start the judge with {self.python}: {problem}; check HOTKERNEL_PYTHON"
-                ) from err
+                lines = str(err).strip().splitlines()
+                self.refuse("cannot start the judge", lines[-1] if lines else repr(err))
         if self.prestart_enabled and not self.spares:
             self.prestart()
 
@@ -309,10 +307,17 @@ class JudgeProcess:
         if self.client.wait_ready():
             return
         lines = self.client.log_tail().strip().splitlines()
-        problem = lines[-1].strip() if lines else f"it exited with code {self.client.proc.poll()}"
-        if "torch" in problem and ("ModuleNotFoundError" in problem or "ImportError" in problem):
-            raise torch_missing(self.python, problem)
-        raise HotkernelError(f"the judge did not start with {self.python}: {problem}; check HOTKERNEL_PYTHON")
+        self.refuse(
+            "the judge did not start", lines[-1].strip() if lines else f"it exited with code {self.client.proc.poll()}"
+        )
+
+    def refuse(self, what: str, problem: str) -> NoReturn:
+        """The one-line error for a judge that could not start: ``torch_missing`` when torch is what failed to
+        import, else ``problem`` with the setting to check."""
+        missing = TORCH_IMPORT_FAILED.search(problem)
+        if missing:
+            raise torch_missing(self.python, missing.group(0))
+        raise HotkernelError(f"{what} with {self.python}: {problem}; check HOTKERNEL_PYTHON")
 
     def prestart(self, pool: int = 1) -> None:
         """Start workers until ``pool`` wait warm (each imports torch, then waits for its job)."""
