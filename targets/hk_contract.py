@@ -189,16 +189,63 @@ def workspace_root(script: str) -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(script))))
 
 
-def load_file_module(path: str, folders: tuple[str, ...] = ()) -> Any:
-    """Import the Python file ``path`` once per process (its folder, and ``folders``, on sys.path)."""
-    name = "hk_user_" + hashlib.sha256(path.encode()).hexdigest()[:16]
+def load_file_module(path: str) -> Any:
+    """Import the Python file ``path`` once per process (its folder on sys.path)."""
+    name = file_module_name(path)
     module = sys.modules.get(name)
     if module is None:
-        for folder in (os.path.dirname(path), *folders):
-            if folder not in sys.path:
-                sys.path.insert(0, folder)
+        if os.path.dirname(path) not in sys.path:
+            sys.path.insert(0, os.path.dirname(path))
         module = exec_source_module(name, path)
     return module
+
+
+def file_module_name(path: str) -> str:
+    """The ``sys.modules`` name of the file ``path`` loaded by :func:`load_file_module` or
+    :func:`load_problem_file`."""
+    return "hk_user_" + hashlib.sha256(path.encode()).hexdigest()[:16]
+
+
+PROBLEM_MODULES: dict[str, dict[str, Any]] = {}  # problem file -> {name: module} its folders supplied as it loaded
+
+
+def load_problem_file(path: str) -> Any:
+    """A problem file, loaded once per process, with its own folder and the folder above it first on sys.path
+    (GPU MODE's reference imports ``task`` from the first and ``utils`` from the second). The modules a problem
+    imports from those two folders are its own: before another problem loads, they leave ``sys.modules`` (the
+    first problem's functions keep theirs), so two tasks of different suites in one process (an import's probe,
+    a sync's judge) never share a ``utils`` or a ``task``. A module it imports only when called is looked up
+    then, in whatever ``sys.modules`` holds."""
+    name = file_module_name(path)
+    if name in sys.modules:
+        return sys.modules[name]
+    folders = (os.path.dirname(path), os.path.dirname(os.path.dirname(path)))
+    for modules in PROBLEM_MODULES.values():
+        for other, module in modules.items():
+            if sys.modules.get(other) is module:
+                del sys.modules[other]
+    for folder in reversed(folders):
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+        sys.path.insert(0, folder)
+    before = set(sys.modules)
+    try:
+        return exec_source_module(name, path)
+    finally:
+        PROBLEM_MODULES[path] = {
+            new: sys.modules[new]
+            for new in set(sys.modules) - before - {name}
+            if _module_folder(sys.modules[new]) in folders
+        }
+
+
+def _module_folder(module: Any) -> str | None:
+    """The folder a module of a file or a package lives in (None for a built-in or namespace module)."""
+    origin = getattr(module, "__file__", None)
+    if not origin:
+        return None
+    folder = os.path.dirname(origin)
+    return os.path.dirname(folder) if os.path.basename(origin) == "__init__.py" else folder
 
 
 def exec_source_module(name: str, path: str) -> Any:
@@ -447,7 +494,7 @@ def load_problem(ref: str, root: str, cases: list[dict[str, Any]] | None) -> Pro
     sys.path: GPU MODE's reference imports ``utils`` from there); ``cases`` None: as loaded before."""
     path = os.path.normpath(os.path.join(root, ref))
     if path not in _PROBLEMS or (cases is not None and _PROBLEMS[path].cases != list(cases)):
-        _PROBLEMS[path] = Problem(load_file_module(path, (os.path.dirname(os.path.dirname(path)),)), cases)
+        _PROBLEMS[path] = Problem(load_problem_file(path), cases)
     return _PROBLEMS[path]
 
 
@@ -1058,7 +1105,7 @@ def probe_problem(
 ) -> dict[str, Any]:
     """Inputs, outputs, destinations, flags and mode of a problem file (docs/suites.md, "the probe")."""
     try:
-        module = load_file_module(path, (os.path.dirname(os.path.dirname(path)),))
+        module = load_problem_file(path)
     except Exception as err:  # noqa: BLE001
         raise ValueError(problem_error(path, err, "importing the file")) from None
     if problem_format(module) == "gpumode":
@@ -1074,7 +1121,11 @@ def probe_warm_up(torch: Any) -> None:
 
 
 def probe_main(argv: list[str]) -> None:
-    """``probe REQUESTS_JSON``: one JSON line per request, ``{"ok": ..., "probe"|"error": ...}``."""
+    """``probe REQUESTS_JSON``: one JSON line per request, ``{"ok": ..., "probe"|"error": ...}``, on stdout; what
+    a problem file prints goes to stderr, so it can never pass for a reply."""
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     import torch
 
     probe_warm_up(torch)
@@ -1090,8 +1141,8 @@ def probe_main(argv: list[str]) -> None:
                 "ok": False,
                 "error": str(err) if isinstance(err, ValueError) else problem_error(request["path"], err, "probing"),
             }
-        sys.stdout.write(json.dumps(reply, default=str) + "\n")
-        sys.stdout.flush()
+        replies.write(json.dumps(reply, default=str) + "\n")
+        replies.flush()
 
 
 # ======================================== inputs.py =========================================================
@@ -2785,9 +2836,9 @@ def die_with_parent(parent_pid: int | None) -> None:
         os._exit(1)
 
 
-def process_table() -> dict[int, tuple[int, int]]:
-    """{pid: (ppid, pgid)} of every process visible in /proc."""
-    table: dict[int, tuple[int, int]] = {}
+def proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """``(pid, fields)`` of every process visible in /proc: the fields of ``/proc/PID/stat`` after the command
+    name (state, ppid, pgrp, ...); a process that exits while this reads is left out."""
     with contextlib.suppress(OSError):
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -2797,10 +2848,12 @@ def process_table() -> dict[int, tuple[int, int]]:
                     text = handle.read().decode("ascii", "replace")
             except OSError:
                 continue
-            fields = text[text.rfind(")") + 2 :].split()
-            if len(fields) > 3 and fields[0] != "Z":
-                table[int(entry)] = (int(fields[1]), int(fields[2]))
-    return table
+            yield int(entry), text[text.rfind(")") + 2 :].split()
+
+
+def process_table() -> dict[int, tuple[int, int]]:
+    """{pid: (ppid, pgid)} of every live (not zombie) process visible in /proc."""
+    return {pid: (int(f[1]), int(f[2])) for pid, f in proc_stats() if len(f) > 3 and f[0] != "Z"}
 
 
 def token_processes(token: str) -> list[int]:
@@ -2861,21 +2914,8 @@ def exited_children(parents: set[int] | None = None) -> set[int]:
     """Children of this process (or of ``parents``) that have exited and are not reaped yet (state Z in /proc).
     Nothing else here reaps a process re-parented to this subreaper, so one that escaped the run and exited stays
     here however briefly it lived."""
-    found: set[int] = set()
-    wanted = {str(pid) for pid in parents} if parents is not None else {str(os.getpid())}
-    with contextlib.suppress(OSError):
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    text = handle.read().decode("ascii", "replace")
-            except OSError:
-                continue
-            fields = text[text.rfind(")") + 2 :].split()
-            if len(fields) > 1 and fields[0] == "Z" and fields[1] in wanted:
-                found.add(int(entry))
-    return found
+    wanted = parents if parents is not None else {os.getpid()}
+    return {pid for pid, f in proc_stats() if len(f) > 1 and f[0] == "Z" and int(f[1]) in wanted}
 
 
 def kill_processes(pids: set[int]) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .problems import adopt_tensor_attributes, problem_format, reference_function
-from .spec import host_available_bytes, load_file_module, proc_kib
+from .spec import host_available_bytes, load_problem_file, proc_kib
 from .uninit import uninit_paths, uninit_tracker
 
 PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant, tried first
@@ -522,7 +522,7 @@ def probe_problem(
 ) -> dict[str, Any]:
     """Inputs, outputs, destinations, flags and mode of a problem file (docs/suites.md, "the probe")."""
     try:
-        module = load_file_module(path, (os.path.dirname(os.path.dirname(path)),))
+        module = load_problem_file(path)
     except Exception as err:  # noqa: BLE001
         raise ValueError(problem_error(path, err, "importing the file")) from None
     if problem_format(module) == "gpumode":
@@ -538,7 +538,11 @@ def probe_warm_up(torch: Any) -> None:
 
 
 def probe_main(argv: list[str]) -> None:
-    """``probe REQUESTS_JSON``: one JSON line per request, ``{"ok": ..., "probe"|"error": ...}``."""
+    """``probe REQUESTS_JSON``: one JSON line per request, ``{"ok": ..., "probe"|"error": ...}``, on stdout; what
+    a problem file prints goes to stderr, so it can never pass for a reply."""
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     import torch
 
     probe_warm_up(torch)
@@ -554,5 +558,5 @@ def probe_main(argv: list[str]) -> None:
                 "ok": False,
                 "error": str(err) if isinstance(err, ValueError) else problem_error(request["path"], err, "probing"),
             }
-        sys.stdout.write(json.dumps(reply, default=str) + "\n")
-        sys.stdout.flush()
+        replies.write(json.dumps(reply, default=str) + "\n")
+        replies.flush()

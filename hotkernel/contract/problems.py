@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .spec import load_file_module
+from .spec import load_file_module, load_problem_file
 
 
 def load_function(ref: str, root: str) -> Callable[..., Any]:
@@ -192,7 +192,7 @@ def load_problem(ref: str, root: str, cases: list[dict[str, Any]] | None) -> Pro
     sys.path: GPU MODE's reference imports ``utils`` from there); ``cases`` None: as loaded before."""
     path = os.path.normpath(os.path.join(root, ref))
     if path not in _PROBLEMS or (cases is not None and _PROBLEMS[path].cases != list(cases)):
-        _PROBLEMS[path] = Problem(load_file_module(path, (os.path.dirname(os.path.dirname(path)),)), cases)
+        _PROBLEMS[path] = Problem(load_problem_file(path), cases)
     return _PROBLEMS[path]
 
 

@@ -64,16 +64,63 @@ def workspace_root(script: str) -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(script))))
 
 
-def load_file_module(path: str, folders: tuple[str, ...] = ()) -> Any:
-    """Import the Python file ``path`` once per process (its folder, and ``folders``, on sys.path)."""
-    name = "hk_user_" + hashlib.sha256(path.encode()).hexdigest()[:16]
+def load_file_module(path: str) -> Any:
+    """Import the Python file ``path`` once per process (its folder on sys.path)."""
+    name = file_module_name(path)
     module = sys.modules.get(name)
     if module is None:
-        for folder in (os.path.dirname(path), *folders):
-            if folder not in sys.path:
-                sys.path.insert(0, folder)
+        if os.path.dirname(path) not in sys.path:
+            sys.path.insert(0, os.path.dirname(path))
         module = exec_source_module(name, path)
     return module
+
+
+def file_module_name(path: str) -> str:
+    """The ``sys.modules`` name of the file ``path`` loaded by :func:`load_file_module` or
+    :func:`load_problem_file`."""
+    return "hk_user_" + hashlib.sha256(path.encode()).hexdigest()[:16]
+
+
+PROBLEM_MODULES: dict[str, dict[str, Any]] = {}  # problem file -> {name: module} its folders supplied as it loaded
+
+
+def load_problem_file(path: str) -> Any:
+    """A problem file, loaded once per process, with its own folder and the folder above it first on sys.path
+    (GPU MODE's reference imports ``task`` from the first and ``utils`` from the second). The modules a problem
+    imports from those two folders are its own: before another problem loads, they leave ``sys.modules`` (the
+    first problem's functions keep theirs), so two tasks of different suites in one process (an import's probe,
+    a sync's judge) never share a ``utils`` or a ``task``. A module it imports only when called is looked up
+    then, in whatever ``sys.modules`` holds."""
+    name = file_module_name(path)
+    if name in sys.modules:
+        return sys.modules[name]
+    folders = (os.path.dirname(path), os.path.dirname(os.path.dirname(path)))
+    for modules in PROBLEM_MODULES.values():
+        for other, module in modules.items():
+            if sys.modules.get(other) is module:
+                del sys.modules[other]
+    for folder in reversed(folders):
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+        sys.path.insert(0, folder)
+    before = set(sys.modules)
+    try:
+        return exec_source_module(name, path)
+    finally:
+        PROBLEM_MODULES[path] = {
+            new: sys.modules[new]
+            for new in set(sys.modules) - before - {name}
+            if _module_folder(sys.modules[new]) in folders
+        }
+
+
+def _module_folder(module: Any) -> str | None:
+    """The folder a module of a file or a package lives in (None for a built-in or namespace module)."""
+    origin = getattr(module, "__file__", None)
+    if not origin:
+        return None
+    folder = os.path.dirname(origin)
+    return os.path.dirname(folder) if os.path.basename(origin) == "__init__.py" else folder
 
 
 def exec_source_module(name: str, path: str) -> Any:

@@ -81,24 +81,39 @@ def probe_timeout_s(requests: list[dict[str, Any]]) -> float:
 def probe_problems(ws: Workspace, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Probe problem files in one run of the user's python (``hk_contract.probe_main``: meta or fake tensors, one
     real run where those cannot tell the shapes, within the memory check):
-    ``[{"ok": True, "probe": {...}} | {"ok": False, "error": "FILE:LINE: ..."}]``.
+    ``[{"ok": True, "probe": {...}} | {"ok": False, "error": "FILE:LINE: ..."}]``. A file that kills the probe
+    (exits, crashes, runs past the limit) is its own error, and the files after it go on in a new run.
 
     ``requests``: ``{"path": absolute file, "scale": float | None, "cases": [...] | None}`` each."""
-    if not requests:
-        return []
+    replies: list[dict[str, Any]] = []
+    while len(replies) < len(requests):
+        rest = requests[len(replies) :]
+        done, failure = _probe_run(ws, rest)
+        replies.extend(done)
+        if failure is not None:
+            replies.append({"ok": False, "error": f"{rest[len(done)]['path']}: {failure}"})
+    return replies
+
+
+def _probe_run(ws: Workspace, requests: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """One run of the probe over ``requests``: the replies it gave, and why it stopped before the next one (None
+    when it answered every request)."""
     code = "import sys; sys.path.insert(0, sys.argv[1]); import hk_contract; hk_contract.probe_main(sys.argv[2:])"
     argv = [user_python(ws), "-c", code, str(contract_path().parent), json.dumps(requests)]
+    limit = probe_timeout_s(requests)
     with tempfile.TemporaryDirectory(prefix="hotkernel-probe-") as out:
-        result = run_command(argv, timeout_s=probe_timeout_s(requests), cwd=ws.root, out_dir=out, name="probe")
+        result = run_command(argv, timeout_s=limit, cwd=ws.root, out_dir=out, name="probe")
         lines = [line for line in result.stdout_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if len(lines) != len(requests):
-            why = "timed out" if result.timed_out else f"exit {result.returncode}"
-            tail = read_text_tail(result.stderr_path, 600).strip().splitlines()
-            raise HotkernelError(
-                f"probing problem files failed ({why}) after {len(lines)} of {len(requests)}: "
-                f"{tail[-1] if tail else 'no output'}"
-            )
-    return [json.loads(line) for line in lines]
+        replies = [json.loads(line) for line in lines[: len(requests)]]
+        if len(replies) == len(requests):
+            return replies, None
+        if result.timed_out:
+            return replies, f"the probe ran past its {limit:.0f} s limit while probing this file"
+        tail = read_text_tail(result.stderr_path, 600).strip().splitlines()
+        return replies, (
+            f"the probe's python exited ({result.returncode}) while probing this file: "
+            f"{tail[-1] if tail else 'no output'}"
+        )
 
 
 def _is_tensor(entry: dict[str, Any]) -> bool:

@@ -312,6 +312,26 @@ def empty_buffers(tree: ast.Module) -> tuple[str, ...]:
     return tuple(found)
 
 
+def task_folders(directory: Path) -> list[Path]:
+    """The task folders ``directory`` names: itself when it holds a task.yml (``problems/pmpp/vectoradd_py``),
+    else the tasks of a suite folder (``problems/pmpp``), else those of every suite (``problems/``)."""
+    if (directory / "task.yml").is_file():
+        return [directory]
+    if not directory.is_dir():
+        raise HotkernelError(
+            f"gpumode: {directory} is not a directory; give a task folder, e.g. "
+            "reference-kernels/problems/pmpp/vectoradd_py, a suite folder or problems/"
+        )
+    for pattern in ("*/task.yml", "*/*/task.yml"):
+        found = sorted(path.parent for path in directory.glob(pattern))
+        if found:
+            return found
+    raise HotkernelError(
+        f"gpumode: no task.yml in {directory} or in the folders one or two levels below it; give a task folder "
+        "(reference-kernels/problems/pmpp/vectoradd_py), a suite folder (problems/pmpp) or problems/"
+    )
+
+
 def read_task(folder: Path) -> Task:
     """The task in ``folder`` (``.../problems/<suite>/<task>``); errors name the file and line."""
     if not folder.is_dir():

@@ -118,8 +118,9 @@ def import_suite(
     device: str | None = None,
     command: str = "hotkernel import",
 ) -> SuiteImport:
-    """Add one target per problem of ``directory`` (a KernelBench level folder or a GPU MODE task folder); the
-    KernelBench level is ``level``, else read from the folder's name (``level2``), else 1."""
+    """Add one target per problem of ``directory`` (a KernelBench level folder; a GPU MODE task, suite or
+    ``problems/`` folder); the KernelBench level is ``level``, else read from the folder's name (``level2``),
+    else 1."""
     directory = Path(directory).expanduser().resolve()
     if scale is not None and not 0 < scale <= 1:
         raise HotkernelError(f"--scale {scale}: give a factor in (0, 1], e.g. 0.25")
@@ -203,25 +204,59 @@ def _add_empty_buffers(probe: dict[str, Any], static: tuple[str, ...]) -> None:
 
 
 def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: dict[str, Any], command: str) -> None:
-    task = gpumode.read_task(directory)
-    if task.gpus > 1 or task.unfit:
-        result.skipped.append(Skipped(problem=str(directory), reason=task.gpus_reason or task.unfit))
-        return
-    if task.target in _existing(ws):
-        result.skipped.append(Skipped(problem=str(directory), reason=f"{task.target} is already a target"))
-        return
-    base = Path(PROBLEMS_DIR) / "gpumode" / directory.parent.name
-    for source in sorted(directory.parent.glob("*.py")):  # utils.py and eval.py, which the reference imports
+    """Every task ``directory`` names (a task, a suite or ``problems/``), probed in one run of the user's python."""
+    folders = gpumode.task_folders(directory)
+    taken = _existing(ws)
+    todo: list[tuple[gpumode.Task, str]] = []
+    for folder in folders:
+        try:
+            task = gpumode.read_task(folder)
+        except HotkernelError as err:
+            if len(folders) == 1:
+                raise
+            result.skipped.append(Skipped(problem=str(folder), reason=str(err)))
+            continue
+        if task.gpus > 1 or task.unfit:
+            result.skipped.append(Skipped(problem=str(folder), reason=task.gpus_reason or task.unfit))
+        elif task.target in taken:
+            result.skipped.append(Skipped(problem=str(folder), reason=f"{task.target} is already a target"))
+        else:
+            todo.append((task, _copy_task(ws, task)))
+            taken.add(task.target)
+    requests = [
+        {"path": str(ws.root / rel), "scale": None, "cases": task.cases, "device": given.get("device")}
+        for task, rel in todo
+    ]
+    for (task, rel), reply in zip(todo, probe_problems(ws, requests), strict=True):
+        if not reply["ok"]:
+            result.skipped.append(Skipped(problem=str(task.folder), reason=reply["error"]))
+            continue
+        _add_task(ws, result, task, rel, dict(reply["probe"]), given, command)
+
+
+def _copy_task(ws: Workspace, task: gpumode.Task) -> str:
+    """Copy the task's files and its suite's (utils.py and eval.py, which the reference imports) into the
+    workspace; the reference's path relative to it."""
+    folder = task.folder
+    base = Path(PROBLEMS_DIR) / "gpumode" / folder.parent.name
+    for source in sorted(folder.parent.glob("*.py")):
         _copy(source, ws.root / base / source.name)
-    for source in sorted([*directory.glob("*.py"), directory / "task.yml"]):
-        _copy(source, ws.root / base / directory.name / source.name)
-    rel = (base / directory.name / task.reference.name).as_posix()
-    request = {"path": str(ws.root / rel), "scale": None, "cases": task.cases, "device": given.get("device")}
-    reply = probe_problems(ws, [request])[0]
-    if not reply["ok"]:
-        result.skipped.append(Skipped(problem=str(directory), reason=reply["error"]))
-        return
-    probe = dict(reply["probe"])
+    for source in sorted([*folder.glob("*.py"), folder / "task.yml"]):
+        _copy(source, ws.root / base / folder.name / source.name)
+    return (base / folder.name / task.reference.name).as_posix()
+
+
+def _add_task(
+    ws: Workspace,
+    result: SuiteImport,
+    task: gpumode.Task,
+    rel: str,
+    probe: dict[str, Any],
+    given: dict[str, Any],
+    command: str,
+) -> None:
+    """Add the probed task: benchmarks with the same tensor shapes merged, its output buffers, dtype and
+    tolerances."""
     seen: dict[str, int] = {}
     merged: list[str] = []
     for index, shapes in enumerate(probe["shapes"]):  # two cases with the same tensor shapes are one shape

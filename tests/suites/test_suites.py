@@ -106,7 +106,10 @@ def test_a_suite_directory_that_does_not_exist(ws: Workspace, tmp_path: Path) ->
     with pytest.raises(HotkernelError, match="gpumode: .*nowhere is not a directory"):
         import_suite(ws, "gpumode", tmp_path / "nowhere")
     (tmp_path / "task").mkdir()
-    with pytest.raises(HotkernelError, match="task.yml not found"):
+    with pytest.raises(HotkernelError, match="gpumode: no task.yml in .*task or in the folders one or two levels"):
+        import_suite(ws, "gpumode", tmp_path / "task")
+    (tmp_path / "task" / "task.yml").write_text("benchmarks: [{size: 4}]\n", encoding="utf-8")
+    with pytest.raises(HotkernelError, match="reference.py not found; a task folder holds task.yml and reference.py"):
         import_suite(ws, "gpumode", tmp_path / "task")
 
 

@@ -51,7 +51,8 @@ def register(app: typer.Typer) -> None:
         directory: str = typer.Argument(
             ...,
             help="KernelBench: a level folder (or the folder holding level1/...); "
-            "GPU MODE: a task folder, e.g. reference-kernels/problems/pmpp/vectoradd_py",
+            "GPU MODE: a task folder (reference-kernels/problems/pmpp/vectoradd_py), a suite folder "
+            "(problems/pmpp) or problems/ itself",
         ),
         level: int | None = typer.Option(
             None, "--level", help="KernelBench level (default: the folder's name, level2 -> 2, else 1)"

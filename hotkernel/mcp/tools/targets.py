@@ -288,8 +288,8 @@ def import_suite(
         Field(
             max_length=MAX_STRING,
             description="KernelBench: a level folder (or the "
-            "folder holding level1/...); GPU MODE: a task folder, e.g. "
-            "reference-kernels/problems/pmpp/vectoradd_py",
+            "folder holding level1/...); GPU MODE: a task folder (reference-kernels/problems/pmpp/"
+            "vectoradd_py), a suite folder (problems/pmpp) or problems/ itself",
         ),
     ],
     level: Annotated[
