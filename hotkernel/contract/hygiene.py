@@ -11,6 +11,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from .knobs import KILL_WAIT_S, STALE_RUN_DIR_PREFIX, TOKEN_ENV
@@ -42,9 +43,9 @@ def die_with_parent(parent_pid: int | None) -> None:
         os._exit(1)
 
 
-def process_table() -> dict[int, tuple[int, int]]:
-    """{pid: (ppid, pgid)} of every process visible in /proc."""
-    table: dict[int, tuple[int, int]] = {}
+def proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """``(pid, fields)`` of every process visible in /proc: the fields of ``/proc/PID/stat`` after the command
+    name (state, ppid, pgrp, ...); a process that exits while this reads is left out."""
     with contextlib.suppress(OSError):
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -54,10 +55,12 @@ def process_table() -> dict[int, tuple[int, int]]:
                     text = handle.read().decode("ascii", "replace")
             except OSError:
                 continue
-            fields = text[text.rfind(")") + 2 :].split()
-            if len(fields) > 3 and fields[0] != "Z":
-                table[int(entry)] = (int(fields[1]), int(fields[2]))
-    return table
+            yield int(entry), text[text.rfind(")") + 2 :].split()
+
+
+def process_table() -> dict[int, tuple[int, int]]:
+    """{pid: (ppid, pgid)} of every live (not zombie) process visible in /proc."""
+    return {pid: (int(f[1]), int(f[2])) for pid, f in proc_stats() if len(f) > 3 and f[0] != "Z"}
 
 
 def token_processes(token: str) -> list[int]:
@@ -118,21 +121,8 @@ def exited_children(parents: set[int] | None = None) -> set[int]:
     """Children of this process (or of ``parents``) that have exited and are not reaped yet (state Z in /proc).
     Nothing else here reaps a process re-parented to this subreaper, so one that escaped the run and exited stays
     here however briefly it lived."""
-    found: set[int] = set()
-    wanted = {str(pid) for pid in parents} if parents is not None else {str(os.getpid())}
-    with contextlib.suppress(OSError):
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    text = handle.read().decode("ascii", "replace")
-            except OSError:
-                continue
-            fields = text[text.rfind(")") + 2 :].split()
-            if len(fields) > 1 and fields[0] == "Z" and fields[1] in wanted:
-                found.add(int(entry))
-    return found
+    wanted = parents if parents is not None else {os.getpid()}
+    return {pid for pid, f in proc_stats() if len(f) > 1 and f[0] == "Z" and int(f[1]) in wanted}
 
 
 def kill_processes(pids: set[int]) -> None:
