@@ -1,8 +1,8 @@
 #!/bin/bash
 # GPU MODE's own tasks (reference-kernels problems/, as their authors ship them, kept outside this repository) as a
-# user meets them on one NVIDIA GPU: a fresh workspace (`hotkernel init --no-ci`), `hotkernel import gpumode` of
-# every task folder GM_DIR/problems/<suite>/<task> (one call a task, each under `timeout`, its exit code and wall
-# time logged), then, within what is left of BUDGET_S, an A/A `hotkernel verify` of every imported target (the
+# user meets them on one NVIDIA GPU: a fresh workspace (`hotkernel init --no-ci`), one `hotkernel import gpumode
+# GM_DIR/problems` of every task (or, with HK_GM_TASKS, one call a task; each under `timeout`, its exit code and
+# wall time logged), then, within what is left of BUDGET_S, an A/A `hotkernel verify` of every imported target (the
 # untouched rendered candidate) and, where the task ships a submission.py of its own, a verify of that submission
 # through the one-line adapter the rendered candidate documents (lab/benchmarks/device/gpumode_check.py
 # --workspace). A task that fails or runs past its limit is logged and the next one runs.
@@ -48,12 +48,12 @@ if [ -n "${HK_GM_TASKS:-}" ]; then  # a suite name stands for its every task
   TASKS=$(cd "$GM_DIR/problems" && for t in $HK_GM_TASKS; do
     if [ -f "$t/task.yml" ]; then echo "$t"; else for f in "$t"/*/task.yml; do [ -f "$f" ] && dirname "$f"; done; fi
   done)
-else
-  TASKS=$(cd "$GM_DIR/problems" && for f in */*/task.yml; do [ -f "$f" ] && dirname "$f"; done | sort)
+else  # as a user would: the whole problems/ folder in one import (one probe run for every task)
+  TASKS=.
 fi
 for task in $TASKS; do
   left=$((BUDGET_S - (SECONDS - START)))
-  name=${task//\//__}
+  name=${task//\//__}; [ "$task" = . ] && name=all
   if [ "$left" -le 10 ]; then
     log "skip import $task: budget spent"
     printf '{"step": "import", "task": "%s", "rc": null, "skipped": "budget", "wall_s": 0}\n' "$task" >> "$JSONL"
@@ -65,9 +65,10 @@ for task in $TASKS; do
      --json > "$WORK/imports/$name.json" 2> "$WORK/imports/$name.err")
   rc=$?; wall=$((SECONDS - t0))
   log "\$ hotkernel import gpumode problems/$task --device $DEVICE   (rc=$rc wall_s=$wall)"
-  "$PY" - "$WORK/imports/$name.json" "$WORK/imports/$name.err" "$task" "$rc" "$wall" >> "$JSONL" 2>> "$LOG" <<'PY'
-import json, sys
-out, err, task, rc, wall = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+  "$PY" - "$WORK/imports/$name.json" "$WORK/imports/$name.err" "$task" "$rc" "$wall" "$GM_DIR/problems" >> "$JSONL" \
+    2>> "$LOG" <<'PY'
+import json, os, sys
+out, err, task, rc, wall, problems = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 row = {"step": "import", "task": task, "rc": rc, "wall_s": wall}
 try:
     report = json.load(open(out))
@@ -76,10 +77,15 @@ except ValueError:
     why = "past its time limit" if rc in (124, 137) else (tail[-1] if tail else "no output")
     print(json.dumps({**row, "skipped": f"import failed (rc={rc}): {why}"}))
     sys.exit(0)
+def task_of(path):  # problems/<suite>/<task>[/reference.py], in the workspace's copy or the source
+    parts = path.replace(os.sep, "/").rstrip("/").split("/")
+    parts = parts[:-1] if parts[-1].endswith(".py") else parts
+    return "/".join(parts[-2:])
 for item in report.get("imported", []):
-    print(json.dumps({**row, "target": item["target"], "shapes": item.get("shapes"), "flags": item.get("flags")}))
+    print(json.dumps({**row, "task": task_of(item["problem"]), "target": item["target"], "shapes": item.get("shapes"),
+                      "flags": item.get("flags")}))
 for item in report.get("skipped", []):
-    print(json.dumps({**row, "skipped": item["reason"]}))
+    print(json.dumps({**row, "task": task_of(item["problem"]), "skipped": item["reason"]}))
 PY
   tail -n +1 "$WORK/imports/$name.json" 2> /dev/null | "$PY" -c "
 import json, sys
@@ -88,7 +94,7 @@ try:
 except ValueError:
     sys.exit()
 for i in r.get('imported', []): print('  added', i['target'])
-for s in r.get('skipped', []): print('  skipped:', s['reason'])" >> "$LOG"
+for s in r.get('skipped', []): print('  skipped', s['problem'] + ':', s['reason'])" >> "$LOG"
 done
 
 left=$((BUDGET_S - (SECONDS - START)))
