@@ -434,7 +434,7 @@ class Problem:
         ``dtype`` for KernelBench, other values as they are; GPU MODE's generate_input picks its own dtypes)."""
         if self.format == "gpumode":
             case = dict(self.cases[shape_index]) if self.cases else {}
-            with torch.device(device):
+            with torch.device(device), made_on(torch, device):
                 data = self.module.generate_input(**case, seed=seed % PROBLEM_SEED_MOD)
             return list(data) if isinstance(data, (tuple, list)) and len(data) != 1 else [data]
         torch.manual_seed(seed)
@@ -472,6 +472,64 @@ class Problem:
             if isinstance(sub, torch.nn.modules.dropout._DropoutNd) and sub.training and sub.p > 0:
                 found.append(f"{name or 'model'}: {type(sub).__name__}(p={sub.p})")
         return found
+
+
+class MadeOn:
+    """How many times a problem's own code asked for CUDA and got the target's device (``made_on``)."""
+
+    def __init__(self) -> None:
+        self.moved = 0
+
+
+@contextlib.contextmanager
+def made_on(torch: Any, device: str, count: MadeOn | None = None) -> Iterator[MadeOn]:
+    """While a GPU MODE ``generate_input`` runs for a target that is not on CUDA: where it names CUDA itself
+    (``device="cuda"``, ``.cuda()``, ``.to("cuda")``, ``torch.Generator(device="cuda")``), its tensors and
+    generators are made on the target's ``device`` instead, from the same seeds and the same distributions (the
+    task's inputs as a CPU target has them; the import flags it). Input generation only: nothing timed runs
+    under it. On a CUDA target nothing changes. ``count``: the counter to add to (a new one by default)."""
+    count = count if count is not None else MadeOn()
+    if torch.device(device).type == "cuda":
+        yield count
+        return
+    from torch.overrides import TorchFunctionMode
+
+    target = torch.device(device)
+
+    def moved(value: Any) -> Any:
+        if isinstance(value, (str, torch.device)) and not isinstance(value, bool):
+            try:
+                is_cuda = torch.device(value).type == "cuda"
+            except (RuntimeError, TypeError):  # a string that is no device
+                return value
+            if is_cuda:
+                count.moved += 1
+                return target
+        return value
+
+    class OnTarget(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = dict(kwargs or {})
+            if "device" in kwargs:
+                kwargs["device"] = moved(kwargs["device"])
+            if func is torch.Tensor.cuda:
+                count.moved += 1
+                return args[0].to(target)
+            if func is torch.Tensor.to:
+                args = (args[0], *(moved(a) for a in args[1:]))
+            return func(*args, **kwargs)
+
+    real_generator = torch.Generator
+
+    def generator(device: Any = "cpu") -> Any:
+        return real_generator(device=moved(device))
+
+    torch.Generator = generator
+    try:
+        with OnTarget():
+            yield count
+    finally:
+        torch.Generator = real_generator
 
 
 def adopt_tensor_attributes(torch: Any, model: Any) -> Any:
@@ -1006,13 +1064,15 @@ def _fake(torch: Any) -> Any:
     return FakeTensorMode(allow_non_fake_inputs=True)
 
 
-def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: str) -> tuple[Any, str, list[str]]:
+def _generate(
+    torch: Any, path: str, module: Any, case: dict[str, Any], device: str, moved: MadeOn
+) -> tuple[Any, str, list[str]]:
     """(data, how, uninitialized) of one case: under FakeTensorMode, else by a real run on ``device``;
     ``uninitialized``: the inputs (or leaves of a structured input) made of uninitialized memory and never written
-    in generate_input (``uninit_tracker``)."""
+    in generate_input (``uninit_tracker``); ``moved`` counts its requests for CUDA made on a cpu ``device``."""
     tracker = uninit_tracker(torch)
     try:
-        with _fake(torch), tracker:
+        with _fake(torch), tracker, made_on(torch, device, moved):
             data = module.generate_input(**case, seed=1)
         return data, "fake", uninit_paths(torch, tracker, _named(data), leaves)
     except Exception as fake_error:  # noqa: BLE001 - data dependent: one real run tells
@@ -1020,7 +1080,7 @@ def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: 
     tracker = uninit_tracker(torch)
     try:
         with memory_cap(torch, device, None, f"{path}: generate_input(**{case})"), time_limit(REAL_RUN_S):
-            with torch.device(device), tracker:
+            with torch.device(device), tracker, made_on(torch, device, moved):
                 data = module.generate_input(**case, seed=1)
             return data, "real", uninit_paths(torch, tracker, _named(data), leaves)
     except Exception as err:  # noqa: BLE001
@@ -1036,14 +1096,12 @@ def _named(data: Any) -> list[tuple[str, Any]]:
 
 
 def _cuda_hint(torch: Any, err: BaseException) -> str:
-    """Where the problem makes CUDA tensors itself (``device="cuda"``, a CUDA ``torch.Generator``) and this torch
-    has no GPU: the one fix, since no ``--device`` can move them."""
+    """Where the problem needs CUDA itself beyond what a cpu target moves (``made_on``: generate_input's own
+    tensors and generators), e.g. a CUDA-only dtype or a reference that makes CUDA tensors, and this torch has no
+    GPU: the one fix."""
     if torch.cuda.is_available() or "cuda" not in str(err).lower():
         return ""
-    return (
-        "; the problem makes CUDA tensors itself and this torch has no GPU: import it on a machine with an NVIDIA "
-        "GPU (--device cuda)"
-    )
+    return "; the problem needs CUDA itself and this torch has no GPU: import it on a machine with an NVIDIA GPU"
 
 
 def _reference_run(
@@ -1063,7 +1121,8 @@ def _reference_run(
     step = f"generate_input(**{cases[index]})"
     try:
         with memory_cap(torch, device, need, what), time_limit(REAL_RUN_S), torch.device(device):
-            data = module.generate_input(**cases[index], seed=1)
+            with made_on(torch, device):
+                data = module.generate_input(**cases[index], seed=1)
             step = f"the reference on {cases[index]}"
             runs = [(data, ref(data))]
     except ProbeMemory:
@@ -1081,8 +1140,15 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
     found = reference_function(module)
     assert found is not None  # problem_format said gpumode
     alias, ref = found
-    datas = [_generate(torch, path, module, case, device) for case in cases]
+    moved = MadeOn()
+    datas = [_generate(torch, path, module, case, device, moved) for case in cases]
     data, out, how, flags = _reference_run(torch, path, module, ref, cases, datas, device)
+    if moved.moved:
+        flags = [
+            *flags,
+            f'generate_input makes its tensors on CUDA itself (device="cuda", .cuda(), a CUDA generator); for '
+            f"this {device} target they are made on {device}, from the same seeds",
+        ]
     if any(h == "real" for _, h, _ in datas):
         how = "real"
     return {

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .problems import adopt_tensor_attributes, problem_format, reference_function
+from .problems import MadeOn, adopt_tensor_attributes, made_on, problem_format, reference_function
 from .spec import host_available_bytes, load_problem_file, proc_kib
 from .uninit import uninit_paths, uninit_tracker
 
@@ -423,13 +423,15 @@ def _fake(torch: Any) -> Any:
     return FakeTensorMode(allow_non_fake_inputs=True)
 
 
-def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: str) -> tuple[Any, str, list[str]]:
+def _generate(
+    torch: Any, path: str, module: Any, case: dict[str, Any], device: str, moved: MadeOn
+) -> tuple[Any, str, list[str]]:
     """(data, how, uninitialized) of one case: under FakeTensorMode, else by a real run on ``device``;
     ``uninitialized``: the inputs (or leaves of a structured input) made of uninitialized memory and never written
-    in generate_input (``uninit_tracker``)."""
+    in generate_input (``uninit_tracker``); ``moved`` counts its requests for CUDA made on a cpu ``device``."""
     tracker = uninit_tracker(torch)
     try:
-        with _fake(torch), tracker:
+        with _fake(torch), tracker, made_on(torch, device, moved):
             data = module.generate_input(**case, seed=1)
         return data, "fake", uninit_paths(torch, tracker, _named(data), leaves)
     except Exception as fake_error:  # noqa: BLE001 - data dependent: one real run tells
@@ -437,7 +439,7 @@ def _generate(torch: Any, path: str, module: Any, case: dict[str, Any], device: 
     tracker = uninit_tracker(torch)
     try:
         with memory_cap(torch, device, None, f"{path}: generate_input(**{case})"), time_limit(REAL_RUN_S):
-            with torch.device(device), tracker:
+            with torch.device(device), tracker, made_on(torch, device, moved):
                 data = module.generate_input(**case, seed=1)
             return data, "real", uninit_paths(torch, tracker, _named(data), leaves)
     except Exception as err:  # noqa: BLE001
@@ -453,14 +455,12 @@ def _named(data: Any) -> list[tuple[str, Any]]:
 
 
 def _cuda_hint(torch: Any, err: BaseException) -> str:
-    """Where the problem makes CUDA tensors itself (``device="cuda"``, a CUDA ``torch.Generator``) and this torch
-    has no GPU: the one fix, since no ``--device`` can move them."""
+    """Where the problem needs CUDA itself beyond what a cpu target moves (``made_on``: generate_input's own
+    tensors and generators), e.g. a CUDA-only dtype or a reference that makes CUDA tensors, and this torch has no
+    GPU: the one fix."""
     if torch.cuda.is_available() or "cuda" not in str(err).lower():
         return ""
-    return (
-        "; the problem makes CUDA tensors itself and this torch has no GPU: import it on a machine with an NVIDIA "
-        "GPU (--device cuda)"
-    )
+    return "; the problem needs CUDA itself and this torch has no GPU: import it on a machine with an NVIDIA GPU"
 
 
 def _reference_run(
@@ -480,7 +480,8 @@ def _reference_run(
     step = f"generate_input(**{cases[index]})"
     try:
         with memory_cap(torch, device, need, what), time_limit(REAL_RUN_S), torch.device(device):
-            data = module.generate_input(**cases[index], seed=1)
+            with made_on(torch, device):
+                data = module.generate_input(**cases[index], seed=1)
             step = f"the reference on {cases[index]}"
             runs = [(data, ref(data))]
     except ProbeMemory:
@@ -498,8 +499,15 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
     found = reference_function(module)
     assert found is not None  # problem_format said gpumode
     alias, ref = found
-    datas = [_generate(torch, path, module, case, device) for case in cases]
+    moved = MadeOn()
+    datas = [_generate(torch, path, module, case, device, moved) for case in cases]
     data, out, how, flags = _reference_run(torch, path, module, ref, cases, datas, device)
+    if moved.moved:
+        flags = [
+            *flags,
+            f'generate_input makes its tensors on CUDA itself (device="cuda", .cuda(), a CUDA generator); for '
+            f"this {device} target they are made on {device}, from the same seeds",
+        ]
     if any(h == "real" for _, h, _ in datas):
         how = "real"
     return {

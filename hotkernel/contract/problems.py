@@ -4,11 +4,12 @@ the inputs they define."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .spec import load_file_module, load_problem_file
@@ -132,7 +133,7 @@ class Problem:
         ``dtype`` for KernelBench, other values as they are; GPU MODE's generate_input picks its own dtypes)."""
         if self.format == "gpumode":
             case = dict(self.cases[shape_index]) if self.cases else {}
-            with torch.device(device):
+            with torch.device(device), made_on(torch, device):
                 data = self.module.generate_input(**case, seed=seed % PROBLEM_SEED_MOD)
             return list(data) if isinstance(data, (tuple, list)) and len(data) != 1 else [data]
         torch.manual_seed(seed)
@@ -170,6 +171,64 @@ class Problem:
             if isinstance(sub, torch.nn.modules.dropout._DropoutNd) and sub.training and sub.p > 0:
                 found.append(f"{name or 'model'}: {type(sub).__name__}(p={sub.p})")
         return found
+
+
+class MadeOn:
+    """How many times a problem's own code asked for CUDA and got the target's device (``made_on``)."""
+
+    def __init__(self) -> None:
+        self.moved = 0
+
+
+@contextlib.contextmanager
+def made_on(torch: Any, device: str, count: MadeOn | None = None) -> Iterator[MadeOn]:
+    """While a GPU MODE ``generate_input`` runs for a target that is not on CUDA: where it names CUDA itself
+    (``device="cuda"``, ``.cuda()``, ``.to("cuda")``, ``torch.Generator(device="cuda")``), its tensors and
+    generators are made on the target's ``device`` instead, from the same seeds and the same distributions (the
+    task's inputs as a CPU target has them; the import flags it). Input generation only: nothing timed runs
+    under it. On a CUDA target nothing changes. ``count``: the counter to add to (a new one by default)."""
+    count = count if count is not None else MadeOn()
+    if torch.device(device).type == "cuda":
+        yield count
+        return
+    from torch.overrides import TorchFunctionMode
+
+    target = torch.device(device)
+
+    def moved(value: Any) -> Any:
+        if isinstance(value, (str, torch.device)) and not isinstance(value, bool):
+            try:
+                is_cuda = torch.device(value).type == "cuda"
+            except (RuntimeError, TypeError):  # a string that is no device
+                return value
+            if is_cuda:
+                count.moved += 1
+                return target
+        return value
+
+    class OnTarget(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = dict(kwargs or {})
+            if "device" in kwargs:
+                kwargs["device"] = moved(kwargs["device"])
+            if func is torch.Tensor.cuda:
+                count.moved += 1
+                return args[0].to(target)
+            if func is torch.Tensor.to:
+                args = (args[0], *(moved(a) for a in args[1:]))
+            return func(*args, **kwargs)
+
+    real_generator = torch.Generator
+
+    def generator(device: Any = "cpu") -> Any:
+        return real_generator(device=moved(device))
+
+    torch.Generator = generator
+    try:
+        with OnTarget():
+            yield count
+    finally:
+        torch.Generator = real_generator
 
 
 def adopt_tensor_attributes(torch: Any, model: Any) -> Any:

@@ -168,19 +168,25 @@ def generate_input(size: int, seed: int):
 
 
 def ref_kernel(data):
-    return data[0] * 2
+    return data[0] * torch.full((1,), 2.0, device="cuda")
 """
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the hint is for a torch without a GPU")
-def test_a_task_that_makes_cuda_tensors_itself_says_where_to_import_it(tmp_path: Path) -> None:
-    """GPU MODE's references build their data on ``device="cuda"`` (most with a CUDA ``torch.Generator``): on a
-    torch without a GPU the reason names the FakeTensorMode error too, and says the one fix."""
+def test_a_task_that_needs_cuda_beyond_its_inputs_says_where_to_import_it(tmp_path: Path) -> None:
+    """GPU MODE's references build their data on ``device="cuda"``, which a cpu target moves (``made_on``); a
+    reference that makes CUDA tensors itself cannot run on a torch without a GPU: the reason says the step, and
+    the one fix, in one line."""
     task = tmp_path / "reference.py"
     task.write_text(CUDA_ONLY_TASK)
     with pytest.raises(ValueError) as raised:
         probe.probe_problem(torch, str(task), None, [{"size": 64}], "cpu")
     reason = str(raised.value)
-    assert reason.startswith(f"{task}:5: generate_input(**{{'size': 64}}) (the same under FakeTensorMode; then a ")
-    assert reason.endswith("import it on a machine with an NVIDIA GPU (--device cuda)") and "\n" not in reason
+    assert reason.startswith(f"{task}:11: the reference on {{'size': 64}} (a real run on cpu) raised "), reason
+    assert reason.endswith("import it on a machine with an NVIDIA GPU") and "\n" not in reason
     assert len(reason) < 500, reason  # PyTorch's CUDA errors run on for a paragraph: their first sentence
+    inputs_only = tmp_path / "inputs_only.py"  # a file of its own: a process loads a problem file once
+    inputs_only.write_text(CUDA_ONLY_TASK.replace(' * torch.full((1,), 2.0, device="cuda")', " * 2"))
+    found = probe.probe_problem(torch, str(inputs_only), None, [{"size": 64}], "cpu")  # its inputs alone name CUDA
+    assert [entry["shape"] for entry in found["shapes"][0]] == [[64]]
+    assert any(flag.startswith("generate_input makes its tensors on CUDA itself") for flag in found["flags"])
