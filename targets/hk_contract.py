@@ -1187,14 +1187,17 @@ def probe_warm_up(torch: Any) -> None:
 
 
 def probe_main(argv: list[str]) -> None:
-    """``probe REQUESTS_JSON``: one JSON line per request, ``{"ok": ..., "probe"|"error": ...}``, on stdout; what
-    a problem file prints goes to stderr, so it can never pass for a reply."""
+    """``probe REQUESTS_JSON``: on stdout ``{"ready": true}`` once torch is in, then one JSON line per request,
+    ``{"ok": ..., "probe"|"error": ...}``; what a problem file prints goes to stderr, so it can never pass for a
+    reply."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     import torch
 
     probe_warm_up(torch)
+    replies.write(json.dumps({"ready": True}) + "\n")  # started: what fails after this is a problem file's
+    replies.flush()
 
     for request in json.loads(argv[0]):
         try:

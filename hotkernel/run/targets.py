@@ -104,16 +104,17 @@ def _probe_run(ws: Workspace, requests: list[dict[str, Any]]) -> tuple[list[dict
     with tempfile.TemporaryDirectory(prefix="hotkernel-probe-") as out:
         result = run_command(argv, timeout_s=limit, cwd=ws.root, out_dir=out, name="probe")
         lines = [line for line in result.stdout_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        replies = [json.loads(line) for line in lines[: len(requests)]]
+        tail = read_text_tail(result.stderr_path, 600).strip().splitlines()
+        said = tail[-1] if tail else "no output"
+        if not lines or json.loads(lines[0]) != {"ready": True}:  # it died before any file: no file's fault
+            why = f"ran past its {limit:.0f} s limit" if result.timed_out else f"exited ({result.returncode})"
+            raise HotkernelError(f"the probe ({user_python(ws)}) {why} before it imported a problem file: {said}")
+        replies = [json.loads(line) for line in lines[1 : len(requests) + 1]]
         if len(replies) == len(requests):
             return replies, None
         if result.timed_out:
             return replies, f"the probe ran past its {limit:.0f} s limit while probing this file"
-        tail = read_text_tail(result.stderr_path, 600).strip().splitlines()
-        return replies, (
-            f"the probe's python exited ({result.returncode}) while probing this file: "
-            f"{tail[-1] if tail else 'no output'}"
-        )
+        return replies, f"the probe's python exited ({result.returncode}) while probing this file: {said}"
 
 
 def _is_tensor(entry: dict[str, Any]) -> bool:

@@ -237,3 +237,21 @@ def test_one_judge_judges_tasks_of_two_suites_each_with_its_own_utils(
     for name in ("gm_hkaa_double_py", "gm_hkbb_triple_py", "gm_hkaa_quadruple_py"):
         outcome = run_script(ws, f"targets/{name}/candidate.py", python=python(), judge=judge, timeout_s=120)
         assert outcome.run is not None and outcome.run["status"] == "ok", (name, outcome.status, outcome.reason)
+
+
+def test_a_probe_that_cannot_start_is_one_error_not_one_skip_per_task(
+    problems: Path, ws: Workspace, monkeypatch: pytest.MonkeyPatch, probe_runs: list[int], tmp_path: Path
+) -> None:
+    """A python that dies before it reads any problem file (here: it cannot import torch's C extension) blames no
+    task and is not started again for each."""
+    broken = tmp_path / "python-broken"
+    broken.write_text('#!/bin/sh\necho "ImportError: libtorch_cpu.so: cannot open shared object file" >&2\nexit 1\n')
+    broken.chmod(0o755)
+    monkeypatch.setattr(run_targets, "user_python", lambda ws, python=None, probe=True: str(broken))
+    with pytest.raises(HotkernelError) as err:
+        import_suite(ws, "gpumode", problems, device="cpu")
+    assert str(err.value) == (
+        f"the probe ({broken}) exited (1) before it imported a problem file: "
+        "ImportError: libtorch_cpu.so: cannot open shared object file"
+    )
+    assert probe_runs == [3]
