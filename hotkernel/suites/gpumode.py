@@ -210,9 +210,10 @@ def missing_files(spec_file: Path, doc: dict[str, Any], tree: ast.Module) -> str
     )
 
 
-def layout_problem(reference: Path, tree: ast.Module, cases: list[dict[str, Any]]) -> str:
+def layout_problem(reference: Path, tree: ast.Module, cases: list[dict[str, Any]], listed: str = "benchmarks") -> str:
     """Why ``reference.py`` cannot be called as GPU MODE's layout says (``generate_input(**case, seed)``), read
-    from the source; "" where nothing is wrong that the source shows."""
+    from the source; "" where nothing is wrong that the source shows. ``listed``: the task.yml list the cases
+    come from (``benchmarks`` or ``tests``)."""
     names = _bound_names(tree)
     if "generate_input" not in names:
         functions = [n for n, node in names.items() if isinstance(node, ast.FunctionDef) and not n.startswith("_")]
@@ -233,7 +234,7 @@ def layout_problem(reference: Path, tree: ast.Module, cases: list[dict[str, Any]
         extra = [key for key in case if key not in params]
         if extra:
             return (
-                f"task.yml's benchmark {index} gives {', '.join(extra)}, which {head} does not take: "
+                f"task.yml's {listed.removesuffix('s')} {index} gives {', '.join(extra)}, which {head} does not take: "
                 "task.yml and reference.py are from different versions of the task; take both from one commit"
             )
     positional = [*args.posonlyargs, *args.args]
@@ -243,8 +244,8 @@ def layout_problem(reference: Path, tree: ast.Module, cases: list[dict[str, Any]
         missing = [name for name in required if name not in case and name != SEED_KEY]
         if missing:
             return (
-                f"task.yml's benchmark {index} does not give {', '.join(missing)}, which {head} needs: task.yml "
-                "and reference.py are from different versions of the task; take both from one commit"
+                f"task.yml's {listed.removesuffix('s')} {index} does not give {', '.join(missing)}, which {head} "
+                "needs: task.yml and reference.py are from different versions of the task; take both from one commit"
             )
     return ""
 
@@ -332,8 +333,13 @@ def task_folders(directory: Path) -> list[Path]:
     )
 
 
-def read_task(folder: Path) -> Task:
-    """The task in ``folder`` (``.../problems/<suite>/<task>``); errors name the file and line."""
+CASE_LISTS = ("benchmarks", "tests")  # task.yml's lists of cases: timed sizes, and the smaller correctness ones
+
+
+def read_task(folder: Path, listed: str = "benchmarks") -> Task:
+    """The task in ``folder`` (``.../problems/<suite>/<task>``), its cases from task.yml's ``listed`` list
+    (``benchmarks``, or ``tests``: the smaller sizes its authors check correctness at); errors name the file and
+    line."""
     if not folder.is_dir():
         raise HotkernelError(
             f"gpumode: {folder} is not a directory; give a task folder, e.g. "
@@ -349,9 +355,9 @@ def read_task(folder: Path) -> Task:
         mark = getattr(err, "problem_mark", None)
         where = f"{spec_file}:{mark.line + 1}" if mark is not None else str(spec_file)
         raise HotkernelError(f"gpumode: {where}: not valid YAML; fix the file") from None
-    shapes = doc.get("benchmarks") if isinstance(doc, dict) else None
+    shapes = doc.get(listed) if isinstance(doc, dict) else None
     if not isinstance(shapes, list) or not shapes or not all(isinstance(s, dict) for s in shapes):
-        raise HotkernelError(f"gpumode: {spec_file}: no `benchmarks:` list of shape mappings; add one")
+        raise HotkernelError(f"gpumode: {spec_file}: no `{listed}:` list of shape mappings; add one")
     cases = [{k: v for k, v in shape.items() if k != SEED_KEY} for shape in shapes]
     try:
         tree = ast.parse(reference.read_text(encoding="utf-8"), filename=str(reference))
@@ -360,7 +366,7 @@ def read_task(folder: Path) -> Task:
     atol, rtol, note = _tolerances(tree)
     target = f"gm_{slug(folder.parent.name)}_{slug(folder.name)}"[:64].rstrip("_")
     gpus, why = gpus_needed(doc)
-    unfit = missing_files(spec_file, doc, tree) or layout_problem(reference, tree, cases)
+    unfit = missing_files(spec_file, doc, tree) or layout_problem(reference, tree, cases, listed)
     return Task(
         folder,
         reference,

@@ -116,21 +116,30 @@ def import_suite(
     dtype: str | None = None,
     scale: float | None = None,
     device: str | None = None,
+    cases: str = "benchmarks",
     command: str = "hotkernel import",
 ) -> SuiteImport:
     """Add one target per problem of ``directory`` (a KernelBench level folder; a GPU MODE task, suite or
     ``problems/`` folder); the KernelBench level is ``level``, else read from the folder's name (``level2``),
-    else 1."""
+    else 1. ``cases``: a GPU MODE task's shapes are task.yml's ``benchmarks`` (the timed sizes) or its
+    ``tests`` (the smaller sizes its authors check correctness at)."""
     directory = Path(directory).expanduser().resolve()
+    if cases not in gpumode.CASE_LISTS:
+        raise HotkernelError(f"--cases {cases}: use one of {', '.join(gpumode.CASE_LISTS)}")
     if scale is not None and not 0 < scale <= 1:
         raise HotkernelError(f"--scale {scale}: give a factor in (0, 1], e.g. 0.25")
     result = SuiteImport(suite=suite, source=str(directory), manifest=str(ws.manifest))
     given = {key: value for key, value in (("dtype", dtype), ("device", device)) if value is not None}
     if suite == "gpumode":
         if scale is not None:
-            raise HotkernelError("--scale applies to kernelbench; a GPU MODE task's shapes are its benchmarks")
-        _import_gpumode(ws, result, directory, given, command)
+            raise HotkernelError(
+                "--scale applies to kernelbench; a GPU MODE task's shapes are its benchmarks, or with --cases tests "
+                "its smaller tests"
+            )
+        _import_gpumode(ws, result, directory, given, cases, command)
     else:
+        if cases != "benchmarks":
+            raise HotkernelError("--cases applies to gpumode; shrink a KernelBench problem with --scale")
         level = level if level is not None else kernelbench.folder_level(directory)
         _import_kernelbench(ws, result, directory, level, problems, {"dtype": "fp32", **given}, scale, command)
     return result
@@ -203,14 +212,17 @@ def _add_empty_buffers(probe: dict[str, Any], static: tuple[str, ...]) -> None:
     probe["flags"] = flags
 
 
-def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: dict[str, Any], command: str) -> None:
-    """Every task ``directory`` names (a task, a suite or ``problems/``), probed in one run of the user's python."""
+def _import_gpumode(
+    ws: Workspace, result: SuiteImport, directory: Path, given: dict[str, Any], cases: str, command: str
+) -> None:
+    """Every task ``directory`` names (a task, a suite or ``problems/``) with the cases of task.yml's ``cases``
+    list, probed in one run of the user's python."""
     folders = gpumode.task_folders(directory)
     taken = _existing(ws)
     todo: list[tuple[gpumode.Task, str]] = []
     for folder in folders:
         try:
-            task = gpumode.read_task(folder)
+            task = gpumode.read_task(folder, cases)
         except HotkernelError as err:
             if len(folders) == 1:
                 raise
@@ -231,7 +243,13 @@ def _import_gpumode(ws: Workspace, result: SuiteImport, directory: Path, given: 
         if not reply["ok"]:
             result.skipped.append(Skipped(problem=str(task.folder), reason=reply["error"]))
             continue
-        _add_task(ws, result, task, rel, dict(reply["probe"]), given, command)
+        probe = dict(reply["probe"])
+        if cases == "tests":
+            probe["flags"] = [
+                *(probe.get("flags") or []),
+                "shapes from task.yml's tests (the sizes its authors check correctness at), not its benchmarks",
+            ]
+        _add_task(ws, result, task, rel, probe, given, command)
 
 
 def _copy_task(ws: Workspace, task: gpumode.Task) -> str:

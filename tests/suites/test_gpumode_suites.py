@@ -15,7 +15,7 @@ import pytest
 from hotkernel.errors import HotkernelError
 from hotkernel.run import targets as run_targets
 from hotkernel.run.runner import JudgeProcess, run_script
-from hotkernel.suites import importer
+from hotkernel.suites import gpumode, importer
 from hotkernel.suites.importer import import_suite
 from hotkernel.workspace.paths import Workspace
 
@@ -255,3 +255,31 @@ def test_a_probe_that_cannot_start_is_one_error_not_one_skip_per_task(
         "ImportError: libtorch_cpu.so: cannot open shared object file"
     )
     assert probe_runs == [3]
+
+
+@pytest.mark.slow
+def test_cases_tests_takes_the_smaller_sizes_task_yml_checks_correctness_at(problems: Path, ws: Workspace) -> None:
+    from hotkernel.manifest import load_manifest
+
+    result = import_suite(ws, "gpumode", problems / "hkbb", device="cpu", cases="tests")
+    [item] = result.imported
+    assert item.shapes == ["8x8"] and item.cases == [{"size": 8}]
+    assert "shapes from task.yml's tests (the sizes its authors check correctness at), not its benchmarks" in item.flags
+    assert load_manifest(ws.manifest).targets["gm_hkbb_triple_py"].cases == [{"size": 8}]
+
+
+def test_cases_names_its_list_in_errors_and_applies_to_gpumode_alone(problems: Path, ws: Workspace) -> None:
+    folder = problems / "hkaa" / "double_py"
+    (folder / "task.yml").write_text(
+        'tests:\n  - {"size": 8, "seed": 1}\n  - {"size": 8, "dtype": "fp16", "seed": 1}\n'
+        'benchmarks:\n  - {"size": 16, "seed": 2}\n'
+    )
+    assert gpumode.read_task(folder).unfit == ""
+    assert gpumode.read_task(folder, "tests").unfit.startswith("task.yml's test 2 gives dtype, which generate_input")
+    with pytest.raises(HotkernelError, match=r"^--cases sizes: use one of benchmarks, tests$"):
+        import_suite(ws, "gpumode", folder, cases="sizes")
+    with pytest.raises(HotkernelError, match=r"^--cases applies to gpumode; shrink a KernelBench problem with --scale"):
+        import_suite(ws, "kernelbench", folder, cases="tests")
+    (folder / "task.yml").write_text('benchmarks:\n  - {"size": 16, "seed": 2}\n')
+    with pytest.raises(HotkernelError, match=r"task.yml: no `tests:` list of shape mappings; add one$"):
+        import_suite(ws, "gpumode", folder, cases="tests")

@@ -67,6 +67,12 @@ def register(app: typer.Typer) -> None:
             help="KernelBench: shrink the batch and every dimension constant above 64 by this factor, e.g. 0.25",
         ),
         device: str | None = typer.Option(None, "--device", help="cuda or cpu (default: defaults.device)"),
+        cases: str = typer.Option(
+            "benchmarks",
+            "--cases",
+            help="GPU MODE: the shapes from task.yml's benchmarks (timed sizes) or tests (smaller correctness "
+            "sizes, e.g. for a CPU)",
+        ),
         as_json: bool = typer.Option(False, "--json", help="print the SuiteImport as JSON"),
     ) -> None:
         """Add one target per problem of a KernelBench level or a GPU MODE task to hotkernel.yaml."""
@@ -87,6 +93,7 @@ def register(app: typer.Typer) -> None:
             dtype=dtype_name,
             scale=scale,
             device=device,
+            cases=cases,
         )  # type: ignore[arg-type]
         if as_json:
             typer.echo(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))

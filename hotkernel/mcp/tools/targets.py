@@ -317,6 +317,13 @@ def import_suite(
     device: Annotated[
         Literal["cuda", "cpu"] | None, Field(description="cuda or cpu (default: defaults.device)")
     ] = None,
+    cases: Annotated[
+        Literal["benchmarks", "tests"],
+        Field(
+            description="GPU MODE: the shapes from task.yml's benchmarks (timed sizes) or tests (smaller "
+            "correctness sizes, e.g. for a CPU)"
+        ),
+    ] = "benchmarks",
 ) -> SuiteImport:
     """Import a problem suite: one target per KernelBench problem file, or one per GPU MODE task (its benchmark
     shapes, its reference's tolerances), added to hotkernel.yaml (created when absent) and rendered.
@@ -344,6 +351,7 @@ def import_suite(
             dtype=dtype,
             scale=scale,
             device=device,
+            cases=cases,
             command="import_suite",
         )
     except HotkernelError as err:
