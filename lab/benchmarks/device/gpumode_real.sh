@@ -13,7 +13,8 @@
 # gpumode_real.log (every command with its exit code and wall time, then a summary) and gpumode_real.tar.gz (each
 # import's JSON and stderr, the workspace's hotkernel.yaml, targets/, results/, hotkernel.lock, LEADERBOARD.md).
 # Environment: HK_GM_DEVICE (cuda; cpu for a dry run, which skips env.sh), HK_GM_ROUNDS (verify -n, default 5),
-# HK_GM_IMPORT_TIMEOUT_S (default 300), HK_GM_VERIFY_TIMEOUT_S (default 240), HK_GM_TASKS (space-separated
+# HK_GM_IMPORT_TIMEOUT_S (default 300), HK_GM_VERIFY_TIMEOUT_S (default 240), HK_GM_CASES (benchmarks, or tests:
+# task.yml's smaller correctness sizes, e.g. on a CPU), HK_GM_TASKS (space-separated
 # suite/task or suite names; default every folder with a task.yml).
 # CPU dry run: HK_GM_DEVICE=cpu HOTKERNEL_GIT_COMMIT=dry bash ... /tmp/out lab/gpumode 300
 set -u
@@ -62,7 +63,7 @@ for task in $TASKS; do
   limit=${HK_GM_IMPORT_TIMEOUT_S:-300}; [ "$left" -lt "$limit" ] && limit=$left
   t0=$SECONDS
   (cd "$WS" && timeout -k 10 "$limit" "$PY" -m hotkernel import gpumode "$GM_DIR/problems/$task" --device "$DEVICE" \
-     --json > "$WORK/imports/$name.json" 2> "$WORK/imports/$name.err")
+     --cases "${HK_GM_CASES:-benchmarks}" --json > "$WORK/imports/$name.json" 2> "$WORK/imports/$name.err")
   rc=$?; wall=$((SECONDS - t0))
   log "\$ hotkernel import gpumode problems/$task --device $DEVICE   (rc=$rc wall_s=$wall)"
   "$PY" - "$WORK/imports/$name.json" "$WORK/imports/$name.err" "$task" "$rc" "$wall" "$GM_DIR/problems" >> "$JSONL" \
