@@ -10,7 +10,7 @@ from typing import Any
 from hotkernel._util.git import git_user_name
 from hotkernel.manifest import manifest_fingerprint, resolved_target
 from hotkernel.reconcile.plan import CPU_DEVICE, load_workspace_manifest, target_state
-from hotkernel.run.render import contract_sha256
+from hotkernel.run.render import GENERATED_WHO, contract_sha256, is_untouched_candidate
 from hotkernel.store.leaderboard import current_protocol
 from hotkernel.store.models import RecordResult
 from hotkernel.store.record import record
@@ -19,9 +19,11 @@ from hotkernel.workspace.paths import Workspace
 
 
 def candidate_who(candidate: Path) -> str | None:
-    """The candidate's own module-level ``WHO = "..."`` (read with ast, never imported), if it has one."""
+    """The candidate's own module-level ``WHO = "..."`` (read with ast, never imported), if it has one. The
+    generated candidate's WHO counts only while the file is untouched: an edit that kept it names nobody."""
     try:
-        tree = ast.parse(candidate.read_text(encoding="utf-8"))
+        text = candidate.read_text(encoding="utf-8")
+        tree = ast.parse(text)
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None
     for node in tree.body:
@@ -34,7 +36,8 @@ def candidate_who(candidate: Path) -> str | None:
             and isinstance(node.value.value, str)
             and node.value.value.strip()
         ):
-            return " ".join(node.value.value.split())
+            who = " ".join(node.value.value.split())
+            return None if who == GENERATED_WHO and not is_untouched_candidate(text) else who
     return None
 
 

@@ -173,6 +173,7 @@ def expected_baseline_sha256(resolved: Resolved) -> str:
 
 
 GENERATED_CANDIDATE_MARK = "# hotkernel: untouched generated candidate "  # + sha256 of the text above it
+GENERATED_WHO = "hotkernel (generated: the untouched candidate calls the baseline)"  # the template's WHO
 
 
 def initial_candidate(resolved: Resolved) -> str:
@@ -181,7 +182,7 @@ def initial_candidate(resolved: Resolved) -> str:
     Its last line marks it as generated, with the sha256 of everything above: while that still matches, the file
     is untouched and render may refresh it (after ``from``, the inputs or the kwargs change in hotkernel.yaml).
     """
-    text = _environment().get_template(CANDIDATE_TEMPLATE).render(**_context(resolved))
+    text = _environment().get_template(CANDIDATE_TEMPLATE).render(**_context(resolved), generated_who=GENERATED_WHO)
     text = text if text.endswith("\n") else text + "\n"
     return text + GENERATED_CANDIDATE_MARK + hashlib.sha256(text.encode()).hexdigest() + "\n"
 

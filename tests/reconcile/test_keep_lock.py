@@ -46,6 +46,19 @@ def test_generated_candidate_says_hotkernel_wrote_it(tmp_path: Path) -> None:
     assert "untouched" in candidate_who(ws.targets_dir / "alpha" / "candidate.py")
 
 
+def test_an_edited_candidate_that_kept_the_generated_who_names_nobody(tmp_path: Path) -> None:
+    """The tour's edit changes the kernel and leaves WHO as rendered: the record must not say hotkernel wrote it
+    (sync then records $HOTKERNEL_WHO or git's user.name and says the candidate declares no WHO)."""
+    path = _rendered(tmp_path).targets_dir / "alpha" / "candidate.py"
+    text = path.read_text(encoding="utf-8")
+    assert 'WHO = "hotkernel (generated: the untouched candidate calls the baseline)"' in text
+    path.write_text(text.replace("return _baseline_kernel(", "return 1 * _baseline_kernel(", 1), encoding="utf-8")
+    assert path.read_text(encoding="utf-8") != text
+    assert candidate_who(path) is None
+    path.write_text(text.replace("hotkernel (generated: the untouched candidate calls the baseline)", "Ada"))
+    assert candidate_who(path) == "Ada"
+
+
 def test_candidate_who_reads_the_assignment_without_importing(tmp_path: Path) -> None:
     path = tmp_path / "candidate.py"
     path.write_text('raise SystemExit("never imported")\nWHO = "Ada (Claude Opus, hotkernel session)"\n')
