@@ -99,7 +99,8 @@ def _probe_run(ws: Workspace, requests: list[dict[str, Any]]) -> tuple[list[dict
     """One run of the probe over ``requests``: the replies it gave, and why it stopped before the next one (None
     when it answered every request)."""
     code = "import sys; sys.path.insert(0, sys.argv[1]); import hk_contract; hk_contract.probe_main(sys.argv[2:])"
-    argv = [user_python(ws), "-c", code, str(contract_path().parent), json.dumps(requests)]
+    python = user_python(ws)
+    argv = [python, "-c", code, str(contract_path().parent), json.dumps(requests)]
     limit = probe_timeout_s(requests)
     with tempfile.TemporaryDirectory(prefix="hotkernel-probe-") as out:
         result = run_command(argv, timeout_s=limit, cwd=ws.root, out_dir=out, name="probe")
@@ -108,7 +109,7 @@ def _probe_run(ws: Workspace, requests: list[dict[str, Any]]) -> tuple[list[dict
         said = tail[-1] if tail else "no output"
         if not lines or json.loads(lines[0]) != {"ready": True}:  # it died before any file: no file's fault
             why = f"ran past its {limit:.0f} s limit" if result.timed_out else f"exited ({result.returncode})"
-            raise HotkernelError(f"the probe ({user_python(ws)}) {why} before it imported a problem file: {said}")
+            raise HotkernelError(f"the probe ({python}) {why} before it imported a problem file: {said}")
         replies = [json.loads(line) for line in lines[1 : len(requests) + 1]]
         if len(replies) == len(requests):
             return replies, None

@@ -13,6 +13,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from hotkernel.contract.uninit import UNINIT_FACTORIES
 from hotkernel.errors import HotkernelError
 from hotkernel.suites.kernelbench import slug
 
@@ -37,7 +38,6 @@ class Task:
     empty_buffers: tuple[str, ...] = ()  # inputs generate_input leaves uninitialized (x<i>): output buffers
 
 
-EMPTY_FACTORIES = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
 KEEPS_CONTENT = frozenset({"contiguous", "to", "cuda", "cpu", "view", "reshape"})  # calls that write no values
 GPU_KEYS = ("world_size", "num_gpus", "gpus", "ranks")  # the keys of task.yml that say how many GPUs a case needs
 
@@ -254,7 +254,7 @@ def _uninitialized(node: ast.AST) -> bool:
     """An expression whose value is an uninitialized tensor: ``torch.empty(...)`` or ``x.new_empty(...)``, then
     only calls that write no values (``.contiguous()``, ``.to(...)``)."""
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        if node.func.attr in EMPTY_FACTORIES:
+        if node.func.attr in UNINIT_FACTORIES:
             return True
         if node.func.attr not in KEEPS_CONTENT:
             return False
