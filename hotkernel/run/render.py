@@ -177,7 +177,8 @@ GENERATED_WHO = "hotkernel (generated: the untouched candidate calls the baselin
 
 
 def initial_candidate(resolved: Resolved) -> str:
-    """The candidate a new target starts with: ``kernel`` calls the baseline's function.
+    """The candidate a new target starts with: ``kernel`` is the baseline's function itself (no wrapper, so its
+    verify is an exact A/A), with the signature to replace it by in a comment.
 
     Its last line marks it as generated, with the sha256 of everything above: while that still matches, the file
     is untouched and render may refresh it (after ``from``, the inputs or the kwargs change in hotkernel.yaml).

@@ -52,7 +52,7 @@ def test_an_edited_candidate_that_kept_the_generated_who_names_nobody(tmp_path: 
     path = _rendered(tmp_path).targets_dir / "alpha" / "candidate.py"
     text = path.read_text(encoding="utf-8")
     assert 'WHO = "hotkernel (generated: the untouched candidate calls the baseline)"' in text
-    path.write_text(text.replace("return _baseline_kernel(", "return 1 * _baseline_kernel(", 1), encoding="utf-8")
+    path.write_text(text.replace("\nkernel = _baseline_kernel\n", "\nkernel = abs\n", 1), encoding="utf-8")
     assert path.read_text(encoding="utf-8") != text
     assert candidate_who(path) is None
     path.write_text(text.replace("hotkernel (generated: the untouched candidate calls the baseline)", "Ada"))

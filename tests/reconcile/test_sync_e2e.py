@@ -115,7 +115,7 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     candidate = root / "targets" / "scale" / "candidate.py"
     original = candidate.read_text()
     header = "".join(
-        line for line in original.split("def kernel(")[0].splitlines(keepends=True) if not line.startswith("WHO = ")
+        line for line in original.split("# Start here")[0].splitlines(keepends=True) if not line.startswith("WHO = ")
     )
     candidate.write_text(header + WRONG)  # written by hand, without WHO: the session default is its author
     assert "~ scale: candidate changed" in _hk(root, "plan").stdout
@@ -130,7 +130,7 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     assert len(_last_record(root)["result"]["runs"]) == 2  # B then C, then it stopped
 
     # 4. a crashing candidate: bench reports it, one line, no traceback from hotkernel.
-    candidate.write_text(original.split("def kernel(")[0] + CRASH)
+    candidate.write_text(original.split("# Start here")[0] + CRASH)
     crash = _hk(root, "bench", "targets/scale/candidate.py", "-n", "1", "--warmup", "0", "--json")
     assert crash.returncode == 1
     result = json.loads(crash.stdout)

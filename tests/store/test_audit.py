@@ -60,7 +60,7 @@ def _workspace(root: Path) -> Workspace:
     render_target(ws, "rms", resolved_target(load_manifest(ws.manifest), "rms"))
     candidate = ws.target_dir("rms") / "candidate.py"
     text = candidate.read_text()
-    candidate.write_text(text[: text.index("def kernel(")] + KERNEL.format(slow=str(root / "slow")))
+    candidate.write_text(text[: text.index("# Start here")] + KERNEL.format(slow=str(root / "slow")))
     return ws
 
 

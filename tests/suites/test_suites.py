@@ -173,7 +173,8 @@ def test_a_module_with_parameters_takes_them_as_inputs(ws: Workspace, judge: Jud
 def test_a_wrong_candidate_of_a_module_problem_is_incorrect(ws: Workspace, judge: JudgeProcess) -> None:
     (ws.root / "sm.py").write_text((KB / "23_Softmax.py").read_text(encoding="utf-8"), encoding="utf-8")
     assert new("sm", "--from", "./sm.py", "--case", "batch_size=2,dim=256", "--device", "cpu").exit_code == 0
-    edit_candidate(ws, "sm", "return _baseline_kernel(x, state)", "return torch.softmax(x, dim=1) + 0.01")
+    softmax = "\ndef kernel(x, state):\n    return torch.softmax(x, dim=1) + 0.01\n"
+    edit_candidate(ws, "sm", "\nkernel = _baseline_kernel\n", softmax)
     run = run_target(ws, "sm", judge)
     assert run["status"] == "incorrect", run.get("reason")
 
@@ -234,7 +235,12 @@ def test_integer_outputs_are_compared_exactly(ws: Workspace, judge: JudgeProcess
     (ws.root / "am.py").write_text((KB / "51_Argmax_over_a_dimension.py").read_text(encoding="utf-8"), encoding="utf-8")
     assert new("am", "--from", "./am.py", "--case", "batch_size=4,dim1=32,dim2=16", "--device", "cpu").exit_code == 0
     assert run_target(ws, "am", judge)["status"] == "ok"
-    edit_candidate(ws, "am", "return _baseline_kernel(x, state)", "return (_baseline_kernel(x, state) + 1) % 32")
+    edit_candidate(
+        ws,
+        "am",
+        "\nkernel = _baseline_kernel\n",
+        "\ndef kernel(x, state):\n    return (_baseline_kernel(x, state) + 1) % 32\n",
+    )
     run = run_target(ws, "am", judge)
     assert run["status"] == "incorrect" and "outputs_match_reference" in run["reason"], run.get("reason")
 

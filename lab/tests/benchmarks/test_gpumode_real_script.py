@@ -21,8 +21,11 @@ import hk_contract  # noqa: E402  (the vendored contract)
 _baseline_kernel = hk_contract.load_function("./problems/gpumode/s/t/reference.py", ".")
 
 
-def kernel(data):
-    return _baseline_kernel(data)
+# Start here: replace the line below with your kernel, with this signature:
+#
+#     def kernel(data):
+#         return _baseline_kernel(data)
+kernel = _baseline_kernel
 
 
 # GPU MODE's form: with a submission's custom_kernel(data) pasted above, this one line makes it the
@@ -85,6 +88,7 @@ def test_a_submission_is_pasted_above_the_adapter_with_it_on() -> None:
     text = module.submission_candidate(RENDERED, SUBMISSION)
     assert text.index("_baseline_kernel = hk_contract.load_function") < text.index("from task import input_t")
     assert text.index("def custom_kernel") < text.index("\nkernel = custom_kernel\n")
+    assert text.index("\nkernel = _baseline_kernel\n") < text.index("\nkernel = custom_kernel\n")  # the adapter wins
     assert "# kernel = custom_kernel" not in text and "untouched generated candidate" not in text
     compile(text, "candidate.py", "exec")
     several = RENDERED.replace(
