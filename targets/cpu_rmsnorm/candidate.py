@@ -1,11 +1,15 @@
 """Candidate for target 'cpu_rmsnorm': the one file the optimisation loop edits.
 
 Define ``kernel(x, w, *, eps)`` returning what the baseline (./kernels/rmsnorm.py:rms_norm) returns: same
-shapes, same dtypes, values within atol=0.0001 / rtol=0.0001 of the reference. Inputs are fp32
-tensors on cpu, in call order; the manifest's kwargs come as keyword arguments.
+shapes, same dtypes, values within atol=0.0001 / rtol=0.0001 of the reference.
+Parameters, in call order:
+  x: fp32 tensor, 256x1024 at the headline shape, on cpu
+  w: fp32 tensor, 1024 at the headline shape, on cpu
+The manifest's kwargs come as keyword arguments.
 
 ``python targets/cpu_rmsnorm/candidate.py`` times it and checks it (one JSON line); ``hotkernel verify``
-compares it with the baseline. hotkernel created this file once and never overwrites it.
+compares it with the baseline. hotkernel refreshes this file only while it is untouched (the last
+line says so); once you edit it, hotkernel never overwrites it.
 """
 
 import os
@@ -26,10 +30,17 @@ import hk_contract  # noqa: E402  (the vendored contract)
 _baseline_kernel = hk_contract.load_function("./kernels/rmsnorm.py:rms_norm", os.path.dirname(_TARGETS_DIR))
 
 
-def kernel(x, w, *, eps):
-    """Start here: this body just calls the baseline, so an untouched candidate is honest and equal."""
-    return _baseline_kernel(x, w, eps=eps)
+# Start here: replace the line below with your kernel, with this signature:
+#
+#     def kernel(x, w, *, eps):
+#         return _baseline_kernel(x, w, eps=eps)
+#
+# Untouched, ``kernel`` is the baseline's function itself rather than a wrapper that calls it: a wrapper's extra
+# Python call (about 0.1 us) makes a kernel of a few microseconds measurably slower, and the untouched candidate's
+# verify must be an exact A/A (the same code on both sides).
+kernel = _baseline_kernel
 
 
 if __name__ == "__main__":
     hk_contract.main(__file__)
+# hotkernel: untouched generated candidate a7f55012c253211eedb9afb324b231bae96a2eea7dc3c63d0265fc712af78f83
