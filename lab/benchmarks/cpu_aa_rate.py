@@ -3,8 +3,9 @@
 A fresh workspace gets one CPU target (``x * w + 1.0`` at 32x64 fp32 by default, a few microseconds a call, where a
 systematic difference between the two sides shows first) and its untouched rendered candidate, which is the
 baseline's function itself. Then ``verify -n ROUNDS`` runs COUNT times in a row, while LOAD busy-looping processes
-compete for the cores (0: an idle box). Each verify is one JSON line in OUT (verdict, the point estimate and
-interval from its reason, rounds, wall seconds); the last line is the summary: verdict counts and the
+compete for the cores (0: an idle box). Each verify is one JSON line in OUT (``"kind": "aa"``, the target, the
+device verify names, verdict, speedup, the point estimate and interval from its reason, rounds, wall seconds;
+``lab/benchmarks/crown_real.py`` counts these lines); the last line is the summary: verdict counts and the
 Clopper-Pearson 95% upper bound of the rate of verdicts other than ``inconclusive``.
 
 Usage (repo root, CPU torch in this python): python lab/benchmarks/cpu_aa_rate.py OUT.jsonl [--count 40]
@@ -97,10 +98,16 @@ def main() -> int:
                 except json.JSONDecodeError:
                     result = {"verdict": "error", "reason": done.stderr.strip().splitlines()[-1:]}
                 found = REASON.search(str(result.get("reason")))
+                point = float(found.group(1)) if found else None
                 row = {
+                    "kind": "aa",  # lab/benchmarks/crown_real.py counts these lines, on their own device
                     "i": i,
+                    "target": "scale",
+                    "device": result.get("device"),
+                    "shapes": args.shape,
                     "verdict": result.get("verdict"),
-                    "point": float(found.group(1)) if found else None,
+                    "speedup": result.get("speedup"),
+                    "point": point,
                     "interval": [float(found.group(2)), float(found.group(3))] if found else None,
                     "rounds": result.get("rounds_completed"),
                     "wall_s": round(wall, 2),

@@ -10,8 +10,9 @@
   times repeat another's (``hotkernel.store.scan.run_key``) is the same run and counts once;
 * **verify JSON logs** under ``ROOT/lab/benchmarks/evidence/``: a ``*.json`` verify result whose baseline and
   candidate sha256 are equal (``verdict/aa_*.json``), and every ``*.jsonl`` line that is an A/A step (``"kind":
-  "aa"`` or ``"step": "aa"``: KernelBench import and own-shape A/A, GPU MODE A/A, the contract's A/A); the device
-  of a line is the one its path names (``h100`` or ``h200``), a path naming neither is skipped and reported.
+  "aa"`` or ``"step": "aa"``: KernelBench import and own-shape A/A, GPU MODE A/A, the contract's A/A, the CPU
+  A/A runs of ``cpu_aa_rate.py``); the device of a line is its own ``device`` field where it has one, else the one
+  its path names (``h100`` or ``h200``); a line with neither is skipped and reported.
 
 Every A/A verify and its verdict are counted; the false-`faster` rate is over the verifies with a timing verdict
 (``faster``, ``slower`` or ``inconclusive``), with a one-sided 95% Clopper-Pearson upper bound
@@ -130,7 +131,7 @@ def _logs(evidence: Path, root: Path, skipped: list[str]) -> list[Verify]:
             if not row.get("verdict"):
                 skipped.append(f"{rel}: {row.get('target')}: no verdict")
                 continue
-            device = _device(rel)
+            device = row.get("device") or _device(rel)  # a line naming its device (cpu_aa_rate.py), else the path
             if device is None:
                 skipped.append(f"{rel}: {row.get('target')}: no device in the path")
                 continue

@@ -41,5 +41,6 @@ def test_one_verify_is_one_line_then_the_summary(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     row, summary = (json.loads(line) for line in out.read_text().splitlines())
     assert row["verdict"] in {"inconclusive", "faster", "slower"} and row["rounds"] >= 3
+    assert row["kind"] == "aa" and row["target"] == "scale" and row["device"].startswith("CPU")
     assert row["point"] is not None and row["interval"][0] <= row["point"] <= row["interval"][1]
     assert summary["summary"] == {row["verdict"]: 1} and summary["count"] == 1 and summary["load"] == 0

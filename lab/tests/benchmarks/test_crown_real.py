@@ -38,6 +38,8 @@ def _tree(root: Path) -> None:
     other = {**verify, "candidate": {"sha256": "other"}}  # not A/A: different files
     (logs / "ab.json").write_text(json.dumps(other))
     (root / "lab" / "benchmarks" / "evidence" / "no_device.jsonl").write_text(_aa("t", "inconclusive") + "\n")
+    own = {**json.loads(_aa("w", "inconclusive")), "kind": "aa", "device": "CPU Box (2 CPUs)"}  # cpu_aa_rate.py's
+    (root / "lab" / "benchmarks" / "evidence" / "cpu_aa.jsonl").write_text(json.dumps(own) + "\n")
 
 
 def test_counts_verifies_false_faster_and_crowned_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,13 +52,15 @@ def test_counts_verifies_false_faster_and_crowned_pairs(tmp_path: Path, capsys: 
         ("u", "faster"),
         ("u", "faster"),
         ("v", "invalid"),
+        ("w", "inconclusive"),
     ]
-    assert all(v.device == "NVIDIA H200" for v in verifies)
+    assert {v.device for v in verifies if v.target != "w"} == {"NVIDIA H200"}
+    assert [v.device for v in verifies if v.target == "w"] == ["CPU Box (2 CPUs)"]  # the line's own device
     assert len(skipped) == 2  # the budget-skipped line, and the line whose path names no device
     crown_real.main([str(tmp_path)])
     out = capsys.readouterr().out
-    assert "A/A verifies: 6" in out
-    assert "false faster: 4 of 5 timed A/A verifies" in out
+    assert "A/A verifies: 7" in out
+    assert "false faster: 4 of 6 timed A/A verifies" in out
     assert "pairs of the same target, shapes and device: 4 in 2 groups; crowned 1," in out
 
 
