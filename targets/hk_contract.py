@@ -4796,7 +4796,7 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
         sys.argv = [sys.argv[0], role]
         if role == "judge":
             judge_main()
-            return
+            os._exit(0)  # its stdin closed: the client is done with it (a crash leaves through the finally: 1)
         PLACEMENT_PADS.extend(shift_placement())
         worker_main([])
     finally:
@@ -5137,9 +5137,10 @@ class Judge:
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=5)
         self.proc.close()
-        with contextlib.suppress(OSError):
-            self.log.close()
-            self.proc.stdout.close()
+        for stream in (self.log, self.proc.stdout):  # each its own: one failing close must not keep the other open
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
 
 
 def orchestrate(

@@ -366,7 +366,7 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
         sys.argv = [sys.argv[0], role]
         if role == "judge":
             judge_main()
-            return
+            os._exit(0)  # its stdin closed: the client is done with it (a crash leaves through the finally: 1)
         PLACEMENT_PADS.extend(shift_placement())
         worker_main([])
     finally:

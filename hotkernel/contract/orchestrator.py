@@ -293,9 +293,10 @@ class Judge:
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=5)
         self.proc.close()
-        with contextlib.suppress(OSError):
-            self.log.close()
-            self.proc.stdout.close()
+        for stream in (self.log, self.proc.stdout):  # each its own: one failing close must not keep the other open
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
 
 
 def orchestrate(

@@ -104,6 +104,21 @@ def test_the_judge_is_forked_from_the_server_too_in_a_session_of_its_own(session
     assert judge.client.wait_ready() and judge.healthy()
 
 
+def test_the_judge_exits_0_when_its_client_closes_its_stdin() -> None:
+    # the end of its job stream is its normal end; 1 is left for a judge that crashed
+    contract = render.contract_module()
+    judge = contract.Judge(python(), str(render.contract_path()))
+    try:
+        assert judge.wait_ready()
+        judge.proc.stdin.close()
+        deadline = time.monotonic() + 60
+        while judge.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert judge.proc.returncode == 0, judge.log_tail()
+    finally:
+        judge.close()
+
+
 def test_each_run_maps_its_tensors_at_addresses_of_its_own(session) -> None:
     # as an exec'd process's are under ASLR: children of one server would otherwise map a new tensor at the same
     # address every run, and a placement that is slow would be slow for every run of one script (a systematic
