@@ -4733,7 +4733,14 @@ COMPILE_WORD = re.compile(r"\bcompile\b")
 def warm_compile(torch: Any) -> None:
     """Compile and call one tiny CPU function, then reset dynamo: the imports of dynamo and inductor and inductor's
     per-process probes (C++ toolchain, vector ISA) are then done in every child. A failure (no C++ compiler, say)
-    leaves the child to pay them itself, as without this."""
+    leaves the child to pay them itself, as without this.
+
+    Not on a host with a GPU that this torch build can use (``gpu_usable``): dynamo saves the CUDA RNG state around
+    every compile whenever ``torch.cuda.is_available()``, which initialises CUDA in this server, and every forked
+    child's own torch.compile then fails with "Cannot re-initialize CUDA in forked subprocess" (seen on an H100,
+    2026-12-06: the CPU target's compile competitor, every run ``invalid``). There the children pay the warm-up."""
+    if gpu_usable(torch):
+        return
     with contextlib.suppress(Exception):
         import torch._inductor.config as inductor_config
 
@@ -4743,6 +4750,17 @@ def warm_compile(torch: Any) -> None:
             compiled(torch.ones(WARM_UP_ELEMENTS))
     with contextlib.suppress(Exception):
         torch._dynamo.reset()
+
+
+GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/kfd")  # the NVIDIA driver's control node; ROCm's compute node
+
+
+def gpu_usable(torch: Any) -> bool:
+    """Whether torch.cuda could find a GPU here: a CUDA or ROCm build of torch on a host with a GPU driver's device
+    node. Asked of /dev, never of CUDA: even ``torch.cuda.is_available()`` initialises the driver in this process,
+    and a forked child cannot use a driver initialised before the fork."""
+    built = getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)
+    return bool(built) and any(os.path.exists(node) for node in GPU_DEVICE_NODES)
 
 
 def warm_up_function(x: Any) -> Any:

@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -277,6 +278,31 @@ def test_a_compile_warm_server_hands_its_children_a_warmed_torch_compile(tmp_pat
 def os_threads(pid: int) -> int:
     with open(f"/proc/{pid}/status") as handle:
         return next(int(line.split()[1]) for line in handle if line.startswith("Threads:"))
+
+
+def test_no_compile_warm_up_where_torch_cuda_could_see_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    # dynamo saves the CUDA RNG state around every compile when CUDA is available: a warm-up there initialises
+    # CUDA in the server, and every forked child's torch.compile failed ("Cannot re-initialize CUDA in forked
+    # subprocess": the CPU target's compile competitor on an H100, 2026-12-06)
+    contract = render.contract_module()
+    compiled: list[object] = []
+
+    def fake_torch(cuda: str | None, hip: str | None = None) -> SimpleNamespace:
+        return SimpleNamespace(version=SimpleNamespace(cuda=cuda, hip=hip), compile=compiled.append)
+
+    monkeypatch.setattr(contract.os.path, "exists", lambda path: path == "/dev/nvidiactl")
+    assert contract.gpu_usable(fake_torch("12.8")) and contract.gpu_usable(fake_torch(None, "6.4"))
+    assert not contract.gpu_usable(fake_torch(None))  # a CPU build of torch never sees the GPU: it may warm up
+    monkeypatch.setattr(contract.os.path, "exists", lambda path: False)
+    assert not contract.gpu_usable(fake_torch("12.8"))  # a CUDA build on a host without a GPU driver
+    monkeypatch.undo()
+    inductor_config = pytest.importorskip("torch._inductor.config")
+    monkeypatch.setattr(inductor_config, "compile_threads", inductor_config.compile_threads)  # restored after
+    monkeypatch.setattr(contract, "gpu_usable", lambda torch: torch.version.cuda is not None)
+    contract.warm_compile(fake_torch("12.8"))
+    assert compiled == []  # returned before compiling anything
+    contract.warm_compile(fake_torch(None))
+    assert compiled == [contract.warm_up_function]
 
 
 def test_the_compile_warm_up_is_for_cpu_targets_only_and_both_sides_share_it(session) -> None:
