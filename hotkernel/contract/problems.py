@@ -133,6 +133,9 @@ class Problem:
         ``dtype`` for KernelBench, other values as they are; GPU MODE's generate_input picks its own dtypes)."""
         if self.format == "gpumode":
             case = dict(self.cases[shape_index]) if self.cases else {}
+            # the task seeds its own generator; what it draws from torch's global RNG (trimul's weights) is fixed
+            # here, else the judge's regenerated set would not be the worker's
+            torch.manual_seed(seed)
             with torch.device(device), made_on(torch, device):
                 data = self.module.generate_input(**case, seed=seed % PROBLEM_SEED_MOD)
             return list(data) if isinstance(data, (tuple, list)) and len(data) != 1 else [data]

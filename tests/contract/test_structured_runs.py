@@ -123,6 +123,21 @@ def ref_kernel(data):
     return (data["x"] * p["w"] + p["b"]) * data["alpha"] + data["step"]
 """
 
+# As GPU MODE's bioml/trimul ships it: the input from the task's own generator, its weights from torch's global RNG
+GLOBAL_RNG_TASK = """import torch
+
+
+def generate_input(rows: int, seed: int):
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.randn(rows, 16, generator=gen)
+    return x, {"w": torch.randn(16), "b": torch.randn(16)}
+
+
+def ref_kernel(data):
+    x, weights = data
+    return x * weights["w"] + weights["b"]
+"""
+
 
 def problem_target(root: Path, source: str, resolved: dict[str, Any]) -> tuple[Workspace, dict[str, Any]]:
     ws, _ = make_workspace(root)
@@ -346,6 +361,25 @@ def test_gpumode_dict_input_with_a_scalar_and_a_0d_tensor(tmp_path: Path, judge:
     wrong = 'def kernel(data):\n    return data["x"] * data["params"]["w"] * data["alpha"]\n'
     outcome = run(ws, spec, wrong, judge)
     assert outcome.status == "incorrect", outcome.reason
+
+
+def test_gpumode_inputs_drawn_from_the_global_rng_are_the_same_in_worker_and_judge(
+    tmp_path: Path, judge: SharedJudge
+) -> None:
+    # On an H100 (2026-12-06) trimul's own reference verified `invalid` (inputs_unchanged): its weights come from
+    # torch's global RNG, which generate_input does not seed, so the judge's regenerated set was not the worker's
+    spec_keys = {
+        "inputs": [{"name": "x0", "shapes": [[64, 16]]}, {"name": "x1", "shapes": None}],
+        "shapes": ["64x16"],
+        "rotate": ["x0", "x1"],
+        "cases": [{"rows": 64}],
+    }
+    ws, spec = problem_target(tmp_path / "ws", GLOBAL_RNG_TASK, spec_keys)
+    for _ in range(2):  # the second run meets a judge whose global RNG earlier jobs have moved on
+        outcome = run(ws, spec, None, judge)
+        assert outcome.status == "ok", outcome.reason
+    wrong = 'def kernel(x, weights):\n    return x * weights["w"] - weights["b"]\n'
+    assert run(ws, spec, wrong, judge).status == "incorrect"
 
 
 GM = Path(__file__).resolve().parents[1] / "fixtures" / "gpumode_problems" / "problems" / "hkdemo"
