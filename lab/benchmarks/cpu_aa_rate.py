@@ -9,7 +9,7 @@ device verify names, verdict, speedup, the point estimate and interval from its 
 Clopper-Pearson 95% upper bound of the rate of verdicts other than ``inconclusive``.
 
 Usage (repo root, CPU torch in this python): python lab/benchmarks/cpu_aa_rate.py OUT.jsonl [--count 40]
-[--rounds 3] [--load 1] [--shape 32x64]
+[--rounds 3] [--load 1] [--shape 32x64] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="verify -n")
     parser.add_argument("--load", type=int, default=1, help="busy-looping processes beside the verifies")
     parser.add_argument("--shape", default="32x64", help="the input x's shape; w is its last dimension")
+    parser.add_argument("--keep", type=Path, help="write the whole verify JSON of every decided verify here")
     args = parser.parse_args()
     stop = multiprocessing.Event()
     burners = [multiprocessing.Process(target=burn, args=(stop,), daemon=True) for _ in range(args.load)]
@@ -114,6 +115,9 @@ def main() -> int:
                     "reason": result.get("reason"),
                 }
                 counts[str(row["verdict"])] = counts.get(str(row["verdict"]), 0) + 1
+                if args.keep and row["verdict"] in ("faster", "slower"):
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    (args.keep / f"verify_{i}.json").write_text(done.stdout)
                 out.write(json.dumps(row) + "\n")
                 out.flush()
             other = sum(v for k, v in counts.items() if k != "inconclusive")
