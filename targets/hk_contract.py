@@ -112,6 +112,9 @@ FORKED_MAP_PAD_MAX_PAGES = 4096  # a forked worker first maps 1..this many untou
 FORKED_HEAP_PAD_MAX_BYTES = 120 << 10  # ... 1..this many bytes, never freed: its tensors land at addresses of
 # its own, as an exec'd process's do under ASLR (forked children of one server would otherwise all allocate at
 # the same addresses, and a placement that is slow for one script's runs would be slow for all of them)
+FORKED_SMALL_PAD_CHUNKS = 256  # ... and mallocs this many chunks of 16..FORKED_SMALL_PAD_MAX_BYTES bytes, freeing
+FORKED_SMALL_PAD_MAX_BYTES = 16 << 10  # a random half: the free chunks inherited from the server are then taken
+# and handed back in an order of its own, so small tensors (below malloc's mmap threshold) move too
 WORKER_ENV = {  # set for the worker: torch's own machinery stays in the worker process
     "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile worker pool (it would outlive the worker)
 }
@@ -4826,7 +4829,8 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
 
 def shift_placement() -> list[Any]:
     """Move where this forked process's later allocations land, by a random number of pages (new mappings) and
-    bytes (the malloc heap): untouched, so they cost address space, not memory. New mappings go to the highest
+    bytes (the malloc heap), and by a random reshuffle of the heap's free chunks (small allocations): untouched
+    pads, so they cost address space, not memory (the reshuffle keeps about 1 MB). New mappings go to the highest
     free gap that fits, so the gaps between the mappings inherited from the server are filled first
     (``fill_address_holes``): else a mapping that fits one of them would land at the same address in every child
     whose pad did not. The pads are kept for the process's life (``PLACEMENT_PADS``)."""
@@ -4838,7 +4842,24 @@ def shift_placement() -> list[Any]:
     region = mmap.mmap(-1, (1 + draw % FORKED_MAP_PAD_MAX_PAGES) * mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
     libc.malloc.restype = ctypes.c_void_p
     libc.malloc.argtypes = [ctypes.c_size_t]
-    return [region, libc.malloc(1 + (draw >> 32) % FORKED_HEAP_PAD_MAX_BYTES)]
+    libc.free.argtypes = [ctypes.c_void_p]
+    pads: list[Any] = [region, libc.malloc(1 + (draw >> 32) % FORKED_HEAP_PAD_MAX_BYTES)]
+    # Small allocations come from the free chunks every child inherits from the server's heap, in the same order
+    # in every child: a tensor of a few KB of one script then lands at one address in all its runs of one verify,
+    # and a slow placement is a difference between the two sides in every round (a likely cause of a CPU A/A of a
+    # 3 us kernel that came out `faster` 1.07x with the baseline slower in each of its 3 rounds). Take chunks of
+    # random sizes and hand a random half back, so the free lists of each child differ.
+    noise = os.urandom(3 * FORKED_SMALL_PAD_CHUNKS)
+    sizes = [
+        16 + int.from_bytes(noise[i : i + 2], "little") % FORKED_SMALL_PAD_MAX_BYTES for i in range(0, len(noise), 3)
+    ]
+    chunks = [libc.malloc(size) for size in sizes]
+    for pointer, coin in zip(chunks, noise[2::3], strict=True):
+        if coin & 1:
+            libc.free(pointer)
+        else:
+            pads.append(pointer)
+    return pads
 
 
 PROT_NONE, MAP_NORESERVE, MAP_FIXED_NOREPLACE = 0, 0x4000, 0x100000  # Linux's values (x86-64 and arm64 alike)

@@ -53,6 +53,8 @@ from .judge import judge_main
 from .knobs import (
     FORKED_HEAP_PAD_MAX_BYTES,
     FORKED_MAP_PAD_MAX_PAGES,
+    FORKED_SMALL_PAD_CHUNKS,
+    FORKED_SMALL_PAD_MAX_BYTES,
     FORKSERVER_FD_ENV,
     FORKSERVER_START_TIMEOUT_S,
     PARENT_PID_ENV,
@@ -394,7 +396,8 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
 
 def shift_placement() -> list[Any]:
     """Move where this forked process's later allocations land, by a random number of pages (new mappings) and
-    bytes (the malloc heap): untouched, so they cost address space, not memory. New mappings go to the highest
+    bytes (the malloc heap), and by a random reshuffle of the heap's free chunks (small allocations): untouched
+    pads, so they cost address space, not memory (the reshuffle keeps about 1 MB). New mappings go to the highest
     free gap that fits, so the gaps between the mappings inherited from the server are filled first
     (``fill_address_holes``): else a mapping that fits one of them would land at the same address in every child
     whose pad did not. The pads are kept for the process's life (``PLACEMENT_PADS``)."""
@@ -406,7 +409,24 @@ def shift_placement() -> list[Any]:
     region = mmap.mmap(-1, (1 + draw % FORKED_MAP_PAD_MAX_PAGES) * mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
     libc.malloc.restype = ctypes.c_void_p
     libc.malloc.argtypes = [ctypes.c_size_t]
-    return [region, libc.malloc(1 + (draw >> 32) % FORKED_HEAP_PAD_MAX_BYTES)]
+    libc.free.argtypes = [ctypes.c_void_p]
+    pads: list[Any] = [region, libc.malloc(1 + (draw >> 32) % FORKED_HEAP_PAD_MAX_BYTES)]
+    # Small allocations come from the free chunks every child inherits from the server's heap, in the same order
+    # in every child: a tensor of a few KB of one script then lands at one address in all its runs of one verify,
+    # and a slow placement is a difference between the two sides in every round (a likely cause of a CPU A/A of a
+    # 3 us kernel that came out `faster` 1.07x with the baseline slower in each of its 3 rounds). Take chunks of
+    # random sizes and hand a random half back, so the free lists of each child differ.
+    noise = os.urandom(3 * FORKED_SMALL_PAD_CHUNKS)
+    sizes = [
+        16 + int.from_bytes(noise[i : i + 2], "little") % FORKED_SMALL_PAD_MAX_BYTES for i in range(0, len(noise), 3)
+    ]
+    chunks = [libc.malloc(size) for size in sizes]
+    for pointer, coin in zip(chunks, noise[2::3], strict=True):
+        if coin & 1:
+            libc.free(pointer)
+        else:
+            pads.append(pointer)
+    return pads
 
 
 PROT_NONE, MAP_NORESERVE, MAP_FIXED_NOREPLACE = 0, 0x4000, 0x100000  # Linux's values (x86-64 and arm64 alike)

@@ -54,6 +54,9 @@ FORKED_MAP_PAD_MAX_PAGES = 4096  # a forked worker first maps 1..this many untou
 FORKED_HEAP_PAD_MAX_BYTES = 120 << 10  # ... 1..this many bytes, never freed: its tensors land at addresses of
 # its own, as an exec'd process's do under ASLR (forked children of one server would otherwise all allocate at
 # the same addresses, and a placement that is slow for one script's runs would be slow for all of them)
+FORKED_SMALL_PAD_CHUNKS = 256  # ... and mallocs this many chunks of 16..FORKED_SMALL_PAD_MAX_BYTES bytes, freeing
+FORKED_SMALL_PAD_MAX_BYTES = 16 << 10  # a random half: the free chunks inherited from the server are then taken
+# and handed back in an order of its own, so small tensors (below malloc's mmap threshold) move too
 WORKER_ENV = {  # set for the worker: torch's own machinery stays in the worker process
     "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile worker pool (it would outlive the worker)
 }
