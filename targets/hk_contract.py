@@ -115,6 +115,9 @@ FORKED_HEAP_PAD_MAX_BYTES = 120 << 10  # ... 1..this many bytes, never freed: it
 FORKED_SMALL_PAD_CHUNKS = 256  # ... and mallocs this many chunks of 16..FORKED_SMALL_PAD_MAX_BYTES bytes, freeing
 FORKED_SMALL_PAD_MAX_BYTES = 16 << 10  # a random half: the free chunks inherited from the server are then taken
 # and handed back in an order of its own, so small tensors (below malloc's mmap threshold) move too
+FORKED_OBJECT_PAD_OBJECTS = 4096  # ... and makes this many small Python objects, keeping a random half:
+# pymalloc's pools inherited from the server are then used in an order of its own, so the script's functions,
+# code objects and frames move too (a kernel of a few microseconds is mostly Python calls)
 WORKER_ENV = {  # set for the worker: torch's own machinery stays in the worker process
     "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile worker pool (it would outlive the worker)
 }
@@ -4829,8 +4832,9 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
 
 def shift_placement() -> list[Any]:
     """Move where this forked process's later allocations land, by a random number of pages (new mappings) and
-    bytes (the malloc heap), and by a random reshuffle of the heap's free chunks (small allocations): untouched
-    pads, so they cost address space, not memory (the reshuffle keeps about 1 MB). New mappings go to the highest
+    bytes (the malloc heap), and by a random reshuffle of the heap's free chunks (small allocations) and of
+    pymalloc's pools (Python objects): untouched pads, so they cost address space, not memory (the reshuffles
+    keep about 1 MB of chunks and 1 MB of objects). New mappings go to the highest
     free gap that fits, so the gaps between the mappings inherited from the server are filled first
     (``fill_address_holes``): else a mapping that fits one of them would land at the same address in every child
     whose pad did not. The pads are kept for the process's life (``PLACEMENT_PADS``)."""
@@ -4848,17 +4852,29 @@ def shift_placement() -> list[Any]:
     # in every child: a tensor of a few KB of one script then lands at one address in all its runs of one verify,
     # and a slow placement is a difference between the two sides in every round (a likely cause of a CPU A/A of a
     # 3 us kernel that came out `faster` 1.07x with the baseline slower in each of its 3 rounds). Take chunks of
-    # random sizes and hand a random half back, so the free lists of each child differ.
-    noise = os.urandom(3 * FORKED_SMALL_PAD_CHUNKS)
+    # random sizes and hand a random half back in a random order, so the free lists of each child differ.
+    noise = os.urandom(4 * FORKED_SMALL_PAD_CHUNKS)
     sizes = [
-        16 + int.from_bytes(noise[i : i + 2], "little") % FORKED_SMALL_PAD_MAX_BYTES for i in range(0, len(noise), 3)
+        16 + int.from_bytes(noise[i : i + 2], "little") % FORKED_SMALL_PAD_MAX_BYTES for i in range(0, len(noise), 4)
     ]
     chunks = [libc.malloc(size) for size in sizes]
-    for pointer, coin in zip(chunks, noise[2::3], strict=True):
+    freed = sorted(zip(noise[3::4], chunks, noise[2::4], strict=True))  # (order, chunk, coin)
+    for _, pointer, coin in freed:
         if coin & 1:
             libc.free(pointer)
         else:
             pads.append(pointer)
+    # Python's own objects come from pymalloc's pools, which every child inherits too: the same reshuffle there
+    # (bytes of 0..207 bytes fill size classes 48..240, plain objects 16 and large ints 32; types with free lists
+    # of their own, as lists, tuples, floats and frames, are not moved by this)
+    draws = os.urandom(3 * FORKED_OBJECT_PAD_OBJECTS)
+    objects = [object() if d < 24 else (1 << 40) + d if d < 48 else bytes(d - 48) for d in draws[::3]]
+    doomed = []
+    for _order, obj, coin in sorted(zip(draws[2::3], range(len(objects)), draws[1::3], strict=True)):
+        (pads if coin & 1 else doomed).append(objects[obj])
+    objects.clear()
+    while doomed:  # freed one by one, in the random order
+        doomed.pop()
     return pads
 
 

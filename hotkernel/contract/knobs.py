@@ -57,6 +57,9 @@ FORKED_HEAP_PAD_MAX_BYTES = 120 << 10  # ... 1..this many bytes, never freed: it
 FORKED_SMALL_PAD_CHUNKS = 256  # ... and mallocs this many chunks of 16..FORKED_SMALL_PAD_MAX_BYTES bytes, freeing
 FORKED_SMALL_PAD_MAX_BYTES = 16 << 10  # a random half: the free chunks inherited from the server are then taken
 # and handed back in an order of its own, so small tensors (below malloc's mmap threshold) move too
+FORKED_OBJECT_PAD_OBJECTS = 4096  # ... and makes this many small Python objects, keeping a random half:
+# pymalloc's pools inherited from the server are then used in an order of its own, so the script's functions,
+# code objects and frames move too (a kernel of a few microseconds is mostly Python calls)
 WORKER_ENV = {  # set for the worker: torch's own machinery stays in the worker process
     "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile worker pool (it would outlive the worker)
 }
