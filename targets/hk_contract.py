@@ -4834,7 +4834,7 @@ def shift_placement() -> list[Any]:
     """Move where this forked process's later allocations land, by a random number of pages (new mappings) and
     bytes (the malloc heap), and by a random reshuffle of the heap's free chunks (small allocations) and of
     pymalloc's pools (Python objects): untouched pads, so they cost address space, not memory (the reshuffles
-    keep about 1 MB of chunks and 1 MB of objects). New mappings go to the highest
+    keep about 1 MB of chunks and 0.3 MB of objects). New mappings go to the highest
     free gap that fits, so the gaps between the mappings inherited from the server are filled first
     (``fill_address_holes``): else a mapping that fits one of them would land at the same address in every child
     whose pad did not. The pads are kept for the process's life (``PLACEMENT_PADS``)."""
