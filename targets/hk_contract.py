@@ -4850,9 +4850,8 @@ def shift_placement() -> list[Any]:
     pads: list[Any] = [region, libc.malloc(1 + (draw >> 32) % FORKED_HEAP_PAD_MAX_BYTES)]
     # Small allocations come from the free chunks every child inherits from the server's heap, in the same order
     # in every child: a tensor of a few KB of one script then lands at one address in all its runs of one verify,
-    # and a slow placement is a difference between the two sides in every round (a likely cause of a CPU A/A of a
-    # 3 us kernel that came out `faster` 1.07x with the baseline slower in each of its 3 rounds). Take chunks of
-    # random sizes and hand a random half back in a random order, so the free lists of each child differ.
+    # and a slow placement would be a difference between the two sides in every round. Take chunks of random
+    # sizes and hand a random half back in a random order, so the free lists of each child differ.
     noise = os.urandom(4 * FORKED_SMALL_PAD_CHUNKS)
     sizes = [
         16 + int.from_bytes(noise[i : i + 2], "little") % FORKED_SMALL_PAD_MAX_BYTES for i in range(0, len(noise), 4)
