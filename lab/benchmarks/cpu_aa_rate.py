@@ -18,15 +18,16 @@ import argparse
 import json
 import multiprocessing
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crown_sim import upper_bound  # noqa: E402
+
 KERNEL = "def scale_add(x, w):\n    return x * w + 1.0\n"
-REASON = re.compile(r"([0-9.]+)x \[([0-9.]+), ([0-9.]+)\]")
 
 
 def burn(stop: multiprocessing.synchronize.Event) -> None:  # type: ignore[name-defined]
@@ -35,20 +36,6 @@ def burn(stop: multiprocessing.synchronize.Event) -> None:  # type: ignore[name-
     while not stop.is_set():
         for _ in range(100_000):
             x = (x * 31 + 7) % 1_000_003
-
-
-def upper_95(k: int, n: int) -> float:
-    """Clopper-Pearson one-sided 95% upper bound of a rate seen k times in n (bisection on the binomial tail)."""
-    from math import comb
-
-    def tail(p: float) -> float:  # P(X <= k) for X ~ Binomial(n, p)
-        return sum(comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-
-    lo, hi = k / n if n else 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if tail(mid) > 0.05 else (lo, mid)
-    return hi
 
 
 def hotkernel(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -98,8 +85,8 @@ def main() -> int:
                     result = json.loads(done.stdout)
                 except json.JSONDecodeError:
                     result = {"verdict": "error", "reason": done.stderr.strip().splitlines()[-1:]}
-                found = REASON.search(str(result.get("reason")))
-                point = float(found.group(1)) if found else None
+                decision = result.get("decision") or {}
+                point, low, high = (decision.get(key) for key in ("speedup", "speedup_low", "speedup_high"))
                 row = {
                     "kind": "aa",  # lab/benchmarks/crown_real.py counts these lines, on their own device
                     "i": i,
@@ -109,7 +96,7 @@ def main() -> int:
                     "verdict": result.get("verdict"),
                     "speedup": result.get("speedup"),
                     "point": point,
-                    "interval": [float(found.group(2)), float(found.group(3))] if found else None,
+                    "interval": [low, high] if low is not None and high is not None else None,
                     "rounds": result.get("rounds_completed"),
                     "wall_s": round(wall, 2),
                     "reason": result.get("reason"),
@@ -129,7 +116,7 @@ def main() -> int:
                 "shape": args.shape,
                 "cpus": os.cpu_count(),
                 "not_inconclusive": other,
-                "upper_95": round(upper_95(other, args.count), 4),
+                "upper_95": round(upper_bound(other, args.count), 4),
                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             out.write(json.dumps(summary) + "\n")

@@ -22,7 +22,7 @@ def _module():
 
 
 def test_the_upper_bound_is_clopper_pearson() -> None:
-    upper = _module().upper_95
+    upper = _module().upper_bound  # crown_sim.upper_bound, which the script uses
     assert upper(0, 100) == pytest.approx(1 - 0.05 ** (1 / 100), abs=1e-6)  # 0 seen: 1 - alpha^(1/n), ~2.95%
     assert upper(1, 100) == pytest.approx(0.0466, abs=5e-4)  # the tabulated one-sided 95% bound for 1 in 100
     assert upper(5, 5) == pytest.approx(1.0, abs=1e-9)
