@@ -69,8 +69,9 @@ def test_bad_names_are_one_line_errors(tmp_path: Path) -> None:
 
 
 def test_the_untouched_candidate_is_the_baseline_function_itself(tmp_path: Path) -> None:
-    """No wrapper frame: a wrapper's extra Python call costs ~0.1 us, over the 1% margin of a kernel of a few
-    microseconds, so an untouched candidate that wrapped the baseline was measurably slower (an A/A `slower`)."""
+    """No wrapper frame: a wrapper's extra Python call cost 0.02-0.06 us a call on a 2-core CPU (0.5-1.7% of a
+    3.3 us kernel, lab/benchmarks/evidence/verdict/aa_wrapper_cpu_20261206/timeit.txt), near or over the 1% margin,
+    so an untouched candidate that wrapped the baseline was measurably slower."""
     pytest.importorskip("torch")
     ws, _ = make_workspace(tmp_path)
     code = (
