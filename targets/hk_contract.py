@@ -32,6 +32,7 @@ import contextlib
 import ctypes
 import dataclasses
 import enum
+import gc
 import glob
 import hashlib
 import importlib
@@ -438,15 +439,14 @@ class Problem:
     def inputs(self, torch: Any, shape_index: int, seed: int, device: str, dtype: Any) -> list[Any]:
         """The problem's own inputs of one set, made under ``seed`` on ``device`` (floating tensors cast to
         ``dtype`` for KernelBench, other values as they are; GPU MODE's generate_input picks its own dtypes)."""
+        # a GPU MODE task seeds its own generator; what it draws from torch's global RNG (trimul's weights) is
+        # fixed here too, else the judge's regenerated set would not be the worker's
+        torch.manual_seed(seed)
         if self.format == "gpumode":
             case = dict(self.cases[shape_index]) if self.cases else {}
-            # the task seeds its own generator; what it draws from torch's global RNG (trimul's weights) is fixed
-            # here, else the judge's regenerated set would not be the worker's
-            torch.manual_seed(seed)
             with torch.device(device), made_on(torch, device):
                 data = self.module.generate_input(**case, seed=seed % PROBLEM_SEED_MOD)
             return list(data) if isinstance(data, (tuple, list)) and len(data) != 1 else [data]
-        torch.manual_seed(seed)
         with torch.device(device):
             values = list(self.module.get_inputs())
         return [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
@@ -2771,6 +2771,20 @@ def timed_graph(
         return None, {}, [], 0.0, f"{type(err).__name__}: {str(err)[:200]}"
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for one timed sample: a collection lands in whichever sample crosses
+    its allocation threshold, and takes longer in the script with more live objects (one side, every round).
+    Reference counting still frees; the collection the sample's garbage calls for runs after it, untimed."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def take_samples(
     clocks: Clocks,
     call: Callable[[int], Any],
@@ -2793,10 +2807,12 @@ def take_samples(
         hooks["prepare"](index)
         hooks["flush"]()
         if graph is not None:
-            timed, enqueue, total = clocks.replay(graph)
+            with gc_paused():
+                timed, enqueue, total = clocks.replay(graph)
             outputs, writers = kept, last_writers(kept, ptrs)
         else:
-            timed, enqueue, total, (outputs, eager_ptrs) = clocks.loop_eager(call, n_calls, picks())
+            with gc_paused():
+                timed, enqueue, total, (outputs, eager_ptrs) = clocks.loop_eager(call, n_calls, picks())
             writers = last_writers(outputs, eager_ptrs)
         for j in range(n_calls, planned):
             hooks["overhead_call"](j)
@@ -4696,6 +4712,7 @@ def forkserver_main(argv: list[str]) -> None:
             import triton.runtime.cache as triton_cache
 
             triton_cache.triton_key()
+    gc.collect()  # what the imports left as garbage, so that the freeze below keeps only live objects
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -4720,6 +4737,10 @@ def forkserver_main(argv: list[str]) -> None:
                 os.close(fd)
             continue
         sys.stderr.flush()
+        # the server's objects out of the collector's reach (as Python's gc docs advise before a fork): else every
+        # worker's first full collection walks the whole inherited heap (80 ms with torch imported, each page
+        # copied on write), at a moment that differs between scripts (``lab/benchmarks/placement_cost.py``)
+        gc.freeze()
         pid = os.fork()
         if pid == 0:
             become_worker(json.loads(message), fds, [sock.fileno(), wake_r, wake_w, *status_of.values()])
@@ -4852,29 +4873,38 @@ def shift_placement() -> list[Any]:
     # in every child: a tensor of a few KB of one script then lands at one address in all its runs of one verify,
     # and a slow placement would be a difference between the two sides in every round. Take chunks of random
     # sizes and hand a random half back in a random order, so the free lists of each child differ.
-    noise = os.urandom(4 * FORKED_SMALL_PAD_CHUNKS)
+    noise = os.urandom(2 * FORKED_SMALL_PAD_CHUNKS)
     sizes = [
-        16 + int.from_bytes(noise[i : i + 2], "little") % FORKED_SMALL_PAD_MAX_BYTES for i in range(0, len(noise), 4)
+        16 + int.from_bytes(noise[i : i + 2], "little") % FORKED_SMALL_PAD_MAX_BYTES for i in range(0, len(noise), 2)
     ]
-    chunks = [libc.malloc(size) for size in sizes]
-    freed = sorted(zip(noise[3::4], chunks, noise[2::4], strict=True))  # (order, chunk, coin)
-    for _, pointer, coin in freed:
-        if coin & 1:
-            libc.free(pointer)
-        else:
-            pads.append(pointer)
+    kept, freed = random_half([libc.malloc(size) for size in sizes])
+    pads += kept
+    for pointer in freed:
+        libc.free(pointer)
     # Python's own objects come from pymalloc's pools, which every child inherits too: the same reshuffle there
     # (bytes of 0..207 bytes fill size classes 48..240, plain objects 16 and large ints 32; types with free lists
     # of their own, as lists, tuples, floats and frames, are not moved by this)
-    draws = os.urandom(3 * FORKED_OBJECT_PAD_OBJECTS)
-    objects = [object() if d < 24 else (1 << 40) + d if d < 48 else bytes(d - 48) for d in draws[::3]]
-    doomed = []
-    for _order, obj, coin in sorted(zip(draws[2::3], range(len(objects)), draws[1::3], strict=True)):
-        (pads if coin & 1 else doomed).append(objects[obj])
-    objects.clear()
+    kept, doomed = random_half(
+        [
+            object() if d < 24 else (1 << 40) + d if d < 48 else bytes(d - 48)
+            for d in os.urandom(FORKED_OBJECT_PAD_OBJECTS)
+        ]
+    )
+    pads += kept
     while doomed:  # freed one by one, in the random order
         doomed.pop()
     return pads
+
+
+def random_half(items: list[Any]) -> tuple[list[Any], list[Any]]:
+    """(a random half of ``items`` to keep, the other half in a random order to free): the reshuffle of
+    ``shift_placement``, the same for malloc's chunks and for Python's objects."""
+    draws = os.urandom(2 * len(items))
+    kept: list[Any] = []
+    freed: list[Any] = []
+    for _order, index, coin in sorted(zip(draws[::2], range(len(items)), draws[1::2], strict=True)):
+        (kept if coin & 1 else freed).append(items[index])
+    return kept, freed
 
 
 PROT_NONE, MAP_NORESERVE, MAP_FIXED_NOREPLACE = 0, 0x4000, 0x100000  # Linux's values (x86-64 and arm64 alike)

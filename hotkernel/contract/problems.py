@@ -131,15 +131,14 @@ class Problem:
     def inputs(self, torch: Any, shape_index: int, seed: int, device: str, dtype: Any) -> list[Any]:
         """The problem's own inputs of one set, made under ``seed`` on ``device`` (floating tensors cast to
         ``dtype`` for KernelBench, other values as they are; GPU MODE's generate_input picks its own dtypes)."""
+        # a GPU MODE task seeds its own generator; what it draws from torch's global RNG (trimul's weights) is
+        # fixed here too, else the judge's regenerated set would not be the worker's
+        torch.manual_seed(seed)
         if self.format == "gpumode":
             case = dict(self.cases[shape_index]) if self.cases else {}
-            # the task seeds its own generator; what it draws from torch's global RNG (trimul's weights) is fixed
-            # here, else the judge's regenerated set would not be the worker's
-            torch.manual_seed(seed)
             with torch.device(device), made_on(torch, device):
                 data = self.module.generate_input(**case, seed=seed % PROBLEM_SEED_MOD)
             return list(data) if isinstance(data, (tuple, list)) and len(data) != 1 else [data]
-        torch.manual_seed(seed)
         with torch.device(device):
             values = list(self.module.get_inputs())
         return [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]

@@ -16,7 +16,8 @@
    its median per call is subtracted from every sample;
 5. SAMPLES samples (``take_samples``); before each: outputs poisoned, every input refilled from fresh seeds and
    a fresh perturbation drawn (``prepare``), the L2 swept with a read (``flush``); then one replay (or loop)
-   between two events; sample = elapsed / N - overhead. CUDA eager: the larger of the events and the wall
+   between two events, Python's cyclic garbage collector paused (``gc_paused``, as ``timeit`` does);
+   sample = elapsed / N - overhead. CUDA eager: the larger of the events and the wall
    clock up to a device-wide synchronize (work left on other streams counts). CPU: ``clock`` around the loop.
 
 Result: the median sample (ms per call). Enqueue and wall-clock totals come back for ``check_wall_clock``.
@@ -25,9 +26,10 @@ Result: the median sample (ms per call). Enqueue and wall-clock totals come back
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .knobs import (
@@ -225,6 +227,20 @@ def timed_graph(
         return None, {}, [], 0.0, f"{type(err).__name__}: {str(err)[:200]}"
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for one timed sample: a collection lands in whichever sample crosses
+    its allocation threshold, and takes longer in the script with more live objects (one side, every round).
+    Reference counting still frees; the collection the sample's garbage calls for runs after it, untimed."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def take_samples(
     clocks: Clocks,
     call: Callable[[int], Any],
@@ -247,10 +263,12 @@ def take_samples(
         hooks["prepare"](index)
         hooks["flush"]()
         if graph is not None:
-            timed, enqueue, total = clocks.replay(graph)
+            with gc_paused():
+                timed, enqueue, total = clocks.replay(graph)
             outputs, writers = kept, last_writers(kept, ptrs)
         else:
-            timed, enqueue, total, (outputs, eager_ptrs) = clocks.loop_eager(call, n_calls, picks())
+            with gc_paused():
+                timed, enqueue, total, (outputs, eager_ptrs) = clocks.loop_eager(call, n_calls, picks())
             writers = last_writers(outputs, eager_ptrs)
         for j in range(n_calls, planned):
             hooks["overhead_call"](j)

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.slow
 REPORTS_ITS_PROCESS = """
 LOG = LOG_PATH
 import builtins
+import gc
 import json
 import os
 import sys
@@ -50,7 +51,7 @@ with open(LOG, "a") as _out:
         "seen_before": _seen, "cuda_initialized": torch.cuda.is_initialized(),
         "big_ptr": _big.data_ptr(), "small_ptr": _small.data_ptr(), "object_id": id(_object), "plain_id": id(_plain),
         "token": os.environ.get("HK_RUN_TOKEN"), "protocol_fd": os.environ.get("HK_PROTOCOL_FD"),
-        "fds": _fds,
+        "fds": _fds, "frozen": gc.get_freeze_count(),
     }) + "\\n")
 
 
@@ -94,6 +95,13 @@ def test_each_run_is_a_fresh_forked_process_of_its_own_session(session) -> None:
         assert seen["fds"]["0"].startswith("pipe:") and seen["fds"]["1"] != seen["fds"]["2"]
         assert not any(target.startswith("socket:") for target in seen["fds"].values())  # not the server's
     assert first["token"] != second["token"]
+
+
+def test_a_worker_inherits_the_servers_objects_frozen_out_of_its_collections(session) -> None:
+    # gc.freeze() in the server before each fork: a worker's full collections walk only its own objects, not the
+    # hundred thousand or more that importing torch made (which would copy every page that holds one)
+    for seen in run_twice(session):
+        assert seen["frozen"] > 50_000, seen["frozen"]
 
 
 def test_the_judge_is_forked_from_the_server_too_in_a_session_of_its_own(session) -> None:

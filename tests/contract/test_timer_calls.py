@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -85,3 +86,23 @@ def test_a_short_call_cycles_through_every_set() -> None:
     assert kernel.picks == [timing["n_calls"]] * SAMPLES
     assert all(sets == {0, 1, 2, 3} for sets in kernel.sets_by_sample)
     assert timing["warmup_calls"] >= 3 * 4
+
+
+def test_the_garbage_collector_is_paused_while_a_sample_is_timed_and_only_then() -> None:
+    """A collection would land in whichever sample crossed its threshold: every timed call runs with it off; the
+    warm-up runs with it on, and it is on again after the samples."""
+
+    class GcWatchingKernel(FakeKernel):
+        def __init__(self) -> None:
+            super().__init__(ms=4.0, n_sets=16)
+            self.enabled: dict[str, list[bool]] = {"warm-up": [], "timed": []}
+
+        def call(self, j: int) -> tuple[int]:
+            self.enabled["timed" if self.sets_by_sample else "warm-up"].append(gc.isenabled())
+            return super().call(j)
+
+    kernel = GcWatchingKernel()
+    timing = kernel.run()
+    assert len(kernel.enabled["timed"]) == timing["n_calls"] * SAMPLES and not any(kernel.enabled["timed"])
+    assert kernel.enabled["warm-up"] and all(kernel.enabled["warm-up"])
+    assert gc.isenabled()
