@@ -36,11 +36,11 @@ _baseline_kernel = hk_contract.load_function("./kernels/rmsnorm.py:rms_norm", os
 #         return _baseline_kernel(x, w, eps=eps)
 #
 # Untouched, ``kernel`` is the baseline's function itself rather than a wrapper that calls it: a wrapper's extra
-# Python call (about 0.1 us) makes a kernel of a few microseconds measurably slower, and the untouched candidate's
+# Python call (measured at 0.02-0.06 us) makes a kernel of a few microseconds measurably slower, and the untouched candidate's
 # verify must be an exact A/A (the same code on both sides).
 kernel = _baseline_kernel
 
 
 if __name__ == "__main__":
     hk_contract.main(__file__)
-# hotkernel: untouched generated candidate a7f55012c253211eedb9afb324b231bae96a2eea7dc3c63d0265fc712af78f83
+# hotkernel: untouched generated candidate fd7be7913485cbe524da1080aa6ed4fa4515c197b932b0f22542f68e3ccbb413
