@@ -169,9 +169,12 @@ def correctness_statistics(
         return stats
     if not all(math.isfinite(host[key]) for key in ("d2", "r2", "oo")):
         stats["out_nonfinite"], stats["ref_nonfinite"] = correctness_nonfinite(torch, out, ref, pieces)
-    var_o = max(host["oo"] / n - (host["so"] / n) ** 2, 0.0)
-    var_r = max(host["rr"] / n - (host["sr"] / n) ** 2, 0.0)
-    cov = host["or"] / n - host["so"] * host["sr"] / n**2
+    # products, not ``** 2``: a float power that overflows raises, a product is inf (an fp64 reference of a
+    # recurrence that explodes reaches 1e160, GPU MODE's kda)
+    mean_so, mean_sr = host["so"] / n, host["sr"] / n
+    var_o = max(host["oo"] / n - mean_so * mean_so, 0.0)
+    var_r = max(host["rr"] / n - mean_sr * mean_sr, 0.0)
+    cov = host["or"] / n - mean_so * mean_sr
     ref_ss = host["r2"]
     mse_q = host["q2"] / n
     mean_o = host["so"] / n + host["shift_o"]
@@ -179,7 +182,7 @@ def correctness_statistics(
     stats.update(
         out_mean=mean_o,
         ref_mean=mean_r,
-        out_rms=math.sqrt(var_o + mean_o**2),
+        out_rms=math.sqrt(var_o + mean_o * mean_o),
         ref_rms=math.sqrt(max(ref_ss, 0.0) / n),
         ref_std=math.sqrt(var_r),
         out_std=math.sqrt(var_o),

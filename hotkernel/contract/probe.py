@@ -27,6 +27,7 @@ OUTPUT_PROBE_S = 2.0  # the outputs at the problem's own shapes on the meta devi
 REAL_RUN_S = 60.0  # one real run (shapes that only a real run tells)
 FLAG_RUN_S = 5.0  # the flags' run at reduced size
 FLAG_STATE_BYTES = 64 << 20  # a Model above this is not built for real to find flags
+FLAG_DATA_BYTES = 16 << 20  # a GPU MODE case whose inputs are larger is not run for real to find flags
 REAL_RUN_FACTOR = 3  # a real run is estimated at this many times the inputs' bytes
 GIB = float(1 << 30)
 
@@ -277,14 +278,15 @@ def _scaled(torch: Any, module: Any, scale: float, inputs: Any, model: Any) -> t
 
 
 def _equal(torch: Any, a: Any, b: Any) -> bool:
+    """The same values in both, NaN equal to NaN (an output that holds NaN is not thereby random)."""
     la, lb = leaves(torch, a), leaves(torch, b)
-    if len(la) != len(lb):
-        return False
-    for (_, x), (_, y) in zip(la, lb, strict=True):
-        same = torch.equal(x, y) if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) else x == y
-        if not same:
-            return False
-    return True
+    return len(la) == len(lb) and all(_same(torch, x, y) for (_, x), (_, y) in zip(la, lb, strict=True))
+
+
+def _same(torch: Any, x: Any, y: Any) -> bool:
+    if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+        return bool(x == y)
+    return x.shape == y.shape and x.dtype == y.dtype and bool(torch.eq(x, y).logical_or_(x.ne(x) & y.ne(y)).all())
 
 
 def signal_flags(torch: Any, first: Any, again: Any, randoms: list[str]) -> list[str]:
@@ -493,6 +495,27 @@ def _reference_run(
     return runs[0][0], runs[0][1], "real", flags
 
 
+def _gpumode_flags(
+    torch: Any, module: Any, ref: Any, cases: list[dict[str, Any]], datas: list[Any]
+) -> tuple[list[str], str]:
+    """(flags, how found) of a GPU MODE task whose shapes FakeTensorMode told: one real run of its smallest case on
+    the CPU (``made_on``), within FLAG_DATA_BYTES and FLAG_RUN_S, so an output that overflows (helion/kda) is
+    flagged at import."""
+    index = min(range(len(cases)), key=lambda i: tensor_bytes(torch, datas[i]))
+    size = tensor_bytes(torch, datas[index])
+    if size > FLAG_DATA_BYTES:
+        return [], f"not run: the smallest case's inputs hold {size / GIB:.2f} GiB"
+    try:
+        with memory_cap(torch, "cpu", None, "the flags' run"), time_limit(FLAG_RUN_S), torch.device("cpu"):
+            with made_on(torch, "cpu"):
+                data = module.generate_input(**cases[index], seed=1)
+            with torch.no_grad():
+                out = ref(data)
+    except Exception as err:  # noqa: BLE001 - flags are advice: a run that fails leaves them unchecked
+        return [], f"not run: the run on cpu raised {type(err).__name__}: {str(err)[:120]}"
+    return signal_flags(torch, out, out, []), f"real run on cpu ({cases[index]})"
+
+
 def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]], device: str) -> dict[str, Any]:
     """A GPU MODE reference: each case's data under FakeTensorMode (a reference's generate_input names its device,
     ``device="cuda"``, which fake tensors of any device honour without memory), else by a real run."""
@@ -502,6 +525,9 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
     moved = MadeOn()
     datas = [_generate(torch, path, module, case, device, moved) for case in cases]
     data, out, how, flags = _reference_run(torch, path, module, ref, cases, datas, device)
+    flag_run = "real run"
+    if how != "real":  # FakeTensorMode told the shapes: one real run on the CPU for the flags
+        flags, flag_run = _gpumode_flags(torch, module, ref, cases, [d for d, _, _ in datas])
     if moved.moved:
         flags = [
             *flags,
@@ -518,7 +544,7 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
         "destinations": _destinations(torch, data, out),
         "uninitialized": list(dict.fromkeys(name for _, _, found in datas for name in found)),
         "flags": flags,
-        "flag_run": "real run" if how == "real" else "not checked (shapes found under FakeTensorMode)",
+        "flag_run": flag_run,
         "mode": None,
         "how": how,
         "reference": alias,

@@ -163,8 +163,13 @@ def check_workspace_integrity(ws: Workspace, name: str, resolved: dict[str, Any]
     """
     contract = ws.contract_file
     if sha256_file(contract) != render.contract_sha256():
-        what = "is missing" if not contract.is_file() else "differs from hotkernel's contract"
-        return f"contract_unchanged: targets/hk_contract.py {what}; run `hotkernel sync` to re-render it"
+        if not contract.is_file():
+            return "contract_unchanged: targets/hk_contract.py is missing; run `hotkernel sync` to render it"
+        # sync re-renders a copy that an earlier record used; any other copy it leaves alone (an edit shows)
+        return (
+            "contract_unchanged: targets/hk_contract.py differs from hotkernel's contract (edited, or rendered by "
+            "another hotkernel that no record used); delete it and run `hotkernel sync` to render it again"
+        )
     baseline = ws.target_dir(name) / "baseline.py"
     if not baseline.is_file():
         return f"baseline_unchanged: targets/{name}/baseline.py is missing; run `hotkernel sync` to render it"
@@ -179,8 +184,9 @@ def check_workspace_integrity(ws: Workspace, name: str, resolved: dict[str, Any]
     expected = render.expected_baseline_sha256(resolved)
     if sha256_file(baseline) != expected:
         return (
-            f"baseline_unchanged: targets/{name}/baseline.py was edited (it is generated from "
-            "hotkernel.yaml); run `hotkernel sync` to re-render it"
+            f"baseline_unchanged: targets/{name}/baseline.py differs from what hotkernel.yaml renders (edited, "
+            "or rendered by another hotkernel that no record used); delete it and run `hotkernel sync` to render "
+            "it again"
         )
     return None
 

@@ -385,6 +385,9 @@ def test_gpumode_inputs_drawn_from_the_global_rng_are_the_same_in_worker_and_jud
 GM = Path(__file__).resolve().parents[1] / "fixtures" / "gpumode_problems" / "problems" / "hkdemo"
 
 
+IMPORT_FLAGS: dict[str, list[str]] = {}  # what each import of ``imported_task`` flagged, by target
+
+
 def imported_task(root: Path, task: str) -> tuple[Workspace, str, dict[str, Any]]:
     """A GPU MODE task of the fixtures imported as a user would (``hotkernel import gpumode``), on the CPU."""
     from hotkernel.manifest import load_manifest, resolved_target
@@ -395,6 +398,7 @@ def imported_task(root: Path, task: str) -> tuple[Workspace, str, dict[str, Any]
     result = import_suite(ws, "gpumode", GM / task, device="cpu")
     assert len(result.imported) == 1, result.skipped
     name = result.imported[0].target
+    IMPORT_FLAGS[name] = result.imported[0].flags
     resolved = resolved_target(load_manifest(ws.manifest), name)
     render_target(ws, name, resolved)
     return ws, name, resolved
@@ -406,6 +410,19 @@ def run_task(ws: Workspace, name: str, resolved: dict[str, Any], body: str | Non
     role = "baseline" if body is None else "candidate"
     shared = judge.judge_for(ws, name, resolved)
     return run_script(ws, f"targets/{name}/{role}.py", python=python(), judge=shared, resolved=resolved)
+
+
+def test_a_task_whose_output_overflows_its_dtype_is_flagged_and_named_not_a_crash(
+    tmp_path: Path, judge: SharedJudge
+) -> None:
+    """GPU MODE's helion/kda at its own sizes: its fp32 output is inf in places and its fp64 reference reaches
+    1e222, whose square overflowed a Python float in the judge (``OverflowError``, the baseline `crashed`, seen on
+    the H100). The import flags the task and its baseline fails with the named reason."""
+    ws, name, resolved = imported_task(tmp_path / "ws", "overflow_py")
+    assert "the reference output holds NaN or inf" in IMPORT_FLAGS[name]
+    baseline = run_task(ws, name, resolved, None, judge)
+    assert baseline.status == "incorrect", baseline.reason
+    assert baseline.reason.startswith("output_not_nan: ") and "output contains NaN or inf" in baseline.reason
 
 
 def test_an_output_whose_length_follows_the_data_is_judged_per_set(tmp_path: Path, judge: SharedJudge) -> None:

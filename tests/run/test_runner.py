@@ -10,6 +10,7 @@ import pytest
 from adversarial.workspace import TARGET, make_workspace, python
 
 from hotkernel.errors import HotkernelError
+from hotkernel.run.render import render_target
 from hotkernel.run.runner import (
     JudgeProcess,
     RunOutcome,
@@ -25,13 +26,21 @@ def test_integrity_ok_then_edited_baseline_then_edited_contract(tmp_path: Path) 
     assert check_workspace_integrity(ws, TARGET) is None  # resolved from hotkernel.yaml (or the file's SPEC)
     baseline = ws.target_dir(TARGET) / "baseline.py"
     baseline.write_text(baseline.read_text().replace("DO NOT EDIT", "edited"))
-    assert check_workspace_integrity(ws, TARGET, resolved).startswith("baseline_unchanged:")
+    edited = check_workspace_integrity(ws, TARGET, resolved)
+    assert edited.startswith("baseline_unchanged:") and "delete it and run `hotkernel sync`" in edited, edited
     outcome = run_script(ws, f"targets/{TARGET}/candidate.py", python=python(), resolved=resolved)
     assert outcome.status == "invalid" and outcome.reason.startswith("baseline_unchanged:")
     assert outcome.run is None and outcome.ms is None  # refused before anything was started
     ws2, resolved2 = make_workspace(tmp_path / "two")
     ws2.contract_file.write_text(ws2.contract_file.read_text() + "\n# tweak\n")
-    assert check_workspace_integrity(ws2, TARGET, resolved2).startswith("contract_unchanged:")
+    reason = check_workspace_integrity(ws2, TARGET, resolved2)
+    # sync leaves a copy that no record used alone (an edit must show), so the fix is to delete it first
+    assert reason.startswith("contract_unchanged:") and "delete it and run `hotkernel sync`" in reason, reason
+    ws2.contract_file.unlink()
+    missing = check_workspace_integrity(ws2, TARGET, resolved2)
+    assert missing == "contract_unchanged: targets/hk_contract.py is missing; run `hotkernel sync` to render it"
+    render_target(ws2, TARGET, resolved2)  # what sync does for a missing file
+    assert check_workspace_integrity(ws2, TARGET, resolved2) is None
 
 
 def test_script_outside_targets_is_a_one_line_error(tmp_path: Path) -> None:

@@ -190,3 +190,20 @@ def test_a_task_that_needs_cuda_beyond_its_inputs_says_where_to_import_it(tmp_pa
     found = probe.probe_problem(torch, str(inputs_only), None, [{"size": 64}], "cpu")  # its inputs alone name CUDA
     assert [entry["shape"] for entry in found["shapes"][0]] == [[64]]
     assert any(flag.startswith("generate_input makes its tensors on CUDA itself") for flag in found["flags"])
+
+
+def test_an_output_that_overflows_is_flagged_at_import_even_when_fake_tensors_told_its_shapes() -> None:
+    # shapes come from FakeTensorMode; one real run of the smallest case on the CPU finds the overflow (GPU MODE's
+    # helion/kda, an exploding recurrence, was first met in a verify on the H100)
+    reply = run(GM / "overflow_py" / "reference.py", [{"steps": 512, "width": 8}])
+    assert reply["how"] == "fake"
+    assert reply["flags"] == ["the reference output holds NaN or inf"]
+    assert reply["flag_run"].startswith("real run on cpu")
+
+
+def test_nan_in_an_output_is_not_taken_for_a_random_output() -> None:
+    # NaN != NaN: the same output compared with itself must not read as "the same inputs give other outputs"
+    out = torch.tensor([1.0, float("nan"), float("inf")])
+    assert probe.signal_flags(torch, out, out.clone(), []) == ["the reference output holds NaN or inf"]
+    other = torch.tensor([1.0, float("nan"), 2.0])
+    assert any(flag.startswith("random output") for flag in probe.signal_flags(torch, out, other, []))
