@@ -13,3 +13,7 @@ python lab/benchmarks/cpu_aa_rate.py load1_n3_chunks.jsonl --count 240 --load 1 
 # load1_n3_after.jsonl, decided_after/: commit 238712b (and pymalloc's pools, in a random order); stopped after 114
 python lab/benchmarks/cpu_aa_rate.py load1_n3_after.jsonl --count 200 --load 1 --rounds 3 --keep decided_after
 # crown_real.txt: python lab/benchmarks/crown_real.py (after all of the above were committed)
+# load1_n3_gc.jsonl, decided_gc/: commit a432358 (the sampled loop runs with Python's garbage collector paused, and
+# the fork server freezes its objects before each fork: gc.freeze()); the box also ran a test suite and a CPU
+# import at times during it
+python lab/benchmarks/cpu_aa_rate.py load1_n3_gc.jsonl --count 300 --load 1 --rounds 3 --keep decided_gc
