@@ -1277,27 +1277,42 @@ def make_raw(
     shared_seed: int,
     device: str,
     problem: Problem | None = None,
+    shared: bool = True,
 ) -> list[Any]:
     """The raw inputs of one set: rotated ones from ``set_seed``, shared ones from ``shared_seed``; for a module
-    problem, its own inputs from ``set_seed`` and (KernelBench) the Model's ``state`` from ``shared_seed``."""
+    problem, its own inputs from ``set_seed`` and (KernelBench) the Model's ``state`` from ``shared_seed``.
+    ``shared=False``: the rotated ones only, None in place of each shared one (each input has a seed of its own,
+    so the rotated ones are the same either way): a refill of set k > 0 need not build the Model again."""
     dtype = torch_dtype(torch, spec["dtype"])
     if problem is not None:
-        return problem_raw(torch, spec, shape_index, set_seed, shared_seed, device, problem)
+        return problem_raw(torch, spec, shape_index, set_seed, shared_seed, device, problem, shared)
     tensors = []
     for index, (item, rotated) in enumerate(zip(spec["inputs"], rotated_raw(spec), strict=False)):
         seed = mix_seed(set_seed if rotated else shared_seed, index)
-        tensors.append(random_tensor(torch, item["shapes"][shape_index], dtype, seed, device))
+        tensors.append(
+            random_tensor(torch, item["shapes"][shape_index], dtype, seed, device) if rotated or shared else None
+        )
     return tensors
 
 
 def problem_raw(
-    torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str, problem: Problem
+    torch: Any,
+    spec: dict[str, Any],
+    shape_index: int,
+    set_seed: int,
+    shared_seed: int,
+    device: str,
+    problem: Problem,
+    shared: bool = True,
 ) -> list[Any]:
     """A module problem's inputs then its Model's ``state``, checked against the inputs hotkernel.yaml lists (the
-    shapes of top-level tensors; a structured input, a scalar or ``state`` is listed by its name only)."""
+    shapes of top-level tensors; a structured input, a scalar or ``state`` is listed by its name only); with
+    ``shared=False`` the inputs alone (``make_raw``)."""
     dtype = torch_dtype(torch, spec["dtype"])
     rotated = rotated_raw(spec)
     own = problem.inputs(torch, shape_index, mix_seed(set_seed, 0), device, dtype)
+    if not shared:
+        return own
     state = problem.state(torch, mix_seed(shared_seed, 1), device, dtype)
     values = own + ([state] if state is not None else [])
     given = [list(v.shape) if isinstance(v, torch.Tensor) and v.dim() else type(v).__name__ for v in values]
@@ -3313,8 +3328,11 @@ class ShapeInputs:
         self.kwargs, self.device, self.problem = kwargs, device, problem
         self.rotated = rotated_raw(spec)
 
-    def build(self, set_seed: int, shared_seed: int) -> list[Any]:
-        raw = make_raw(self.torch, self.spec, self.shape_index, set_seed, shared_seed, self.device, self.problem)
+    def build(self, set_seed: int, shared_seed: int, shared: bool = True) -> list[Any]:
+        """One set's inputs; ``shared=False`` (no ``derive`` hook only): the rotated ones, the shared ones not made."""
+        raw = make_raw(
+            self.torch, self.spec, self.shape_index, set_seed, shared_seed, self.device, self.problem, shared
+        )
         return call_inputs(raw, self.derive, self.kwargs)
 
     def args(self, values: list[Any]) -> list[Any]:
@@ -3337,8 +3355,9 @@ class ShapeInputs:
         then the destination buffers filled (``fill_destinations``)."""
         torch = self.torch
         for k, values in enumerate(sets):
-            fresh = self.build(fresh_seeds[k], shared)
             flags = self.per_set(values)
+            # the shared inputs (a KernelBench Model's state: the whole Model built again) come through set 0 only
+            fresh = self.build(fresh_seeds[k], shared, k == 0 or self.derive is not None)
             with torch.no_grad():
                 for index, (old, new) in enumerate(zip(values, fresh, strict=False)):
                     if k == 0 or flags[index]:
@@ -3462,9 +3481,10 @@ def make_sets(
     )
     set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
     sets: list[list[Any]] = [first]
-    for k in range(1, n_sets):  # shared (non-rotated) inputs are one value used by every set
-        fresh = inputs.build(set_seeds[k], shared_seed)
-        sets.append([f if own else s for f, s, own in zip(fresh, first, inputs.per_set(first), strict=False)])
+    own = inputs.per_set(first)
+    for k in range(1, n_sets):  # shared (non-rotated) inputs are one value used by every set, made once
+        fresh = inputs.build(set_seeds[k], shared_seed, inputs.derive is not None)
+        sets.append([fresh[i] if own[i] else first[i] for i in range(len(first))])
     return ShapeSets(
         sets,
         [inputs.layout(values) for values in sets],

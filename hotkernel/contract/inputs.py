@@ -58,27 +58,42 @@ def make_raw(
     shared_seed: int,
     device: str,
     problem: Problem | None = None,
+    shared: bool = True,
 ) -> list[Any]:
     """The raw inputs of one set: rotated ones from ``set_seed``, shared ones from ``shared_seed``; for a module
-    problem, its own inputs from ``set_seed`` and (KernelBench) the Model's ``state`` from ``shared_seed``."""
+    problem, its own inputs from ``set_seed`` and (KernelBench) the Model's ``state`` from ``shared_seed``.
+    ``shared=False``: the rotated ones only, None in place of each shared one (each input has a seed of its own,
+    so the rotated ones are the same either way): a refill of set k > 0 need not build the Model again."""
     dtype = torch_dtype(torch, spec["dtype"])
     if problem is not None:
-        return problem_raw(torch, spec, shape_index, set_seed, shared_seed, device, problem)
+        return problem_raw(torch, spec, shape_index, set_seed, shared_seed, device, problem, shared)
     tensors = []
     for index, (item, rotated) in enumerate(zip(spec["inputs"], rotated_raw(spec), strict=False)):
         seed = mix_seed(set_seed if rotated else shared_seed, index)
-        tensors.append(random_tensor(torch, item["shapes"][shape_index], dtype, seed, device))
+        tensors.append(
+            random_tensor(torch, item["shapes"][shape_index], dtype, seed, device) if rotated or shared else None
+        )
     return tensors
 
 
 def problem_raw(
-    torch: Any, spec: dict[str, Any], shape_index: int, set_seed: int, shared_seed: int, device: str, problem: Problem
+    torch: Any,
+    spec: dict[str, Any],
+    shape_index: int,
+    set_seed: int,
+    shared_seed: int,
+    device: str,
+    problem: Problem,
+    shared: bool = True,
 ) -> list[Any]:
     """A module problem's inputs then its Model's ``state``, checked against the inputs hotkernel.yaml lists (the
-    shapes of top-level tensors; a structured input, a scalar or ``state`` is listed by its name only)."""
+    shapes of top-level tensors; a structured input, a scalar or ``state`` is listed by its name only); with
+    ``shared=False`` the inputs alone (``make_raw``)."""
     dtype = torch_dtype(torch, spec["dtype"])
     rotated = rotated_raw(spec)
     own = problem.inputs(torch, shape_index, mix_seed(set_seed, 0), device, dtype)
+    if not shared:
+        return own
     state = problem.state(torch, mix_seed(shared_seed, 1), device, dtype)
     values = own + ([state] if state is not None else [])
     given = [list(v.shape) if isinstance(v, torch.Tensor) and v.dim() else type(v).__name__ for v in values]

@@ -104,8 +104,11 @@ class ShapeInputs:
         self.kwargs, self.device, self.problem = kwargs, device, problem
         self.rotated = rotated_raw(spec)
 
-    def build(self, set_seed: int, shared_seed: int) -> list[Any]:
-        raw = make_raw(self.torch, self.spec, self.shape_index, set_seed, shared_seed, self.device, self.problem)
+    def build(self, set_seed: int, shared_seed: int, shared: bool = True) -> list[Any]:
+        """One set's inputs; ``shared=False`` (no ``derive`` hook only): the rotated ones, the shared ones not made."""
+        raw = make_raw(
+            self.torch, self.spec, self.shape_index, set_seed, shared_seed, self.device, self.problem, shared
+        )
         return call_inputs(raw, self.derive, self.kwargs)
 
     def args(self, values: list[Any]) -> list[Any]:
@@ -128,8 +131,9 @@ class ShapeInputs:
         then the destination buffers filled (``fill_destinations``)."""
         torch = self.torch
         for k, values in enumerate(sets):
-            fresh = self.build(fresh_seeds[k], shared)
             flags = self.per_set(values)
+            # the shared inputs (a KernelBench Model's state: the whole Model built again) come through set 0 only
+            fresh = self.build(fresh_seeds[k], shared, k == 0 or self.derive is not None)
             with torch.no_grad():
                 for index, (old, new) in enumerate(zip(values, fresh, strict=False)):
                     if k == 0 or flags[index]:
@@ -253,9 +257,10 @@ def make_sets(
     )
     set_seeds = [first_seed] + [seeds.next() for _ in range(n_sets - 1)]
     sets: list[list[Any]] = [first]
-    for k in range(1, n_sets):  # shared (non-rotated) inputs are one value used by every set
-        fresh = inputs.build(set_seeds[k], shared_seed)
-        sets.append([f if own else s for f, s, own in zip(fresh, first, inputs.per_set(first), strict=False)])
+    own = inputs.per_set(first)
+    for k in range(1, n_sets):  # shared (non-rotated) inputs are one value used by every set, made once
+        fresh = inputs.build(set_seeds[k], shared_seed, inputs.derive is not None)
+        sets.append([fresh[i] if own[i] else first[i] for i in range(len(first))])
     return ShapeSets(
         sets,
         [inputs.layout(values) for values in sets],

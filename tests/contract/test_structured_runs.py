@@ -241,6 +241,59 @@ def test_a_model_of_more_than_200_tensors_with_a_scalar_input(tmp_path: Path, ju
     assert outcome.status == "incorrect", outcome.reason
 
 
+COUNTS_ITS_BUILDS = """import os
+
+import torch
+import torch.nn as nn
+
+LOG = LOG_PATH
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        if os.environ.get("HK_PROTOCOL_FD"):  # a worker of a run (not the judge): one line a build
+            with open(LOG, "a") as out:
+                out.write(f"{torch.empty(0).device}\\n")
+        self.lin = nn.Linear(features, features)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return [8]
+"""
+
+
+def test_a_refill_builds_the_model_once_a_sample_not_once_a_set(tmp_path: Path, judge: SharedJudge) -> None:
+    """Before each sample every set is refilled, but the Model's state is shared by the sets: building the Model
+    for each of K sets made a resnet18 run 12 s for 0.15 s of kernel time (64 sets, H100). Set 0 carries the
+    shared inputs; the others make their rotated inputs only, with the same values as before."""
+    log = tmp_path / "builds.txt"
+    spec_keys = {
+        "inputs": [{"name": "x", "shapes": [[4, 8]]}, {"name": "state", "shapes": None}],
+        "shapes": ["4x8"],
+        "rotate": ["x"],
+        "cases": [],
+    }
+    ws, spec = problem_target(tmp_path / "ws", COUNTS_ITS_BUILDS.replace("LOG_PATH", repr(str(log))), spec_keys)
+    outcome = run(ws, spec, None, judge)
+    assert outcome.status == "ok", outcome.reason
+    shape = outcome.run["per_shape"][0]
+    devices = log.read_text().splitlines()
+    builds = devices.count("cpu")
+    assert shape["rotation"] >= 4, shape["rotation"]
+    # one build for the sets, then one a sample (the refill's set 0): 1 + SAMPLES, where it was K (1 + SAMPLES);
+    # besides, the worker reads the state's layout from one Model on the meta device (no memory, no init)
+    assert builds == 1 + len(shape["samples_ms"]), (devices, shape["rotation"])
+    assert devices.count("meta") == 1, devices
+
+
 PLAIN_ATTRIBUTES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench_suite" / "level2"
 PLAIN_FUNCTIONAL = """import sys
 
