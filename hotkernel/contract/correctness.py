@@ -177,8 +177,8 @@ def correctness_statistics(
     cov = host["or"] / n - mean_so * mean_sr
     ref_ss = host["r2"]
     mse_q = host["q2"] / n
-    mean_o = host["so"] / n + host["shift_o"]
-    mean_r = host["sr"] / n + host["shift_r"]
+    mean_o = mean_so + host["shift_o"]
+    mean_r = mean_sr + host["shift_r"]
     stats.update(
         out_mean=mean_o,
         ref_mean=mean_r,
