@@ -23,6 +23,7 @@ from hotkernel._util.nvml import GpuSlot, all_gpus, select_visible, visible_toke
 from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest.python import user_python
 from hotkernel.reconcile.jobs import (
+    BUDGET_CUT,
     BUDGET_SPENT,
     BUNDLE_LIMIT_BYTES,
     WALL_SLACK_S,
@@ -42,6 +43,7 @@ from hotkernel.reconcile.lane_child import LaneChild
 from hotkernel.workspace.paths import Workspace
 
 __all__ = [  # what a job is lives in jobs.py; the names stay importable from here
+    "BUDGET_CUT",
     "BUDGET_SPENT",
     "BUNDLE_LIMIT_BYTES",
     "WALL_SLACK_S",
@@ -222,10 +224,11 @@ class _Cancel(threading.Event):
         return timer
 
 
-def _stopped(task: _Task, lane: str, cancel: threading.Event) -> Outcome:
-    """The outcome of a job that a set ``cancel`` kept from finishing: the budget, or an interrupt."""
+def _stopped(task: _Task, lane: str, cancel: threading.Event, *, started: bool = False) -> Outcome:
+    """The outcome of a job that a set ``cancel`` kept from finishing: the budget, or an interrupt; ``started``:
+    it was cut short on ``lane`` (the time it ran is lost), not left in the queue."""
     budget = bool(getattr(cancel, "budget", False))
-    error = BUDGET_SPENT if budget else "not run: sync was interrupted"
+    error = (BUDGET_CUT if started else BUDGET_SPENT) if budget else "not run: sync was interrupted"
     return Outcome(task.job, error=error, lane=lane, attempts=task.attempts, budget=budget)
 
 
@@ -274,17 +277,17 @@ class LaneExecutor:
             run = lane.run(task.job, cancel, lambda what, done: status(lane.name, f"{task.job.key}: {what}", done))
             run.lane = run.lane or lane.name
             if cancel.is_set():  # a lane that stops between runs returns a cut-short result: it is not a verdict
-                return _stopped(task, lane.name, cancel)
+                return _stopped(task, lane.name, cancel, started=True)
             return Outcome(task.job, run=run, lane=lane.name, attempts=task.attempts)
         except (JobFailed, HotkernelError) as err:
             if cancel.is_set():
-                return _stopped(task, lane.name, cancel)
+                return _stopped(task, lane.name, cancel, started=True)
             return Outcome(task.job, error=str(err), lane=lane.name, attempts=task.attempts)
         except LaneDied as err:
             task.failed_on.add(lane.name)
             task.reasons.append(f"{lane.name}: {err}")
             if cancel.is_set():
-                return _stopped(task, lane.name, cancel)
+                return _stopped(task, lane.name, cancel, started=True)
             if task.attempts > MAX_RETRIES:
                 return Outcome(
                     task.job,

@@ -80,6 +80,7 @@ class Outcome:
 
 
 BUDGET_SPENT = "not run: the time budget was spent"
+BUDGET_CUT = "not run: the time budget was spent while it verified; nothing of that verify is recorded"
 
 
 class LaneDied(Exception):

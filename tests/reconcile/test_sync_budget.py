@@ -14,7 +14,7 @@ from store.record_factory import synthetic_result
 import hotkernel.store.record
 from hotkernel.errors import HotkernelError
 from hotkernel.reconcile.budget import Estimate, parse_budget, staleness_order
-from hotkernel.reconcile.executor import Job, LaneExecutor, LaneRun
+from hotkernel.reconcile.executor import BUDGET_CUT, BUDGET_SPENT, Job, LaneExecutor, LaneRun
 from hotkernel.reconcile.plan import plan
 from hotkernel.reconcile.progress import RunCounter
 from hotkernel.reconcile.sync import sync
@@ -90,6 +90,11 @@ def test_the_budget_stops_cleanly_and_says_what_is_left(tmp_path: Path, lanes: i
     assert done <= quick and sorted(done | set(not_run)) == sorted(NAMES) and sorted(set(report.left)) == not_run
     assert all("budget" in (i.reason or "") for i in report.items if i.status == "not run")
     assert "alpha" in [k for lane in pool for k in lane.cancelled]  # in flight at the budget: cancelled
+    # a verify cut short at the budget says so (its time is lost), one never started says it was not started
+    in_flight = {k for lane in pool for k in lane.cancelled}
+    reasons = {i.name: i.reason for i in report.items if i.status == "not run"}
+    assert {reasons[name] for name in in_flight} == {BUDGET_CUT}
+    assert {reason for name, reason in reasons.items() if name not in in_flight} <= {BUDGET_SPENT}
     recorded = {path.split("/")[1] for path in read_lock(ws).records}
     assert recorded == done  # nothing of a cancelled verify was recorded
     assert leaderboard_difference(ws) is None and report.budget_s == 3.0
