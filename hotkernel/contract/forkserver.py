@@ -262,7 +262,12 @@ def forkserver_main(argv: list[str]) -> None:
             import triton.runtime.cache as triton_cache
 
             triton_cache.triton_key()
-    gc.collect()  # what the imports left as garbage, so that the freeze below keeps only live objects
+    # What the imports made, out of the collector's reach (as Python's gc docs advise for a process that forks):
+    # else every worker's first full collection walks the whole inherited heap (80 ms with torch imported, each
+    # page copied on write), at a moment that differs between scripts (``lab/benchmarks/placement_cost.py``).
+    # Collected first, so only live objects are frozen; done once, so the server's later garbage is collected.
+    gc.collect()
+    gc.freeze()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -287,10 +292,6 @@ def forkserver_main(argv: list[str]) -> None:
                 os.close(fd)
             continue
         sys.stderr.flush()
-        # the server's objects out of the collector's reach (as Python's gc docs advise before a fork): else every
-        # worker's first full collection walks the whole inherited heap (80 ms with torch imported, each page
-        # copied on write), at a moment that differs between scripts (``lab/benchmarks/placement_cost.py``)
-        gc.freeze()
         pid = os.fork()
         if pid == 0:
             become_worker(json.loads(message), fds, [sock.fileno(), wake_r, wake_w, *status_of.values()])

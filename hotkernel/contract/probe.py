@@ -476,7 +476,7 @@ def _reference_run(
                 return datas[0][0], ref(datas[0][0]), "fake", []
         except Exception:  # noqa: BLE001 - data dependent: one real run tells
             pass
-    index = min(range(len(cases)), key=lambda i: tensor_bytes(torch, datas[i][0]))
+    index = _smallest(torch, datas)
     need = REAL_RUN_FACTOR * tensor_bytes(torch, datas[index][0])
     what = f"{path}: the reference on {cases[index]}"
     step = f"generate_input(**{cases[index]})"
@@ -495,25 +495,25 @@ def _reference_run(
     return runs[0][0], runs[0][1], "real", flags
 
 
-def _gpumode_flags(
-    torch: Any, module: Any, ref: Any, cases: list[dict[str, Any]], datas: list[Any]
-) -> tuple[list[str], str]:
-    """(flags, how found) of a GPU MODE task whose shapes FakeTensorMode told: one real run of its smallest case on
-    the CPU (``made_on``), within FLAG_DATA_BYTES and FLAG_RUN_S, so an output that overflows (helion/kda) is
-    flagged at import."""
-    index = min(range(len(cases)), key=lambda i: tensor_bytes(torch, datas[i]))
-    size = tensor_bytes(torch, datas[index])
+def _smallest(torch: Any, datas: list[Any]) -> int:
+    """The case whose data (``(data, how, uninitialized)`` of each case) holds the fewest tensor bytes."""
+    return min(range(len(datas)), key=lambda i: tensor_bytes(torch, datas[i][0]))
+
+
+def _gpumode_flags(torch: Any, module: Any, ref: Any, case: dict[str, Any], size: int) -> tuple[list[str], str]:
+    """(flags, how found) of a GPU MODE task whose shapes FakeTensorMode told: one real run of its smallest ``case``
+    (``size`` bytes of inputs) on the CPU, within FLAG_DATA_BYTES and FLAG_RUN_S (an overflow, as helion/kda's)."""
     if size > FLAG_DATA_BYTES:
         return [], f"not run: the smallest case's inputs hold {size / GIB:.2f} GiB"
     try:
         with memory_cap(torch, "cpu", None, "the flags' run"), time_limit(FLAG_RUN_S), torch.device("cpu"):
             with made_on(torch, "cpu"):
-                data = module.generate_input(**cases[index], seed=1)
+                data = module.generate_input(**case, seed=1)
             with torch.no_grad():
                 out = ref(data)
     except Exception as err:  # noqa: BLE001 - flags are advice: a run that fails leaves them unchecked
         return [], f"not run: the run on cpu raised {type(err).__name__}: {str(err)[:120]}"
-    return signal_flags(torch, out, out, []), f"real run on cpu ({cases[index]})"
+    return signal_flags(torch, out, out, []), f"real run on cpu ({case})"
 
 
 def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]], device: str) -> dict[str, Any]:
@@ -527,7 +527,8 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
     data, out, how, flags = _reference_run(torch, path, module, ref, cases, datas, device)
     flag_run = "real run"
     if how != "real":  # FakeTensorMode told the shapes: one real run on the CPU for the flags
-        flags, flag_run = _gpumode_flags(torch, module, ref, cases, [d for d, _, _ in datas])
+        smallest = _smallest(torch, datas)
+        flags, flag_run = _gpumode_flags(torch, module, ref, cases[smallest], tensor_bytes(torch, datas[smallest][0]))
     if moved.moved:
         flags = [
             *flags,

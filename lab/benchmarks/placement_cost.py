@@ -4,7 +4,8 @@
 
 ``--torch`` imports torch in the parent first, as a fork server does, so the children inherit its heap and
 mappings (more holes to fill, more pools). ``--freeze``: the parent collects and calls ``gc.freeze()`` before
-forking, as the fork server does; without it a child's first full collection walks the whole inherited heap.
+forking, as the fork server does after its imports; without it a child's first full collection walks the whole
+inherited heap.
 """
 
 from __future__ import annotations

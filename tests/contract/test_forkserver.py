@@ -98,7 +98,7 @@ def test_each_run_is_a_fresh_forked_process_of_its_own_session(session) -> None:
 
 
 def test_a_worker_inherits_the_servers_objects_frozen_out_of_its_collections(session) -> None:
-    # gc.freeze() in the server before each fork: a worker's full collections walk only its own objects, not the
+    # gc.freeze() in the server after its imports: a worker's full collections walk only its own objects, not the
     # hundred thousand or more that importing torch made (which would copy every page that holds one)
     for seen in run_twice(session):
         assert seen["frozen"] > 50_000, seen["frozen"]
