@@ -4568,6 +4568,10 @@ def measure_ceiling_gbps(state: JudgeState, device_kind: str) -> float:
 # ======================================== forkserver.py =====================================================
 STATUS = struct.Struct("<q")  # the server writes a worker's pid, then its exit code, on that worker's pipe
 RUN_KEYS = (TOKEN_ENV, PROTOCOL_FD_ENV, PARENT_PID_ENV)  # per-run variables, never the server's
+# A compile-warm server (CPU targets) and its children run with every GPU hidden, so that its warm-up may run on a
+# GPU host too: on an H100 host the CPU target's compile competitor paid the imports of dynamo and inductor (about
+# 2.7 s) in every run while a GPU was visible.
+HIDDEN_GPUS = {"CUDA_VISIBLE_DEVICES": ""}
 ROLE_KEY = "HK_FORKED_ROLE"  # in a fork request's environment: "judge" makes the child a judge, else a worker
 # Variables read while torch and its libraries load (the dynamic loader, OpenMP/MKL, torch, CUDA, Triton): a
 # server is started per distinct set of them. Every other variable (TORCHINDUCTOR_CACHE_DIR, the run token) is
@@ -4816,10 +4820,12 @@ def warm_compile(torch: Any) -> None:
     per-process probes (C++ toolchain, vector ISA) are then done in every child. A failure (no C++ compiler, say)
     leaves the child to pay them itself, as without this.
 
-    Not on a host with a GPU that this torch build can use (``gpu_usable``): dynamo saves the CUDA RNG state around
-    every compile whenever ``torch.cuda.is_available()``, which initialises CUDA in this server, and every forked
-    child's own torch.compile then fails with "Cannot re-initialize CUDA in forked subprocess" (seen on an H100,
-    2026-12-06: the CPU target's compile competitor, every run ``invalid``). There the children pay the warm-up."""
+    Not where this torch build can see a GPU (``gpu_usable``): dynamo saves the CUDA RNG state around every compile
+    whenever ``torch.cuda.is_available()``, which initialises CUDA in this server, and every forked child's own
+    torch.compile then fails with "Cannot re-initialize CUDA in forked subprocess" (seen on an H100, 2026-12-06:
+    the CPU target's compile competitor, every run ``invalid``). ``spawn_worker`` hides the GPUs from a compile-warm
+    server (``HIDDEN_GPUS``), so on a GPU host it warms up too; this check keeps a server that sees a GPU from
+    breaking its children."""
     if gpu_usable(torch):
         return
     with contextlib.suppress(Exception):
@@ -4838,8 +4844,11 @@ GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/kfd")  # the NVIDIA driver's control
 
 def gpu_usable(torch: Any) -> bool:
     """Whether torch.cuda could find a GPU here: a CUDA or ROCm build of torch on a host with a GPU driver's device
-    node. Asked of /dev, never of CUDA: even ``torch.cuda.is_available()`` initialises the driver in this process,
-    and a forked child cannot use a driver initialised before the fork."""
+    node, unless CUDA_VISIBLE_DEVICES hides every GPU (empty or -1). Asked of /dev and the environment, never of
+    CUDA: even ``torch.cuda.is_available()`` initialises the driver in this process, and a forked child cannot use
+    a driver initialised before the fork."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() in ("", "-1"):
+        return False
     built = getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)
     return bool(built) and any(os.path.exists(node) for node in GPU_DEVICE_NODES)
 
@@ -5005,7 +5014,9 @@ def spawn_worker(
     compile_warm: bool = False,
 ) -> ForkedProcess:
     """A worker (a judge where ``env[ROLE_KEY]`` says so) forked by the server for ``(python, contract, env,
-    compile_warm)``; one retry when that server has died."""
+    compile_warm)``; one retry when that server has died. A compile-warm server and its workers see no GPU."""
+    if compile_warm:
+        env = {**env, **HIDDEN_GPUS}
     stdin_r, stdin_w = os.pipe()
     try:
         server = server_for(python, contract, env, compile_warm)

@@ -257,6 +257,7 @@ with open(LOG, "a") as _out:
         "server_argv": open(f"/proc/{os.getppid()}/cmdline").read().split("\\0"),
         "server_pid": os.getppid(),
         "cuda_initialized": torch.cuda.is_initialized(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }) + "\\n")
 
 
@@ -286,6 +287,11 @@ def test_a_compile_warm_server_hands_its_children_a_warmed_torch_compile(tmp_pat
     assert "--compile-warm" in warmed["server_argv"] and warmed["inductor_loaded"] is True
     assert "--compile-warm" not in plain["server_argv"] and plain["inductor_loaded"] is False
     assert warmed["cuda_initialized"] is False and plain["cuda_initialized"] is False
+    # a compile-warm server's children see no GPU (so its warm-up may run on a GPU host); a plain one's see the
+    # environment as the run has it
+    assert warmed["cuda_visible_devices"] == "" and plain["cuda_visible_devices"] == os.environ.get(
+        "CUDA_VISIBLE_DEVICES"
+    )
     # the warm-up left no thread behind (a compile pool's threads would hold locks no forked child could take)
     assert os_threads(warmed["server_pid"]) == os_threads(plain["server_pid"])
 
@@ -308,6 +314,12 @@ def test_no_compile_warm_up_where_torch_cuda_could_see_a_gpu(monkeypatch: pytest
     monkeypatch.setattr(contract.os.path, "exists", lambda path: path == "/dev/nvidiactl")
     assert contract.gpu_usable(fake_torch("12.8")) and contract.gpu_usable(fake_torch(None, "6.4"))
     assert not contract.gpu_usable(fake_torch(None))  # a CPU build of torch never sees the GPU: it may warm up
+    for hidden in ("", "-1", "-1,0"):  # CUDA_VISIBLE_DEVICES that leaves no GPU visible
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", hidden)
+        assert not contract.gpu_usable(fake_torch("12.8")), hidden
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert contract.gpu_usable(fake_torch("12.8"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     monkeypatch.setattr(contract.os.path, "exists", lambda path: False)
     assert not contract.gpu_usable(fake_torch("12.8"))  # a CUDA build on a host without a GPU driver
     monkeypatch.undo()

@@ -141,7 +141,9 @@ class TreeLane:
 
 
 def pids_in(folder: Path) -> list[int]:
-    return [int(p.read_text()) for p in folder.glob("*.child")] + [int(p.read_text()) for p in folder.glob("*.sh")]
+    """The pids the lanes' shells wrote so far (a file the shell has created but not yet written is not one)."""
+    files = [*folder.glob("*.child"), *folder.glob("*.sh")]
+    return [int(text) for text in (p.read_text().strip() for p in files) if text]
 
 
 def alive(pid: int) -> bool:
