@@ -76,6 +76,7 @@ with contextlib.suppress(Exception):
     triton_cache.triton_key()
 if mode in ("fork_preimport", "fork_warm"):
     import torch._dynamo, torch._inductor.compile_fx
+    print("parent_cuda_initialized", torch.cuda.is_initialized(), flush=True)
 if mode == "fork_warm":
     torch.compile(lambda t: (t + 1).sum())(torch.randn(8))
     torch._dynamo.reset()
@@ -85,6 +86,10 @@ if pid == 0:
     marks = {"start": time.perf_counter()}
     try:
         child(out_prefix, marks)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        sys.stderr.flush()
     finally:
         os._exit(0)
 os.waitpid(pid, 0)
