@@ -2807,7 +2807,7 @@ def timed_graph(
         graph.replay()  # the first replay uploads the graph: never timed
         alone, _, _ = capture_graph(torch, overhead_call, n_calls, set(), lambda _out: ())
         alone.replay()
-        overhead_ms = statistics.median(clocks.replay(alone)[0] for _ in range(OVERHEAD_REPLAYS)) / n_calls
+        overhead_ms = overhead_per_call(lambda graph=alone: clocks.replay(graph)[0], n_calls)
         del alone
         return graph, kept, ptrs, overhead_ms, None
     except Exception as err:  # noqa: BLE001 - any capture failure means: time eagerly, flagged
@@ -2828,6 +2828,16 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def overhead_per_call(replay: Callable[[], float], n_calls: int) -> float:
+    """Step 4: ms per call of the perturbation alone, the median of OVERHEAD_REPLAYS replays of its ``n_calls``
+    calls, each timed as a sample is (collector paused: else a collection would count as overhead)."""
+    totals = []
+    for _ in range(OVERHEAD_REPLAYS):
+        with gc_paused():
+            totals.append(replay())
+    return statistics.median(totals) / n_calls
 
 
 def take_samples(
@@ -2909,10 +2919,7 @@ def measure(
         graph, kept, ptrs, overhead_ms, capture_error = timed_graph(clocks, call, overhead_call, n_calls, picks())
         timer = "cuda-graph" if graph is not None else "cuda-eager"
     if graph is None:
-        overhead_ms = (
-            statistics.median(clocks.loop_eager(overhead_call, n_calls, None)[0] for _ in range(OVERHEAD_REPLAYS))
-            / n_calls
-        )
+        overhead_ms = overhead_per_call(lambda: clocks.loop_eager(overhead_call, n_calls, None)[0], n_calls)
     hooks = {
         "poison": poison,
         "prepare": prepare,

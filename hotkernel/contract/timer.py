@@ -12,8 +12,9 @@
    once (as cold as the whole rotation: no set is called twice in a sample); more than K are whole cycles;
 3. the timed graph (``timed_graph``): N calls cycling through the sets, captured once (CUDA); when capture
    fails the same N calls run eagerly, flagged ``cuda-eager``;
-4. overhead: the perturbation alone (N calls of it, same graph or loop) is timed OVERHEAD_REPLAYS times and
-   its median per call is subtracted from every sample;
+4. overhead (``overhead_per_call``): the perturbation alone (N calls of it, same graph or loop) is timed
+   OVERHEAD_REPLAYS times, the collector paused as in a sample, and its median per call is subtracted from every
+   sample;
 5. SAMPLES samples (``take_samples``); before each: outputs poisoned, every input refilled from fresh seeds and
    a fresh perturbation drawn (``prepare``), the L2 swept with a read (``flush``); then one replay (or loop)
    between two events, Python's cyclic garbage collector paused (``gc_paused``, as ``timeit`` does);
@@ -218,7 +219,7 @@ def timed_graph(
         graph.replay()  # the first replay uploads the graph: never timed
         alone, _, _ = capture_graph(torch, overhead_call, n_calls, set(), lambda _out: ())
         alone.replay()
-        overhead_ms = statistics.median(clocks.replay(alone)[0] for _ in range(OVERHEAD_REPLAYS)) / n_calls
+        overhead_ms = overhead_per_call(lambda graph=alone: clocks.replay(graph)[0], n_calls)
         del alone
         return graph, kept, ptrs, overhead_ms, None
     except Exception as err:  # noqa: BLE001 - any capture failure means: time eagerly, flagged
@@ -239,6 +240,16 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def overhead_per_call(replay: Callable[[], float], n_calls: int) -> float:
+    """Step 4: ms per call of the perturbation alone, the median of OVERHEAD_REPLAYS replays of its ``n_calls``
+    calls, each timed as a sample is (collector paused: else a collection would count as overhead)."""
+    totals = []
+    for _ in range(OVERHEAD_REPLAYS):
+        with gc_paused():
+            totals.append(replay())
+    return statistics.median(totals) / n_calls
 
 
 def take_samples(
@@ -320,10 +331,7 @@ def measure(
         graph, kept, ptrs, overhead_ms, capture_error = timed_graph(clocks, call, overhead_call, n_calls, picks())
         timer = "cuda-graph" if graph is not None else "cuda-eager"
     if graph is None:
-        overhead_ms = (
-            statistics.median(clocks.loop_eager(overhead_call, n_calls, None)[0] for _ in range(OVERHEAD_REPLAYS))
-            / n_calls
-        )
+        overhead_ms = overhead_per_call(lambda: clocks.loop_eager(overhead_call, n_calls, None)[0], n_calls)
     hooks = {
         "poison": poison,
         "prepare": prepare,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hotkernel.contract.knobs import MIN_SAMPLE_KERNEL_MS, SAMPLES
+from hotkernel.contract.knobs import MIN_SAMPLE_KERNEL_MS, OVERHEAD_REPLAYS, SAMPLES
 from hotkernel.contract.timer import calls_for, calls_per_sample, measure, normal_calls
 
 
@@ -34,6 +34,9 @@ class FakeKernel:
             self.sets_by_sample[-1].add(j % self.n_sets)
         return (j % self.n_sets,)
 
+    def overhead(self, j: int) -> None:
+        """The perturbation alone: free on this clock."""
+
     def pick_calls(self, n: int) -> set[int]:
         assert n >= self.n_sets, "the worker's pick_calls needs at least K calls"
         self.picks.append(n)
@@ -47,7 +50,7 @@ class FakeKernel:
         return measure(
             self.call,
             self.n_sets,
-            overhead_call=lambda j: None,
+            overhead_call=self.overhead,
             torch=None,
             device_kind="cpu",
             resize=lambda n: None,
@@ -89,20 +92,27 @@ def test_a_short_call_cycles_through_every_set() -> None:
 
 
 def test_the_garbage_collector_is_paused_while_a_sample_is_timed_and_only_then() -> None:
-    """A collection would land in whichever sample crossed its threshold: every timed call runs with it off; the
-    warm-up runs with it on, and it is on again after the samples."""
+    """A collection would land in whichever sample crossed its threshold: every timed call runs with it off, and
+    so does every call of the overhead replays (else a collection would count as overhead and be subtracted from
+    every sample); the warm-up runs with it on, and it is on again after the samples."""
 
     class GcWatchingKernel(FakeKernel):
         def __init__(self) -> None:
             super().__init__(ms=4.0, n_sets=16)
-            self.enabled: dict[str, list[bool]] = {"warm-up": [], "timed": []}
+            self.enabled: dict[str, list[bool]] = {"warm-up": [], "timed": [], "overhead": []}
 
         def call(self, j: int) -> tuple[int]:
             self.enabled["timed" if self.sets_by_sample else "warm-up"].append(gc.isenabled())
             return super().call(j)
 
+        def overhead(self, j: int) -> None:
+            if not self.sets_by_sample:  # the replays before the samples (later ones restore inputs, untimed)
+                self.enabled["overhead"].append(gc.isenabled())
+
     kernel = GcWatchingKernel()
     timing = kernel.run()
     assert len(kernel.enabled["timed"]) == timing["n_calls"] * SAMPLES and not any(kernel.enabled["timed"])
+    assert len(kernel.enabled["overhead"]) == timing["n_calls"] * OVERHEAD_REPLAYS
+    assert not any(kernel.enabled["overhead"])
     assert kernel.enabled["warm-up"] and all(kernel.enabled["warm-up"])
     assert gc.isenabled()
