@@ -125,7 +125,7 @@ class Problem:
         if self.format == "kernelbench":
             for name, value in (self.cases[0] if self.cases else {}).items():
                 setattr(module, name, value)
-        self._meta_model: Any = None
+        self._skeleton: Any = None
         self.buffer_keys: list[str] = []  # KernelBench: the state keys that are buffers, not parameters
 
     def inputs(self, torch: Any, shape_index: int, seed: int, device: str, dtype: Any) -> list[Any]:
@@ -150,18 +150,29 @@ class Problem:
             return None
         torch.manual_seed(seed)
         with torch.device(device):
-            model = adopt_tensor_attributes(torch, self.module.Model(*self.module.get_init_inputs()))
+            model = self._build_model(torch)
         params = {key: t.detach() for key, t in model.named_parameters()}
         buffers = {key: t.detach() for key, t in model.named_buffers()}
         self.buffer_keys = list(buffers)
         return {key: t.to(dtype) if t.is_floating_point() else t for key, t in {**params, **buffers}.items()}
 
-    def meta_model(self, torch: Any) -> Any:
-        """The Model built on the meta device (no memory), in the mode its file builds it in."""
-        if self._meta_model is None:
-            with torch.device("meta"):
-                self._meta_model = adopt_tensor_attributes(torch, self.module.Model(*self.module.get_init_inputs()))
-        return self._meta_model
+    def skeleton(self, torch: Any) -> Any:
+        """The Model that ``functional_call`` fills with a ``state``, in the mode its file builds it in: built on
+        the meta device (no memory), or on the CPU where its ``__init__`` needs real values (Swin's drop-path
+        rates call ``.item()``; KernelBench level 3's 29_SwinMLP and 30_SwinTransformerV2 crashed every run on
+        an H100, 2026-12-06). Its own tensors are never used (every parameter and buffer comes from the state);
+        the CPU build draws from a forked RNG, so the caller's random stream is as it was."""
+        if self._skeleton is None:
+            try:
+                with torch.device("meta"):
+                    self._skeleton = self._build_model(torch)
+            except (RuntimeError, NotImplementedError):  # .item() and data-dependent code have no meta value
+                with torch.random.fork_rng(devices=[]), torch.device("cpu"):
+                    self._skeleton = self._build_model(torch)
+        return self._skeleton
+
+    def _build_model(self, torch: Any) -> Any:
+        return adopt_tensor_attributes(torch, self.module.Model(*self.module.get_init_inputs()))
 
     def random_modules(self, torch: Any) -> list[str]:
         """Modules whose forward draws random numbers as the Model is built (dropout with p > 0 in training
@@ -169,7 +180,7 @@ class Problem:
         if self.format == "gpumode":
             return []
         found = []
-        for name, sub in self.meta_model(torch).named_modules():
+        for name, sub in self.skeleton(torch).named_modules():
             if isinstance(sub, torch.nn.modules.dropout._DropoutNd) and sub.training and sub.p > 0:
                 found.append(f"{name or 'model'}: {type(sub).__name__}(p={sub.p})")
         return found
@@ -259,7 +270,7 @@ def load_problem(ref: str, root: str, cases: list[dict[str, Any]] | None) -> Pro
 
 class ProblemBaseline:
     """A problem's baseline as a function of the call's inputs: KernelBench's Model called on its inputs with the
-    final input ``state`` as its parameters and buffers (``torch.func.functional_call`` on a meta-device Model),
+    final input ``state`` as its parameters and buffers (``torch.func.functional_call`` on ``Problem.skeleton``),
     or GPU MODE's ``ref_kernel`` of ``data`` (the inputs as one tuple, or the one input itself)."""
 
     def __init__(self, ref: str, root: str) -> None:
@@ -273,4 +284,4 @@ class ProblemBaseline:
         if problem.format == "gpumode":
             return problem.reference(args[0] if len(args) == 1 else tuple(args))
         *inputs, state = args
-        return torch.func.functional_call(problem.meta_model(torch), state, tuple(inputs))
+        return torch.func.functional_call(problem.skeleton(torch), state, tuple(inputs))

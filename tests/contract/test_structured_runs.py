@@ -222,6 +222,59 @@ def test_batchnorm_state_in_training_mode(tmp_path: Path, judge: SharedJudge) ->
     assert outcome.reason.startswith("inputs_unchanged"), outcome.reason
 
 
+ITEM_IN_INIT_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features, depth, drop_path_rate):
+        super().__init__()
+        # as Swin's drop-path rates (KernelBench level 3's 29_SwinMLP): Python floats read from a tensor in
+        # __init__, which a Model built on the meta device cannot give
+        self.rates = [x.item() for x in torch.linspace(0, drop_path_rate, depth)]
+        self.layers = nn.ModuleList(nn.Linear(features, features) for _ in self.rates)
+
+    def forward(self, x):
+        for layer, rate in zip(self.layers, self.rates):
+            x = x + (1.0 - rate) * torch.tanh(layer(x))
+        return x
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return [16, 3, 0.5]
+"""
+
+
+def test_a_model_whose_init_reads_tensor_values_runs_its_baseline(tmp_path: Path, judge: SharedJudge) -> None:
+    """The Model that ``functional_call`` fills with the state is built on the CPU where its ``__init__`` needs
+    real values (``.item()``): the baseline runs (it crashed on the meta device), a candidate that drops the
+    rates is still ``incorrect``."""
+    spec_keys = {
+        "inputs": [{"name": "x", "shapes": [[8, 16]]}, {"name": "state", "shapes": None}],
+        "shapes": ["8x16"],
+        "rotate": ["x"],
+        "cases": [],
+    }
+    ws, spec = problem_target(tmp_path / "ws", ITEM_IN_INIT_PROBLEM, spec_keys)
+    outcome = run(ws, spec, None, judge)
+    assert outcome.status == "ok", outcome.reason
+    no_rates = """import torch
+
+
+def kernel(x, state):
+    for i in range(3):
+        x = x + torch.tanh(x @ state[f"layers.{i}.weight"].T + state[f"layers.{i}.bias"])
+    return x
+"""
+    outcome = run(ws, spec, no_rates, judge)
+    assert outcome.status == "incorrect", outcome.reason
+    assert outcome.reason.startswith("outputs_match_reference"), outcome.reason
+
+
 def test_a_model_of_more_than_200_tensors_with_a_scalar_input(tmp_path: Path, judge: SharedJudge) -> None:
     spec_keys = {
         "inputs": [
