@@ -109,6 +109,25 @@ def test_full_size_bf16_zeros_pass_elementwise_but_not_the_new_checks(name: str)
     assert "is constant (0)" in zeros["output_carries_signal"]["detail"]
 
 
+def test_an_output_that_carries_a_barely_varying_reference_is_not_called_constant() -> None:
+    """A reference just over the flat line (a BatchNorm running variance, 0.9 plus 1e-6 of signal per channel)
+    and an fp32 output that carries nearly all of it, just under the line: judged by correlation, not called
+    constant (the baseline of KernelBench level 3's 45_UNetSoftmax failed so on an H100). A truly constant
+    output is still constant."""
+    gen = torch.Generator().manual_seed(7)
+    noise = torch.randn(4096, generator=gen, dtype=torch.float64)
+    line = correctness.CORRECTNESS_FLAT_REL * 0.9
+    ref = 0.9 + noise / noise.std() * line * 1.01  # std 1% over the line
+    out = (0.9 + (ref - 0.9) * 0.98).float()  # 98% of the variation: 1% under the line
+    stats = correctness.correctness_statistics(torch, out, ref, 0.0, 0.0)
+    assert correctness.correctness_flat(stats["out_std"], stats["out_rms"])
+    assert not correctness.correctness_flat(stats["ref_std"], stats["ref_rms"])
+    assert passed(judge(out, ref, "fp32")), judge(out, ref, "fp32")
+    constant = judge(torch.full_like(out, 0.9), ref, "fp32")
+    assert not constant["output_carries_signal"]["ok"]
+    assert "is constant (0.9)" in constant["output_carries_signal"]["detail"]
+
+
 @pytest.mark.parametrize("dtype_name", ["bf16", "fp16", "fp32"])
 @pytest.mark.parametrize("name", ["softmax", "rmsnorm"])
 def test_honest_implementations_are_correct(name: str, dtype_name: str) -> None:
