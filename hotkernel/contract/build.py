@@ -25,6 +25,7 @@ MODULES = (
     "spec",
     "problems",
     "uninit",
+    "limits",
     "probe",
     "inputs",
     "fused",

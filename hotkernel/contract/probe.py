@@ -10,14 +10,13 @@ import dataclasses
 import inspect
 import json
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+from .limits import GIB, ProbeLimit, ProbeMemory, memory_cap, time_limit
 from .problems import MadeOn, adopt_tensor_attributes, made_on, problem_format, reference_function
-from .spec import host_available_bytes, load_problem_file, proc_kib
+from .spec import load_problem_file
 from .uninit import uninit_paths, uninit_tracker
 
 PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant, tried first
@@ -29,15 +28,6 @@ FLAG_RUN_S = 5.0  # the flags' run at reduced size
 FLAG_STATE_BYTES = 64 << 20  # a Model above this is not built for real to find flags
 FLAG_DATA_BYTES = 16 << 20  # a GPU MODE case whose inputs are larger is not run for real to find flags
 REAL_RUN_FACTOR = 3  # a real run is estimated at this many times the inputs' bytes
-GIB = float(1 << 30)
-
-
-class ProbeMemory(ValueError):
-    """A real run refused or stopped for memory (``memory_cap``): its message has the numbers and the step."""
-
-
-class ProbeLimit(Exception):
-    """A probe step ran past its time limit."""
 
 
 def problem_error(path: str, err: BaseException, what: str) -> str:
@@ -116,71 +106,6 @@ def describe_outputs(torch: Any, out: Any) -> list[dict[str, Any]]:
 
 def tensor_bytes(torch: Any, value: Any) -> int:
     return sum(t.numel() * t.element_size() for _, t in leaves(torch, value) if isinstance(t, torch.Tensor))
-
-
-# ---- limits: time and memory --------------------------------------------------------------------------------
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise ProbeLimit after ``seconds`` (SIGALRM; no limit off the main thread or without SIGALRM)."""
-    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum: int, frame: Any) -> None:
-        while frame is not None:  # never inside an import: a half-imported module would break later problems
-            if frame.f_code.co_filename.startswith("<frozen importlib"):
-                signal.setitimer(signal.ITIMER_REAL, 0.1)
-                return
-            frame = frame.f_back
-        raise ProbeLimit(f"ran past {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def probe_free_bytes(torch: Any, device: str) -> int | None:
-    """Memory free for a real run on ``device`` (None: unknown)."""
-    if device.startswith("cuda"):
-        return int(torch.cuda.mem_get_info()[0])
-    return host_available_bytes()
-
-
-@contextlib.contextmanager
-def memory_cap(torch: Any, device: str, need: int | None, what: str) -> Iterator[None]:
-    """A real run on ``device``: refused with the numbers when ``need`` (estimated bytes) exceeds the free
-    memory, and its allocations capped at the free memory (CPU: RLIMIT_AS; CUDA: the allocator's fraction), so
-    running out is a ValueError with the numbers, never a killed probe."""
-    free = probe_free_bytes(torch, device)
-    if free is not None and need is not None and need > free:
-        raise ProbeMemory(f"{what} needs about {need / GIB:.2f} GiB on {device}, {free / GIB:.2f} GiB free")
-    restore: Callable[[], None] = lambda: None  # noqa: E731
-    if free is not None and device.startswith("cuda"):
-        total = torch.cuda.get_device_properties(torch.device(device)).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, free / total))
-        restore = lambda: torch.cuda.set_per_process_memory_fraction(1.0)  # noqa: E731
-    elif free is not None:
-        import resource
-
-        size, old = proc_kib("/proc/self/status", "VmSize"), resource.getrlimit(resource.RLIMIT_AS)
-        if size is not None and (old[0] == resource.RLIM_INFINITY or old[0] > size + free):
-            resource.setrlimit(resource.RLIMIT_AS, (size + free, old[1]))
-            restore = lambda: resource.setrlimit(resource.RLIMIT_AS, old)  # noqa: E731
-    try:
-        yield
-    except (MemoryError, RuntimeError) as err:
-        if isinstance(err, MemoryError) or "out of memory" in str(err) or "can't allocate" in str(err):
-            shown = f"{free / GIB:.2f} GiB" if free is not None else "the memory"
-            raise ProbeMemory(f"{what} needs more than the {shown} free on {device}") from None
-        raise
-    finally:
-        restore()
-        if device.startswith("cuda"):
-            torch.cuda.empty_cache()
 
 
 def probe_device(torch: Any, device: str | None) -> str:
@@ -351,12 +276,17 @@ def kernelbench_probe(
     with constants(module, case):
         inputs, model, how = _build_any(torch, path, module, device)
     if scale is not None and not case:
+        shipped = (inputs, model)
         every, batch_only = _scaled(torch, module, scale, inputs, model)
         for candidate in (every, batch_only):
             try:
                 with constants(module, candidate):
-                    inputs, model, how = _build_any(torch, path, module, device)
-                case = candidate
+                    built = _build_any(torch, path, module, device)
+                    err = _forward_error(torch, built[1], built[0])
+                # the scale broke a forward that runs as shipped (an image size the Model fixes, BatchNorm of 1)
+                if err is not None and _forward_error(torch, shipped[1], shipped[0]) is None:
+                    raise ValueError(problem_error(path, err, "the forward at these shapes"))
+                (inputs, model, how), case = built, candidate
                 break
             except ValueError as err:
                 notes.append(f"--scale of {', '.join(candidate)} failed: {str(err)[:200]}")
@@ -364,6 +294,19 @@ def kernelbench_probe(
             notes.append(f"--scale shrank only {', '.join(batch_only) or 'nothing'}")
     with constants(module, case):
         return _kernelbench_reply(torch, path, module, case, inputs, model, how, notes)
+
+
+def _forward_error(torch: Any, model: Any, inputs: Any) -> Exception | None:
+    """The error the Model's forward raises on ``inputs``; None when it ran or could not tell within
+    OUTPUT_PROBE_S (too slow, or an op the meta device cannot run: those say nothing of the shapes)."""
+    try:
+        with torch.no_grad(), time_limit(OUTPUT_PROBE_S):
+            model(*inputs)
+    except (ProbeLimit, NotImplementedError):
+        return None
+    except Exception as err:  # noqa: BLE001 - reported with the file and line
+        return None if "meta" in str(err).lower() else err
+    return None
 
 
 def _kernelbench_reply(

@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hotkernel.contract import probe  # noqa: E402
+from hotkernel.contract import limits, probe  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KB2 = FIXTURES / "kernelbench_suite" / "level2"
@@ -71,6 +71,56 @@ def test_scale_shrinks_every_large_dimension_not_only_the_batch() -> None:
     assert reply["shapes"][0][1]["bytes"] == (1024 * 512 + 512) * 4  # the weights shrink too
 
 
+FIXED_SIZE_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features, image_size=256):
+        super().__init__()
+        self.image_size = image_size  # as Swin's img_size: fixed in __init__, not taken from get_init_inputs
+        self.proj = nn.Linear(image_size, features)
+        self.bn = nn.BatchNorm1d(features)
+
+    def forward(self, x):
+        assert x.shape[-1] == self.image_size, f"Input image size {x.shape[-1]} doesn't match model"
+        return self.bn(self.proj(x))
+
+
+batch_size = 128
+image_size = 256
+features = 512
+
+
+def get_inputs():
+    return [torch.randn(batch_size, image_size)]
+
+
+def get_init_inputs():
+    return [features]
+"""
+
+
+def test_a_scale_that_breaks_the_forward_falls_back_and_says_why(tmp_path: Path) -> None:
+    """--scale whose shapes the Model's forward rejects (an image size the Model fixes; KernelBench level 3's
+    29_SwinMLP, whose scaled A/A crashed at its first run) is not used: the next candidate (the batch alone)
+    is, and the flags say why."""
+    file = tmp_path / "fixed_size.py"
+    file.write_text(FIXED_SIZE_PROBLEM)
+    reply = run(file, scale=0.25)
+    assert reply["cases"] == [{"batch_size": 32}]
+    assert reply["shapes"][0][0]["shape"] == [32, 256]
+    failed = [flag for flag in reply["flags"] if flag.startswith("--scale of batch_size, features, image_size")]
+    assert failed and "the forward at these shapes raised AssertionError: Input image size 64" in failed[0], reply
+    assert "--scale shrank only batch_size" in reply["flags"]
+    # where the batch alone breaks it too (BatchNorm of one value per channel), the shipped shapes, described
+    small = tmp_path / "fixed_size_batch_2.py"
+    small.write_text(FIXED_SIZE_PROBLEM.replace("batch_size = 128", "batch_size = 2"))
+    reply = run(small, scale=0.25)
+    assert reply["cases"] is None and reply["shapes"][0][0]["shape"] == [2, 256], reply
+    assert sum(flag.startswith("--scale of") and "failed" in flag for flag in reply["flags"]) == 2
+
+
 def test_an_output_buffer_in_data_is_a_destination() -> None:
     reply = run(GM / "out_buffer_py" / "reference.py", [{"size": 64}, {"size": 128}])
     assert reply["destinations"] == ["x2"] and reply["how"] == "fake"
@@ -97,7 +147,7 @@ def test_data_dependent_shapes_fall_back_to_one_real_run() -> None:
 
 
 def test_a_real_run_that_would_not_fit_is_refused_with_the_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probe, "probe_free_bytes", lambda torch, device: 1000)
+    monkeypatch.setattr(limits, "probe_free_bytes", lambda torch, device: 1000)
     with pytest.raises(ValueError, match=r"needs about 0\.00 GiB on cpu, 0\.00 GiB free"):
         run(GM / "data_dependent_py" / "reference.py", [{"size": 100}])
 

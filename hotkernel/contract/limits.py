@@ -1,0 +1,86 @@
+"""Time and memory limits of a probe's steps: ``time_limit`` (SIGALRM) and ``memory_cap`` (a real run refused with
+the numbers when it would not fit, its allocations capped at the free memory), for ``probe``'s real runs."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .spec import host_available_bytes, proc_kib
+
+GIB = float(1 << 30)
+
+
+class ProbeMemory(ValueError):
+    """A real run refused or stopped for memory (``memory_cap``): its message has the numbers and the step."""
+
+
+class ProbeLimit(Exception):
+    """A probe step ran past its time limit."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ProbeLimit after ``seconds`` (SIGALRM; no limit off the main thread or without SIGALRM)."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        while frame is not None:  # never inside an import: a half-imported module would break later problems
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                signal.setitimer(signal.ITIMER_REAL, 0.1)
+                return
+            frame = frame.f_back
+        raise ProbeLimit(f"ran past {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def probe_free_bytes(torch: Any, device: str) -> int | None:
+    """Memory free for a real run on ``device`` (None: unknown)."""
+    if device.startswith("cuda"):
+        return int(torch.cuda.mem_get_info()[0])
+    return host_available_bytes()
+
+
+@contextlib.contextmanager
+def memory_cap(torch: Any, device: str, need: int | None, what: str) -> Iterator[None]:
+    """A real run on ``device``: refused with the numbers when ``need`` (estimated bytes) exceeds the free
+    memory, and its allocations capped at the free memory (CPU: RLIMIT_AS; CUDA: the allocator's fraction), so
+    running out is a ValueError with the numbers, never a killed probe."""
+    free = probe_free_bytes(torch, device)
+    if free is not None and need is not None and need > free:
+        raise ProbeMemory(f"{what} needs about {need / GIB:.2f} GiB on {device}, {free / GIB:.2f} GiB free")
+    restore: Callable[[], None] = lambda: None  # noqa: E731
+    if free is not None and device.startswith("cuda"):
+        total = torch.cuda.get_device_properties(torch.device(device)).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, free / total))
+        restore = lambda: torch.cuda.set_per_process_memory_fraction(1.0)  # noqa: E731
+    elif free is not None:
+        import resource
+
+        size, old = proc_kib("/proc/self/status", "VmSize"), resource.getrlimit(resource.RLIMIT_AS)
+        if size is not None and (old[0] == resource.RLIM_INFINITY or old[0] > size + free):
+            resource.setrlimit(resource.RLIMIT_AS, (size + free, old[1]))
+            restore = lambda: resource.setrlimit(resource.RLIMIT_AS, old)  # noqa: E731
+    try:
+        yield
+    except (MemoryError, RuntimeError) as err:
+        if isinstance(err, MemoryError) or "out of memory" in str(err) or "can't allocate" in str(err):
+            shown = f"{free / GIB:.2f} GiB" if free is not None else "the memory"
+            raise ProbeMemory(f"{what} needs more than the {shown} free on {device}") from None
+        raise
+    finally:
+        restore()
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
