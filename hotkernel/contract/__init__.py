@@ -15,7 +15,7 @@ Four roles::
 
 Where things are: knobs.py (every knob, unit in its name), spec.py (SPEC from baseline.py, seeds), problems.py
 (KernelBench and GPU MODE problem files as baselines), probe.py (what a problem file holds, without its inputs),
-uninit.py (a generator's uninitialized buffers),
+limits.py (the time and memory limits of a probe's real runs), uninit.py (a generator's uninitialized buffers),
 inputs.py (input sets, perturbation), timer.py (the timer), checks.py (the checks table), hygiene.py
 (process trees, stale files), transport.py (CUDA IPC / files), shape.py (one shape: input sets, correctness
 pass, timed calls), worker.py, judge.py, forkserver.py (workers and judges forked from a process that has
