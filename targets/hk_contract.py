@@ -32,6 +32,7 @@ import contextlib
 import ctypes
 import dataclasses
 import enum
+import functools
 import gc
 import glob
 import hashlib
@@ -1013,43 +1014,54 @@ def kernelbench_probe(
     notes: list[str] = []
     with constants(module, case):
         inputs, model, how = _build_any(torch, path, module, device)
+    forward = None  # the forward at the shapes taken, when the scale check ran it
     if scale is not None and not case:
-        shipped = (inputs, model)
         every, batch_only = _scaled(torch, module, scale, inputs, model)
+        shipped_runs = functools.cache(lambda shipped=(model, inputs): _forward(torch, *shipped)[1] is None)
         for candidate in (every, batch_only):
             try:
                 with constants(module, candidate):
                     built = _build_any(torch, path, module, device)
-                    err = _forward_error(torch, built[1], built[0])
+                    tried = _forward(torch, built[1], built[0])
                 # the scale broke a forward that runs as shipped (an image size the Model fixes, BatchNorm of 1)
-                if err is not None and _forward_error(torch, shipped[1], shipped[0]) is None:
-                    raise ValueError(problem_error(path, err, "the forward at these shapes"))
-                (inputs, model, how), case = built, candidate
+                if tried[1] is not None and shipped_runs():
+                    raise ValueError(problem_error(path, tried[1], "the forward at these shapes"))
+                (inputs, model, how), case, forward = built, candidate, tried
                 break
             except ValueError as err:
                 notes.append(f"--scale of {', '.join(candidate)} failed: {str(err)[:200]}")
         if case and case is batch_only and every != batch_only:
             notes.append(f"--scale shrank only {', '.join(batch_only) or 'nothing'}")
     with constants(module, case):
-        return _kernelbench_reply(torch, path, module, case, inputs, model, how, notes)
+        forward = forward or _forward(torch, model, inputs)
+        return _kernelbench_reply(torch, path, module, case, inputs, model, how, notes, forward[0])
 
 
-def _forward_error(torch: Any, model: Any, inputs: Any) -> Exception | None:
-    """The error the Model's forward raises on ``inputs``; None when it ran or could not tell within
-    OUTPUT_PROBE_S (too slow, or an op the meta device cannot run: those say nothing of the shapes)."""
+def _forward(torch: Any, model: Any, inputs: Any) -> tuple[Any, Exception | None]:
+    """The Model's forward on ``inputs`` within OUTPUT_PROBE_S: (outputs, None) when it ran; (None, the error) when
+    it raised; (None, None) when it could not tell (too slow, or an op the meta device cannot run: those say
+    nothing of the shapes, and the outputs are checked at the first run)."""
     try:
         with torch.no_grad(), time_limit(OUTPUT_PROBE_S):
-            model(*inputs)
+            return model(*inputs), None
     except (ProbeLimit, NotImplementedError):
-        return None
+        return None, None
     except Exception as err:  # noqa: BLE001 - reported with the file and line
-        return None if "meta" in str(err).lower() else err
-    return None
+        return None, None if "meta" in str(err).lower() else err
 
 
 def _kernelbench_reply(
-    torch: Any, path: str, module: Any, case: dict[str, Any], inputs: Any, model: Any, how: str, notes: list[str]
+    torch: Any,
+    path: str,
+    module: Any,
+    case: dict[str, Any],
+    inputs: Any,
+    model: Any,
+    how: str,
+    notes: list[str],
+    out: Any,
 ) -> dict[str, Any]:
+    """The probe's reply for a KernelBench problem; ``out``: its forward's outputs (None: not found)."""
     names = _forward_names(module, len(inputs))
     entries = []
     for index, (name, value) in enumerate(zip(names, inputs, strict=True)):
@@ -1059,11 +1071,9 @@ def _kernelbench_reply(
             raise ValueError(f"{path}: get_inputs() item {index} ({name}): {err}") from None
     state = list(model.parameters()) + list(model.buffers())
     entries.append({"name": "state", "kind": "state", "tensors": len(state), "bytes": tensor_bytes(torch, state)})
-    outputs = None
     try:
-        with torch.no_grad(), time_limit(OUTPUT_PROBE_S):
-            outputs = describe_outputs(torch, model(*inputs))
-    except Exception:  # noqa: BLE001 - no meta kernel, or too slow on meta: outputs are checked at the first run
+        outputs = describe_outputs(torch, out) if out is not None else None
+    except ValueError:  # an output hotkernel cannot describe: checked at the first run
         outputs = None
     flags, flag_run = _kernelbench_flags(torch, module, inputs, model)
     return {
@@ -1315,9 +1325,9 @@ def make_raw(
     problem, its own inputs from ``set_seed`` and (KernelBench) the Model's ``state`` from ``shared_seed``.
     ``shared=False``: the rotated ones only, None in place of each shared one (each input has a seed of its own,
     so the rotated ones are the same either way): a refill of set k > 0 need not build the Model again."""
-    dtype = torch_dtype(torch, spec["dtype"])
     if problem is not None:
         return problem_raw(torch, spec, shape_index, set_seed, shared_seed, device, problem, shared)
+    dtype = torch_dtype(torch, spec["dtype"])
     tensors = []
     for index, (item, rotated) in enumerate(zip(spec["inputs"], rotated_raw(spec), strict=False)):
         seed = mix_seed(set_seed if rotated else shared_seed, index)

@@ -64,9 +64,9 @@ def make_raw(
     problem, its own inputs from ``set_seed`` and (KernelBench) the Model's ``state`` from ``shared_seed``.
     ``shared=False``: the rotated ones only, None in place of each shared one (each input has a seed of its own,
     so the rotated ones are the same either way): a refill of set k > 0 need not build the Model again."""
-    dtype = torch_dtype(torch, spec["dtype"])
     if problem is not None:
         return problem_raw(torch, spec, shape_index, set_seed, shared_seed, device, problem, shared)
+    dtype = torch_dtype(torch, spec["dtype"])
     tensors = []
     for index, (item, rotated) in enumerate(zip(spec["inputs"], rotated_raw(spec), strict=False)):
         seed = mix_seed(set_seed if rotated else shared_seed, index)
