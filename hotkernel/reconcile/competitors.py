@@ -27,8 +27,9 @@ from hotkernel.reconcile.plan import (
     device_key,
     select_names,
 )
-from hotkernel.run.competitors import competitor_who, render_competitor
+from hotkernel.run.competitors import competitor_path, competitor_who, render_competitor
 from hotkernel.run.render import contract_sha256, render_target
+from hotkernel.run.runner import compile_warm_for
 from hotkernel.run.verify import verify
 from hotkernel.store.record import record, store_snapshot, tamper_reason
 from hotkernel.workspace.lockfile import LockEntry, read_lock, workspace_lock, write_lock
@@ -111,6 +112,34 @@ def sync_competitors(
                 )
             )
         return items
+
+
+def competitor_sides(ws: Workspace, manifest: Any, names: list[str]) -> list[tuple[str, str, bool]]:
+    """``(target, device kind, compile_warm)`` of each target in ``names`` that has competitors, in that order,
+    from its rendered baseline and competitor scripts (``compile_warm``: its competitors' CPU runs fork from a
+    server that warms torch.compile, ``runner.compile_warm_for``). A target whose scripts are not rendered yet
+    reads as a CUDA one without warm-up: nothing is started ahead for it."""
+    sides = []
+    for name in names:
+        competitors = manifest.targets[name].competitors
+        if not competitors:
+            continue
+        baseline = ws.target_dir(name) / "baseline.py"
+        scripts = [baseline, *(competitor_path(ws, name, c) for c in competitors)]
+        rendered = [script for script in scripts if script.is_file()]
+        if len(rendered) < 2 or rendered[0] != baseline:
+            sides.append((name, "cuda", False))
+            continue
+        kind = "cpu" if str(resolved_target(manifest, name).get("device", "cuda")) == CPU_DEVICE else "cuda"
+        sides.append((name, kind, kind == "cpu" and compile_warm_for(rendered)))
+    return sides
+
+
+def warm_up_ahead(sides: list[tuple[str, str, bool]]) -> bool:
+    """Whether to start the CPU compile warm-up (``runner.CompileWarmUp``) before the first competitor verify:
+    only when CUDA verifies come first, so the warm-up overlaps GPU work and no CPU timing, and a CPU verify that
+    forks from a compile-warm server comes later."""
+    return bool(sides) and sides[0][1] == "cuda" and any(kind == "cpu" and warm for _, kind, warm in sides)
 
 
 def _budget_spent(label: str) -> SyncItem:

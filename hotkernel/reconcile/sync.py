@@ -18,8 +18,9 @@ from hotkernel._util.nvml import visible_gpu_name
 from hotkernel._util.procs import SignalsDeferred, TerminationRaises
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import manifest_fingerprint, resolved_target
+from hotkernel.manifest.python import user_python
 from hotkernel.reconcile.budget import Deadline, recorded_seconds, staleness_order
-from hotkernel.reconcile.competitors import sync_competitors
+from hotkernel.reconcile.competitors import competitor_sides, sync_competitors, warm_up_ahead
 from hotkernel.reconcile.executor import (
     Executor,
     Job,
@@ -52,6 +53,7 @@ from hotkernel.reconcile.plan import (
 )
 from hotkernel.reconcile.progress import RunCounter, SyncProgress
 from hotkernel.run.render import contract_sha256, render_target
+from hotkernel.run.runner import CompileWarmUp
 from hotkernel.store.leaderboard import (
     best_entries,
     best_rows,
@@ -251,7 +253,11 @@ class _Run:
             # The lanes are done: their warm judges go before the competitors verify here, on the same GPU, where
             # an idle judge holding a CUDA context would fail every competitor run's device_idle check.
             self.pool.close()
-            for name in staleness_order(selected, records):  # competitors: one at a time, after the lanes
+            order = staleness_order(selected, records)
+            ahead = self.compile_warm_up(order)
+            for name in order:  # competitors: one at a time, after the lanes
+                if ahead is not None and name in ahead[1] and not self.deadline.expired():
+                    ahead[0].wait()  # no CPU timing while the warm-up compiles
                 self.rivals_of = name
                 rivals += self.competitors(name, from_scratch)
                 self.rivals, self.rivals_of = rivals, None
@@ -362,6 +368,17 @@ class _Run:
                     )
                     self.before = store_snapshot(self.ws)
                 self.counter.finish(outcome.job)
+
+    def compile_warm_up(self, order: list[str]) -> tuple[CompileWarmUp, set[str]] | None:
+        """The CPU compile warm-up started now (no run is in flight), with the targets whose competitors run on
+        the CPU (each waits for it), when the competitors still to run start with CUDA ones
+        (``competitors.warm_up_ahead``)."""
+        names = [name for name in order if self.competitors_left(name)]
+        sides = competitor_sides(self.ws, self.manifest, names)
+        if not warm_up_ahead(sides):
+            return None
+        python = user_python(self.ws, python_of(self.python), probe=False)
+        return CompileWarmUp(self.ws, python), {name for name, kind, _ in sides if kind == "cpu"}
 
     def competitors(self, name: str, from_scratch: bool) -> list[SyncItem]:
         return sync_competitors(

@@ -96,3 +96,28 @@ def test_sync_competitors_records_them_as_such_and_plans_them(ws: Workspace) -> 
     os.utime(ws.root / "other" / "k2.py", ns=(1, 1))  # a new stat: plan's stat cache sees the change
     changed = plan(ws, manifest=manifest, gpu_name=None)
     assert [(c.competitor, c.reasons) for c in changed.competitors] == [("./other/k2.py:g", ["source changed"])]
+
+
+def test_the_cpu_compile_warm_up_starts_ahead_only_beside_cuda_work(ws: Workspace) -> None:
+    """``competitor_sides`` reads where each target's competitors run and whether they fork from a compile-warm
+    server; the warm-up starts ahead only when CUDA verifies come first (it then overlaps GPU work, never CPU
+    timing) and a CPU compile verify comes later."""
+    from hotkernel.manifest import resolved_target
+    from hotkernel.reconcile.competitors import competitor_sides, warm_up_ahead
+    from hotkernel.run.competitors import render_competitor
+    from hotkernel.run.render import render_target
+
+    manifest = load_manifest(ws.manifest)
+    assert competitor_sides(ws, manifest, ["t1"]) == [("t1", "cuda", False)]  # not rendered: nothing ahead
+    context = resolved_target(manifest, "t1")
+    render_target(ws, "t1", context)
+    for competitor in manifest.targets["t1"].competitors:
+        render_competitor(ws, "t1", context, competitor)
+    assert competitor_sides(ws, manifest, ["t1"]) == [("t1", "cpu", True)]  # a CPU target, torch.compile
+    gpu, cpu_compile, cpu_plain = ("g", "cuda", False), ("t1", "cpu", True), ("c", "cpu", False)
+    assert warm_up_ahead([gpu, cpu_compile])
+    assert warm_up_ahead([gpu, cpu_plain, cpu_compile])  # the first CPU verify waits for it
+    assert not warm_up_ahead([cpu_compile, gpu])  # it would overlap the CPU verify's timing
+    assert not warm_up_ahead([gpu, cpu_plain])  # nothing forks from a compile-warm server
+    assert not warm_up_ahead([cpu_compile])
+    assert not warm_up_ahead([])
