@@ -23,7 +23,11 @@ for i in 1 2; do
   # "whole workspace from scratch" figure); the second run re-syncs the GPU targets only.
   names=$TARGETS; [ "$i" = 1 ] && [ "${HK_SYNC_ALL_FIRST:-0}" = 1 ] && names=""
   # SIGTERM at HK_SYNC_TIMEOUT_S: sync stops cleanly (lock and board consistent) and reports what is left
-  timeout "${HK_SYNC_TIMEOUT_S:-450}" python3 -m hotkernel sync $names --from-scratch --json > "$OUT/sync_$i.json" \
+  # HK_SYNC_ARGS: more sync options for both runs, e.g. "--gpus all" (on one GPU: a GPU lane and the CPU lane side
+  # by side, the CPU target's verifies beside the GPU ones)
+  # shellcheck disable=SC2086
+  timeout "${HK_SYNC_TIMEOUT_S:-450}" python3 -m hotkernel sync $names ${HK_SYNC_ARGS:-} --from-scratch --json \
+    > "$OUT/sync_$i.json" \
     2> "$OUT/sync_$i.err"
   echo "sync run $i rc=$? wall_s=$((SECONDS - t0))" | tee -a "$OUT/sync_walls.txt"
   # after every run: a call cut short in the second still brings back the first's records
