@@ -757,6 +757,30 @@ def memory_cap(torch: Any, device: str, need: int | None, what: str) -> Iterator
             torch.cuda.empty_cache()
 
 
+# CUDA's caching allocator: "CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 79.18 GiB
+# of which 4.38 GiB is free. ..." (a paragraph); the CPU's: "DefaultCPUAllocator: can't allocate memory: you tried to
+# allocate 8589934592 bytes. Error code 12 (Cannot allocate memory)".
+CUDA_OOM = re.compile(
+    r"Tried to allocate ([\d.]+ \w+)\..*?total capacity of ([\d.]+ \w+) of which ([\d.]+ \w+) is free", re.S
+)
+CPU_OOM = re.compile(r"can't allocate memory: you tried to allocate (\d+) bytes")
+
+
+def out_of_memory(err: BaseException) -> str | None:
+    """``err`` as one short line when it is an allocator's failure (``torch.OutOfMemoryError``, or the CPU
+    allocator's RuntimeError), else None: "device memory (tried to allocate 8.00 GiB, 4.38 GiB of 79.18 GiB free)"."""
+    text = str(err)
+    cuda = CUDA_OOM.search(text)
+    if cuda:
+        return f"device memory (tried to allocate {cuda[1]}, {cuda[3]} of {cuda[2]} free)"
+    if type(err).__name__ == "OutOfMemoryError" or "out of memory" in text.lower():
+        return "device memory"
+    cpu = CPU_OOM.search(text)
+    if cpu:
+        return f"host memory (tried to allocate {int(cpu[1]) / GIB:.2f} GiB)"
+    return None
+
+
 # ======================================== probe.py ==========================================================
 PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant, tried first
 SCALE_MIN_DIM = 64  # --scale shrinks every dimension constant above this (channels of 3 or 16 stay)
@@ -4137,7 +4161,13 @@ def answer_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     except CheckFailed as err:
         reply = {"status": verdict_of(err.check), "reason": str(err), "checks": []}
     except Exception as err:  # noqa: BLE001 - a judge failure is a reply, not a dead judge
-        reply = {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}", "checks": []}
+        short = out_of_memory(err)
+        reason = (
+            f"fits_memory: the judge ran out of {short}: use a smaller shape or a card with more memory"
+            if short
+            else f"crashed: judge: {type(err).__name__}: {str(err)[:300]}"
+        )
+        reply = {"status": "invalid", "reason": reason, "checks": []}
     with state.clock("release"):
         release_device_memory(state.torch)
     return {**reply, "phases_s": state.clock.seconds()}
@@ -4263,6 +4293,13 @@ def reference_ladder(
             return outs
         after = [t for t, aft in zip(cast_leaves, layout.after, strict=True) if aft]
         return outs + after
+    short = out_of_memory(last_error) if last_error is not None else None
+    if short:  # the memory check counts inputs, outputs and copies; a reference's own temporaries can exceed it
+        raise CheckFailed(
+            "fits_memory",
+            f"the judge ran out of {short} computing the reference in every precision: use a smaller shape "
+            "(e.g. import at a smaller --scale) or a card with more memory",
+        )
     raise CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
 
 

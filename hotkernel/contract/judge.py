@@ -32,6 +32,7 @@ from .inputs import (
     tensor_leaves,
 )
 from .knobs import PARENT_PID_ENV, CheckFailed
+from .limits import out_of_memory
 from .problems import Problem, is_problem_ref, load_function, load_problem
 from .spec import apply_threads, device_kind_of, read_spec, workspace_root
 from .transport import import_outputs
@@ -110,7 +111,13 @@ def answer_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     except CheckFailed as err:
         reply = {"status": verdict_of(err.check), "reason": str(err), "checks": []}
     except Exception as err:  # noqa: BLE001 - a judge failure is a reply, not a dead judge
-        reply = {"status": "invalid", "reason": f"crashed: judge: {type(err).__name__}: {str(err)[:300]}", "checks": []}
+        short = out_of_memory(err)
+        reason = (
+            f"fits_memory: the judge ran out of {short}: use a smaller shape or a card with more memory"
+            if short
+            else f"crashed: judge: {type(err).__name__}: {str(err)[:300]}"
+        )
+        reply = {"status": "invalid", "reason": reason, "checks": []}
     with state.clock("release"):
         release_device_memory(state.torch)
     return {**reply, "phases_s": state.clock.seconds()}
@@ -236,6 +243,13 @@ def reference_ladder(
             return outs
         after = [t for t, aft in zip(cast_leaves, layout.after, strict=True) if aft]
         return outs + after
+    short = out_of_memory(last_error) if last_error is not None else None
+    if short:  # the memory check counts inputs, outputs and copies; a reference's own temporaries can exceed it
+        raise CheckFailed(
+            "fits_memory",
+            f"the judge ran out of {short} computing the reference in every precision: use a smaller shape "
+            "(e.g. import at a smaller --scale) or a card with more memory",
+        )
     raise CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
 
 

@@ -1,9 +1,11 @@
 """Time and memory limits of a probe's steps: ``time_limit`` (SIGALRM) and ``memory_cap`` (a real run refused with
-the numbers when it would not fit, its allocations capped at the free memory), for ``probe``'s real runs."""
+the numbers when it would not fit, its allocations capped at the free memory), for ``probe``'s real runs; and
+``out_of_memory``, which reads an allocator's failure (CUDA's or the CPU's) as one short line."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -84,3 +86,27 @@ def memory_cap(torch: Any, device: str, need: int | None, what: str) -> Iterator
         restore()
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
+
+
+# CUDA's caching allocator: "CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 79.18 GiB
+# of which 4.38 GiB is free. ..." (a paragraph); the CPU's: "DefaultCPUAllocator: can't allocate memory: you tried to
+# allocate 8589934592 bytes. Error code 12 (Cannot allocate memory)".
+CUDA_OOM = re.compile(
+    r"Tried to allocate ([\d.]+ \w+)\..*?total capacity of ([\d.]+ \w+) of which ([\d.]+ \w+) is free", re.S
+)
+CPU_OOM = re.compile(r"can't allocate memory: you tried to allocate (\d+) bytes")
+
+
+def out_of_memory(err: BaseException) -> str | None:
+    """``err`` as one short line when it is an allocator's failure (``torch.OutOfMemoryError``, or the CPU
+    allocator's RuntimeError), else None: "device memory (tried to allocate 8.00 GiB, 4.38 GiB of 79.18 GiB free)"."""
+    text = str(err)
+    cuda = CUDA_OOM.search(text)
+    if cuda:
+        return f"device memory (tried to allocate {cuda[1]}, {cuda[3]} of {cuda[2]} free)"
+    if type(err).__name__ == "OutOfMemoryError" or "out of memory" in text.lower():
+        return "device memory"
+    cpu = CPU_OOM.search(text)
+    if cpu:
+        return f"host memory (tried to allocate {int(cpu[1]) / GIB:.2f} GiB)"
+    return None

@@ -279,6 +279,40 @@ def test_reference_falls_back_to_the_target_dtype_and_states_it() -> None:
     assert hk.precision_label(state, spec, 0).startswith("bf16 (the target dtype")
 
 
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def test_a_reference_out_of_memory_in_every_precision_is_a_one_line_fits_memory_refusal() -> None:
+    """KernelBench's 93_masked_cumsum passed the memory check on an H100 and its judge then ran out of memory in
+    every precision: the run is ``invalid`` for ``fits_memory`` with the numbers and the fix on one line, not the
+    allocator's 620-character paragraph under ``crashed``."""
+    torch = pytest.importorskip("torch")
+    captured = (FIXTURES / "h100" / "judge_oom_kb1_093.txt").read_text().strip()  # verbatim from the card
+
+    def out_of_memory(x):
+        raise torch.OutOfMemoryError(captured)
+
+    state = hk.JudgeState(torch)
+    with pytest.raises(hk.CheckFailed) as caught:
+        hk.reference_outputs(state, {"dtype": "fp32", "name": "m"}, out_of_memory, [torch.randn(4)], {})
+    assert caught.value.check == "fits_memory" and hk.verdict_of("fits_memory") == "invalid"
+    reason = str(caught.value)
+    assert "tried to allocate 8.00 GiB, 4.38 GiB of 79.18 GiB free" in reason and "smaller shape" in reason
+    assert "\n" not in reason and len(reason) < 250
+
+    def type_error(x):  # any other failure in every precision is still a crash with its own text
+        raise TypeError("unsupported operand")
+
+    with pytest.raises(hk.CheckFailed) as caught:
+        hk.reference_outputs(hk.JudgeState(torch), {"dtype": "fp32", "name": "t"}, type_error, [torch.randn(4)], {})
+    assert caught.value.check == "crashed" and "unsupported operand" in str(caught.value)
+    # the CPU allocator's own failure (a real one: 2^50 bytes) reads the same way, in GiB of host memory
+    with pytest.raises(RuntimeError) as host:
+        torch.empty(1 << 50, dtype=torch.uint8)
+    assert hk.out_of_memory(host.value) == "host memory (tried to allocate 1048576.00 GiB)"
+    assert hk.out_of_memory(ValueError("shape mismatch")) is None
+
+
 def test_checksum_is_chunked_and_position_sensitive() -> None:
     torch = pytest.importorskip("torch")
     x = torch.randn(1000)
