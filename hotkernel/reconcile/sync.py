@@ -377,8 +377,12 @@ class _Run:
         sides = competitor_sides(self.ws, self.manifest, names)
         if not warm_up_ahead(sides):
             return None
-        python = user_python(self.ws, python_of(self.python), probe=False)
-        return CompileWarmUp(self.ws, python), {name for name, kind, _ in sides if kind == "cpu"}
+        try:
+            python = user_python(self.ws, python_of(self.python), probe=False)
+            ahead = CompileWarmUp(self.ws, python)
+        except Exception:  # noqa: BLE001 - the competitor that needs the server starts it and reports why not
+            return None
+        return ahead, {name for name, kind, _ in sides if kind == "cpu"}
 
     def competitors(self, name: str, from_scratch: bool) -> list[SyncItem]:
         return sync_competitors(
