@@ -781,6 +781,17 @@ def out_of_memory(err: BaseException) -> str | None:
     return None
 
 
+def memory_refusal(err: BaseException, doing: str) -> CheckFailed | None:
+    """``fits_memory`` with ``out_of_memory``'s line and the fix when ``err`` is an allocator's failure of the judge
+    while ``doing``, else None (the memory check counts inputs, outputs and copies; a reference's own
+    temporaries can exceed it: KernelBench's 93_masked_cumsum on an H100)."""
+    short = out_of_memory(err)
+    if short is None:
+        return None
+    fix = "use a smaller shape (e.g. import at a smaller --scale) or a card with more memory"
+    return CheckFailed("fits_memory", f"the judge ran out of {short}{' ' + doing if doing else ''}: {fix}")
+
+
 # ======================================== probe.py ==========================================================
 PROBE_BATCH_NAMES = ("batch_size", "batch", "B", "M", "N")  # the batch constant, tried first
 SCALE_MIN_DIM = 64  # --scale shrinks every dimension constant above this (channels of 3 or 16 stay)
@@ -4161,12 +4172,8 @@ def answer_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
     except CheckFailed as err:
         reply = {"status": verdict_of(err.check), "reason": str(err), "checks": []}
     except Exception as err:  # noqa: BLE001 - a judge failure is a reply, not a dead judge
-        short = out_of_memory(err)
-        reason = (
-            f"fits_memory: the judge ran out of {short}: use a smaller shape or a card with more memory"
-            if short
-            else f"crashed: judge: {type(err).__name__}: {str(err)[:300]}"
-        )
+        refusal = memory_refusal(err, "")
+        reason = str(refusal) if refusal else f"crashed: judge: {type(err).__name__}: {str(err)[:300]}"
         reply = {"status": "invalid", "reason": reason, "checks": []}
     with state.clock("release"):
         release_device_memory(state.torch)
@@ -4293,14 +4300,8 @@ def reference_ladder(
             return outs
         after = [t for t, aft in zip(cast_leaves, layout.after, strict=True) if aft]
         return outs + after
-    short = out_of_memory(last_error) if last_error is not None else None
-    if short:  # the memory check counts inputs, outputs and copies; a reference's own temporaries can exceed it
-        raise CheckFailed(
-            "fits_memory",
-            f"the judge ran out of {short} computing the reference in every precision: use a smaller shape "
-            "(e.g. import at a smaller --scale) or a card with more memory",
-        )
-    raise CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
+    refusal = memory_refusal(last_error, "computing the reference in every precision") if last_error else None
+    raise refusal or CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
 
 
 def check_deterministic(

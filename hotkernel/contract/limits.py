@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .knobs import CheckFailed
 from .spec import host_available_bytes, proc_kib
 
 GIB = float(1 << 30)
@@ -110,3 +111,14 @@ def out_of_memory(err: BaseException) -> str | None:
     if cpu:
         return f"host memory (tried to allocate {int(cpu[1]) / GIB:.2f} GiB)"
     return None
+
+
+def memory_refusal(err: BaseException, doing: str) -> CheckFailed | None:
+    """``fits_memory`` with ``out_of_memory``'s line and the fix when ``err`` is an allocator's failure of the judge
+    while ``doing``, else None (the memory check counts inputs, outputs and copies; a reference's own
+    temporaries can exceed it: KernelBench's 93_masked_cumsum on an H100)."""
+    short = out_of_memory(err)
+    if short is None:
+        return None
+    fix = "use a smaller shape (e.g. import at a smaller --scale) or a card with more memory"
+    return CheckFailed("fits_memory", f"the judge ran out of {short}{' ' + doing if doing else ''}: {fix}")

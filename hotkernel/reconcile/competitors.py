@@ -16,6 +16,7 @@ from hotkernel._util.nvml import visible_gpu_name
 from hotkernel._util.procs import SignalsDeferred
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import manifest_fingerprint, resolved_target
+from hotkernel.manifest.python import user_python
 from hotkernel.reconcile.budget import Deadline
 from hotkernel.reconcile.models import SyncItem, failed_item, measured, run_seconds
 from hotkernel.reconcile.plan import (
@@ -28,6 +29,7 @@ from hotkernel.reconcile.plan import (
     select_names,
 )
 from hotkernel.run.competitors import competitor_path, competitor_who, render_competitor
+from hotkernel.run.compile_warm_up import CompileWarmUp
 from hotkernel.run.render import contract_sha256, render_target
 from hotkernel.run.runner import compile_warm_for
 from hotkernel.run.verify import verify
@@ -140,6 +142,22 @@ def warm_up_ahead(sides: list[tuple[str, str, bool]]) -> bool:
     only when CUDA verifies come first, so the warm-up overlaps GPU work and no CPU timing, and a CPU verify that
     forks from a compile-warm server comes later."""
     return bool(sides) and sides[0][1] == "cuda" and any(kind == "cpu" and warm for _, kind, warm in sides)
+
+
+def start_compile_warm_up(
+    ws: Workspace, manifest: Any, names: list[str], python: str | None
+) -> tuple[CompileWarmUp, set[str]] | None:
+    """The CPU compile warm-up started now (call it while no run is in flight), with the targets of ``names`` (those
+    whose competitors are still to run, in order) that run on the CPU and must wait for it, when ``warm_up_ahead``
+    says so; else None, as when it cannot start (the competitor that needs the server starts it and says why)."""
+    sides = competitor_sides(ws, manifest, names)
+    if not warm_up_ahead(sides):
+        return None
+    try:
+        ahead = CompileWarmUp(ws, user_python(ws, python, probe=False))
+    except Exception:  # noqa: BLE001 - see the docstring
+        return None
+    return ahead, {name for name, kind, _ in sides if kind == "cpu"}
 
 
 def _budget_spent(label: str) -> SyncItem:

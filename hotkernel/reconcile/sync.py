@@ -18,9 +18,8 @@ from hotkernel._util.nvml import visible_gpu_name
 from hotkernel._util.procs import SignalsDeferred, TerminationRaises
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import manifest_fingerprint, resolved_target
-from hotkernel.manifest.python import user_python
 from hotkernel.reconcile.budget import Deadline, recorded_seconds, staleness_order
-from hotkernel.reconcile.competitors import competitor_sides, sync_competitors, warm_up_ahead
+from hotkernel.reconcile.competitors import start_compile_warm_up, sync_competitors
 from hotkernel.reconcile.executor import (
     Executor,
     Job,
@@ -53,7 +52,6 @@ from hotkernel.reconcile.plan import (
 )
 from hotkernel.reconcile.progress import RunCounter, SyncProgress
 from hotkernel.run.render import contract_sha256, render_target
-from hotkernel.run.runner import CompileWarmUp
 from hotkernel.store.leaderboard import (
     best_entries,
     best_rows,
@@ -254,7 +252,8 @@ class _Run:
             # an idle judge holding a CUDA context would fail every competitor run's device_idle check.
             self.pool.close()
             order = staleness_order(selected, records)
-            ahead = self.compile_warm_up(order)
+            names = [name for name in order if self.competitors_left(name)]
+            ahead = start_compile_warm_up(self.ws, self.manifest, names, python_of(self.python))
             for name in order:  # competitors: one at a time, after the lanes
                 if ahead is not None and name in ahead[1] and not self.deadline.expired():
                     ahead[0].wait()  # no CPU timing while the warm-up compiles
@@ -368,21 +367,6 @@ class _Run:
                     )
                     self.before = store_snapshot(self.ws)
                 self.counter.finish(outcome.job)
-
-    def compile_warm_up(self, order: list[str]) -> tuple[CompileWarmUp, set[str]] | None:
-        """The CPU compile warm-up started now (no run is in flight), with the targets whose competitors run on
-        the CPU (each waits for it), when the competitors still to run start with CUDA ones
-        (``competitors.warm_up_ahead``)."""
-        names = [name for name in order if self.competitors_left(name)]
-        sides = competitor_sides(self.ws, self.manifest, names)
-        if not warm_up_ahead(sides):
-            return None
-        try:
-            python = user_python(self.ws, python_of(self.python), probe=False)
-            ahead = CompileWarmUp(self.ws, python)
-        except Exception:  # noqa: BLE001 - the competitor that needs the server starts it and reports why not
-            return None
-        return ahead, {name for name, kind, _ in sides if kind == "cpu"}
 
     def competitors(self, name: str, from_scratch: bool) -> list[SyncItem]:
         return sync_competitors(

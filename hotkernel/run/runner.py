@@ -362,35 +362,6 @@ class JudgeProcess:
         self.contract.reap_retired()
 
 
-class CompileWarmUp:
-    """Starts ahead the fork server that a CPU verify of ``torch.compile`` scripts forks from (``compile_warm``).
-    Its warm-up (the imports of dynamo and inductor, inductor's probes of the C++ toolchain, one compile) took about
-    27 s on an H100 host's CPU with the workspace's inductor cache empty, while nothing else ran
-    (``lab/benchmarks/evidence/h100_round_20261206d``). A sync starts it while no run is in flight, before CUDA
-    verifies, so it warms up beside GPU work; ``wait`` blocks until it has, and comes before any CPU verify, so no
-    CPU timing overlaps it. The CPU compile verify then forks from this server: ``server_for`` keys a server on the
-    interpreter, the contract and the import-time environment, the same here. A server that fails to start is
-    left to that verify, which starts its own and says why.
-
-    Started here, not from a worker: a worker's run counts a child of this process that appeared after the worker
-    as the run's own (an orphan), so a server started meanwhile would be flagged and killed with that run."""
-
-    def __init__(self, ws: Workspace, python: str) -> None:
-        use_compile_cache(ws)
-        self.python = str(python)
-        self.contract = render.contract_module()
-        self.contract_file = str(render.contract_path())
-        env = {**os.environ, **self.contract.WORKER_ENV, **self.contract.HIDDEN_GPUS}  # as ``spawn_worker`` keys it
-        self.server = self.contract.server_for(self.python, self.contract_file, env, True)
-
-    def wait(self) -> None:
-        """Return once the server has warmed up: its first fork waits for that (the forked worker is not needed)."""
-        try:
-            self.contract.Worker(self.python, self.contract_file, True).close()
-        except Exception:  # noqa: BLE001, S110 - the verify that needs the server starts it again and reports
-            pass
-
-
 class WarmJudge:
     """One judge, with its pre-started workers, kept across the verifies of a sync lane (``take`` / ``done`` /
     ``close``). Each timed run still starts in a fresh worker with its own checks; the judge never imports a

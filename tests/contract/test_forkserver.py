@@ -301,7 +301,7 @@ def test_a_compile_warm_up_started_ahead_is_the_server_the_cpu_verify_forks_from
 ) -> None:
     """A sync starts the CPU compile warm-up while CUDA verifies run (``CompileWarmUp``); the CPU verify after it
     forks from that very server, warmed, and starts no second one."""
-    from hotkernel.run.runner import CompileWarmUp
+    from hotkernel.run.compile_warm_up import CompileWarmUp
 
     contract = render.contract_module()
     # an import-time variable of this test alone: a server no earlier test started has this key
