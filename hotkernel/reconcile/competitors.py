@@ -117,28 +117,25 @@ def sync_competitors(
 
 
 def competitor_sides(ws: Workspace, manifest: Any, names: list[str]) -> list[tuple[str, str, bool]]:
-    """``(target, device kind, compile_warm)`` of each target in ``names`` that has competitors, in that order,
-    from its rendered baseline and competitor scripts (``compile_warm``: its competitors' CPU runs fork from a
-    server that warms torch.compile, ``runner.compile_warm_for``). A target whose scripts are not rendered yet
-    reads as a CUDA one without warm-up: nothing is started ahead for it."""
+    """``(target, device kind, compile_warm)`` of each target in ``names`` that has competitors, in that order: the
+    kind from the manifest, ``compile_warm`` (its competitors' CPU runs fork from a server that warms torch.compile,
+    ``runner.compile_warm_for``) from its rendered baseline and competitor scripts, False while they are not
+    rendered (nothing is started ahead for such a target; a CPU one still waits for a warm-up already started)."""
     sides = []
     for name in names:
         competitors = manifest.targets[name].competitors
         if not competitors:
             continue
-        baseline = ws.target_dir(name) / "baseline.py"
-        scripts = [baseline, *(competitor_path(ws, name, c) for c in competitors)]
-        rendered = [script for script in scripts if script.is_file()]
-        if len(rendered) < 2 or rendered[0] != baseline:
-            sides.append((name, "cuda", False))
-            continue
         kind = "cpu" if str(resolved_target(manifest, name).get("device", "cuda")) == CPU_DEVICE else "cuda"
-        sides.append((name, kind, kind == "cpu" and compile_warm_for(rendered)))
+        baseline = ws.target_dir(name) / "baseline.py"
+        rendered = [path for path in (competitor_path(ws, name, c) for c in competitors) if path.is_file()]
+        warm = kind == "cpu" and baseline.is_file() and bool(rendered) and compile_warm_for([baseline, *rendered])
+        sides.append((name, kind, warm))
     return sides
 
 
 def warm_up_ahead(sides: list[tuple[str, str, bool]]) -> bool:
-    """Whether to start the CPU compile warm-up (``runner.CompileWarmUp``) before the first competitor verify:
+    """Whether to start the CPU compile warm-up (``CompileWarmUp``) before the first competitor verify:
     only when CUDA verifies come first, so the warm-up overlaps GPU work and no CPU timing, and a CPU verify that
     forks from a compile-warm server comes later."""
     return bool(sides) and sides[0][1] == "cuda" and any(kind == "cpu" and warm for _, kind, warm in sides)

@@ -19,8 +19,9 @@ class CompileWarmUp:
     interpreter, the contract and the import-time environment, the same here. A server that fails to start is
     left to that verify, which starts its own and says why.
 
-    Started here, not from a worker: a worker's run counts a child of this process that appeared after the worker
-    as the run's own (an orphan), so a server started meanwhile would be flagged and killed with that run."""
+    Started in the calling thread, which must outlive it: a fork server dies with the thread that started it
+    (``die_with_parent``: PR_SET_PDEATHSIG follows the thread), so one started from a short-lived thread would be
+    gone before the verify asks for it."""
 
     def __init__(self, ws: Workspace, python: str) -> None:
         use_compile_cache(ws)

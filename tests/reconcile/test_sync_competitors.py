@@ -108,7 +108,7 @@ def test_the_cpu_compile_warm_up_starts_ahead_only_beside_cuda_work(ws: Workspac
     from hotkernel.run.render import render_target
 
     manifest = load_manifest(ws.manifest)
-    assert competitor_sides(ws, manifest, ["t1"]) == [("t1", "cuda", False)]  # not rendered: nothing ahead
+    assert competitor_sides(ws, manifest, ["t1"]) == [("t1", "cpu", False)]  # not rendered: nothing ahead
     context = resolved_target(manifest, "t1")
     render_target(ws, "t1", context)
     for competitor in manifest.targets["t1"].competitors:
