@@ -41,7 +41,7 @@ from hotkernel.manifest.model import (
     shape_label,
 )
 from hotkernel.manifest.problem import ManifestProblem, did_you_mean
-from hotkernel.manifest.problem_files import check_function_file, check_problem
+from hotkernel.manifest.problem_files import check_function_calls, check_function_file, check_problem
 from hotkernel.workspace.paths import MANIFEST_NAME, TARGET_NAME_RE
 
 MAX_FILE_BYTES = 512 << 10  # 512 KiB: 100 targets take about 15 KiB
@@ -410,6 +410,7 @@ def check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
         for key, ref in (("from", spec.from_), ("reference", spec.reference), ("derive", spec.derive)):
             if ref is not None:
                 check_function_file(root, ref, (*base, key))
+        check_function_calls(root, spec, base)
 
 
 def check_target_fields(name: str, fields: dict[str, Any], root: Path | None) -> TargetSpec:

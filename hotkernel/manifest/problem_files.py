@@ -110,6 +110,60 @@ def check_function_file(root: Path, ref: str, loc: tuple[Any, ...]) -> None:
     raise ManifestProblem(loc, f"{rel} defines no function {func!r}; {hint}define it at the top level of {rel}")
 
 
+def check_function_calls(root: Path, spec: TargetSpec, base: tuple[Any, ...]) -> None:
+    """A function target's ``from``, ``reference`` and ``derive`` can be called the way the contract calls them:
+    ``derive(*raw, **kwargs)`` with the first input and ``extra`` as ``raw``; the others with those inputs (or
+    the names ``derive`` returns) and ``kwargs`` by keyword. Read from each ``def`` without running it."""
+    raw = 1 + len(spec.extra)
+    called = len(spec.inputs) if spec.derive is not None and spec.inputs is not None else raw
+    for key, ref, positional in (
+        ("from", spec.from_, called),
+        ("reference", spec.reference, called),
+        ("derive", spec.derive, raw),
+    ):
+        if ref is not None:
+            check_call(root, ref, positional, set(spec.kwargs), (*base, key))
+
+
+def check_call(root: Path, ref: str, positional: int, keywords: set[str], loc: tuple[Any, ...]) -> None:
+    """``./file.py:function`` accepts ``positional`` inputs and the keyword arguments ``keywords``; nothing is
+    checked for a function made another way (an assignment, an import), a decorated one (a decorator may change
+    what it takes) or one that takes ``*args``/``**kwargs`` where that decides."""
+    match = FILE_REF_RE.fullmatch(ref)
+    tree = read_workspace_python(root, match["path"], loc) if match else None
+    node = next(
+        (n for n in (tree.body if tree else []) if isinstance(n, ast.FunctionDef) and n.name == match["func"]), None
+    )
+    if node is None or match is None or node.decorator_list:
+        return
+    what, args = f"{match['path']}:{match['func']}", node.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args)]
+    named = [a.arg for a in args.args] + [a.arg for a in args.kwonlyargs]
+    if args.vararg is None and positional > len(params):
+        raise ManifestProblem(
+            loc,
+            f"{what} takes {len(params)} positional parameter(s) ({', '.join(params) or 'none'}) and the target "
+            f"gives {positional} input(s); drop an extra input or add a parameter",
+        )
+    required = params[: len(params) - len(args.defaults)][positional:]
+    kw_required = [a.arg for a, default in zip(args.kwonlyargs, args.kw_defaults, strict=True) if default is None]
+    posonly = {a.arg for a in args.posonlyargs}
+    missing = [name for name in [*required, *kw_required] if name not in keywords or name in posonly]
+    if missing:
+        first = missing[0]
+        raise ManifestProblem(
+            loc,
+            f"{what} needs {', '.join(missing)}, which the target does not give: add an input (extra: "
+            f"[{first}:SHAPE], --extra {first}:SHAPE), a constant (kwargs: {{{first}: VALUE}}, --kwarg "
+            f"{first}=VALUE) or a default in the function",
+        )
+    unknown = sorted(name for name in keywords if name not in named)
+    if unknown and args.kwarg is None:
+        raise ManifestProblem(
+            loc, f"{what} has no parameter {', '.join(unknown)}; rename the kwargs key or add the parameter"
+        )
+
+
 def top_level_names(tree: ast.Module) -> tuple[set[str], set[str]]:
     """(functions defined with def or imported, other top-level names: classes and assignments)."""
     functions: set[str] = set()
