@@ -173,6 +173,23 @@ async def test_bad_input_names_the_parameter(workspace: Path) -> None:
     assert snapshot(workspace) == before
 
 
+async def test_a_function_the_target_cannot_call_is_refused_with_the_fix(workspace: Path) -> None:
+    """add_target for a function of two tensors given one shape: one line naming the missing parameter and the
+    fixes, nothing written (the target's baseline would have crashed at its first run)."""
+    (workspace / "kernels" / "two.py").write_text("def add(x, y):\n    return x + y\n", encoding="utf-8")
+    before = snapshot(workspace)
+    async with Client(build_server(workspace)) as client:
+        result = await call(client, "add_target", {"name": "two", "source": "./kernels/two.py:add", "shapes": ["8"]})
+        text = text_of(result)
+        assert result.is_error and "needs y" in text and "extra" in text and "kwargs" in text, text
+        assert snapshot(workspace) == before  # refused before anything was written
+        added = await call(
+            client, "add_target", {"name": "two", "source": "./kernels/two.py:add", "shapes": ["8"], "extra": ["y:8"]}
+        )
+        assert not added.is_error, text_of(added)
+    assert snapshot(workspace) != before  # the second call wrote the target
+
+
 async def test_path_escapes_refused(workspace: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside.py"
     outside.write_text("def f(x):\n    return x\n")
