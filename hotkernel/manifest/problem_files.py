@@ -114,15 +114,18 @@ def check_function_calls(root: Path, spec: TargetSpec, base: tuple[Any, ...]) ->
     """A function target's ``from``, ``reference`` and ``derive`` can be called the way the contract calls them:
     ``derive(*raw, **kwargs)`` with the first input and ``extra`` as ``raw``; the others with those inputs (or
     the names ``derive`` returns) and ``kwargs`` by keyword. Read from each ``def`` without running it."""
+    for key, ref, positional in calls_of(spec):
+        check_call(root, ref, positional, set(spec.kwargs), (*base, key))
+
+
+def calls_of(spec: TargetSpec) -> list[tuple[str, str, int]]:
+    """``(key, function ref, positional inputs)`` of each function the contract calls for a function target:
+    ``derive`` with the first input and ``extra``; ``from`` and ``reference`` with those, or with the ``inputs``
+    ``derive`` returns; every one also takes ``kwargs`` by keyword."""
     raw = 1 + len(spec.extra)
     called = len(spec.inputs) if spec.derive is not None and spec.inputs is not None else raw
-    for key, ref, positional in (
-        ("from", spec.from_, called),
-        ("reference", spec.reference, called),
-        ("derive", spec.derive, raw),
-    ):
-        if ref is not None:
-            check_call(root, ref, positional, set(spec.kwargs), (*base, key))
+    calls = (("from", spec.from_, called), ("reference", spec.reference, called), ("derive", spec.derive, raw))
+    return [(key, ref, positional) for key, ref, positional in calls if ref is not None]
 
 
 def check_call(root: Path, ref: str, positional: int, keywords: set[str], loc: tuple[Any, ...]) -> None:

@@ -18,7 +18,8 @@ from hotkernel._util.procs import read_text_tail, run_command
 from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest.edit import EDIT_WAIT_S, EditMode, edit_target, write_manifest
 from hotkernel.manifest.load import ManifestProblem, check_target_fields, dotted
-from hotkernel.manifest.model import case_entry, format_shape, is_problem_source
+from hotkernel.manifest.model import MODULE_REF_RE, TargetSpec, case_entry, format_shape, is_problem_source
+from hotkernel.manifest.problem_files import calls_of
 from hotkernel.manifest.python import user_python
 from hotkernel.manifest.resolve import resolve_target
 from hotkernel.manifest.resolved import ResolvedTarget
@@ -233,6 +234,7 @@ def change_target(
             if mode == "remove":
                 resolved = bounds = rendered = None
             else:
+                check_module_calls(ws, outcome.manifest.targets[name], label)
                 resolved = resolve_target(outcome.manifest, name)
                 bounds = resolved.bounds()
                 rendered = render_target(ws, name, resolved)
@@ -253,6 +255,72 @@ def change_target(
         correctness=bounds,
         render=rendered,
     )
+
+
+# Run in the user's python for the module:function refs of a target being added or changed (the loader, which is
+# torch-free, reads only files): each imports, and ``inspect.signature`` accepts the contract's call. Nothing is said
+# where Python has no signature to read (many of torch's builtins). One JSON line per ref: null or [kind, problem].
+MODULE_CALL_CHECK = r"""
+import importlib, inspect, json, sys
+for ref, positional, keywords in json.loads(sys.argv[1]):
+    module, _, name = ref.partition(":")
+    problem = None
+    try:
+        value = importlib.import_module(module)
+        for part in name.split("."):
+            value = getattr(value, part)
+    except Exception as err:
+        problem = ["import", "cannot import %s in %s (%s: %s)" % (ref, sys.executable, type(err).__name__, err)]
+    else:
+        try:
+            signature = inspect.signature(value)
+        except (TypeError, ValueError):
+            signature = None
+        try:
+            if signature is not None:
+                signature.bind(*range(positional), **dict.fromkeys(keywords))
+        except TypeError as err:
+            problem = ["call", "%s cannot take %d input(s)%s: %s" % (
+                ref, positional, " and kwargs " + ", ".join(keywords) if keywords else "", err)]
+    print(json.dumps(problem), flush=True)
+"""
+MODULE_CHECK_TIMEOUT_S = 120.0  # the python's start and the modules' imports (torch: seconds on a loaded box)
+
+
+def check_module_calls(ws: Workspace, spec: TargetSpec, label: KeyLabel) -> None:
+    """Each ``module:function`` the target names (``from``, ``reference``, ``derive``) imports in the user's
+    python and accepts the contract's call (``calls_of``), checked in one run of that python; a one-line error
+    with the fix otherwise. A file function is checked by the loader (``check_call``) without running it."""
+    calls = [(key, ref, positional) for key, ref, positional in calls_of(spec) if MODULE_REF_RE.fullmatch(ref)]
+    if not calls:
+        return
+    python = user_python(ws)
+    payload = json.dumps([[ref, positional, sorted(spec.kwargs)] for _, ref, positional in calls])
+    with tempfile.TemporaryDirectory(prefix="hotkernel-check-") as out:
+        result = run_command(
+            [python, "-c", MODULE_CALL_CHECK, payload],
+            timeout_s=MODULE_CHECK_TIMEOUT_S,
+            cwd=ws.root,
+            out_dir=out,
+            name="check",
+        )
+        lines = [line for line in result.stdout_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        tail = read_text_tail(result.stderr_path, 400).strip().splitlines()
+    if len(lines) < len(calls):
+        why = f"ran past {MODULE_CHECK_TIMEOUT_S:.0f} s" if result.timed_out else f"exited ({result.returncode})"
+        raise HotkernelError(
+            f"{label(calls[len(lines)][0], '')}: checking {calls[len(lines)][1]} in {python} {why}: "
+            f"{tail[-1] if tail else 'no output'}; check HOTKERNEL_PYTHON"
+        )
+    fixes = {
+        "import": "fix the name, or set HOTKERNEL_PYTHON to the python that has it",
+        "call": f"give what it needs as an input ({label('extra', '')} NAME:SHAPE) or a constant "
+        f"({label('kwargs', '')} NAME=VALUE)",
+    }
+    for (key, _, _), line in zip(calls, lines, strict=False):
+        problem = json.loads(line)
+        if problem:
+            raise HotkernelError(f"{label(key, '')}: {problem[1]}; {fixes[problem[0]]}")
 
 
 def describe_bounds(edit: TargetEdit) -> str:

@@ -243,6 +243,49 @@ def test_new_refuses_a_class_or_a_bare_file(workspace: Path, ref: str, words: st
     assert not (workspace / "hotkernel.yaml").exists() and not (workspace / "targets").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (
+            ["--from", "torch.nn.functional:no_such_function"],
+            "cannot import torch.nn.functional:no_such_function in ",
+        ),
+        (
+            ["--from", "no_such_module_hk:f"],
+            "No module named 'no_such_module_hk'); fix the name, or set HOTKERNEL_PYTHON",
+        ),
+        (
+            ["--from", "torch.nn.functional:layer_norm"],
+            "torch.nn.functional:layer_norm cannot take 1 input(s): missing a required argument: 'normalized_shape'; "
+            "give what it needs as an input (--extra NAME:SHAPE) or a constant (--kwarg NAME=VALUE)",
+        ),
+        (["--from", "k.py:rms", "--extra", "w:8", "--reference", "torch.nn.functional:nope"], "cannot import"),
+    ],
+)
+def test_new_refuses_a_module_function_that_does_not_import_or_cannot_take_the_call(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], words: str
+) -> None:
+    """A ``module:function`` is looked up in the user's python when a target is added (the loader reads files only):
+    a missing one, or one the contract's call does not fit, is one line with the fix and nothing is written."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("HOTKERNEL_PYTHON", sys.executable)
+    done = new_subprocess("t", *args, "--shape", "8x16", "--device", "cpu", cwd=workspace)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    key = "--reference" if "--reference" in args else "--from"
+    assert done.stderr.startswith(f"error: {key}: ") and words in done.stderr, done.stderr
+    assert not (workspace / "hotkernel.yaml").exists() and not (workspace / "targets").exists()
+
+
+def test_new_takes_a_module_function_the_call_fits(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same check lets through what fits: kwargs that fill a required parameter, and a builtin whose signature
+    Python cannot read (torch.topk): nothing is said about it."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("HOTKERNEL_PYTHON", sys.executable)
+    new("ln", "--from", "torch.nn.functional:layer_norm", "--shape", "8x16", "--kwarg", "normalized_shape=[16]")
+    new("tk", "--from", "torch:topk", "--shape", "8x16", "--kwarg", "k=4", "--device", "cpu")
+    assert {"ln", "tk"} <= set(load_manifest(workspace / "hotkernel.yaml").targets)
+
+
 def test_new_prints_the_bounds_the_contract_applies(workspace: Path) -> None:
     from hotkernel.contract.correctness import tolerances
 
