@@ -747,7 +747,7 @@ def memory_cap(torch: Any, device: str, need: int | None, what: str) -> Iterator
     try:
         yield
     except (MemoryError, RuntimeError) as err:
-        if isinstance(err, MemoryError) or "out of memory" in str(err) or "can't allocate" in str(err):
+        if isinstance(err, MemoryError) or out_of_memory(err):
             shown = f"{free / GIB:.2f} GiB" if free is not None else "the memory"
             raise ProbeMemory(f"{what} needs more than the {shown} free on {device}") from None
         raise
@@ -4862,7 +4862,7 @@ def forkserver_main(argv: list[str]) -> None:
             triton_cache.triton_key()
     # What the imports made, out of the collector's reach (as Python's gc docs advise for a process that forks):
     # else every worker's first full collection walks the whole inherited heap (80 ms with torch imported, each
-    # page copied on write), at a moment that differs between scripts (``lab/benchmarks/placement_cost.py``).
+    # page copied on write), at a moment that differs between scripts (docs/performance.md, ``shift_placement``'s row).
     # Collected first, so only live objects are frozen; done once, so the server's later garbage is collected.
     gc.collect()
     gc.freeze()

@@ -268,7 +268,7 @@ def forkserver_main(argv: list[str]) -> None:
             triton_cache.triton_key()
     # What the imports made, out of the collector's reach (as Python's gc docs advise for a process that forks):
     # else every worker's first full collection walks the whole inherited heap (80 ms with torch imported, each
-    # page copied on write), at a moment that differs between scripts (``lab/benchmarks/placement_cost.py``).
+    # page copied on write), at a moment that differs between scripts (docs/performance.md, ``shift_placement``'s row).
     # Collected first, so only live objects are frozen; done once, so the server's later garbage is collected.
     gc.collect()
     gc.freeze()

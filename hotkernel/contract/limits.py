@@ -79,7 +79,7 @@ def memory_cap(torch: Any, device: str, need: int | None, what: str) -> Iterator
     try:
         yield
     except (MemoryError, RuntimeError) as err:
-        if isinstance(err, MemoryError) or "out of memory" in str(err) or "can't allocate" in str(err):
+        if isinstance(err, MemoryError) or out_of_memory(err):
             shown = f"{free / GIB:.2f} GiB" if free is not None else "the memory"
             raise ProbeMemory(f"{what} needs more than the {shown} free on {device}") from None
         raise

@@ -407,10 +407,9 @@ def check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
         raise ManifestProblem((*base, "inputs"), "a derived input is listed twice; rename one")
     check_problem(spec, base, root)
     if root is not None:
-        for key, ref in (("from", spec.from_), ("reference", spec.reference), ("derive", spec.derive)):
-            if ref is not None:
-                check_function_file(root, ref, (*base, key))
-        check_function_calls(root, spec, base)
+        refs = (("from", spec.from_), ("reference", spec.reference), ("derive", spec.derive))
+        defs = {key: check_function_file(root, ref, (*base, key)) for key, ref in refs if ref is not None}
+        check_function_calls(spec, defs, base)
 
 
 def check_target_fields(name: str, fields: dict[str, Any], root: Path | None) -> TargetSpec:

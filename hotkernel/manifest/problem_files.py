@@ -91,15 +91,18 @@ def problem_layout(root: Path, rel: str, loc: tuple[Any, ...]) -> str:
     )
 
 
-def check_function_file(root: Path, ref: str, loc: tuple[Any, ...]) -> None:
-    """For ``./file.py:function``: the file is inside the workspace and defines ``function`` at top level."""
+def check_function_file(root: Path, ref: str, loc: tuple[Any, ...]) -> ast.FunctionDef | None:
+    """For ``./file.py:function``: the file is inside the workspace and defines ``function`` at top level; its
+    ``def`` when the last top-level statement that binds the name is one (``check_call`` reads it), else None."""
     match = FILE_REF_RE.fullmatch(ref)
     if not match:
-        return
+        return None
     rel, func = match["path"], match["func"]
-    functions, others = top_level_names(read_workspace_python(root, rel, loc))
+    tree = read_workspace_python(root, rel, loc)
+    functions, others = top_level_names(tree)
     if func in functions:
-        return
+        binding = [node for node in tree.body if func in _bound_names(node)]
+        return binding[-1] if binding and isinstance(binding[-1], ast.FunctionDef) else None
     if func in others:
         raise ManifestProblem(
             loc,
@@ -110,12 +113,27 @@ def check_function_file(root: Path, ref: str, loc: tuple[Any, ...]) -> None:
     raise ManifestProblem(loc, f"{rel} defines no function {func!r}; {hint}define it at the top level of {rel}")
 
 
-def check_function_calls(root: Path, spec: TargetSpec, base: tuple[Any, ...]) -> None:
+def _bound_names(node: ast.stmt) -> set[str]:
+    """The top-level names a statement binds (as ``top_level_names`` counts them)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {t.id for t in targets if isinstance(t, ast.Name)}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return set()
+
+
+def check_function_calls(spec: TargetSpec, defs: dict[str, ast.FunctionDef | None], base: tuple[Any, ...]) -> None:
     """A function target's ``from``, ``reference`` and ``derive`` can be called the way the contract calls them:
     ``derive(*raw, **kwargs)`` with the first input and ``extra`` as ``raw``; the others with those inputs (or
-    the names ``derive`` returns) and ``kwargs`` by keyword. Read from each ``def`` without running it."""
+    the names ``derive`` returns) and ``kwargs`` by keyword. ``defs``: each key's ``def`` as
+    ``check_function_file`` found it (None: not a plain def in a workspace file, nothing to read)."""
     for key, ref, positional in calls_of(spec):
-        check_call(root, ref, positional, set(spec.kwargs), (*base, key))
+        node = defs.get(key)
+        if node is not None:
+            check_call(node, ref, positional, set(spec.kwargs), (*base, key))
 
 
 def calls_of(spec: TargetSpec) -> list[tuple[str, str, int]]:
@@ -128,18 +146,12 @@ def calls_of(spec: TargetSpec) -> list[tuple[str, str, int]]:
     return [(key, ref, positional) for key, ref, positional in calls if ref is not None]
 
 
-def check_call(root: Path, ref: str, positional: int, keywords: set[str], loc: tuple[Any, ...]) -> None:
-    """``./file.py:function`` accepts ``positional`` inputs and the keyword arguments ``keywords``; nothing is
-    checked for a function made another way (an assignment, an import), a decorated one (a decorator may change
-    what it takes) or one that takes ``*args``/``**kwargs`` where that decides."""
-    match = FILE_REF_RE.fullmatch(ref)
-    tree = read_workspace_python(root, match["path"], loc) if match else None
-    node = next(
-        (n for n in (tree.body if tree else []) if isinstance(n, ast.FunctionDef) and n.name == match["func"]), None
-    )
-    if node is None or match is None or node.decorator_list:
+def check_call(node: ast.FunctionDef, what: str, positional: int, keywords: set[str], loc: tuple[Any, ...]) -> None:
+    """The ``def`` of ``what`` accepts ``positional`` inputs and the keyword arguments ``keywords``; nothing is
+    checked for a decorated one (a decorator may change what it takes) or where ``*args``/``**kwargs`` decide."""
+    if node.decorator_list:
         return
-    what, args = f"{match['path']}:{match['func']}", node.args
+    args = node.args
     params = [a.arg for a in (*args.posonlyargs, *args.args)]
     named = [a.arg for a in args.args] + [a.arg for a in args.kwonlyargs]
     if args.vararg is None and positional > len(params):
@@ -168,19 +180,12 @@ def check_call(root: Path, ref: str, positional: int, keywords: set[str], loc: t
 
 
 def top_level_names(tree: ast.Module) -> tuple[set[str], set[str]]:
-    """(functions defined with def or imported, other top-level names: classes and assignments)."""
+    """(functions defined with def or imported, or assigned as ``f = functools.partial(...)``; other top-level
+    names: classes)."""
     functions: set[str] = set()
     others: set[str] = set()
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.add(node.name)
-        elif isinstance(node, ast.ClassDef):
-            others.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            functions.update(t.id for t in targets if isinstance(t, ast.Name))  # f = functools.partial(...)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            functions.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        (others if isinstance(node, ast.ClassDef) else functions).update(_bound_names(node))
     return functions, others - functions
 
 

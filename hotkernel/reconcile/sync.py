@@ -397,9 +397,6 @@ def board_summary(ws: Workspace) -> dict[str, Any]:
     return {"best": best_rows(board), "headline": headline, "latest": latest}
 
 
-_RunCounter = RunCounter  # the name lab/benchmarks/coordinator_costs.py imports
-
-
 def _prepare(
     ws: Workspace,
     manifest: Any,

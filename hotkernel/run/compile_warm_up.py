@@ -12,8 +12,8 @@ from hotkernel.workspace.paths import Workspace
 class CompileWarmUp:
     """Starts ahead the fork server that a CPU verify of ``torch.compile`` scripts forks from (``compile_warm``).
     Its warm-up (the imports of dynamo and inductor, inductor's probes of the C++ toolchain, one compile) took about
-    27 s on an H100 host's CPU with the workspace's inductor cache empty, while nothing else ran
-    (``lab/benchmarks/evidence/h100_round_20261206d``). A sync starts it while no run is in flight, before CUDA
+    27 s on an H100 host's CPU with the workspace's inductor cache empty, while nothing else ran (2026-12-06,
+    docs/performance.md). A sync starts it while no run is in flight, before CUDA
     verifies, so it warms up beside GPU work; ``wait`` blocks until it has, and comes before any CPU verify, so no
     CPU timing overlaps it. The CPU compile verify then forks from this server: ``server_for`` keys a server on the
     interpreter, the contract and the import-time environment, the same here. A server that fails to start is

@@ -100,23 +100,49 @@ def _probe_run(ws: Workspace, requests: list[dict[str, Any]]) -> tuple[list[dict
     """One run of the probe over ``requests``: the replies it gave, and why it stopped before the next one (None
     when it answered every request)."""
     code = "import sys; sys.path.insert(0, sys.argv[1]); import hk_contract; hk_contract.probe_main(sys.argv[2:])"
-    python = user_python(ws)
-    argv = [python, "-c", code, str(contract_path().parent), json.dumps(requests)]
     limit = probe_timeout_s(requests)
-    with tempfile.TemporaryDirectory(prefix="hotkernel-probe-") as out:
-        result = run_command(argv, timeout_s=limit, cwd=ws.root, out_dir=out, name="probe")
-        lines = [line for line in result.stdout_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    run = run_user_python(ws, [code, str(contract_path().parent), json.dumps(requests)], limit, "probe")
+    if not run.lines or json.loads(run.lines[0]) != {"ready": True}:  # it died before any file: no file's fault
+        raise HotkernelError(f"the probe ({run.python}) {run.why} before it imported a problem file: {run.said}")
+    replies = [json.loads(line) for line in run.lines[1 : len(requests) + 1]]
+    if len(replies) == len(requests):
+        return replies, None
+    if run.timed_out:
+        return replies, f"the probe ran past its {limit:.0f} s limit while probing this file"
+    return replies, f"the probe's python exited ({run.returncode}) while probing this file: {run.said}"
+
+
+class UserPythonRun(BaseModel):
+    """What one ``python -c CODE ARGS...`` in the user's interpreter printed: its stdout's lines, and how it ended."""
+
+    python: str
+    lines: list[str]  # not blank; each caller parses the ones it expects
+    timed_out: bool
+    returncode: int | None
+    limit_s: float
+    said: str  # its stderr's last line
+
+    @property
+    def why(self) -> str:
+        return f"ran past its {self.limit_s:.0f} s limit" if self.timed_out else f"exited ({self.returncode})"
+
+
+def run_user_python(ws: Workspace, args: list[str], limit_s: float, name: str) -> UserPythonRun:
+    """``python -c args[0] args[1:]`` in the user's interpreter from the workspace root, within ``limit_s``: its
+    stdout's lines (blank ones skipped) and how it ended."""
+    python = user_python(ws)
+    with tempfile.TemporaryDirectory(prefix=f"hotkernel-{name}-") as out:
+        result = run_command([python, "-c", *args], timeout_s=limit_s, cwd=ws.root, out_dir=out, name=name)
+        text = result.stdout_path.read_text(encoding="utf-8")
         tail = read_text_tail(result.stderr_path, 600).strip().splitlines()
-        said = tail[-1] if tail else "no output"
-        if not lines or json.loads(lines[0]) != {"ready": True}:  # it died before any file: no file's fault
-            why = f"ran past its {limit:.0f} s limit" if result.timed_out else f"exited ({result.returncode})"
-            raise HotkernelError(f"the probe ({python}) {why} before it imported a problem file: {said}")
-        replies = [json.loads(line) for line in lines[1 : len(requests) + 1]]
-        if len(replies) == len(requests):
-            return replies, None
-        if result.timed_out:
-            return replies, f"the probe ran past its {limit:.0f} s limit while probing this file"
-        return replies, f"the probe's python exited ({result.returncode}) while probing this file: {said}"
+    return UserPythonRun(
+        python=python,
+        lines=[line for line in text.splitlines() if line.strip()],
+        timed_out=result.timed_out,
+        returncode=result.returncode,
+        limit_s=limit_s,
+        said=tail[-1] if tail else "no output",
+    )
 
 
 def _is_tensor(entry: dict[str, Any]) -> bool:
@@ -294,30 +320,17 @@ def check_module_calls(ws: Workspace, spec: TargetSpec, label: KeyLabel) -> None
     calls = [(key, ref, positional) for key, ref, positional in calls_of(spec) if MODULE_REF_RE.fullmatch(ref)]
     if not calls:
         return
-    python = user_python(ws)
     payload = json.dumps([[ref, positional, sorted(spec.kwargs)] for _, ref, positional in calls])
-    with tempfile.TemporaryDirectory(prefix="hotkernel-check-") as out:
-        result = run_command(
-            [python, "-c", MODULE_CALL_CHECK, payload],
-            timeout_s=MODULE_CHECK_TIMEOUT_S,
-            cwd=ws.root,
-            out_dir=out,
-            name="check",
-        )
-        lines = [line for line in result.stdout_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        tail = read_text_tail(result.stderr_path, 400).strip().splitlines()
-    if len(lines) < len(calls):
-        why = f"ran past {MODULE_CHECK_TIMEOUT_S:.0f} s" if result.timed_out else f"exited ({result.returncode})"
-        raise HotkernelError(
-            f"{label(calls[len(lines)][0], '')}: checking {calls[len(lines)][1]} in {python} {why}: "
-            f"{tail[-1] if tail else 'no output'}; check HOTKERNEL_PYTHON"
-        )
+    run = run_user_python(ws, [MODULE_CALL_CHECK, payload], MODULE_CHECK_TIMEOUT_S, "check")
+    if len(run.lines) < len(calls):
+        key, ref, _ = calls[len(run.lines)]
+        raise HotkernelError(f"{label(key, '')}: checking {ref} in {run.python}, it {run.why}: {run.said}")
     fixes = {
         "import": "fix the name, or set HOTKERNEL_PYTHON to the python that has it",
         "call": f"give what it needs as an input ({label('extra', '')} NAME:SHAPE) or a constant "
         f"({label('kwargs', '')} NAME=VALUE)",
     }
-    for (key, _, _), line in zip(calls, lines, strict=False):
+    for (key, _, _), line in zip(calls, run.lines, strict=False):
         problem = json.loads(line)
         if problem:
             raise HotkernelError(f"{label(key, '')}: {problem[1]}; {fixes[problem[0]]}")

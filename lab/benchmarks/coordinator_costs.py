@@ -34,7 +34,8 @@ from hotkernel import __version__
 from hotkernel._util.fs import atomic_write_text, sha256_text
 from hotkernel.reconcile.executor import Job, LaneRun, Outcome
 from hotkernel.reconcile.plan import load_workspace_manifest, plan
-from hotkernel.reconcile.sync import _Prepared, _record_outcome, _RunCounter
+from hotkernel.reconcile.progress import RunCounter
+from hotkernel.reconcile.sync import _Prepared, _record_outcome
 from hotkernel.run.models import SampleStats, SideSummary, VerifyResult
 from hotkernel.store.leaderboard import current_protocol, write_leaderboard
 from hotkernel.store.models import Provenance, Record
@@ -106,7 +107,7 @@ def measure(n: int, repeat: int, max_targets: int) -> dict[str, Any]:
         built_s = time.perf_counter() - start
         manifest = load_workspace_manifest(ws)
         target = "t00000"
-        counter = _RunCounter(None, total=0)
+        counter = RunCounter(None, total=0)
         job = Job(key=target, target=target, baseline=f"targets/{target}/baseline.py",
                   candidate=f"targets/{target}/candidate.py", rounds=3, timeout_s=None, device_kind="cpu")
         state = {"manifest": "m", "baseline_sha256": "b", "candidate_sha256": None, "contract_sha256": "c",
