@@ -28,10 +28,9 @@ from hotkernel.reconcile.plan import (
     device_key,
     select_names,
 )
-from hotkernel.run.competitors import competitor_path, competitor_who, render_competitor
+from hotkernel.run.competitors import competitor_who, expected_competitor, render_competitor
 from hotkernel.run.compile_warm_up import CompileWarmUp
-from hotkernel.run.render import contract_sha256, render_target
-from hotkernel.run.runner import compile_warm_for
+from hotkernel.run.render import contract_module, contract_sha256, render_target
 from hotkernel.run.verify import verify
 from hotkernel.store.record import record, store_snapshot, tamper_reason
 from hotkernel.workspace.lockfile import LockEntry, read_lock, workspace_lock, write_lock
@@ -118,19 +117,19 @@ def sync_competitors(
 
 def competitor_sides(ws: Workspace, manifest: Any, names: list[str]) -> list[tuple[str, str, bool]]:
     """``(target, device kind, compile_warm)`` of each target in ``names`` that has competitors, in that order: the
-    kind from the manifest, ``compile_warm`` (its competitors' CPU runs fork from a server that warms torch.compile,
-    ``runner.compile_warm_for``) from its rendered baseline and competitor scripts, False while they are not
-    rendered (nothing is started ahead for such a target; a CPU one still waits for a warm-up already started)."""
+    kind from the manifest; ``compile_warm`` (its competitors' CPU runs fork from a server that warms torch.compile,
+    the contract's ``wants_compile_warm``) from the competitor scripts as they will be rendered, so a workspace
+    whose competitors were never rendered gets the warm-up too."""
+    contract = contract_module()
     sides = []
     for name in names:
         competitors = manifest.targets[name].competitors
         if not competitors:
             continue
-        kind = "cpu" if str(resolved_target(manifest, name).get("device", "cuda")) == CPU_DEVICE else "cuda"
-        baseline = ws.target_dir(name) / "baseline.py"
-        rendered = [path for path in (competitor_path(ws, name, c) for c in competitors) if path.is_file()]
-        warm = kind == "cpu" and baseline.is_file() and bool(rendered) and compile_warm_for([baseline, *rendered])
-        sides.append((name, kind, warm))
+        resolved = resolved_target(manifest, name)
+        kind = "cpu" if str(resolved.get("device", "cuda")) == CPU_DEVICE else "cuda"
+        texts = [expected_competitor(resolved, competitor) for competitor in competitors]
+        sides.append((name, kind, bool(contract.wants_compile_warm(kind, texts))))
     return sides
 
 

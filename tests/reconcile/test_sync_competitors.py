@@ -100,20 +100,21 @@ def test_sync_competitors_records_them_as_such_and_plans_them(ws: Workspace) -> 
 
 def test_the_cpu_compile_warm_up_starts_ahead_only_beside_cuda_work(ws: Workspace) -> None:
     """``competitor_sides`` reads where each target's competitors run and whether they fork from a compile-warm
-    server; the warm-up starts ahead only when CUDA verifies come first (it then overlaps GPU work, never CPU
-    timing) and a CPU compile verify comes later."""
+    server, rendered or not; the warm-up starts ahead only when CUDA verifies come first (it then overlaps GPU
+    work, never CPU timing) and a CPU compile verify comes later."""
     from hotkernel.manifest import resolved_target
     from hotkernel.reconcile.competitors import competitor_sides, warm_up_ahead
     from hotkernel.run.competitors import render_competitor
     from hotkernel.run.render import render_target
 
     manifest = load_manifest(ws.manifest)
-    assert competitor_sides(ws, manifest, ["t1"]) == [("t1", "cpu", False)]  # not rendered: nothing ahead
+    # a CPU target with a torch.compile competitor, its scripts not rendered yet (a fresh workspace's first sync)
+    assert competitor_sides(ws, manifest, ["t1"]) == [("t1", "cpu", True)]
     context = resolved_target(manifest, "t1")
     render_target(ws, "t1", context)
     for competitor in manifest.targets["t1"].competitors:
         render_competitor(ws, "t1", context, competitor)
-    assert competitor_sides(ws, manifest, ["t1"]) == [("t1", "cpu", True)]  # a CPU target, torch.compile
+    assert competitor_sides(ws, manifest, ["t1"]) == [("t1", "cpu", True)]  # rendered: the same answer
     gpu, cpu_compile, cpu_plain = ("g", "cuda", False), ("t1", "cpu", True), ("c", "cpu", False)
     assert warm_up_ahead([gpu, cpu_compile])
     assert warm_up_ahead([gpu, cpu_plain, cpu_compile])  # the first CPU verify waits for it
