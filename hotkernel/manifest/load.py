@@ -368,7 +368,7 @@ def check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
                     f"{quote(unknown[0])} is not an input of this target; "
                     f"{did_you_mean(unknown[0], names)}inputs: {', '.join(names)}",
                 )
-            if index == 0 and spec.input not in entry:
+            if index == 0 and spec.input not in entry and spec.input not in spec.structured:
                 raise ManifestProblem(loc, f"the headline shape must give the first input {spec.input!r}")
         label = shape_label(spec, entry)
         if label in labels:

@@ -431,6 +431,13 @@ class TargetSpec(BaseModel):
         "them): filled with NaN (integers: random values) before every judged call, not held to the "
         "inputs-unchanged check; judged through what the kernel returns.",
     )
+    structured: Annotated[list[Identifier], Key("--structured", "structured", "texts")] = Field(
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="Module problems only: inputs the problem file makes as structures (a dict, a list of "
+        "tuples...); a shape `shapes` gives one is its first tensor's, a label of the case; the first input may "
+        "have none.",
+    )
     reference: Annotated[FunctionRef | None, Key("--reference", "reference", "ref")] = Field(
         None,
         description="Function computing the right answer in fp32 (fp64 for fp32 targets) when the baseline "

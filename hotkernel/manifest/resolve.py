@@ -47,10 +47,12 @@ def get_target(manifest: Manifest, name: str) -> TargetSpec:
 
 
 def _inputs(spec: TargetSpec) -> list[ResolvedInput]:
-    """Every raw input with its shape at each ``shapes`` entry (None: made by the problem file)."""
+    """Every raw input with its shape at each ``shapes`` entry (None: made by the problem file, a ``structured``
+    one included: its shape in ``shapes`` only labels the case)."""
     inputs = []
     for input_name, headline in raw_inputs(spec):
-        if not headline and not any(isinstance(e, dict) and input_name in e for e in spec.shapes):
+        named = any(isinstance(e, dict) and input_name in e for e in spec.shapes)
+        if input_name in spec.structured or (not headline and not named):
             inputs.append(ResolvedInput(name=input_name, shapes=None))
             continue
         shapes: list[list[int]] = []

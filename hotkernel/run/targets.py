@@ -162,18 +162,39 @@ def _extra_item(entry: dict[str, Any]) -> str:
     return f"{entry['name']}:{format_shape(entry['shape'])}" if _shaped(entry) else str(entry["name"])
 
 
+def case_shapes(case: list[dict[str, Any]]) -> dict[str, str]:
+    """The shapes that name one case in a manifest: ``{name: shape}`` of its tensor inputs with dimensions; a case
+    with none (every input structured: a dict, a list of tuples) is named by the first tensor leaf of each
+    structured input. Two cases alike here are one case to the manifest."""
+    plain = {e["name"]: format_shape(e["shape"]) for e in case if _shaped(e)}
+    if plain:
+        return plain
+    return {
+        e["name"]: format_shape(leaf["shape"])
+        for e in case
+        if e.get("kind") == "tree"
+        for leaf in (e.get("leaves") or [])[:1]
+        if leaf.get("shape")
+    }
+
+
 def _shape_entries(shapes: list[list[dict[str, Any]]]) -> list[Any]:
-    """``shapes`` of the manifest: the first input's shape per case, or ``{name: shape}`` of the tensor inputs
-    with dimensions when there are several cases or the first input is not such a tensor."""
+    """``shapes`` of the manifest: the first input's shape per case, or ``{name: shape}`` (``case_shapes``) when
+    there are several cases or the first input is not such a tensor."""
     head = shapes[0]
     if len(shapes) == 1 and _shaped(head[0]):
         return [format_shape(head[0]["shape"])]
-    entries = [{e["name"]: format_shape(e["shape"]) for e in case if _shaped(e)} for case in shapes]
+    entries = [case_shapes(case) for case in shapes]
     if not all(entries):
-        first = head[0]["name"]
         raise HotkernelError(
-            f"{first}: no input of this problem is a plain tensor (a structured input only); hotkernel names a "
-            "shape by a tensor input: make one input a tensor, or list its shapes by hand"
+            f"{head[0]['name']}: no input of this problem holds a tensor with dimensions (scalars and 0-d tensors "
+            "only); hotkernel names a case by a tensor's shape: make generate_input return one, or list the shapes "
+            "by hand (shapes: [...])"
+        )
+    if head[0]["name"] not in entries[0] and head[0].get("kind") != "tree":
+        raise HotkernelError(
+            f"{head[0]['name']}: the first input is a {head[0].get('kind', 'tensor')} without dimensions, and a "
+            "manifest names a case by its first input: make generate_input return a tensor or a structure first"
         )
     return entries
 
@@ -192,12 +213,20 @@ def _destinations(probe: dict[str, Any]) -> list[str]:
 
 def problem_fields(probe: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """Manifest keys of a module problem from its probe: input, shapes, extra (the rest of its inputs: tensors
-    as ``name:shape``, scalars, structured inputs and a KernelBench Model's ``state`` as a bare name), rotate
+    as ``name:shape``, scalars, structured inputs and a KernelBench Model's ``state`` as a bare name), structured
+    (the structured inputs a shape names, when no input is a plain tensor), rotate
     (the problem's own inputs), outputs (the inputs the reference writes into and returns) and cases; keys in
     ``given`` win. Entries without ``kind`` (an older probe: Model tensors marked ``param``) still map."""
     shapes = probe["shapes"]
     head = shapes[0]
     fields: dict[str, Any] = {"input": head[0]["name"], "shapes": _shape_entries(shapes)}
+    # structures the shapes name (by a tensor inside them: a label; the file makes the value), and a first input
+    # that is a structure the shapes do not name (a config dict before the tensors)
+    trees = [e["name"] for e in head if e.get("kind") == "tree"]
+    named = fields["shapes"][0] if isinstance(fields["shapes"][0], dict) else {}
+    structured = [name for name in trees if name in named or name == fields["input"]]
+    if structured:
+        fields["structured"] = structured
     fields["extra"] = [_extra_item(entry) for entry in head[1:]]
     fields["rotate"] = [e["name"] for e in head if "param" not in e and e.get("kind") != "state"]
     outputs = _destinations(probe)

@@ -18,7 +18,7 @@ from hotkernel._util.fs import atomic_write_text
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest.load import load_manifest
 from hotkernel.manifest.model import format_shape
-from hotkernel.run.targets import change_target, probe_problems, problem_fields
+from hotkernel.run.targets import case_shapes, change_target, probe_problems, problem_fields
 from hotkernel.suites import gpumode, kernelbench
 from hotkernel.workspace.paths import Workspace
 
@@ -73,8 +73,8 @@ def _existing(ws: Workspace) -> set[str]:
 def _add(
     ws: Workspace, result: SuiteImport, name: str, rel: str, probe: dict[str, Any], given: dict[str, Any], command: str
 ) -> None:
-    fields = problem_fields(probe, {"from": f"./{rel}", **given})
-    try:
+    try:  # one problem that cannot become a target is skipped with its reason; the others go on
+        fields = problem_fields(probe, {"from": f"./{rel}", **given})
         change_target(ws, name, fields, mode="add", command=command)
     except HotkernelError as err:
         result.skipped.append(Skipped(problem=rel, reason=str(err)))
@@ -82,16 +82,6 @@ def _add(
     heads = [head_label(case) for case in probe["shapes"]]
     flags = list(probe.get("flags") or [])
     result.imported.append(Imported(target=name, problem=rel, shapes=heads, cases=fields.get("cases"), flags=flags))
-
-
-def shape_key(entries: list[dict[str, Any]]) -> list[Any]:
-    """What a manifest shape keeps of a case: the name and shape of each tensor input with dimensions (the
-    probe's ``kind`` tensor, or none); two cases alike here are one case to the manifest."""
-    return [
-        (entry["name"], list(entry["shape"]))
-        for entry in entries
-        if entry.get("kind", "tensor") == "tensor" and entry.get("shape")
-    ]
 
 
 def head_label(entries: list[dict[str, Any]]) -> str:
@@ -273,12 +263,12 @@ def _add_task(
     given: dict[str, Any],
     command: str,
 ) -> None:
-    """Add the probed task: benchmarks with the same tensor shapes merged, its output buffers, dtype and
+    """Add the probed task: benchmarks with the same shapes (``case_shapes``) merged, its output buffers, dtype and
     tolerances."""
     seen: dict[str, int] = {}
     merged: list[str] = []
     for index, shapes in enumerate(probe["shapes"]):  # two cases with the same tensor shapes are one shape
-        key = repr(shape_key(shapes))
+        key = repr(sorted(case_shapes(shapes).items()))
         if key in seen and shapes != probe["shapes"][seen[key]]:
             merged.append(f"{index + 1} as {seen[key] + 1}")
         seen.setdefault(key, index)

@@ -54,8 +54,9 @@ SAMPLES: dict[str, tuple[list[str], object]] = {
     "threads": (["2"], 2),
     "competitors": (["compile", "./k.py:scale"], ["compile", "./k.py:scale"]),
 }
-# Keys that go only with a module problem (from: ./problem.py): written by tests/suites/test_module_problem.py.
-PROBLEM_ONLY = {"cases": (["batch_size=4"], [{"batch_size": 4}])}
+# Keys that go only with a module problem (from: ./problem.py): `cases` in tests/suites/test_suites.py, `structured`
+# in tests/suites/test_import_formats.py and tests/manifest/test_problem_files.py.
+PROBLEM_ONLY = {"cases": (["batch_size=4"], [{"batch_size": 4}]), "structured": (["data"], ["data"])}
 
 
 @pytest.fixture()

@@ -122,3 +122,13 @@ def test_a_function_the_target_cannot_call_is_refused_with_the_fix(
 def test_a_function_the_target_can_call_is_accepted(tmp_path: Path, fields: dict) -> None:
     (tmp_path / "k.py").write_text(KERNELS, encoding="utf-8")
     _check(tmp_path, **fields)
+
+
+def test_structured_names_inputs_of_a_module_problem(tmp_path: Path) -> None:
+    (tmp_path / "reference.py").write_text(GENERATE + "def ref_kernel(data):\n    return data\n", encoding="utf-8")
+    (tmp_path / "k.py").write_text(KERNELS, encoding="utf-8")
+    with pytest.raises(ManifestProblem, match="structured inputs go with a module problem"):
+        _check(tmp_path, **{"from": "./k.py:two", "extra": ["y:4x8"], "structured": ["x"]})
+    with pytest.raises(ManifestProblem, match="'other' is not an input of this target; inputs: data"):
+        _check(tmp_path, **{"from": "./reference.py", "input": "data", "structured": ["other"]})
+    _check(tmp_path, **{"from": "./reference.py", "input": "data", "structured": ["data"]})

@@ -86,7 +86,11 @@ def test_gpumode_destinations_become_outputs_and_cases_name_shapes_by_tensor() -
     assert fields["outputs"] == ["x1"] and fields["extra"] == ["x1:64"]
     assert fields["shapes"] == [{"x0": "64", "x1": "64"}, {"x0": "128", "x1": "128"}]
     probe = {"shapes": [[{"name": "data", "kind": "tree", "leaves": []}, tensor("w", [4])]], "cases": [{"n": 4}]}
-    assert problem_fields(probe, {})["shapes"] == [{"w": "4"}]
+    fields = problem_fields(probe, {})  # a first input with no tensor (a config dict) is structured, unnamed
+    assert (fields["shapes"], fields["structured"]) == ([{"w": "4"}], ["data"])
+    scalar = {"shapes": [[{"name": "alpha", "kind": "scalar", "value": 0.5}, tensor("w", [4])]], "cases": [{"n": 4}]}
+    with pytest.raises(HotkernelError, match="alpha: the first input is a scalar without dimensions"):
+        problem_fields(scalar, {})
 
 
 def test_old_probe_entries_still_map() -> None:

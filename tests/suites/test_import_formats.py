@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hotkernel.cli.commands.import_ import summary
-from hotkernel.manifest import load_manifest
+from hotkernel.manifest import load_manifest, resolved_target
 from hotkernel.suites import gpumode
 from hotkernel.suites.importer import import_suite
 from hotkernel.suites.kernelbench import folder_level
@@ -86,3 +86,53 @@ def test_an_output_buffer_of_a_gpumode_task_becomes_an_output(ws: Workspace) -> 
     spec = load_manifest(ws.manifest).targets["gm_hkdemo_out_buffer_py"]
     assert spec.outputs == ["x2"]  # type: ignore[attr-defined]
     assert (ws.root / "problems" / "gpumode" / "hkdemo" / "eval.py").is_file()
+
+
+@pytest.mark.slow
+def test_a_task_whose_inputs_are_all_structured_is_named_by_a_tensor_inside_them(ws: Workspace) -> None:
+    """data is a list of (x, w) tuples and nothing else (like a grouped GEMM task): each case is named by the
+    first tensor of each structure, those inputs are `structured`, and the candidate says the file makes them
+    (on the H100 on 2026-12-06 such a task stopped the import of all of GPU MODE's problems/ with rc 1)."""
+    result = import_suite(ws, "gpumode", GM / "dict_only_py", device="cpu")
+    assert [i.target for i in result.imported] == ["gm_hkdemo_dict_only_py"], result.skipped
+    spec = load_manifest(ws.manifest).targets["gm_hkdemo_dict_only_py"]
+    assert spec.shapes == [  # type: ignore[attr-defined]
+        {"x0": "64x128", "x1": "64x128", "x2": "64x128"},
+        {"x0": "256x64", "x1": "256x64", "x2": "256x64"},
+    ]
+    assert spec.structured == ["x0", "x1", "x2"]  # type: ignore[attr-defined]
+    resolved = resolved_target(load_manifest(ws.manifest), "gm_hkdemo_dict_only_py")
+    assert [item["shapes"] for item in resolved["inputs"]] == [None, None, None]  # no tensor of 64x128 is made
+    doc = (ws.target_dir("gm_hkdemo_dict_only_py") / "candidate.py").read_text(encoding="utf-8")
+    assert "x0: made by the problem file" in doc and "a tensor of the dtype" not in doc
+
+
+@pytest.mark.slow
+def test_a_single_dict_input_imports(ws: Workspace) -> None:
+    result = import_suite(ws, "gpumode", GM / "dict_input_py", device="cpu")
+    assert [i.target for i in result.imported] == ["gm_hkdemo_dict_input_py"], result.skipped
+    spec = load_manifest(ws.manifest).targets["gm_hkdemo_dict_input_py"]
+    assert (spec.input, spec.shapes, spec.structured) == ("data", [{"data": "64x128"}], ["data"])  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_a_task_that_cannot_be_a_target_is_skipped_and_the_rest_of_the_folder_imports(ws: Workspace) -> None:
+    """grouped_py writes its results into buffers inside a list of tuples, which `outputs` cannot name: it is
+    skipped with that reason, and every other task of the folder is imported."""
+    result = import_suite(ws, "gpumode", GM, device="cpu")
+    reasons = {next(p for p in Path(s.problem).parts if p.endswith("_py")): s.reason for s in result.skipped}
+    assert reasons["grouped_py"].startswith("the reference writes into x0[0][2], a tensor inside a structured input")
+    assert set(reasons) == {"grouped_py", "multi_gpu_py"}, reasons
+    imported = {i.target for i in result.imported}
+    assert {"gm_hkdemo_dict_only_py", "gm_hkdemo_dict_input_py", "gm_hkdemo_out_buffer_py"} <= imported
+    assert set(load_manifest(ws.manifest).targets) == imported
+
+
+@pytest.mark.slow
+def test_a_config_before_the_tensors_is_a_structured_first_input(ws: Workspace) -> None:
+    """data = (config dict, x): the first input holds no tensor, so the headline shape names x and the config is
+    `structured`; the loader takes a headline without the first input only then."""
+    result = import_suite(ws, "gpumode", GM / "config_first_py", device="cpu")
+    assert [i.target for i in result.imported] == ["gm_hkdemo_config_first_py"], result.skipped
+    spec = load_manifest(ws.manifest).targets["gm_hkdemo_config_first_py"]
+    assert (spec.input, spec.shapes, spec.structured) == ("x0", [{"x1": "1024x1024"}], ["x0"])  # type: ignore[attr-defined]
