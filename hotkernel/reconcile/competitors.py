@@ -140,13 +140,23 @@ def warm_up_ahead(sides: list[tuple[str, str, bool]]) -> bool:
     return bool(sides) and sides[0][1] == "cuda" and any(kind == "cpu" and warm for _, kind, warm in sides)
 
 
+def ahead_order(sides: list[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
+    """``sides`` in the order their competitors run: as given (most out of date first), except that when a CPU one
+    forks from the compile-warm server the CUDA ones go first, each side keeping its order, so the warm-up runs
+    beside their GPU work (``warm_up_ahead``) instead of before a CPU verify with nothing beside it (about 22 s in a
+    sync whose CPU target came first, on an H100 host, 2026-12-06)."""
+    if not any(kind == "cpu" and warm for _, kind, warm in sides):
+        return sides
+    return [side for side in sides if side[1] == "cuda"] + [side for side in sides if side[1] != "cuda"]
+
+
 def start_compile_warm_up(
-    ws: Workspace, manifest: Any, names: list[str], python: str | None
+    ws: Workspace, sides: list[tuple[str, str, bool]], python: str | None
 ) -> tuple[CompileWarmUp, set[str]] | None:
-    """The CPU compile warm-up started now (call it while no run is in flight), with the targets of ``names`` (those
-    whose competitors are still to run, in order) that run on the CPU and must wait for it, when ``warm_up_ahead``
-    says so; else None, as when it cannot start (the competitor that needs the server starts it and says why)."""
-    sides = competitor_sides(ws, manifest, names)
+    """The CPU compile warm-up started now (call it while no run is in flight), with the targets of ``sides`` (those
+    whose competitors are still to run, in the order they run) that run on the CPU and must wait for it, when
+    ``warm_up_ahead`` says so; else None, as when it cannot start (the competitor that needs the server starts it
+    and says why)."""
     if not warm_up_ahead(sides):
         return None
     try:

@@ -19,7 +19,12 @@ from hotkernel._util.procs import SignalsDeferred, TerminationRaises
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import manifest_fingerprint, resolved_target
 from hotkernel.reconcile.budget import Deadline, recorded_seconds, staleness_order
-from hotkernel.reconcile.competitors import start_compile_warm_up, sync_competitors
+from hotkernel.reconcile.competitors import (
+    ahead_order,
+    competitor_sides,
+    start_compile_warm_up,
+    sync_competitors,
+)
 from hotkernel.reconcile.executor import (
     Executor,
     Job,
@@ -251,10 +256,10 @@ class _Run:
             # The lanes are done: their warm judges go before the competitors verify here, on the same GPU, where
             # an idle judge holding a CUDA context would fail every competitor run's device_idle check.
             self.pool.close()
-            order = staleness_order(selected, records)
-            names = [name for name in order if self.competitors_left(name)]
-            ahead = start_compile_warm_up(self.ws, self.manifest, names, python_of(self.python))
-            for name in order:  # competitors: one at a time, after the lanes
+            names = [name for name in staleness_order(selected, records) if self.competitors_left(name)]
+            sides = ahead_order(competitor_sides(self.ws, self.manifest, names))
+            ahead = start_compile_warm_up(self.ws, sides, python_of(self.python))
+            for name, _, _ in sides:  # competitors: one at a time, after the lanes
                 if ahead is not None and name in ahead[1] and not self.deadline.expired():
                     ahead[0].wait()  # no CPU timing while the warm-up compiles
                 self.rivals_of = name

@@ -103,7 +103,7 @@ def test_the_cpu_compile_warm_up_starts_ahead_only_beside_cuda_work(ws: Workspac
     server, rendered or not; the warm-up starts ahead only when CUDA verifies come first (it then overlaps GPU
     work, never CPU timing) and a CPU compile verify comes later."""
     from hotkernel.manifest import resolved_target
-    from hotkernel.reconcile.competitors import competitor_sides, warm_up_ahead
+    from hotkernel.reconcile.competitors import ahead_order, competitor_sides, warm_up_ahead
     from hotkernel.run.competitors import render_competitor
     from hotkernel.run.render import render_target
 
@@ -122,3 +122,10 @@ def test_the_cpu_compile_warm_up_starts_ahead_only_beside_cuda_work(ws: Workspac
     assert not warm_up_ahead([gpu, cpu_plain])  # nothing forks from a compile-warm server
     assert not warm_up_ahead([cpu_compile])
     assert not warm_up_ahead([])
+    # the CUDA targets' competitors go first when a CPU one forks from the compile-warm server (the CPU target
+    # was the most out of date in a `sync --gpus all` on an H100 host, so its warm-up had nothing beside it)
+    gpu2 = ("g2", "cuda", False)
+    assert ahead_order([cpu_compile, gpu, cpu_plain, gpu2]) == [gpu, gpu2, cpu_compile, cpu_plain]
+    assert warm_up_ahead(ahead_order([cpu_compile, gpu]))
+    assert ahead_order([cpu_plain, gpu]) == [cpu_plain, gpu]  # no warm-up to hide: most out of date first
+    assert ahead_order([cpu_compile]) == [cpu_compile]
