@@ -1,6 +1,6 @@
 """What the coordinating ``sync`` process spends per finished target, against the number of records already in
-the workspace: SYNTHETIC records (made-up results on a made-up device, written straight to results/ and indexed
-in hotkernel.lock, as tests/store/record_factory.py makes them), no GPU, no torch.
+the workspace: SYNTHETIC records (tests/store/record_factory.py's made-up results on a made-up device, written
+straight to results/ and indexed in hotkernel.lock), no GPU, no torch.
 
 For each size N it builds a workspace of min(N, --max-targets) cpu targets and N records spread over them (the
 manifest loader refuses a manifest of more than 8000 YAML keys and values: about 2000 such targets), then times
@@ -31,52 +31,34 @@ from pathlib import Path
 from typing import Any
 
 from hotkernel import __version__
-from hotkernel._util.fs import atomic_write_text, sha256_text
+from hotkernel._util.fs import atomic_write_text, sha256_file, sha256_text
 from hotkernel.reconcile.executor import Job, LaneRun, Outcome
 from hotkernel.reconcile.plan import load_workspace_manifest, plan
 from hotkernel.reconcile.progress import RunCounter
 from hotkernel.reconcile.sync import _Prepared, _record_outcome
-from hotkernel.run.models import SampleStats, SideSummary, VerifyResult
 from hotkernel.store.leaderboard import current_protocol, write_leaderboard
-from hotkernel.store.models import Provenance, Record
+from hotkernel.store.models import Record
 from hotkernel.store.record import record, store_snapshot
 from hotkernel.workspace.lockfile import read_lock, workspace_lock, write_lock
 from hotkernel.workspace.paths import Workspace
 
-DEVICE = "Synthetic Test Device"
+# The synthetic results the record and leaderboard tests use: their numbers follow from their per-round times by
+# the verdict rule, as `record` recomputes them (results made up here without that were refused).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "store"))
+from record_factory import make_workspace, provenance, synthetic_result  # noqa: E402
 
-
-def synthetic_result(target: str, speedup: float) -> VerifyResult:
-    """A made-up 'faster' verify result (the shape record_factory.synthetic_result gives)."""
-    base = [1.0, 1.01, 0.99]
-    stats = SampleStats(n=3, mean_ms=1.0, std_ms=0.01, min_ms=0.99, median_ms=1.0, samples_ms=base)
-    cand = SampleStats(n=3, mean_ms=1 / speedup, std_ms=0.01, min_ms=0.99 / speedup, median_ms=1 / speedup,
-                       samples_ms=[b / speedup for b in base])
-    return VerifyResult(
-        verdict="faster", reason="synthetic: made up for the coordinator benchmark", speedup=speedup,
-        interval=[speedup * 0.99, speedup * 1.01], n=3, rounds_completed=3, order=["B", "C", "C", "B", "B", "C"],
-        target=target, device=DEVICE, device_kind="cpu", protocol=current_protocol(),
-        baseline=SideSummary(script=f"targets/{target}/baseline.py", stats=stats),
-        candidate=SideSummary(script=f"targets/{target}/candidate.py", stats=cand),
-    )
-
-
-PROVENANCE = Provenance(device=DEVICE, device_kind="cpu", cpu="synthetic cpu", hotkernel=__version__)
+PROVENANCE = provenance()
 
 
 def build(root: Path, n: int, targets: int) -> Workspace:
     """``targets`` cpu targets in hotkernel.yaml and ``n`` synthetic records spread over them (one per target
     while n <= targets), all indexed in hotkernel.lock."""
-    (root / "k.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
-    entries = "".join(f"  t{i:05d}:\n    from: ./k.py:f\n    shapes: [8x8]\n" for i in range(targets))
-    (root / "hotkernel.yaml").write_text(f"version: 1\ndefaults:\n  device: cpu\n  dtype: fp32\ntargets:\n{entries}",
-                                         encoding="utf-8")
-    ws = Workspace(root)
+    ws = make_workspace(root, tuple(f"t{i:05d}" for i in range(targets)))
     lock = read_lock(ws)
     for i in range(n):
         name, stamp = f"t{i % targets:05d}", f"20261201T{i // targets // 60:02d}{i // targets % 60:02d}00Z"
         rec = Record(target=name, created_at="2026-12-01T00:00:00Z", who="synthetic", note="synthetic record",
-                     contract=current_protocol(), result=synthetic_result(name, 1.0 + (i % 50) / 100),
+                     contract=current_protocol(), result=synthetic_result(name, "faster", 1.0 + (i % 50 + 5) / 100),
                      provenance=PROVENANCE)
         text = json.dumps(rec.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
         path = root / "results" / name / f"{stamp}.json"
@@ -110,8 +92,11 @@ def measure(n: int, repeat: int, max_targets: int) -> dict[str, Any]:
         counter = RunCounter(None, total=0)
         job = Job(key=target, target=target, baseline=f"targets/{target}/baseline.py",
                   candidate=f"targets/{target}/candidate.py", rounds=3, timeout_s=None, device_kind="cpu")
-        state = {"manifest": "m", "baseline_sha256": "b", "candidate_sha256": None, "contract_sha256": "c",
-                 "sources_sha256": "s"}  # no candidate.py on disk: its sha256 is None, as the state says
+        candidate = root / "targets" / target / "candidate.py"  # the file the state and the result both name
+        candidate.parent.mkdir(parents=True, exist_ok=True)
+        candidate.write_text("kernel = None\n", encoding="utf-8")
+        state = {"manifest": "m", "baseline_sha256": "b", "candidate_sha256": sha256_file(candidate),
+                 "contract_sha256": "c", "sources_sha256": "s"}
         ready = _Prepared(name=target, context={}, state=state, reasons=["from scratch"], device_kind="cpu",
                           jobs=[job])
         facts = {"cpu": "synthetic cpu"}
@@ -120,13 +105,16 @@ def measure(n: int, repeat: int, max_targets: int) -> dict[str, Any]:
             write_lock(ws, read_lock(ws))
 
         def one_record() -> None:
-            record(ws, target, synthetic_result(target, 1.01), note="synthetic", who="synthetic",
+            record(ws, target, synthetic_result(target, "faster", 1.1), note="synthetic", who="synthetic",
                    provenance=PROVENANCE)
 
         snapshot: list[Any] = []
 
         def sync_step() -> None:  # as sync does per outcome: record it against the last snapshot, snapshot again
-            outcome = Outcome(job, run=LaneRun(result=synthetic_result(target, 1.02), facts=facts), lane="bench")
+            result = synthetic_result(target, "faster", 1.2)
+            ran = result.candidate.model_copy(update={"sha256": state["candidate_sha256"]})
+            run = LaneRun(result=result.model_copy(update={"candidate": ran}), facts=facts)
+            outcome = Outcome(job, run=run, lane="bench")
             item = _record_outcome(ws, ready, outcome, who="synthetic", fallback_who="synthetic", gpu_name=None,
                                    counter=counter, before=snapshot[0])
             assert item.status == "recorded", item
