@@ -13,7 +13,7 @@ from hotkernel.manifest import load_manifest
 GPUMODE = Path(__file__).resolve().parents[1] / "fixtures" / "gpumode_task" / "demo" / "scaled_relu"
 
 
-def _call(root: Path, arguments: dict) -> tuple[bool, str, dict | None]:
+def _call(root: Path, arguments: dict, tool: str = "import_suite") -> tuple[bool, str, dict | None]:
     pytest.importorskip("mcp")
     from mcp import Client
 
@@ -21,7 +21,7 @@ def _call(root: Path, arguments: dict) -> tuple[bool, str, dict | None]:
 
     async def run() -> tuple[bool, str, dict | None]:
         async with Client(build_server(root)) as client:
-            result = await client.call_tool("import_suite", arguments)
+            result = await client.call_tool(tool, arguments)
             text = "\n".join(getattr(c, "text", "") for c in result.content)
             return result.is_error, text, result.structured_content
 
@@ -53,3 +53,22 @@ def test_import_suite_lists_a_skip_with_its_reason(tmp_path: Path) -> None:
     assert not failed, text
     assert data is not None and data["imported"] == []
     assert data["skipped"][0]["reason"] == "needs 8 GPUs (tests: world_size: 8 in task.yml)"
+
+
+DICT_ONLY = MULTI_GPU.parent / "dict_only_py"
+
+
+@pytest.mark.slow
+def test_a_structured_task_is_reported_as_the_candidate_sees_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """import_suite names the structured inputs (what each case's headline is) and show_target says each input as
+    the rendered candidate does: made by the problem file, not a tensor of the label's shape."""
+    monkeypatch.setenv("HOTKERNEL_PYTHON", sys.executable)
+    failed, text, data = _call(tmp_path, {"suite": "gpumode", "directory": str(DICT_ONLY), "device": "cpu"})
+    assert not failed, text
+    assert data is not None and data["imported"][0]["shapes"] == ["x0: tuple of 2 tensors"] * 2
+    failed, text, shown = _call(tmp_path, {"target": "gm_hkdemo_dict_only_py"}, tool="show_target")
+    assert not failed and shown is not None, text
+    assert "x0: made by the problem file" in shown["parameters"] and "a tensor of" not in shown["parameters"]
+    assert [item["shapes"] for item in shown["spec"]["inputs"]] == [None, None, None]

@@ -16,6 +16,7 @@ import typer
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest.keys import fields_from_cli
 from hotkernel.manifest.model import TargetKey, target_keys
+from hotkernel.run.signature import inputs_note
 from hotkernel.run.targets import TargetEdit, change_target, describe_bounds
 from hotkernel.workspace.paths import MANIFEST_NAME, Workspace, find_workspace, safe_path
 
@@ -130,6 +131,8 @@ def _new_command(**values: Any) -> None:
     made = f" (created {MANIFEST_NAME})" if result.created_manifest else ""
     typer.echo(f"{verb} target {name} in {result.manifest}{made}")
     typer.echo(describe_bounds(result))
+    if result.resolved is not None:
+        typer.echo(inputs_note(result.resolved))
     typer.echo(f"rendered {ws.target_dir(name)}; edit candidate.py, then run: hotkernel sync {name}")
 
 

@@ -25,6 +25,7 @@ from hotkernel.mcp.base import (
     tool,
     workspace_of,
 )
+from hotkernel.run.signature import inputs_note
 from hotkernel.run.targets import change_target
 from hotkernel.store.leaderboard import best_entries, board_rows
 from hotkernel.store.models import HistoryEntry
@@ -57,6 +58,12 @@ class TargetList(BaseModel):
     targets: list[TargetSummary] = Field(description="in manifest order")
 
 
+PARAMETERS_HELP = (
+    "kernel's parameters in call order as the rendered candidate states them: a tensor and its headline shape, a "
+    "destination buffer, a value the problem file makes (a scalar or a structure), a KernelBench Model's state"
+)
+
+
 class TargetDetail(BaseModel):
     """show_target: the spec, the files and the latest verdicts of one target."""
 
@@ -71,6 +78,7 @@ class TargetDetail(BaseModel):
         description="the bounds its outputs are judged at: atol, rtol, rel_l2_max, min_corr, and per_output (each "
         "output's four, in return order) where the target sets output_tolerances",
     )
+    parameters: str = Field(default="", description=PARAMETERS_HELP)
 
 
 class EditResult(BaseModel):
@@ -83,6 +91,7 @@ class EditResult(BaseModel):
         default_factory=list, description="files left as they were (an edited candidate is never overwritten)"
     )
     spec: dict[str, Any] | None = Field(default=None, description="the resolved spec after the edit (None: removed)")
+    parameters: str | None = Field(default=None, description=PARAMETERS_HELP)
 
 
 def _target_files(ws: Workspace, name: str) -> dict[str, str | None]:
@@ -148,6 +157,7 @@ def show_target(ctx: Context, target: TargetName) -> TargetDetail:
         files=_target_files(ws, target),
         history=entries,
         correctness=resolved.bounds(),
+        parameters=inputs_note(resolved),
     )
 
 
@@ -211,6 +221,7 @@ def _change(ws: Workspace, name: str, fields: dict[str, Any], mode: EditMode, to
         written=list(render.written) if render else [],
         kept=list(render.kept) if render else [],
         spec=edit.resolved.spec() if edit.resolved else None,
+        parameters=inputs_note(edit.resolved) if edit.resolved else None,
     )
 
 
