@@ -71,13 +71,21 @@ def _existing(ws: Workspace) -> set[str]:
 
 
 def _add(
-    ws: Workspace, result: SuiteImport, name: str, rel: str, probe: dict[str, Any], given: dict[str, Any], command: str
+    ws: Workspace,
+    result: SuiteImport,
+    name: str,
+    rel: str,
+    probe: dict[str, Any],
+    given: dict[str, Any],
+    command: str,
+    shown: str,
 ) -> None:
+    """Add the probed problem ``rel`` as target ``name``; ``shown``: the problem as its other skips name it."""
     try:  # one problem that cannot become a target is skipped with its reason; the others go on
         fields = problem_fields(probe, {"from": f"./{rel}", **given})
         change_target(ws, name, fields, mode="add", command=command)
     except HotkernelError as err:
-        result.skipped.append(Skipped(problem=rel, reason=str(err)))
+        result.skipped.append(Skipped(problem=shown, reason=str(err)))
         return
     heads = [head_label(case) for case in probe["shapes"]]
     flags = list(probe.get("flags") or [])
@@ -92,7 +100,9 @@ def head_label(entries: list[dict[str, Any]]) -> str:
     if head.get("kind") == "scalar":
         return f"{head['name']}={head['value']}"
     if head.get("kind") == "tree":
-        return f"{head['name']}: {head.get('type', 'tree')} of {len(head.get('leaves', []))} tensors"
+        leaves = head.get("leaves") or []
+        first = f", the first {format_shape(leaves[0]['shape'])}" if leaves and leaves[0].get("shape") else ""
+        return f"{head['name']}: {head.get('type', 'tree')} of {len(leaves)} tensors{first}"
     return str(head.get("name"))
 
 
@@ -163,7 +173,7 @@ def _import_kernelbench(
         if not reply["ok"]:
             result.skipped.append(Skipped(problem=problem.file.name, reason=reply["error"]))
             continue
-        _add(ws, result, problem.target, rel, reply["probe"], given, command)
+        _add(ws, result, problem.target, rel, reply["probe"], given, command, problem.file.name)
 
 
 OUTPUT_BUFFER = (
@@ -293,4 +303,4 @@ def _add_task(
         note = gpumode.per_output_note(task.output_tolerances)
     if note:
         probe["flags"] = [*(probe.get("flags") or []), note]
-    _add(ws, result, task.target, rel, probe, fields, command)
+    _add(ws, result, task.target, rel, probe, fields, command, str(task.folder))

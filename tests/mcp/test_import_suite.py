@@ -67,7 +67,8 @@ def test_a_structured_task_is_reported_as_the_candidate_sees_it(
     monkeypatch.setenv("HOTKERNEL_PYTHON", sys.executable)
     failed, text, data = _call(tmp_path, {"suite": "gpumode", "directory": str(DICT_ONLY), "device": "cpu"})
     assert not failed, text
-    assert data is not None and data["imported"][0]["shapes"] == ["x0: tuple of 2 tensors"] * 2
+    shapes = ["x0: tuple of 2 tensors, the first 64x128", "x0: tuple of 2 tensors, the first 256x64"]
+    assert data is not None and data["imported"][0]["shapes"] == shapes
     failed, text, shown = _call(tmp_path, {"target": "gm_hkdemo_dict_only_py"}, tool="show_target")
     assert not failed and shown is not None, text
     assert "x0: made by the problem file" in shown["parameters"] and "a tensor of" not in shown["parameters"]
