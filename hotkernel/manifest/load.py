@@ -375,13 +375,14 @@ def check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
             shown = label if len(label) <= 80 else quote(label)
             raise ManifestProblem(loc, f"shape {shown} is listed twice; remove one")
         labels.add(label)
-    for index, rotated in enumerate(spec.rotate or []):
-        if rotated not in names:
-            raise ManifestProblem(
-                (*base, "rotate", index),
-                f"{quote(rotated)} is not an input of this target; "
-                f"{did_you_mean(rotated, names)}inputs: {', '.join(names)}",
-            )
+    for key, listed in (("rotate", spec.rotate or []), ("structured", spec.structured)):
+        for index, item in enumerate(listed):
+            if item not in names:
+                raise ManifestProblem(
+                    (*base, key, index),
+                    f"{quote(item)} is not an input of this target; "
+                    f"{did_you_mean(item, names)}inputs: {', '.join(names)}",
+                )
     for key in spec.kwargs:
         if not is_parameter_name(str(key)):
             raise ManifestProblem(

@@ -203,13 +203,6 @@ def check_problem(spec: TargetSpec, base: tuple[Any, ...], root: Path | None) ->
         )
     if not problem:
         return
-    names = [spec.input, *(item.partition(":")[0] for item in spec.extra)]
-    for index, name in enumerate(spec.structured):
-        if name not in names:
-            raise ManifestProblem(
-                (*base, "structured", index),
-                f"{quote(name)} is not an input of this target; inputs: {', '.join(names)}",
-            )
     if spec.derive is not None:
         raise ManifestProblem((*base, "derive"), "a module problem makes its own inputs; remove derive")
     if spec.cases is not None and len(spec.cases) != len(spec.shapes):

@@ -214,7 +214,7 @@ def _destinations(probe: dict[str, Any]) -> list[str]:
 def problem_fields(probe: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """Manifest keys of a module problem from its probe: input, shapes, extra (the rest of its inputs: tensors
     as ``name:shape``, scalars, structured inputs and a KernelBench Model's ``state`` as a bare name), structured
-    (the structured inputs a shape names, when no input is a plain tensor), rotate
+    (the structures a shape names by a tensor inside them, and a first input that is a structure), rotate
     (the problem's own inputs), outputs (the inputs the reference writes into and returns) and cases; keys in
     ``given`` win. Entries without ``kind`` (an older probe: Model tensors marked ``param``) still map."""
     shapes = probe["shapes"]
@@ -289,7 +289,8 @@ def change_target(
             if mode == "remove":
                 resolved = bounds = rendered = None
             else:
-                check_module_calls(ws, outcome.manifest.targets[name], label)
+                if mode != "update" or CALL_KEYS & set(fields):
+                    check_module_calls(ws, outcome.manifest.targets[name], label)
                 resolved = resolve_target(outcome.manifest, name)
                 bounds = resolved.bounds()
                 rendered = render_target(ws, name, resolved)
@@ -339,6 +340,8 @@ for ref, positional, keywords in json.loads(sys.argv[1]):
                 ref, positional, " and kwargs " + ", ".join(keywords) if keywords else "", err)]
     print(json.dumps(problem), flush=True)
 """
+CALL_KEYS = {"from", "reference", "derive", "input", "extra", "inputs", "kwargs"}  # what an update must touch to
+# change how the contract calls a target's functions (else its module-function check is not run again)
 MODULE_CHECK_TIMEOUT_S = 120.0  # the python's start and the modules' imports (torch: seconds on a loaded box)
 
 

@@ -34,6 +34,14 @@ PY
   done
 } > "$OUT/warm_up.txt" 2>&1
 
+# One line per item of a `sync --json` report: name, status, verdict, seconds, the reason's start.
+sync_items() {
+  python -c "
+import json, sys
+for i in json.load(open(sys.argv[1]))['items']:
+    print(i['name'], i['status'], i.get('verdict'), i.get('seconds'), (i.get('reason') or '')[:160])" "$1"
+}
+
 WS=$(mktemp -d)
 cat > "$WS/k.py" <<'PY'
 import torch
@@ -116,10 +124,7 @@ WS=$(mktemp -d)
   python -m hotkernel import kernelbench "$LEVEL1" --problems 1,19,23,40 --scale 0.02 --device cpu 2>&1 | tail -8
   echo "import: $(echo "$(date +%s.%N) - $t0" | bc) s"
   python -m hotkernel sync -n 3 --budget 4m --json > sync.json 2> sync.err
-  python -c "
-import json
-for i in json.load(open('sync.json'))['items']:
-    print(i['name'], i['status'], i.get('verdict'), i.get('seconds'), (i.get('reason') or '')[:160])"
+  sync_items sync.json
   cd "$REPO" || exit 1
 } > "$OUT/kernelbench.txt" 2>&1
 
@@ -138,10 +143,7 @@ for t in r.get('imported', []):
 for s in r.get('skipped', []):
     print('skipped', str(s)[:200])"
   python -m hotkernel sync -n 3 --budget "$BUDGET" --json > sync.json 2> sync.err
-  python -c "
-import json
-for i in json.load(open('sync.json'))['items']:
-    print(i['name'], i['status'], i.get('verdict'), i.get('seconds'), (i.get('reason') or '')[:160])"
+  sync_items sync.json
   cd "$REPO" || exit 1
 } > "$OUT/gpumode.txt" 2>&1
 echo "done: $OUT"

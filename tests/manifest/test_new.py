@@ -286,6 +286,29 @@ def test_new_takes_a_module_function_the_call_fits(workspace: Path, monkeypatch:
     assert {"ln", "tk"} <= set(load_manifest(workspace / "hotkernel.yaml").targets)
 
 
+def test_an_update_that_leaves_the_call_alone_does_not_look_the_function_up_again(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's python is started to check a module function when the target is added, and again only for an
+    update of a key that changes the call (from, extra, kwargs...), not for one of atol (an agent's frequent edit)."""
+    import hotkernel.run.targets as targets_module
+    from hotkernel.run.targets import change_target
+    from hotkernel.workspace.paths import Workspace
+
+    monkeypatch.setenv("HOTKERNEL_PYTHON", sys.executable)
+    checks: list[str] = []
+    real = targets_module.run_user_python
+    monkeypatch.setattr(targets_module, "run_user_python", lambda *a, **k: checks.append(a[3]) or real(*a, **k))
+    ws = Workspace(workspace)
+    fields = {"from": "operator:mul", "shapes": ["8"], "extra": ["y:8"], "device": "cpu", "dtype": "fp32"}
+    change_target(ws, "m", fields)
+    change_target(ws, "m", {"atol": 0.01}, mode="update")
+    assert checks == ["check"]
+    with pytest.raises(HotkernelError, match="operator:mul cannot take 1 input"):
+        change_target(ws, "m", {"extra": None}, mode="update")
+    assert checks == ["check", "check"]
+
+
 def test_new_prints_the_bounds_the_contract_applies(workspace: Path) -> None:
     from hotkernel.contract.correctness import tolerances
 
