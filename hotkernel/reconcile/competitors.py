@@ -143,8 +143,9 @@ def warm_up_ahead(sides: list[tuple[str, str, bool]]) -> bool:
 def ahead_order(sides: list[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
     """``sides`` in the order their competitors run: as given (most out of date first), except that when a CPU one
     forks from the compile-warm server the CUDA ones go first, each side keeping its order, so the warm-up runs
-    beside their GPU work (``warm_up_ahead``) instead of before a CPU verify with nothing beside it (about 22 s in a
-    sync whose CPU target came first, on an H100 host, 2026-12-06)."""
+    beside their GPU work (``warm_up_ahead``) instead of before a CPU verify with nothing beside it (in a sync whose
+    CPU target came first, on an H100 host, 2026-12-06: about 22 s between the last GPU verify and that competitor's
+    verify, not split further)."""
     if not any(kind == "cpu" and warm for _, kind, warm in sides):
         return sides
     return [side for side in sides if side[1] == "cuda"] + [side for side in sides if side[1] != "cuda"]

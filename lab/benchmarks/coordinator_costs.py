@@ -3,7 +3,7 @@ the workspace: SYNTHETIC records (tests/store/record_factory.py's made-up result
 straight to results/ and indexed in hotkernel.lock), no GPU, no torch.
 
 For each size N it builds a workspace of min(N, --max-targets) cpu targets and N records spread over them (the
-manifest loader refuses a manifest of more than 8000 YAML keys and values: about 2000 such targets), then times
+manifest loader refuses a manifest of more than 8000 YAML keys and values: about 800 targets as record_factory writes them), then times
 (median of --repeat):
   manifest_load      load hotkernel.yaml (record() loads it for every record it writes)
   store_snapshot     hash results/ and the lock (sync takes it after every record: what no run may change)
@@ -141,9 +141,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="100,1000,10000", help="record counts, comma-separated")
     parser.add_argument("--repeat", type=int, default=3, help="timed calls per measurement (median)")
-    parser.add_argument("--max-targets", type=int, default=1000,
+    parser.add_argument("--max-targets", type=int, default=500,
                         help="targets in the manifest (records beyond it are history of the same targets): the "
-                        "manifest loader refuses more than 8000 YAML keys and values, about 2000 such targets")
+                        "manifest loader refuses more than 8000 YAML keys and values, about 800 such targets")
     parser.add_argument("--out", type=Path, default=None, help="folder for coordinator_costs.json")
     args = parser.parse_args(argv)
     rows = []
