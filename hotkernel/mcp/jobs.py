@@ -291,6 +291,7 @@ def op_sync(root: Path, args: dict[str, Any], progress: ProgressFn) -> Any:
         executor=args.get("executor", "local"),
         address=args.get("address"),
         budget_s=args.get("budget_s"),
+        serial=args.get("serial", False),
     )
 
 

@@ -1,17 +1,20 @@
-"""Where a sync's verifies run: the default lane (``InlineLane``: in this process, one judge kept warm across
-its targets), the executor the CLI/MCP options name, and SIGINT handling for the sync."""
+"""Where a sync's verifies run: the default (``InlineLane``: in this process, one judge kept warm across its
+targets; on a GPU host with cpu and cuda targets and CPUs to spare, the visible GPU's lane and a CPU lane side by
+side), the executor the CLI/MCP options name, and SIGINT handling for the sync."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hotkernel._util.nvml import visible_gpu_name
+from hotkernel._util.nvml import visible_gpu_name, visible_gpus
 from hotkernel.errors import HotkernelError, quote
+from hotkernel.manifest import resolve_target
 from hotkernel.manifest.python import user_python
 from hotkernel.reconcile.executor import (
     Executor,
@@ -29,6 +32,10 @@ from hotkernel.run.runner import WarmJudge
 from hotkernel.run.verify import clean_run, verify
 from hotkernel.workspace.paths import Workspace
 
+# A CPU lane runs beside the GPU lane by default only where this process may use the cpu targets' threads plus
+# this many more logical CPUs: one for the GPU lane's launches, one for the judges, one for the coordinator.
+SPARE_CPUS = 3
+
 
 def build_executor(
     ws: Workspace,
@@ -36,9 +43,15 @@ def build_executor(
     gpus: str | None = None,
     executor: str = "local",
     address: str | None = None,
-    python: str | None = None,
+    python: str | PythonOnce | None = None,
+    serial: bool = False,
+    manifest: Any = None,
+    names: list[str] | None = None,
 ) -> Executor | None:
-    """The executor the CLI/MCP options name; None for the default (one verify at a time, in this process)."""
+    """The executor the CLI/MCP options name; None for one verify at a time in this process (``serial``, or the
+    default where ``side_by_side`` says no)."""
+    if serial and (gpus is not None or executor != "local"):
+        raise HotkernelError("--serial runs one verify at a time in this process; drop --gpus / --executor")
     if executor == "ray":
         if gpus is not None:
             raise HotkernelError("--gpus is for --executor local; Ray gives each task one GPU of the cluster")
@@ -47,7 +60,25 @@ def build_executor(
         raise HotkernelError(f"--executor {quote(executor)}: give 'local' (this host) or 'ray' (a Ray cluster)")
     if address is not None:
         raise HotkernelError("--address is for --executor ray; drop it or add --executor ray")
-    return LaneExecutor(host_lanes(ws, gpus, python=python)) if gpus is not None else None
+    if gpus is not None:
+        return LaneExecutor(host_lanes(ws, gpus, python=python))
+    if not serial and manifest is not None and side_by_side(manifest, names, len(os.sched_getaffinity(0))):
+        return LaneExecutor(host_lanes(ws, "0", python=python))
+    return None
+
+
+def side_by_side(manifest: Any, names: list[str] | None, cpus: int) -> bool:
+    """Whether a default sync runs the visible GPU's lane and a CPU lane side by side (as ``--gpus 0``) rather than
+    one verify at a time: where the targets it may run (``names``, else all) include cuda and cpu ones, NVML sees a
+    GPU this process may use, and ``cpus`` (the logical CPUs it may use) leave ``SPARE_CPUS`` beside the cpu
+    targets' threads. The CPU lane times with its pinned threads while the GPU lane's kernels are timed by CUDA
+    events; on an H100 host (16 CPUs) the five GPU targets' fresh medians stayed inside the board's range with a
+    CPU lane beside them (docs/performance.md)."""
+    resolved = [resolve_target(manifest, name) for name in (names or list(manifest.targets))]
+    cpu_threads = [r.threads or 1 for r in resolved if r.device == "cpu"]
+    if not cpu_threads or len(cpu_threads) == len(resolved):
+        return False
+    return cpus >= max(cpu_threads) + SPARE_CPUS and bool(visible_gpus())
 
 
 @dataclass

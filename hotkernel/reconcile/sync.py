@@ -1,7 +1,7 @@
 """``sync``: render, verify and record what ``plan`` says is out of date; keep a winning candidate in the lock.
 
-The verifies run one at a time in this process (``InlineLane``), one per GPU of this host (``--gpus``), or as Ray
-tasks (``--executor ray``): see ``executor.py``. This process alone records, one finished target at a time. Targets
+The verifies run where ``lanes.build_executor`` says (one at a time in this process, the GPU's lane and a CPU lane
+side by side, one lane per GPU, or Ray tasks). This process alone records, one finished target at a time. Targets
 run most out of date first, within an optional budget (``budget.py``); a would-be new best is verified twice.
 A signal (Ctrl-C, SIGTERM, SIGHUP) stops the sync as it did; the exception carries a ``SyncReport`` (``interrupted``)
 (``interrupt.py``): what was finished, what was running (``not run``) and what is left.
@@ -132,12 +132,14 @@ def sync(
     executor: str | Executor = "local",
     address: str | None = None,
     budget_s: float | None = None,
+    serial: bool = False,
 ) -> SyncReport:
     """Render what is missing, then verify and record every out-of-date target (all with ``from_scratch``).
 
     ``check``: plan only, run nothing, take no lock. A failing target is reported and the others go on.
     ``gpus`` ('all' or '0,1'): one verify per GPU of this host at a time; ``executor`` 'ray' (``address``: the
-    cluster, default a local instance): one Ray task per verify; or an ``Executor`` object. Whatever runs the
+    cluster, default a local instance): one Ray task per verify; or an ``Executor`` object; else the default
+    (``lanes.side_by_side``), or one verify at a time in this process with ``serial``. Whatever runs the
     verifies, this process alone writes results/, hotkernel.lock and LEADERBOARD.md, one target at a time.
     Targets run in ``budget.staleness_order``. ``budget_s``: from the call on, no verify starts after it and one
     still running then is cancelled unrecorded; what did not run is in the report's ``left``. A signal stops it
@@ -158,10 +160,11 @@ def sync(
         raise HotkernelError(f"sync: -n must be >= 1 (got {rounds})")
     select_names(manifest, names)  # an unknown name stops here, before a lane or a cluster starts
     once = PythonOnce(ws, python) if executor == "local" else None  # one interpreter probe per sync
+    where = {"gpus": gpus, "executor": executor, "address": address, "serial": serial, "names": names}
     pool = (
         executor
         if not isinstance(executor, str)
-        else build_executor(ws, gpus=gpus, executor=executor, address=address, python=once or python)
+        else build_executor(ws, python=once or python, manifest=manifest, **where)
     )
     if gpu_name is _AUTO:
         gpu_name = lane_gpu_name(pool)

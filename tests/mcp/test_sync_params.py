@@ -40,7 +40,7 @@ async def test_the_schema_offers_gpus_executor_and_address(workspace) -> None:
     async with Client(build_server(root)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     props = tools["sync"].input_schema["properties"]
-    assert {"gpus", "executor", "address"} <= set(props)
+    assert {"gpus", "executor", "address", "serial"} <= set(props)
     assert "'0,1'" in str(props["gpus"]) and "ray" in str(props["executor"])
     timeouts = [tools[name].input_schema["properties"]["timeout_s"] for name in ("bench", "verify")]
     assert timeouts[0] == timeouts[1] and timeouts[0]["maximum"] == 3600  # one annotation, both tools
@@ -51,10 +51,12 @@ async def test_the_parameters_reach_the_sync_job(workspace) -> None:
     async with Client(build_server(root)) as client:
         local = await client.call_tool("sync", {"gpus": "0,1"})
         ray = await client.call_tool("sync", {"executor": "ray", "address": "ray://head:10001"})
-    assert local.is_error and ray.is_error  # the stand-in job refuses; the arguments were passed on
-    assert [(s["gpus"], s["executor"], s["address"]) for s in seen] == [
-        ("0,1", "local", None),
-        (None, "ray", "ray://head:10001"),
+        serial = await client.call_tool("sync", {"serial": True})
+    assert local.is_error and ray.is_error and serial.is_error  # the stand-in job refuses; the arguments went on
+    assert [(s["gpus"], s["executor"], s["address"], s["serial"]) for s in seen] == [
+        ("0,1", "local", None, False),
+        (None, "ray", "ray://head:10001", False),
+        (None, "local", None, True),
     ]
 
 
@@ -65,6 +67,7 @@ async def test_the_parameters_reach_the_sync_job(workspace) -> None:
         ({"executor": "slurm"}, "executor"),
         ({"address": "head:6379"}, "executor='ray'"),
         ({"executor": "ray", "gpus": "all"}, "gpus is for executor 'local'"),
+        ({"serial": True, "gpus": "all"}, "serial runs one verify at a time"),
     ],
 )
 async def test_bad_combinations_are_refused_with_the_fix(workspace, args: dict, says: str) -> None:

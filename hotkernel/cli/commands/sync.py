@@ -45,7 +45,12 @@ def register(app: typer.Typer) -> None:
             None,
             "--gpus",
             help="run one verify per GPU of this host at a time: 'all' or indices like '0,1' (default: one at a "
-            "time on the visible GPU)",
+            "time on the visible GPU, a CPU lane beside it for cpu targets where the host has CPUs to spare)",
+        ),
+        serial: bool = typer.Option(
+            False,
+            "--serial",
+            help="one verify at a time in this process, cpu targets too (no CPU lane beside the GPU's)",
         ),
         executor: str = typer.Option(
             "local", "--executor", help="'local' (this host) or 'ray' (each verify a Ray task on one GPU)"
@@ -101,6 +106,7 @@ def register(app: typer.Typer) -> None:
                     executor=executor,
                     address=address,
                     budget_s=budget_s,
+                    serial=serial,
                 )
         except (KeyboardInterrupt, SystemExit) as stop:  # Ctrl-C, SIGTERM, SIGHUP: report, then exit as signalled
             partial = interrupt_report(stop, names or None)

@@ -196,7 +196,8 @@ async def sync(
         str | None,
         Field(
             description="run one verify per GPU of this host at a time: 'all' or indices like '0,1'; default None "
-            "= one at a time on the visible GPU",
+            "= one at a time on the visible GPU, a CPU lane beside it for cpu targets where the host has CPUs to "
+            "spare",
             max_length=200,
             pattern=r"^(all|\d+(,\d+)*)$",
         ),
@@ -223,6 +224,10 @@ async def sync(
             le=86400,
         ),
     ] = None,
+    serial: Annotated[
+        bool,
+        Field(description="one verify at a time in the sync process, cpu targets too (no CPU lane); default false"),
+    ] = False,
     wait_s: WaitS = DEFAULT_WAIT_S,
 ) -> SyncOutcome:  # type: ignore[valid-type]
     """Reconcile the workspace: render, verify and record every out-of-date target (what plan lists).
@@ -245,6 +250,8 @@ async def sync(
         raise ToolError("address is for executor 'ray'; drop it or pass executor='ray'")
     if gpus is not None and executor == "ray":
         raise ToolError("gpus is for executor 'local'; Ray gives each task one GPU of the cluster")
+    if serial and (gpus is not None or executor != "local"):
+        raise ToolError("serial runs one verify at a time in the sync process; drop gpus / executor")
     args = {
         "names": targets or None,
         "from_scratch": from_scratch,
@@ -253,6 +260,7 @@ async def sync(
         "executor": executor,
         "address": address,
         "budget_s": budget_s,
+        "serial": serial,
     }
     info, result = await run_job(ctx, "sync", ws, args, wait_s)
     return SyncOutcome(job=info, result=result)
