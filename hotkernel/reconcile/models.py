@@ -128,6 +128,11 @@ class SyncReport(_Model):
         default_factory=list, description="what sync repaired (a stale LEADERBOARD.md rewritten, temp files removed)"
     )
     budget_s: float | None = Field(default=None, description="the time budget in seconds (--budget), if any")
+    lanes: str = Field(
+        default="",
+        description="where the verifies ran: 'local' (one at a time in the sync process), its lanes side by side "
+        "('gpu0, cpu'), or 'ray (...)'; empty with --check",
+    )
     order: list[str] = Field(
         default_factory=list,
         description="the order targets were run in: never recorded first, then the oldest newest record first",

@@ -286,6 +286,7 @@ class _Run:
             items=ordered,
             repaired=repaired,
             budget_s=self.deadline.budget_s,
+            lanes=self.pool.describe(),
             order=to_run,
             left=self.left,
             **board_summary(ws),

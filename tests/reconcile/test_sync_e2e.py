@@ -81,6 +81,7 @@ def test_sync_end_to_end(tmp_path: Path) -> None:
     (item,) = report["items"]
     assert item["status"] == "recorded" and item["verdict"] == "inconclusive", item
     assert item["who"] == "hotkernel (generated: the untouched candidate calls the baseline)"
+    assert report["lanes"] == "local"  # no GPU here: one verify at a time in the sync process
     rec = _last_record(root)
     # the generated candidate declares WHO, which wins over the session default (HOTKERNEL_WHO)
     assert rec["kind"] == "record" and rec["contract"] == current_protocol()

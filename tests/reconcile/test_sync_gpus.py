@@ -121,6 +121,7 @@ def test_same_inputs_same_bytes_whatever_the_parallelism(tmp_path: Path, frozen_
     lanes = [ScriptedLane(f"lane{i}", delays=slow_first) for i in range(3)]
     many = sync(parallel, n=3, executor=LaneExecutor(lanes), gpu_name=None)
     assert sum(len(lane.ran) for lane in lanes) == len(NAMES) + 2 and all(lane.ran for lane in lanes)
+    assert (one.lanes, many.lanes) == ("solo", "lane0, lane1, lane2")  # the report says where the verifies ran
     firsts = [i for i in many.items if i.confirms is None]
     assert [i.name for i in firsts] == sorted(NAMES)  # reported in the order sync selects (by name)
     assert [(i.status, i.verdict) for i in one.items] == [(i.status, i.verdict) for i in many.items]

@@ -154,6 +154,8 @@ def print_report(report: Any, problems: list[str]) -> None:
     out.print(
         f"Sync: {summary or ('nothing done' if interrupted else 'nothing to do')}.", markup=False, highlight=False
     )
+    if "," in getattr(report, "lanes", ""):
+        out.print(f"Lanes side by side: {report.lanes}.", markup=False, highlight=False)
     stopped = f"sync was interrupted ({report.signal})" if interrupted and report.signal else "sync was interrupted"
     for note in report.plan.notes if interrupted and not report.items else []:  # stopped before its plan
         out.print(note, markup=False, highlight=False)
