@@ -185,6 +185,27 @@ def test_an_edited_vouched_record_no_longer_counts(tmp_path: Path) -> None:
     assert reasons[paths[1]].startswith("its numbers do not recompute: speedup 50.0")
 
 
+def test_a_scan_reads_known_bytes_once_and_changed_bytes_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scans keep what a file's bytes parsed to (a sync scans after every record): unchanged files are not parsed
+    again, and a file rewritten in place, its index entry rewritten to match, is read again and caught."""
+    from hotkernel.store import scan as scan_module
+
+    ws = make_workspace(tmp_path)
+    paths = _populate(ws)
+    first = scan_results(ws)
+    parsed: list[str] = []
+    real = scan_module._validate
+    monkeypatch.setattr(scan_module, "_validate", lambda data: parsed.append(data["target"]) or real(data))
+    again = scan_results(ws)
+    assert parsed == [] and [p for p, _ in again.records] == [p for p, _ in first.records] == sorted(paths)
+    forged = _forge_copy(ws, paths[1], 50.0, name=Path(paths[1]).name)
+    lock = read_lock(ws)
+    lock.records[paths[1]] = sha256_file(forged) or ""  # the forger also fixes the index: the numbers still tell
+    write_lock(ws, lock)
+    reasons = dict(scan_results(ws).unverified)
+    assert parsed == ["rmsnorm"] and reasons[paths[1]].startswith("its numbers do not recompute: speedup 50.0")
+
+
 def test_symlinks_and_files_outside_their_target_folder_never_count(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     paths = _populate(ws)
