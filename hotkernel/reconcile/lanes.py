@@ -62,9 +62,14 @@ def build_executor(
         raise HotkernelError("--address is for --executor ray; drop it or add --executor ray")
     if gpus is not None:
         return LaneExecutor(host_lanes(ws, gpus, python=python))
-    if not serial and manifest is not None and side_by_side(manifest, names, len(os.sched_getaffinity(0))):
+    if not serial and manifest is not None and side_by_side(manifest, names, usable_cpus()):
         return LaneExecutor(host_lanes(ws, "0", python=python))
     return None
+
+
+def usable_cpus() -> int:
+    """The logical CPUs this process may run on (its affinity where the platform says, else the machine's)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def side_by_side(manifest: Any, names: list[str] | None, cpus: int) -> bool:

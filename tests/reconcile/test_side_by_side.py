@@ -64,15 +64,19 @@ def test_no_visible_gpu_means_one_at_a_time(ws: Workspace, monkeypatch: pytest.M
 
 def test_the_default_executor_is_the_gpu_lane_and_a_cpu_lane(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     manifest = load_manifest(ws.manifest)
-    monkeypatch.setattr(lanes.os, "sched_getaffinity", lambda _pid: set(range(16)))
+    monkeypatch.setattr(lanes, "usable_cpus", lambda: 16)
     pool = lanes.build_executor(ws, manifest=manifest, names=["gpu_t", "cpu_t"])
     assert isinstance(pool, LaneExecutor)
     assert [(lane.name, sorted(lane.kinds)) for lane in pool.lanes] == [("gpu0", ["cuda"]), ("cpu", ["cpu"])]
     assert pool.lanes[0].gpu == H100
     assert lanes.build_executor(ws, manifest=manifest, names=["gpu_t", "cpu_t"], serial=True) is None
     assert lanes.build_executor(ws, manifest=manifest, names=["gpu_t"]) is None
-    monkeypatch.setattr(lanes.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(lanes, "usable_cpus", lambda: 2)
     assert lanes.build_executor(ws, manifest=manifest, names=["gpu_t", "cpu_t"]) is None
+
+
+def test_usable_cpus_is_what_this_process_may_run_on() -> None:
+    assert 1 <= lanes.usable_cpus() <= (lanes.os.cpu_count() or 1)
 
 
 @pytest.mark.parametrize("options", [{"gpus": "all"}, {"executor": "ray"}])
