@@ -131,7 +131,7 @@ class SyncReport(_Model):
     lanes: str = Field(
         default="",
         description="where the verifies ran: 'local' (one at a time in the sync process), its lanes side by side "
-        "('gpu0, cpu'), or 'ray (...)'; empty with --check",
+        "('gpu0, cpu'), or 'ray (...)'; empty with --check and when a signal stopped the sync",
     )
     order: list[str] = Field(
         default_factory=list,
