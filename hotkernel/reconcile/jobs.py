@@ -91,6 +91,17 @@ class JobFailed(Exception):
     """The job cannot run (a one-line reason, e.g. a bad target): running it again would fail the same way."""
 
 
+def copy_hint(reason: str | None, run: LaneRun) -> str | None:
+    """``reason`` with its fix when a verify in a lane's private copy (``run.facts`` set: a lane ran it) could not
+    import a module: the copy holds only the files a job ships (``job_files``), not the whole workspace."""
+    if run.facts is None or not reason or "ModuleNotFoundError" not in reason:
+        return reason
+    return (
+        f"{reason}; it ran in a lane's private copy of the workspace (hotkernel.yaml, targets/<name>/ and the "
+        "target's source folders): move the module there, or run `hotkernel sync --serial`"
+    )
+
+
 # ---- what a job ships ---------------------------------------------------------------------------------------
 
 

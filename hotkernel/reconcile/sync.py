@@ -35,6 +35,7 @@ from hotkernel.reconcile.executor import (
     python_of,
 )
 from hotkernel.reconcile.interrupt import REPORT_ATTR, attach_report, interrupted_report, is_interrupt
+from hotkernel.reconcile.jobs import copy_hint
 from hotkernel.reconcile.keep import candidate_who, default_who
 from hotkernel.reconcile.keep import keep_in_lock as keep_in_lock
 from hotkernel.reconcile.keep import record_and_keep as record_and_keep
@@ -546,7 +547,7 @@ def _record_outcome(
             record=rec.path,
             beats_best=rec.beats_best,
             clear_of_best=rec.clear_of_best,
-            reason=result.reason,
+            reason=copy_hint(result.reason, outcome.run),
             who=author,
             confirms=confirms,
             seconds=run_seconds(result),

@@ -18,10 +18,12 @@ from store.record_factory import synthetic_result
 
 import hotkernel.store.record
 from hotkernel._util.fs import sha256_file
+from hotkernel.manifest import load_manifest, resolved_target
 from hotkernel.reconcile.executor import Job, LaneDied, LaneExecutor, LaneRun, ProcessLane
 from hotkernel.reconcile.plan import plan
 from hotkernel.reconcile.sync import sync
 from hotkernel.run.models import VerifyResult
+from hotkernel.run.render import render_target
 from hotkernel.store.leaderboard import leaderboard_difference
 from hotkernel.workspace.lockfile import read_lock
 from hotkernel.workspace.paths import Workspace
@@ -225,3 +227,29 @@ def test_a_real_child_lane_verifies_a_cpu_target_in_a_private_copy(
     assert rec.result.baseline.script == "targets/scale/baseline.py"
     assert read_lock(ws).targets["scale"]["cpu"].record == item.record
     assert plan(ws).items == []
+
+
+@pytest.mark.slow
+def test_a_candidate_importing_a_module_the_copy_lacks_says_how_to_fix_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lane's private copy holds the target's files only: a candidate that imports a helper folder of the
+    workspace no target names fails there, and the report says where to put it (or --serial)."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("HOTKERNEL_PYTHON", sys.executable)
+    root = tmp_path / "ws"
+    (root / "helpers").mkdir(parents=True)
+    (root / "kern.py").write_text(KERNEL)
+    (root / "helpers" / "fast.py").write_text(KERNEL.replace("scale_add", "fast"))
+    (root / "hotkernel.yaml").write_text(REAL)
+    ws = Workspace(root)
+    render_target(ws, "scale", resolved_target(load_manifest(ws.manifest), "scale"))
+    candidate = root / "targets" / "scale" / "candidate.py"
+    text = candidate.read_text()
+    candidate.write_text(
+        text + "\nsys.path.insert(0, os.path.dirname(_TARGETS_DIR))\nfrom helpers.fast import fast as kernel\n"
+    )
+    report = sync(ws, n=3, executor=LaneExecutor([ProcessLane(ws, "cpu", frozenset({"cpu"}))]))
+    (item,) = report.items
+    assert item.verdict == "invalid" and "ModuleNotFoundError: No module named 'helpers'" in (item.reason or "")
+    assert "lane's private copy of the workspace" in item.reason and "hotkernel sync --serial" in item.reason
