@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 import tarfile
 import tempfile
@@ -91,14 +92,20 @@ class JobFailed(Exception):
     """The job cannot run (a one-line reason, e.g. a bad target): running it again would fail the same way."""
 
 
-def copy_hint(reason: str | None, run: LaneRun) -> str | None:
+MISSING_MODULE = re.compile(r"No module named '([A-Za-z_][\w.]*)'")
+
+
+def copy_hint(reason: str | None, run: LaneRun, root: Path) -> str | None:
     """``reason`` with its fix when a verify in a lane's private copy (``run.facts`` set: a lane ran it) could not
-    import a module: the copy holds only the files a job ships (``job_files``), not the whole workspace."""
-    if run.facts is None or not reason or "ModuleNotFoundError" not in reason:
+    import a module that the workspace ``root`` has (a folder or file of that name at its top): the copy holds only
+    the files a job ships (``job_files``), not the whole workspace. A module missing everywhere keeps its reason."""
+    found = MISSING_MODULE.search(reason or "") if run.facts is not None else None
+    top = found.group(1).split(".")[0] if found else ""
+    if not top or not ((root / top).is_dir() or (root / f"{top}.py").is_file()):
         return reason
     return (
         f"{reason}; it ran in a lane's private copy of the workspace (hotkernel.yaml, targets/<name>/ and the "
-        "target's source folders): move the module there, or run `hotkernel sync --serial`"
+        f"target's source folders), which lacks {top}: move it there, or run `hotkernel sync --serial`"
     )
 
 

@@ -547,7 +547,7 @@ def _record_outcome(
             record=rec.path,
             beats_best=rec.beats_best,
             clear_of_best=rec.clear_of_best,
-            reason=copy_hint(result.reason, outcome.run),
+            reason=copy_hint(result.reason, outcome.run, ws.root),
             who=author,
             confirms=confirms,
             seconds=run_seconds(result),

@@ -45,3 +45,20 @@ def test_a_bundle_unpacks_whole_and_an_escaping_name_is_refused(
     with pytest.raises((HotkernelError, tarfile.TarError)):
         unpack(_escaping_bundle(), copy)
     assert not (tmp_path / "outside.py").exists()
+
+
+def test_a_lane_import_failure_names_the_fix_only_for_a_module_the_workspace_has(tmp_path: Path) -> None:
+    from store.record_factory import synthetic_result
+
+    from hotkernel.reconcile.jobs import LaneRun, copy_hint
+
+    (tmp_path / "helpers").mkdir()
+    lane = LaneRun(result=synthetic_result("t", "invalid"), facts={"device": "NVIDIA H100 80GB HBM3"})
+    inline = LaneRun(result=synthetic_result("t", "invalid"), facts=None)
+    reason = "import_failed: candidate.py: ModuleNotFoundError: No module named 'helpers.fast'"
+    hinted = copy_hint(reason, lane, tmp_path)
+    assert hinted is not None and hinted.startswith(reason) and "lacks helpers" in hinted and "--serial" in hinted
+    assert copy_hint(reason, inline, tmp_path) == reason  # in this process the whole workspace was there
+    missing = "import_failed: candidate.py: ModuleNotFoundError: No module named 'einops'"
+    assert copy_hint(missing, lane, tmp_path) == missing  # not in the workspace either: nothing to move
+    assert copy_hint(None, lane, tmp_path) is None

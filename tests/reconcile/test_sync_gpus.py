@@ -252,4 +252,5 @@ def test_a_candidate_importing_a_module_the_copy_lacks_says_how_to_fix_it(
     report = sync(ws, n=3, executor=LaneExecutor([ProcessLane(ws, "cpu", frozenset({"cpu"}))]))
     (item,) = report.items
     assert item.verdict == "invalid" and "ModuleNotFoundError: No module named 'helpers'" in (item.reason or "")
-    assert "lane's private copy of the workspace" in item.reason and "hotkernel sync --serial" in item.reason
+    assert "lane's private copy of the workspace" in item.reason and "lacks helpers" in item.reason
+    assert "hotkernel sync --serial" in item.reason
