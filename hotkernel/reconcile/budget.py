@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from hotkernel.errors import HotkernelError, quote
+from hotkernel.reconcile.jobs import competitor_job_key
 from hotkernel.store.models import Record
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)([hms]?)")
@@ -50,15 +51,17 @@ def staleness_order(names: Sequence[str], records: Iterable[tuple[str, Record]])
 
 
 def recorded_seconds(records: Iterable[tuple[str, Record]]) -> dict[str, float]:
-    """Per target: the seconds its newest candidate record's runs took (the sum of their wall times)."""
+    """Per job key (a target's name, ``competitor_job_key`` for a competitor): the seconds its newest record's
+    runs took (the sum of their wall times)."""
     newest: dict[str, tuple[str, float]] = {}
     for _path, rec in records:
         walls = [run.wall_s for run in rec.result.runs if run.wall_s is not None]
-        if rec.role == "competitor" or not walls:
+        if not walls:
             continue
-        if rec.created_at > newest.get(rec.target, ("", 0.0))[0]:
-            newest[rec.target] = (rec.created_at, float(sum(walls)))
-    return {target: seconds for target, (_at, seconds) in newest.items()}
+        key = competitor_job_key(rec.target, rec.competitor or "") if rec.role == "competitor" else rec.target
+        if rec.created_at > newest.get(key, ("", 0.0))[0]:
+            newest[key] = (rec.created_at, float(sum(walls)))
+    return {key: seconds for key, (_at, seconds) in newest.items()}
 
 
 def duration_text(seconds: float) -> str:

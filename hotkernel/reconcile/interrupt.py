@@ -92,16 +92,22 @@ def interrupted_report(run: Any, sig: str | None, board: Callable[[Workspace], d
             )
             items[f"{name}/confirm"] = SyncItem(name=name, status="not run", reason=reason)
             left.append(name)
-    rivals = list(run.rivals)
-    for name in run.selected:
-        for competitor in [] if name in run.rivals_done else run.competitors_left(name):
+    rivals = []
+    for key in run.rival_order:
+        if key in run.rival_items:
+            rivals.append(run.rival_items[key])
+            continue
+        label = run.competitors[key].label
+        when = "during its verify" if key in running else "before its verify started"
+        rivals.append(SyncItem(name=label, status="not run", reason=f"not run: {how} {when}"))
+    for name in [name for name in run.selected if name not in run.rivals_prepared]:
+        when = "while they were rendered" if name == run.preparing else "before they were rendered"
+        for competitor in run.competitors_left(name):
             label = f"{name} competitor {competitor}"
-            when = "during its competitors" if name == run.rivals_of else "before its competitors"
             rivals.append(SyncItem(name=label, status="not run", reason=f"not run: {how} {when}"))
-            left.append(label)
     keys = [name for name in run.selected if name in items]
     ordered = [items[k] for name in keys for k in (name, f"{name}/confirm") if k in items] + rivals
-    left += [i.name for i in run.rivals if i.status == "not run"]
+    left += [i.name for i in rivals if i.status == "not run"]
     try:
         board = board(run.ws)
     except Exception:  # noqa: BLE001 - the report of an interrupt goes out without the board's rows

@@ -34,7 +34,7 @@ LaneStatus = Callable[[str, int], None]  # (what the lane is doing, runs of the 
 class Job:
     """One verify a sync needs: ``candidate`` against ``baseline`` (workspace-relative), with the files it uses."""
 
-    key: str  # unique within one sync: the target name, or "<target>/<part>" for a target's further verifies
+    key: str  # unique within one sync: the target name, "<target>/confirm", or ``competitor_job_key``
     target: str
     baseline: str
     candidate: str
@@ -84,6 +84,11 @@ BUDGET_SPENT = "not run: the time budget was spent"
 BUDGET_CUT = "not run: the time budget was spent while it verified; nothing of that verify is recorded"
 
 
+def competitor_job_key(target: str, competitor: str) -> str:
+    """The job key of a competitor's verify: ``<target>/competitor/<competitor>``."""
+    return f"{target}/competitor/{competitor}"
+
+
 class LaneDied(Exception):
     """The lane's process, worker or node died mid-run: the job may run again elsewhere."""
 
@@ -112,12 +117,14 @@ def copy_hint(reason: str | None, run: LaneRun, root: Path) -> str | None:
 # ---- what a job ships ---------------------------------------------------------------------------------------
 
 
-def job_files(ws: Workspace, target: str, resolved: dict[str, Any]) -> tuple[str, ...]:
+def job_files(ws: Workspace, target: str, resolved: dict[str, Any], refs: Sequence[str] = ()) -> tuple[str, ...]:
     """Workspace-relative files a verify of ``target`` reads: the manifest, the contract, every file of
-    ``targets/<target>/`` and the target's source files (``runner.source_files``)."""
+    ``targets/<target>/``, the target's source files (``runner.source_files``) and those of the further function
+    references ``refs`` (a competitor's ``./file.py:function``)."""
     root = ws.root.resolve()
     folder = ws.target_dir(target)
     paths = [ws.manifest, ws.contract_file, *source_files(ws, resolved)]
+    paths += [path for ref in refs for path in source_files(ws, {"from": ref})]
     paths += [p for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
     return tuple(sorted({p.resolve().relative_to(root).as_posix() for p in paths if p.is_file()}))
 

@@ -166,6 +166,14 @@ def device_key(context: dict[str, Any], gpu_name: str | None) -> str:
     return gpu_name or NO_GPU
 
 
+def device_ran_on(device_kind: str, facts: dict[str, Any] | None, ran: str | None, gpu_name: str | None) -> str:
+    """The lock's device key of a finished verify of a ``device_kind`` target: 'cpu'; else the GPU a lane ran it
+    on (its ``facts``, else the result's device ``ran``), or, run in this process (``facts`` None), ``gpu_name``."""
+    if device_kind == CPU_DEVICE:
+        return CPU_DEVICE
+    return (facts or {}).get("device") or (ran if facts is not None else None) or gpu_name or NO_GPU
+
+
 def latest_entry(entries: dict[str, LockEntry]) -> LockEntry | None:
     """The entry with the newest record path (record names sort by UTC time)."""
     if not entries:

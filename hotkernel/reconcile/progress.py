@@ -30,10 +30,10 @@ class RunCounter:
         self.started: dict[str, float] = {}  # job key -> monotonic time its lane began it
 
     def plan(self, jobs: list[Job], seconds: dict[str, float]) -> None:
-        """Jobs that are to run (``seconds``: their targets' recorded verify times), added to the total."""
+        """Jobs that are to run (``seconds``: recorded verify times by job key), added to the total."""
         with self.guard:
             for job in jobs:
-                self.estimate.add_job(job.key, seconds.get(job.target))
+                self.estimate.add_job(job.key, seconds.get(job.key))
                 self.pending.add(job.key)
             self.total += len(jobs)
 

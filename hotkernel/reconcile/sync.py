@@ -1,8 +1,9 @@
 """``sync``: render, verify and record what ``plan`` says is out of date; keep a winning candidate in the lock.
 
 The verifies run where ``lanes.build_executor`` says (one at a time in this process, the GPU's lane and a CPU lane
-side by side, one lane per GPU, or Ray tasks). This process alone records, one finished target at a time. Targets
-run most out of date first, within an optional budget (``budget.py``); a would-be new best is verified twice.
+side by side, one lane per GPU, or Ray tasks): the targets' and their out-of-date competitors' (``competitors.py``)
+in one queue. This process alone records, one finished verify at a time. Targets run most out of date first,
+within an optional budget (``budget.py``); a would-be new best is verified twice.
 A signal (Ctrl-C, SIGTERM, SIGHUP) stops the sync as it did; the exception carries a ``SyncReport`` (``interrupted``)
 (``interrupt.py``): what was finished, what was running (``not run``) and what is left.
 """
@@ -13,18 +14,12 @@ import contextlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hotkernel._util.fs import sha256_file
 from hotkernel._util.nvml import visible_gpu_name
 from hotkernel._util.procs import SignalsDeferred, TerminationRaises
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import manifest_fingerprint, resolved_target
 from hotkernel.reconcile.budget import Deadline, recorded_seconds, staleness_order
-from hotkernel.reconcile.competitors import (
-    ahead_order,
-    competitor_sides,
-    start_compile_warm_up,
-    sync_competitors,
-)
+from hotkernel.reconcile.competitors import Competitor, prepare_competitors, record_competitor
 from hotkernel.reconcile.executor import (
     Executor,
     Job,
@@ -32,23 +27,21 @@ from hotkernel.reconcile.executor import (
     Outcome,
     PythonOnce,
     job_files,
-    python_of,
 )
 from hotkernel.reconcile.interrupt import REPORT_ATTR, attach_report, interrupted_report, is_interrupt
-from hotkernel.reconcile.jobs import copy_hint
-from hotkernel.reconcile.keep import candidate_who, default_who
+from hotkernel.reconcile.keep import candidate_who as candidate_who
+from hotkernel.reconcile.keep import default_who
 from hotkernel.reconcile.keep import keep_in_lock as keep_in_lock
 from hotkernel.reconcile.keep import record_and_keep as record_and_keep
 from hotkernel.reconcile.lanes import InlineLane as InlineLane
 from hotkernel.reconcile.lanes import build_executor as build_executor
 from hotkernel.reconcile.lanes import inline_kinds, interrupts_stop, lane_gpu_name
-from hotkernel.reconcile.models import Plan, SyncItem, SyncReport, failed_item, measured, run_seconds
+from hotkernel.reconcile.models import Plan, SyncItem, SyncReport, failed_item
+from hotkernel.reconcile.outcome import Prepared, record_outcome
 from hotkernel.reconcile.plan import (
     _AUTO,
     CPU_DEVICE,
-    NO_GPU,
     baseline_file_state,
-    competitor_items,
     contract_file_state,
     device_key,
     load_workspace_manifest,
@@ -67,9 +60,8 @@ from hotkernel.store.leaderboard import (
     leaderboard_rows,
     write_leaderboard,
 )
-from hotkernel.store.models import RecordResult
-from hotkernel.store.record import StoreSnapshot, collect_provenance, record, store_snapshot, tamper_reason
-from hotkernel.workspace.lockfile import LockEntry, read_lock, workspace_lock, write_lock
+from hotkernel.store.record import store_snapshot
+from hotkernel.workspace.lockfile import LockEntry, read_lock, workspace_lock
 from hotkernel.workspace.paths import Workspace
 
 DEFAULT_ROUNDS = 7
@@ -92,28 +84,6 @@ def needs_render(ws: Workspace, state: dict[str, Any], entries: dict[str, LockEn
         return True
     files = (baseline_file_state(ws, state, entries), contract_file_state(state, entries))
     return any(f in ("missing", "stale") for f in files)
-
-
-@dataclass
-class _Held:
-    """A would-be new best, recorded but not yet in the lock: its confirmation verify decides."""
-
-    record: str
-    fingerprint: dict[str, Any]
-    device: str
-
-
-@dataclass
-class _Prepared:
-    """A target rendered and ready to verify: its fingerprint state, plan reasons and jobs."""
-
-    name: str
-    context: dict[str, Any]
-    state: dict[str, Any]
-    reasons: list[str]
-    device_kind: str
-    jobs: list[Job] = field(default_factory=list)
-    held: _Held | None = None  # set by _record_outcome when the first verify would be a new best
 
 
 def sync(
@@ -197,8 +167,9 @@ def sync(
 
 @dataclass
 class _Run:
-    """One sync inside the workspace lock: prepare the targets, run their jobs on ``pool`` (most out of date
-    first), record each outcome, verify would-be new bests a second time, then the competitors."""
+    """One sync inside the workspace lock: prepare the targets and their out-of-date competitors, run their verifies
+    as one queue on ``pool`` (targets most out of date first, then the competitors), record each outcome as it
+    comes, then verify would-be new bests a second time."""
 
     ws: Workspace
     manifest: Any
@@ -221,11 +192,13 @@ class _Run:
     records: list[Any] = field(default_factory=list)
     to_run: list[str] = field(default_factory=list)
     preparing: str | None = None  # the target being rendered
-    prepared: dict[str, _Prepared] = field(default_factory=dict)
+    prepared: dict[str, Prepared] = field(default_factory=dict)
     from_scratch: bool = False
-    rivals: list[SyncItem] = field(default_factory=list)
-    rivals_of: str | None = None  # the target whose competitors run
-    rivals_done: set[str] = field(default_factory=set)
+    # competitors: job key -> the verify to run; job key -> what became of it; the keys in report order
+    competitors: dict[str, Competitor] = field(default_factory=dict)
+    rival_items: dict[str, SyncItem] = field(default_factory=dict)
+    rival_order: list[str] = field(default_factory=list)
+    rivals_prepared: set[str] = field(default_factory=set)  # targets whose competitors were prepared
 
     def locked(self, names: list[str] | None, *, from_scratch: bool) -> SyncReport:
         try:
@@ -246,32 +219,20 @@ class _Run:
         self.current, self.records, self.selected, self.to_run = current, records, selected, to_run
         self.items = {name: SyncItem(name=name, status="up to date") for name in selected if name not in to_run}
         prepared = self.prepared = self.prepare(to_run, pending)
+        self.prepare_competitors(staleness_order(selected, records))
         first = [job for ready in prepared.values() for job in ready.jobs]
+        first += [ready.job for ready in self.competitors.values()]  # one queue: each lane takes what it runs
         self.counter.plan(first, recorded_seconds(records))
         self.before = store_snapshot(ws)  # what no run may change: record compares, and restores the lock
         self.fallback_who = self.who or default_who(ws)
-        rivals: list[SyncItem] = []
         try:
             self.run_jobs(first, prepared)
             held = [ready for ready in prepared.values() if ready.held is not None]
             confirming = [replace(ready.jobs[0], key=f"{ready.name}/confirm") for ready in held]
             self.counter.plan(confirming, {})
             self.run_jobs(confirming, prepared)
-            # The lanes are done: their warm judges go before the competitors verify here, on the same GPU, where
-            # an idle judge holding a CUDA context would fail every competitor run's device_idle check.
-            self.pool.close()
-            names = [name for name in staleness_order(selected, records) if self.competitors_left(name)]
-            sides = ahead_order(competitor_sides(self.ws, self.manifest, names))
-            ahead = start_compile_warm_up(self.ws, sides, python_of(self.python))
-            for name, _, _ in sides:  # competitors: one at a time, after the lanes
-                if ahead is not None and name in ahead[1] and not self.deadline.expired():
-                    ahead[0].wait()  # no CPU timing while the warm-up compiles
-                self.rivals_of = name
-                rivals += self.competitors(name, from_scratch)
-                self.rivals, self.rivals_of = rivals, None
-                self.rivals_done.add(name)
         finally:  # records are written with record(board=False): the board once, after them (also after a Ctrl-C)
-            if prepared or any(manifest.targets[name].competitors for name in selected):
+            if prepared or self.rival_order:
                 with SignalsDeferred():
                     write_leaderboard(ws)
         repaired = []
@@ -279,6 +240,7 @@ class _Run:
             write_leaderboard(ws)
             repaired.append("LEADERBOARD.md was stale: rewritten from results/")
         keys = [name for name in selected if name in self.items]
+        rivals = [self.rival_items[key] for key in self.rival_order if key in self.rival_items]
         ordered = [self.items[k] for name in keys for k in (name, f"{name}/confirm") if k in self.items] + rivals
         self.left += [i.name for i in rivals if i.status == "not run"]
         return SyncReport(
@@ -297,33 +259,23 @@ class _Run:
         """The report of a sync a signal stopped (``interrupt.interrupted_report``)."""
         return interrupted_report(self, sig, board_summary)
 
-    def competitors_left(self, name: str) -> list[str]:
-        """The competitors of ``name`` still to run: all with ``--from-scratch``; else those out of date, read
-        again for the target whose competitors were running (some may be recorded), from the plan for others."""
+    def competitors_left(self, name: str) -> dict[str, list[str]]:
+        """The competitors of ``name`` to run, each with why: all with ``--from-scratch``, else those the plan
+        found out of date."""
         competitors = list(self.manifest.targets[name].competitors)
-        if not competitors or self.from_scratch or self.current is None:
-            return competitors
-        if name != self.rivals_of:
-            return [c.competitor for c in self.current.competitors if c.name == name]
-        try:
-            context = resolved_target(self.manifest, name)
-            device = device_key(context, self.gpu_name)
-            fingerprint = manifest_fingerprint(self.manifest, name)
-            items = competitor_items(
-                self.ws, self.manifest, name, context, fingerprint, contract_sha256(), device, read_lock(self.ws)
-            )
-            return [c.competitor for c in items]
-        except Exception:  # noqa: BLE001 - unknown: all of them
-            return competitors
+        if self.from_scratch or self.current is None:
+            return {competitor: ["from scratch"] for competitor in competitors}
+        return {c.competitor: c.reasons for c in self.current.competitors if c.name == name}
 
-    def prepare(self, to_run: list[str], pending: dict[str, Any]) -> dict[str, _Prepared]:
-        kinds = self.pool.kinds()
-        no_cuda = (
-            f"no CUDA GPU in {self.pool.describe()} (cuda target)"
-            if not isinstance(self.pool, LaneExecutor)
-            else "no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)"
-        )
-        prepared: dict[str, _Prepared] = {}
+    def lane_kinds(self) -> tuple[set[str], str]:
+        """The device kinds the pool runs, and the reason a cuda verify is skipped where none runs cuda."""
+        if isinstance(self.pool, LaneExecutor):
+            return self.pool.kinds(), "no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)"
+        return self.pool.kinds(), f"no CUDA GPU in {self.pool.describe()} (cuda target)"
+
+    def prepare(self, to_run: list[str], pending: dict[str, Any]) -> dict[str, Prepared]:
+        kinds, no_cuda = self.lane_kinds()
+        prepared: dict[str, Prepared] = {}
         for name in to_run:
             reasons = pending[name].reasons if name in pending else ["from scratch"]
             self.preparing = name
@@ -347,15 +299,44 @@ class _Run:
         self.preparing = None
         return prepared
 
-    def run_jobs(self, jobs: list[Job], prepared: dict[str, _Prepared]) -> None:
+    def prepare_competitors(self, names: list[str]) -> None:
+        """Render the out-of-date competitors of ``names`` (in that order) and make their jobs."""
+        kinds, no_cuda = self.lane_kinds()
+        for name in names:
+            left = self.competitors_left(name) if self.manifest.targets[name].competitors else {}
+            self.preparing = name
+            for key, ready in prepare_competitors(
+                self.ws,
+                self.manifest,
+                name,
+                left,
+                rounds=self.rounds,
+                timeout_s=self.timeout_s,
+                kinds=kinds,
+                no_cuda=no_cuda,
+                gpu_name=self.gpu_name,
+                say=self.counter.say,
+            ).items():
+                self.rival_order.append(key)
+                if isinstance(ready, Competitor):
+                    self.competitors[key] = ready
+                else:
+                    self.rival_items[key] = ready
+            self.rivals_prepared.add(name)
+        self.preparing = None
+
+    def run_jobs(self, jobs: list[Job], prepared: dict[str, Prepared]) -> None:
         """Run ``jobs`` on the pool and record each outcome as it comes (signals wait for a record to finish)."""
         if not jobs:
             return
-        by_key = {job.key: prepared[job.target] for job in jobs}
         extra = {"deadline": self.deadline.at} if self.deadline.at is not None else {}
         with contextlib.closing(self.pool.run(jobs, self.counter.lane_status, **extra)) as outcomes:
             for outcome in outcomes:
-                ready, key = by_key[outcome.job.key], outcome.job.key
+                key = outcome.job.key
+                if key in self.competitors:
+                    self.finish_competitor(self.competitors[key], outcome)
+                    continue
+                ready = prepared[outcome.job.target]
                 confirms = ready.held.record if key.endswith("/confirm") and ready.held else None
                 if outcome.budget:
                     self.items[key] = SyncItem(name=ready.name, status="not run", reason=outcome.error)
@@ -364,7 +345,7 @@ class _Run:
                     self.counter.finish(outcome.job)
                     continue
                 with SignalsDeferred():  # a record and its lock entry are written whole, or not at all
-                    self.items[key] = _record_outcome(
+                    self.items[key] = record_outcome(
                         self.ws,
                         ready,
                         outcome,
@@ -378,20 +359,24 @@ class _Run:
                     self.before = store_snapshot(self.ws)
                 self.counter.finish(outcome.job)
 
-    def competitors(self, name: str, from_scratch: bool) -> list[SyncItem]:
-        return sync_competitors(
-            self.ws,
-            self.manifest,
-            name,
-            n=self.rounds,
-            python=python_of(self.python) if self.manifest.targets[name].competitors else None,
-            timeout_s=self.timeout_s,
-            gpu_name=self.gpu_name,
-            from_scratch=from_scratch,
-            progress=self.progress,
-            board=False,
-            deadline=self.deadline,
-        )
+    def finish_competitor(self, ready: Competitor, outcome: Outcome) -> None:
+        """Record a competitor's finished verify (or say the budget left it not run)."""
+        key = ready.job.key
+        if outcome.budget:
+            self.rival_items[key] = SyncItem(name=ready.label, status="not run", reason=outcome.error)
+            self.counter.say(ready.label, "not run: the budget is spent")
+        else:
+            with SignalsDeferred():  # a record and its lock entry are written whole, or not at all
+                self.rival_items[key] = record_competitor(
+                    self.ws,
+                    ready,
+                    outcome,
+                    gpu_name=self.gpu_name,
+                    before=self.before,
+                    say=lambda message: self.counter.say(ready.label, message),
+                )
+                self.before = store_snapshot(self.ws)
+        self.counter.finish(outcome.job)
 
 
 def board_summary(ws: Workspace) -> dict[str, Any]:
@@ -419,7 +404,7 @@ def _prepare(
     no_cuda: str,
     gpu_name: str | None,
     progress: SyncProgress | None,
-) -> _Prepared | SyncItem:
+) -> Prepared | SyncItem:
     """Render ``name`` when needed and make its jobs; a ``skipped`` or ``failed`` item when it cannot run."""
 
     def say(message: str) -> None:
@@ -451,148 +436,6 @@ def _prepare(
             files=files,
             resolved=context,
         )
-        return _Prepared(name=name, context=context, state=state, reasons=reasons, device_kind=kind, jobs=[job])
+        return Prepared(name=name, context=context, state=state, reasons=reasons, device_kind=kind, jobs=[job])
     except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
         return failed_item(name, err, say)
-
-
-def _record_outcome(
-    ws: Workspace,
-    ready: _Prepared,
-    outcome: Outcome,
-    *,
-    who: str | None,
-    fallback_who: str,
-    gpu_name: str | None,
-    counter: RunCounter,
-    before: StoreSnapshot,
-    confirms: str | None = None,
-) -> SyncItem:
-    """Record one finished job (the coordinator's part); every anticipated failure becomes a ``failed`` item.
-
-    A ``faster`` first verify that would be the target's new best is recorded but kept out of the lock
-    (``ready.held``): sync verifies the same files again, and that record (``confirms``: the first one's path)
-    is what the lock points at. Without the second verify the target stays out of date."""
-    name, state = ready.name, ready.state
-
-    def say(message: str) -> None:
-        counter.say(name, message, outcome.job.runs)
-
-    try:
-        if outcome.run is None:
-            say(f"failed: {outcome.error}")
-            return SyncItem(name=name, status="failed", reason=outcome.error, confirms=confirms)
-        result, facts = outcome.run.result, outcome.run.facts
-        target_dir = ws.targets_dir / name
-        ran = result.candidate.sha256
-        if sha256_file(target_dir / "candidate.py") != state["candidate_sha256"] or (
-            ran and ran != state["candidate_sha256"]
-        ):
-            return SyncItem(
-                name=name,
-                status="failed",
-                verdict=None,
-                reason="candidate changed during sync: run `hotkernel sync` again",
-                confirms=confirms,
-            )
-        say(f"record ({result.verdict})")
-        if ready.device_kind == CPU_DEVICE:
-            device = CPU_DEVICE
-        else:
-            device = (facts or {}).get("device") or (result.device if facts is not None else None) or gpu_name or NO_GPU
-        fingerprint = {
-            k: state[k]
-            for k in ("manifest", "baseline_sha256", "candidate_sha256", "contract_sha256", "sources_sha256")
-        }
-        fingerprint["device"] = device
-        declared = candidate_who(target_dir / "candidate.py")  # read after rendering
-        author = who or declared or fallback_who
-        if not (who or declared):
-            say(
-                f"targets/{name}/candidate.py declares no WHO: recorded as {author!r}; "
-                'put WHO = "<who wrote it>" in the candidate to name its author'
-            )
-        rec = _write_record(ws, ready, result, facts, fingerprint, author=author, before=before, confirms=confirms)
-        speedup, interval = measured(result)
-        if rec.tampered:
-            say("failed: the run changed files only hotkernel writes")
-            return SyncItem(
-                name=name,
-                status="failed",
-                verdict="invalid",
-                record=rec.path,
-                reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated",
-                confirms=confirms,
-            )
-        new_best = result.verdict == "faster" and (rec.previous_best is None or (speedup or 0) > rec.previous_best)
-        if confirms is None and new_best:
-            ready.held = _Held(record=rec.path, fingerprint=fingerprint, device=device)
-            say(f"{result.verdict}: a new best, verified again before it counts")
-        elif result.verdict != "invalid":  # an invalid run measured nothing: the target stays out of date
-            lock = read_lock(ws)
-            lock.targets.setdefault(name, {})[device] = LockEntry(
-                **fingerprint,
-                record=rec.path,
-                verdict=result.verdict,
-                protocol=result.protocol or 0,
-            )
-            write_lock(ws, lock)
-        say(f"done: {result.verdict}")
-        return SyncItem(
-            name=name,
-            status="recorded",
-            verdict=result.verdict,
-            speedup=speedup,
-            interval=interval,
-            record=rec.path,
-            beats_best=rec.beats_best,
-            clear_of_best=rec.clear_of_best,
-            reason=copy_hint(result.reason, outcome.run, ws.root),
-            who=author,
-            confirms=confirms,
-            seconds=run_seconds(result),
-        )
-    except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
-        return failed_item(name, err, say)
-
-
-def _write_record(
-    ws: Workspace,
-    ready: _Prepared,
-    result: Any,
-    facts: dict[str, Any] | None,
-    fingerprint: dict[str, Any],
-    *,
-    author: str,
-    before: StoreSnapshot,
-    confirms: str | None,
-) -> RecordResult:
-    """``record`` one verify of ``ready`` (board=False); ``confirms``: the record it repeats."""
-    kind = "cpu" if fingerprint["device"] == CPU_DEVICE else "cuda"
-    provenance = None
-    if facts is not None:  # measured where the run happened (a lane's GPU, a cluster node)
-        provenance = collect_provenance(
-            ws,
-            result,
-            python=result.python,
-            device_kind=kind,
-            facts={k: v for k, v in facts.items() if k != "cpu"},
-            cpu=facts.get("cpu"),
-        )
-    note = f"hotkernel sync: {', '.join(ready.reasons)}"
-    if confirms is not None:
-        note += f"; confirms {confirms}"
-    return record(
-        ws,
-        ready.name,
-        result,
-        note=note,
-        who=author,
-        python=result.python,
-        fingerprint=fingerprint,
-        device_kind=kind,
-        before=before,
-        provenance=provenance,
-        board=False,
-        confirms=confirms,
-    )

@@ -10,7 +10,7 @@ manifest loader refuses a manifest of more than 8000 YAML keys and values: about
   lock_rw            read hotkernel.lock and write it back (sync's lock entry per target)
   leaderboard        regenerate LEADERBOARD.md from results/ (record() does it for every record)
   record             hotkernel.store.record.record of one more record (spec check, best so far, index, board)
-  sync_step          sync's whole per-target step (_record_outcome, then store_snapshot): what a lane waits on
+  sync_step          sync's whole per-target step (record_outcome, then store_snapshot): what a lane waits on
   plan               plan over all targets (once per sync, twice with the lock taken)
 
 Usage: python lab/benchmarks/coordinator_costs.py --sizes 100,1000,10000 --out lab/benchmarks/evidence/performance/
@@ -33,9 +33,9 @@ from typing import Any
 from hotkernel import __version__
 from hotkernel._util.fs import atomic_write_text, sha256_file, sha256_text
 from hotkernel.reconcile.executor import Job, LaneRun, Outcome
+from hotkernel.reconcile.outcome import Prepared, record_outcome
 from hotkernel.reconcile.plan import load_workspace_manifest, plan
 from hotkernel.reconcile.progress import RunCounter
-from hotkernel.reconcile.sync import _Prepared, _record_outcome
 from hotkernel.store.leaderboard import current_protocol, write_leaderboard
 from hotkernel.store.models import Record
 from hotkernel.store.record import record, store_snapshot
@@ -97,7 +97,7 @@ def measure(n: int, repeat: int, max_targets: int) -> dict[str, Any]:
         candidate.write_text("kernel = None\n", encoding="utf-8")
         state = {"manifest": "m", "baseline_sha256": "b", "candidate_sha256": sha256_file(candidate),
                  "contract_sha256": "c", "sources_sha256": "s"}
-        ready = _Prepared(name=target, context={}, state=state, reasons=["from scratch"], device_kind="cpu",
+        ready = Prepared(name=target, context={}, state=state, reasons=["from scratch"], device_kind="cpu",
                           jobs=[job])
         facts = {"cpu": "synthetic cpu"}
 
@@ -115,7 +115,7 @@ def measure(n: int, repeat: int, max_targets: int) -> dict[str, Any]:
             ran = result.candidate.model_copy(update={"sha256": state["candidate_sha256"]})
             run = LaneRun(result=result.model_copy(update={"candidate": ran}), facts=facts)
             outcome = Outcome(job, run=run, lane="bench")
-            item = _record_outcome(ws, ready, outcome, who="synthetic", fallback_who="synthetic", gpu_name=None,
+            item = record_outcome(ws, ready, outcome, who="synthetic", fallback_who="synthetic", gpu_name=None,
                                    counter=counter, before=snapshot[0])
             assert item.status == "recorded", item
             snapshot[0] = store_snapshot(ws)

@@ -2,8 +2,6 @@
 # What this CPU box can show of the eleventh session's changes, raw output under OUT (one file per step):
 #   warm_up.txt    torch.compile's warm-up of one tiny CPU function (what a compile-warm fork server does first),
 #                  with an empty inductor cache and again with it warm
-#   ahead.txt      a sync whose competitors start with a (skipped) cuda target and then a CPU torch.compile one:
-#                  how long the CPU competitor waited for the warm-up started ahead, and its verify
 #   new.txt        `hotkernel new` wall times: a file function, a module function (looked up in the user's python),
 #                  and the refusals of a function the target cannot call
 #   kernelbench.txt  KernelBench level 1 as shipped (LEVEL1 dir, unchanged): import of 4 problems at --scale 0.02
@@ -41,63 +39,6 @@ import json, sys
 for i in json.load(open(sys.argv[1]))['items']:
     print(i['name'], i['status'], i.get('verdict'), i.get('seconds'), (i.get('reason') or '')[:160])" "$1"
 }
-
-WS=$(mktemp -d)
-cat > "$WS/k.py" <<'PY'
-import torch
-
-
-def f(x):
-    return torch.relu(x) * 2.0 + 1.0
-PY
-cat > "$WS/hotkernel.yaml" <<'YAML'
-version: 1
-defaults:
-  dtype: fp32
-targets:
-  a_gpu:
-    from: ./k.py:f
-    shapes: [64x64]
-    device: cuda
-    competitors: [compile]
-  t1:
-    from: ./k.py:f
-    shapes: [64x64]
-    device: cpu
-    competitors: [compile]
-YAML
-(cd "$WS" && git init -q . && python - <<'PY'
-import time
-from pathlib import Path
-
-from hotkernel.reconcile import competitors
-from hotkernel.reconcile.sync import sync
-from hotkernel.run.compile_warm_up import CompileWarmUp
-from hotkernel.workspace.paths import Workspace
-
-start, wait = CompileWarmUp.__init__, CompileWarmUp.wait
-
-
-def timed_start(self, *args):
-    print(f"warm-up started at {time.perf_counter() - t0:.2f} s")
-    start(self, *args)
-
-
-def timed_wait(self):
-    begun = time.perf_counter()
-    wait(self)
-    print(f"the CPU competitor waited {time.perf_counter() - begun:.2f} s for the warm-up")
-
-
-CompileWarmUp.__init__, CompileWarmUp.wait = timed_start, timed_wait
-competitors.CompileWarmUp = CompileWarmUp
-t0 = time.perf_counter()
-report = sync(Workspace(Path(".")), from_scratch=True, n=3)
-for item in report.items:
-    print(item.name, item.status, item.verdict, item.seconds)
-print(f"sync {time.perf_counter() - t0:.1f} s")
-PY
-) > "$OUT/ahead.txt" 2>&1
 
 WS=$(mktemp -d)
 printf 'import torch\n\n\ndef add(x, y, alpha=2.0):\n    return x * alpha + y\n' > "$WS/k.py"

@@ -1,5 +1,6 @@
 """Competitors end to end on a CPU target: torch.compile (Inductor runs on the CPU) and a function reference are
-rendered, verified against the baseline, recorded as competitors, fingerprinted in the lock and planned."""
+rendered, verified against the baseline by ``sync`` (in this process, and in a CPU lane's private copy),
+recorded as competitors, fingerprinted in the lock and planned."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from hotkernel.manifest import load_manifest
-from hotkernel.reconcile.competitors import sync_competitors
+from hotkernel.reconcile.executor import LaneExecutor, ProcessLane
 from hotkernel.reconcile.plan import plan, plan_lines
+from hotkernel.reconcile.sync import sync
 from hotkernel.store.leaderboard import best_entries, board_rows
 from hotkernel.workspace.lockfile import read_lock
 from hotkernel.workspace.paths import Workspace
@@ -54,7 +56,8 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     return Workspace(root)
 
 
-def test_sync_competitors_records_them_as_such_and_plans_them(ws: Workspace) -> None:
+@pytest.mark.parametrize("where", ["inline", "cpu lane"])
+def test_sync_records_competitors_as_such_and_plans_them(ws: Workspace, where: str) -> None:
     manifest = load_manifest(ws.manifest)
     first = plan(ws, manifest=manifest, gpu_name=None)
     assert [(c.competitor, c.action, c.reasons) for c in first.competitors] == [
@@ -63,7 +66,12 @@ def test_sync_competitors_records_them_as_such_and_plans_them(ws: Workspace) -> 
     ]
     assert "+ t1 competitor compile: new" in plan_lines(first)
 
-    items = sync_competitors(ws, manifest, "t1", n=1, gpu_name=None)
+    lane = {"executor": LaneExecutor([ProcessLane(ws, "cpu", frozenset({"cpu"}))])} if where == "cpu lane" else {}
+    report = sync(ws, n=1, gpu_name=None, **lane)
+    assert report.lanes == ("cpu" if lane else "local")
+    target, *items = report.items
+    assert target.name == "t1" and target.status == "recorded", target.reason
+    assert [i.name for i in items] == ["t1 competitor compile", "t1 competitor ./other/k2.py:g"]
     assert [i.status for i in items] == ["recorded", "recorded"], [i.reason for i in items]
     assert all(i.verdict in ("faster", "slower", "inconclusive") for i in items), [i.reason for i in items]
     script = ws.target_dir("t1") / "competitor_compile.py"
@@ -81,51 +89,16 @@ def test_sync_competitors_records_them_as_such_and_plans_them(ws: Workspace) -> 
     assert records["compile"]["result"]["candidate"]["script"] == "targets/t1/competitor_compile.py"
 
     lock = read_lock(ws)
-    assert set(lock.competitors["t1"]) == {"compile", "./other/k2.py:g"} and lock.entries("t1") == {}
-    again = plan(ws, manifest=manifest, gpu_name=None)
-    assert again.competitors == [] and [i.name for i in again.items] == ["t1"]  # the candidate is still new
-    assert sync_competitors(ws, manifest, "t1", n=1, gpu_name=None) == []  # nothing out of date
+    assert set(lock.competitors["t1"]) == {"compile", "./other/k2.py:g"} and set(lock.entries("t1")) == {"cpu"}
+    assert plan(ws, manifest=manifest, gpu_name=None).competitors == []  # no competitor out of date
 
     rows = board_rows(ws)
-    assert {r.role for r in rows} == {"competitor"} and not any(r.best for r in rows)
-    entry = best_entries(rows)[0]
-    assert entry.best is None and entry.competitor is not None
+    assert {r.role for r in rows} == {"candidate", "competitor"}
+    assert not any(r.best for r in rows if r.role == "competitor")  # a competitor is never the best
+    assert best_entries(rows)[0].competitor is not None
     assert "## Competitors" in ws.leaderboard.read_text()
 
     (ws.root / "other" / "k2.py").write_text(KERNELS + "\n# touched\n", encoding="utf-8")
     os.utime(ws.root / "other" / "k2.py", ns=(1, 1))  # a new stat: plan's stat cache sees the change
     changed = plan(ws, manifest=manifest, gpu_name=None)
     assert [(c.competitor, c.reasons) for c in changed.competitors] == [("./other/k2.py:g", ["source changed"])]
-
-
-def test_the_cpu_compile_warm_up_starts_ahead_only_beside_cuda_work(ws: Workspace) -> None:
-    """``competitor_sides`` reads where each target's competitors run and whether they fork from a compile-warm
-    server, rendered or not; the warm-up starts ahead only when CUDA verifies come first (it then overlaps GPU
-    work, never CPU timing) and a CPU compile verify comes later."""
-    from hotkernel.manifest import resolved_target
-    from hotkernel.reconcile.competitors import ahead_order, competitor_sides, warm_up_ahead
-    from hotkernel.run.competitors import render_competitor
-    from hotkernel.run.render import render_target
-
-    manifest = load_manifest(ws.manifest)
-    # a CPU target with a torch.compile competitor, its scripts not rendered yet (a fresh workspace's first sync)
-    assert competitor_sides(ws, manifest, ["t1"]) == [("t1", "cpu", True)]
-    context = resolved_target(manifest, "t1")
-    render_target(ws, "t1", context)
-    for competitor in manifest.targets["t1"].competitors:
-        render_competitor(ws, "t1", context, competitor)
-    assert competitor_sides(ws, manifest, ["t1"]) == [("t1", "cpu", True)]  # rendered: the same answer
-    gpu, cpu_compile, cpu_plain = ("g", "cuda", False), ("t1", "cpu", True), ("c", "cpu", False)
-    assert warm_up_ahead([gpu, cpu_compile])
-    assert warm_up_ahead([gpu, cpu_plain, cpu_compile])  # the first CPU verify waits for it
-    assert not warm_up_ahead([cpu_compile, gpu])  # it would overlap the CPU verify's timing
-    assert not warm_up_ahead([gpu, cpu_plain])  # nothing forks from a compile-warm server
-    assert not warm_up_ahead([cpu_compile])
-    assert not warm_up_ahead([])
-    # the CUDA targets' competitors go first when a CPU one forks from the compile-warm server (the CPU target
-    # was the most out of date in a `sync --gpus all` on an H100 host, so its warm-up had nothing beside it)
-    gpu2 = ("g2", "cuda", False)
-    assert ahead_order([cpu_compile, gpu, cpu_plain, gpu2]) == [gpu, gpu2, cpu_compile, cpu_plain]
-    assert warm_up_ahead(ahead_order([cpu_compile, gpu]))
-    assert ahead_order([cpu_plain, gpu]) == [cpu_plain, gpu]  # no warm-up to hide: most out of date first
-    assert ahead_order([cpu_compile]) == [cpu_compile]

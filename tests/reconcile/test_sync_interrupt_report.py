@@ -23,7 +23,6 @@ from reconcile.test_sync_signals import assert_consistent
 import hotkernel.reconcile.sync as sync_module
 from hotkernel.reconcile.executor import Job, LaneExecutor, LaneRun
 from hotkernel.reconcile.interrupt import interrupt_report
-from hotkernel.reconcile.models import SyncItem
 from hotkernel.reconcile.plan import plan
 from hotkernel.workspace.lockfile import read_lock, workspace_lock
 from hotkernel.workspace.paths import Workspace
@@ -228,32 +227,53 @@ def test_an_interrupt_at_the_second_verify_of_a_new_best_leaves_the_target(tmp_p
     ws = scripted_workspace(tmp_path / "ws", COMPETING)
     report = interrupted(ws, [InterruptingLane("solo", "alpha/confirm")])
     items = [(i.name, i.status) for i in report.items]
-    assert items == [
+    assert items == [  # the competitor's verify was in the first queue, before the second verify
         ("alpha", "recorded"),
         ("alpha", "not run"),
         ("beta", "recorded"),
-        ("alpha competitor compile", "not run"),
+        ("alpha competitor compile", "recorded"),
     ]
     assert "during the second verify" in report.items[1].reason and report.items[0].record in report.items[1].reason
-    assert report.left == ["alpha", "alpha competitor compile"]
+    assert report.left == ["alpha"]
     assert_consistent(ws)
     assert "alpha" not in read_lock(ws).targets  # the first record alone does not count
+    assert set(read_lock(ws).competitors["alpha"]["compile"]) == {"cpu"}
 
 
-def test_an_interrupt_in_the_competitors_names_them_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupt_in_a_competitor_verify_names_it_left(tmp_path: Path) -> None:
+    ws = scripted_workspace(tmp_path / "ws", COMPETING)
+    report = interrupted(ws, [InterruptingLane("solo", "alpha/competitor/compile")])
+    assert [(i.name, i.status) for i in report.items] == [
+        ("alpha", "recorded"),
+        ("alpha", "not run"),  # the second verify of its new best never started
+        ("beta", "recorded"),
+        ("alpha competitor compile", "not run"),
+    ]
+    assert "before the second verify" in report.items[1].reason
+    assert report.items[-1].reason == "not run: sync was interrupted (SIGINT) during its verify"
+    assert report.left == ["alpha", "alpha competitor compile"]
+    assert_consistent(ws)
+    assert "alpha" not in read_lock(ws).competitors
+
+
+def test_an_interrupt_before_the_competitors_were_rendered_names_them_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = scripted_workspace(tmp_path / "ws", COMPETING)
 
-    def stopped_competitors(ws_: Any, manifest: Any, name: str, **kwargs: Any) -> list[SyncItem]:
-        if manifest.targets[name].competitors:
-            raise KeyboardInterrupt
-        return []
+    def stopped(*_args: Any, **_kwargs: Any) -> Any:
+        raise KeyboardInterrupt
 
-    monkeypatch.setattr(sync_module, "sync_competitors", stopped_competitors)
+    monkeypatch.setattr(sync_module, "prepare_competitors", stopped)
     report = interrupted(ws, [ScriptedLane("solo")])
-    assert [(i.name, i.status) for i in report.items][-1] == ("alpha competitor compile", "not run")
-    assert "during its competitors" in report.items[-1].reason
-    assert report.left == ["alpha competitor compile"]
-    assert_consistent(ws)
+    assert [(i.name, i.status) for i in report.items] == [
+        ("alpha", "not run"),
+        ("beta", "not run"),
+        ("alpha competitor compile", "not run"),
+    ]
+    assert report.items[-1].reason == "not run: sync was interrupted (SIGINT) while they were rendered"
+    assert report.left == ["alpha", "beta", "alpha competitor compile"]
+    assert not ws.results_dir.exists() or not list(ws.results_dir.rglob("*.json"))  # nothing ran
 
 
 def test_an_interrupt_with_several_lanes_reports_each_job(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ import sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from store.record_factory import synthetic_result
+import hotkernel.reconcile.outcome as outcome_module
 import hotkernel.reconcile.sync as sync_module
 from hotkernel.workspace.paths import Workspace
 
@@ -37,12 +38,12 @@ from reconcile.test_sync_gpus import ran_on_disk
 ws = Workspace(Path(sys.argv[1]))
 lanes = stand_in_executor(ws, lambda ws, baseline, candidate, **kw: ran_on_disk(synthetic_result(
     Path(baseline).parent.name, "slower", 0.8, device="cpu"), Path(candidate)))
-real_record = sync_module.record
+real_record = outcome_module.record
 def slow_record(*args, **kwargs):  # the signal arrives while a record is being written
     print("recording", args[1], flush=True)
     time.sleep(float(sys.argv[3]))
     return real_record(*args, **kwargs)
-sync_module.record = slow_record
+outcome_module.record = slow_record
 sync_module.sync(ws, n=3, gpu_name=None, executor=lanes)
 print("finished", flush=True)
 """

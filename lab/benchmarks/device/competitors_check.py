@@ -2,8 +2,9 @@
 
 Builds a one-target workspace under OUT/ws (softmax 4096x8192 bf16, the example target's shape), then adds the
 competitors one at a time (compile, compile-reduce-overhead, compile-max-autotune: reduce-overhead records its
-own CUDA graphs, which must work inside the timer's capture) and runs
-``hotkernel.reconcile.competitors.sync_competitors`` with 3 rounds each, while the budget lasts. Writes
+own CUDA graphs, which must work inside the timer's capture) and runs ``hotkernel.reconcile.sync.sync`` of the
+target with 3 rounds each (the target's own verify the first time, then the competitor just added), while the
+budget lasts. Writes
 OUT/competitors.json (every SyncItem), OUT/ws/LEADERBOARD.md and the roofline chart; prints one line each.
 
 Usage (device, repo root, hotkernel importable as in h200_sync.sh):
@@ -18,8 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from hotkernel.manifest import load_manifest
-from hotkernel.reconcile.competitors import sync_competitors
+from hotkernel.reconcile.sync import sync
 from hotkernel.workspace.paths import Workspace
 
 KERNEL = "import torch\n\n\ndef softmax(x, *, dim):\n    return torch.softmax(x, dim=dim)\n"
@@ -54,7 +54,8 @@ def main(out: Path, budget_s: float, order: tuple[str, ...] = ORDER) -> int:
             continue
         (root / "hotkernel.yaml").write_text(MANIFEST.format(competitors=", ".join(order[:i + 1])), encoding="utf-8")
         t0 = time.monotonic()
-        for item in sync_competitors(ws, load_manifest(ws.manifest), "softmax", n=ROUNDS, python=sys.executable):
+        report = sync(ws, ["softmax"], n=ROUNDS, python=sys.executable, serial=True)
+        for item in [i for i in report.items if " competitor " in i.name and i.status != "up to date"]:
             data = {**item.model_dump(mode="json"), "wall_s": round(time.monotonic() - t0, 1)}
             items.append(data)
             print(f"{item.name}: {item.status} {item.verdict} speedup={item.speedup} wall_s={data['wall_s']} "

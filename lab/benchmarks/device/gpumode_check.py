@@ -111,16 +111,18 @@ def submission_candidate(rendered: str, submission: str) -> str:
 
 
 def verify_workspace(
-    ws: Workspace, log_path: Path, budget_s: float, rounds: int, timeout_s: float
+    ws: Workspace, log_path: Path, budget_s: float, rounds: int, timeout_s: float, first: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
     """An A/A verify of every target in ``ws``'s manifest and a verify of each task's own submission.py, in
-    manifest order while ``budget_s`` lasts; one JSON line a verify to ``log_path``."""
+    manifest order (targets whose name holds a word of ``first`` before the others) while ``budget_s`` lasts; one
+    JSON line a verify to ``log_path``."""
     from hotkernel.manifest.load import load_manifest
 
     rows: list[dict[str, Any]] = []
     deadline = time.monotonic() + budget_s
     targets = load_manifest(ws.manifest).targets if ws.manifest.is_file() else {}
-    for name, spec in targets.items():
+    ahead = [name for name in targets if any(word in name for word in first)]
+    for name, spec in [(name, targets[name]) for name in ahead + [n for n in targets if n not in ahead]]:
         source = str(getattr(spec, "from_", None) or "")
         jobs: list[tuple[str, str, Path | None]] = [("aa", "candidate.py", None)]
         submission = (ws.root / source.split(":", 1)[0]).parent / "submission.py" if source else None
@@ -155,11 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verify-timeout-s", type=float, default=120.0)
     parser.add_argument("--workspace", type=Path, help="verify this workspace's targets instead of importing")
     parser.add_argument("--jsonl", default="gpumode.jsonl", help="the JSON-lines file under OUT_DIR")
+    parser.add_argument("--first", default="", help="with --workspace: words (space-separated); targets whose "
+                        "name holds one are verified first")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.workspace is not None:
         ws = Workspace(args.workspace.resolve())
-        found = verify_workspace(ws, args.out / args.jsonl, args.budget_s, args.rounds, args.verify_timeout_s)
+        found = verify_workspace(
+            ws, args.out / args.jsonl, args.budget_s, args.rounds, args.verify_timeout_s, tuple(args.first.split())
+        )
         counts: dict[str, int] = {}
         for row in found:
             key = f"{row['kind']}:{row.get('verdict')}"

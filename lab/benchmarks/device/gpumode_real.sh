@@ -15,7 +15,8 @@
 # Environment: HK_GM_DEVICE (cuda; cpu for a dry run, which skips env.sh), HK_GM_ROUNDS (verify -n, default 5),
 # HK_GM_IMPORT_TIMEOUT_S (default 300), HK_GM_VERIFY_TIMEOUT_S (default 240), HK_GM_CASES (benchmarks, or tests:
 # task.yml's smaller correctness sizes, e.g. on a CPU), HK_GM_TASKS (space-separated
-# suite/task or suite names; default every folder with a task.yml).
+# suite/task or suite names; default every folder with a task.yml), HK_GM_FIRST (words, space-separated: the
+# targets whose name holds one are verified first, e.g. "top_p fp16_gemm qr").
 # CPU dry run: HK_GM_DEVICE=cpu HOTKERNEL_GIT_COMMIT=dry bash ... /tmp/out lab/gpumode 300
 set -u
 usage="usage: gpumode_real.sh OUT_DIR GM_DIR BUDGET_S (GM_DIR holds problems/<suite>/<task>/task.yml)"
@@ -103,7 +104,8 @@ t0=$SECONDS
 if [ "$left" -gt 10 ]; then
   timeout -k 10 "$((left + 30))" "$PY" "$REPO/lab/benchmarks/device/gpumode_check.py" "$WORK/verify" \
     --workspace "$WS" --budget-s "$left" --rounds "${HK_GM_ROUNDS:-5}" \
-    --verify-timeout-s "${HK_GM_VERIFY_TIMEOUT_S:-240}" > "$WORK/verify.txt" 2> "$WORK/verify.err"
+    --verify-timeout-s "${HK_GM_VERIFY_TIMEOUT_S:-240}" --first "${HK_GM_FIRST:-}" > "$WORK/verify.txt" \
+    2> "$WORK/verify.err"
   rc=$?
   [ -f "$WORK/verify/gpumode.jsonl" ] && cat "$WORK/verify/gpumode.jsonl" >> "$JSONL"
   log "\$ gpumode_check.py --workspace WS --budget-s $left   (rc=$rc wall_s=$((SECONDS - t0)))"
