@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from hotkernel._util.model import StrictModel as _Model
 from hotkernel.run.models import Verdict, VerifyResult
@@ -42,7 +42,10 @@ class Invalidation(_Model):
 
 
 class Record(_Model):
-    """A file under ``results/<target>/<UTC timestamp>.json``: one verify result and its provenance."""
+    """A file under ``results/<target>/<UTC timestamp>.json``: one verify result and its provenance. Frozen: a scan
+    hands the same parsed record to every caller (``scan._read``); a change is a copy (``model_copy``)."""
+
+    model_config = ConfigDict(frozen=True)
 
     kind: Literal["record"] = Field(default="record", description="marks this JSON file as a record")
     schema_version: int = Field(default=RECORD_SCHEMA, description="record file layout version")

@@ -525,7 +525,7 @@ def invalidate_record(ws: Workspace, path: str | os.PathLike[str], reason: str) 
                 f"{rel}: already invalidated at {rec.invalidated.at} ({rec.invalidated.reason}); the first reason stays"
             )
         at = utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
-        rec.invalidated = Invalidation(reason=reason, at=at)
+        rec = rec.model_copy(update={"invalidated": Invalidation(reason=reason, at=at)})
         text = record_text(rec)
         atomic_write_text(resolved, text, overwrite=True)
         lock.records[rel] = sha256_text(text)

@@ -127,7 +127,7 @@ class _Read:
 # Parsed files kept in this process, keyed by the sha256 of their bytes: the same bytes read again (a sync scans
 # results/ after every record, and each scan recomputes every verdict) are not parsed, decoded, validated and
 # recomputed again. On a 2-core box one scan of 604 records took 0.36 s, then 0.04 s (docs/performance.md).
-# A store larger than this is scanned as before. Records handed out by a scan are shared: treat them as read-only.
+# A store larger than this is scanned as before. Records handed out by a scan are shared, so ``Record`` is frozen.
 READ_MEMO_FILES = 4096
 _READ_MEMO: OrderedDict[str, _Read] = OrderedDict()
 _READ_MEMO_LOCK = threading.Lock()

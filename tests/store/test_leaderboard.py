@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from store.record_factory import make_workspace, provenance, synthetic_result, write_noise
 
 from hotkernel._util.fs import sha256_file
@@ -198,6 +199,10 @@ def test_a_scan_reads_known_bytes_once_and_changed_bytes_again(tmp_path: Path, m
     monkeypatch.setattr(scan_module, "_validate", lambda data: parsed.append(data["target"]) or real(data))
     again = scan_results(ws)
     assert parsed == [] and [p for p, _ in again.records] == [p for p, _ in first.records] == sorted(paths)
+    shared = again.records[0][1]
+    assert shared is first.records[0][1]  # one parsed object for both scans: it cannot be changed in place
+    with pytest.raises(ValidationError, match="frozen"):
+        shared.who = "someone else"
     forged = _forge_copy(ws, paths[1], 50.0, name=Path(paths[1]).name)
     lock = read_lock(ws)
     lock.records[paths[1]] = sha256_file(forged) or ""  # the forger also fixes the index: the numbers still tell
