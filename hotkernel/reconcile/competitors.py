@@ -20,6 +20,7 @@ from hotkernel.reconcile.models import SyncItem, failed_item, measured, run_seco
 from hotkernel.reconcile.plan import CPU_DEVICE, competitor_state, device_key, device_ran_on
 from hotkernel.run.competitors import COMPILE_MODES, competitor_who, render_competitor
 from hotkernel.run.render import contract_sha256, render_target
+from hotkernel.run.runner import compile_warm_for
 from hotkernel.store.record import record, tamper_reason
 from hotkernel.workspace.lockfile import LockEntry, read_lock, write_lock
 from hotkernel.workspace.paths import Workspace
@@ -100,6 +101,7 @@ def prepare_competitors(
                 timeout_s=timeout_s,
                 device_kind=kind,
                 files=job_files(ws, name, context, refs),
+                compile_warm=kind == CPU_DEVICE and compile_warm_for([ws.target_dir(name) / "baseline.py", script]),
                 resolved=context,
             )
             parts = {k: state[k] for k in FINGERPRINT_PARTS}

@@ -12,6 +12,7 @@ of the target (``bundle``): the run's own workspace checks then see only files t
 
 from __future__ import annotations
 
+import collections
 import queue
 import threading
 import time
@@ -91,9 +92,12 @@ class Executor(Protocol):
 
     def kinds(self) -> set[str]: ...
 
-    def run(self, jobs: Sequence[Job], status: StatusFn, *, deadline: float | None = None) -> Iterator[Outcome]:
+    def run(
+        self, jobs: Sequence[Job], status: StatusFn, *, deadline: float | None = None, more: list[Job] | None = None
+    ) -> Iterator[Outcome]:
         """``deadline`` (``time.monotonic()``): no job starts after it, and one running then is cancelled (its
-        outcome has ``budget`` set)."""
+        outcome has ``budget`` set). ``more``: jobs the caller appends while it handles an outcome (the second
+        verify of a new best); they join the queue, ahead of the jobs still waiting, before the next outcome."""
         ...
 
     def close(self) -> None: ...
@@ -139,6 +143,14 @@ class ProcessLane:
     gpu: GpuSlot | None = None
     python: str | PythonOnce | None = None
     child: LaneChild | None = field(default=None, repr=False)
+    compile_ahead: bool = False  # start the compile-warm fork server with the next job (``warm_ahead``)
+
+    def warm_ahead(self, jobs: Sequence[Job]) -> None:
+        """``jobs``: what this lane may run, in queue order. When a cpu job after the first forks from a server
+        that warms torch.compile (``Job.compile_warm``), the child starts that server with its first job, so its
+        warm-up (about 27 s, one core) runs beside the lane's earlier verifies instead of before that job: on an
+        H100 host it was 46 s of a 165 s sync's critical path (docs/performance.md)."""
+        self.compile_ahead = any(job.compile_warm and job.device_kind == "cpu" for job in list(jobs)[1:])
 
     def run(self, job: Job, cancel: threading.Event, status: LaneStatus) -> LaneRun:
         status("verify", 0)
@@ -148,8 +160,9 @@ class ProcessLane:
             env = {"CUDA_VISIBLE_DEVICES": self.gpu.uuid if self.gpu is not None else ""}
             python = python_of(self.python)
             self.child = LaneChild.start({**env, "HOTKERNEL_PYTHON": python} if python else env)
+        warm_compile, self.compile_ahead = self.compile_ahead, False
         try:
-            run = self.child.run(data, job, cancel=cancel, status=status)
+            run = self.child.run(data, job, cancel=cancel, status=status, warm_compile=warm_compile)
         except (LaneDied, JobFailed):
             if not self.child.alive():
                 self.close()
@@ -265,10 +278,17 @@ class LaneExecutor:
         for lane in self.lanes:
             close_lane(lane)
 
-    def run(self, jobs: Sequence[Job], status: StatusFn, *, deadline: float | None = None) -> Iterator[Outcome]:
+    def run(
+        self, jobs: Sequence[Job], status: StatusFn, *, deadline: float | None = None, more: list[Job] | None = None
+    ) -> Iterator[Outcome]:
+        more = more if more is not None else []
+        for lane in self.lanes:  # a lane that keeps warm state may prepare for what it will run
+            ahead = getattr(lane, "warm_ahead", None)
+            if callable(ahead):
+                ahead([job for job in jobs if job.device_kind in lane.kinds])
         if len(self.lanes) == 1:
-            return self._serial(jobs, status, deadline)
-        return self._threads(jobs, status, deadline)
+            return self._serial(jobs, status, deadline, more)
+        return self._threads(jobs, status, deadline, more)
 
     def _attempt(self, lane: Lane, task: _Task, cancel: threading.Event, status: StatusFn) -> Outcome | None:
         """Run ``task`` on ``lane`` once: its outcome, or None when it goes back to the queue for a retry."""
@@ -300,42 +320,59 @@ class LaneExecutor:
         except Exception as err:  # a failing job is reported; the others go on
             return Outcome(task.job, error=f"{type(err).__name__}: {err}", lane=lane.name, attempts=task.attempts)
 
-    def _serial(self, jobs: Sequence[Job], status: StatusFn, deadline: float | None) -> Iterator[Outcome]:
+    def _serial(
+        self, jobs: Sequence[Job], status: StatusFn, deadline: float | None, more: list[Job]
+    ) -> Iterator[Outcome]:
         lane, cancel = self.lanes[0], _Cancel()
         timer = cancel.arm(deadline)
+        queue_ = collections.deque(jobs)
         try:
-            for job in jobs:
-                task = _Task(job)
+            while queue_:
+                task = _Task(queue_.popleft())
                 if cancel.is_set():
-                    yield _stopped(task, "", cancel)
-                    continue
-                if job.device_kind not in lane.kinds:
-                    yield Outcome(job, error=f"not run: no lane runs {job.device_kind} targets", attempts=0)
-                    continue
-                outcome = None
-                while outcome is None:
-                    outcome = self._attempt(lane, task, cancel, status)
+                    outcome = _stopped(task, "", cancel)
+                elif task.job.device_kind not in lane.kinds:
+                    outcome = Outcome(task.job, error=f"not run: no lane runs {task.job.device_kind} targets")
+                else:
+                    outcome = None
+                    while outcome is None:
+                        outcome = self._attempt(lane, task, cancel, status)
                 yield outcome
+                queue_.extendleft(reversed(more))  # added while the caller handled it: next, in their order
+                more.clear()
         finally:
             if timer is not None:
                 timer.cancel()
             cancel.set()
 
-    def _threads(self, jobs: Sequence[Job], status: StatusFn, deadline: float | None) -> Iterator[Outcome]:
+    def _threads(
+        self, jobs: Sequence[Job], status: StatusFn, deadline: float | None, more: list[Job]
+    ) -> Iterator[Outcome]:
         cancel = _Cancel()
         timer = cancel.arm(deadline)
         cond = threading.Condition()
-        pending = [_Task(job) for job in jobs]
+        pending: list[_Task] = []
         running: list[_Task] = []
         done: queue.Queue[Outcome] = queue.Queue()
-        for task in [t for t in pending if not any(t.job.device_kind in lane.kinds for lane in self.lanes)]:
-            pending.remove(task)
-            done.put(Outcome(task.job, error=f"not run: no lane runs {task.job.device_kind} targets"))
+        finished = threading.Event()  # every outcome handed out and nothing added: the lanes may stop
+
+        def enqueue(new: Sequence[Job], *, first: bool) -> None:
+            """``new`` into the queue (``first``: ahead of the waiting jobs); one no lane runs is answered now."""
+            runnable = [job for job in new if any(job.device_kind in lane.kinds for lane in self.lanes)]
+            for job in new:
+                if job not in runnable:
+                    done.put(Outcome(job, error=f"not run: no lane runs {job.device_kind} targets"))
+            with cond:
+                tasks = [_Task(job) for job in runnable]
+                pending[: 0 if first else len(pending)] = tasks
+                cond.notify_all()
+
+        enqueue(jobs, first=False)
 
         def take(lane: Lane) -> _Task | None:
             peers = [other.name for other in self.lanes if other.kinds & lane.kinds]
             with cond:
-                while not cancel.is_set():
+                while not cancel.is_set() and not finished.is_set():
                     mine = [t for t in pending if t.job.device_kind in lane.kinds]
                     fresh = [t for t in mine if lane.name not in t.failed_on]
                     stale = [t for t in mine if all(p in t.failed_on for p in peers)]  # every lane died on it
@@ -344,9 +381,7 @@ class LaneExecutor:
                         pending.remove(pick)
                         running.append(pick)
                         return pick
-                    if not any(t.job.device_kind in lane.kinds for t in running):
-                        return None  # nothing left that could come back to this lane
-                    cond.wait(0.2)
+                    cond.wait(0.2)  # an outcome still to come may add a job (``more``)
             return None
 
         def work(lane: Lane) -> None:
@@ -377,12 +412,22 @@ class LaneExecutor:
                         continue
                     if not cancel.is_set():
                         raise HotkernelError("sync: every lane stopped with jobs left") from None
-                    for task in list(pending):  # never started: the budget was spent first
-                        pending.remove(task)
+                    with cond:
+                        stopped, pending[:] = list(pending), []
+                    for task in stopped:  # never started: the budget was spent first
                         done.put(_stopped(task, "", cancel))
                     continue
                 left -= 1
                 yield outcome
+                if more:  # added while the caller handled that outcome
+                    added, more[:] = list(more), []
+                    left += len(added)
+                    if cancel.is_set():
+                        for job in added:
+                            done.put(_stopped(_Task(job), "", cancel))
+                    else:
+                        enqueue(added, first=True)
+            finished.set()
         finally:
             if timer is not None:
                 timer.cancel()

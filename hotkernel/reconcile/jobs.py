@@ -42,6 +42,9 @@ class Job:
     timeout_s: float | None
     device_kind: str  # "cuda" or "cpu"
     files: tuple[str, ...] = ()  # workspace-relative: the manifest, the contract, targets/<target>/, its sources
+    # its runs fork from a server that warms torch.compile (a cpu verify of scripts that call it, the contract's
+    # ``wants_compile_warm``): a lane with other jobs before it starts that server ahead (``ProcessLane``)
+    compile_warm: bool = False
     # the target's manifest entry as sync read it (an in-process lane passes it on; a child reads its own copy)
     resolved: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 

@@ -62,11 +62,15 @@ class LaneChild:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def run(self, data: bytes, job: Job, *, cancel: threading.Event, status: LaneStatus) -> LaneRun:
-        """Run ``job`` (its bundle ``data``) in the child; its ``LaneRun``, or ``LaneDied`` / ``JobFailed``."""
+    def run(
+        self, data: bytes, job: Job, *, cancel: threading.Event, status: LaneStatus, warm_compile: bool = False
+    ) -> LaneRun:
+        """Run ``job`` (its bundle ``data``) in the child; its ``LaneRun``, or ``LaneDied`` / ``JobFailed``.
+        ``warm_compile``: the child first starts the compile-warm fork server for a later job of the lane."""
         path = Path(self.folder.name) / "job.tar.gz"
         path.write_bytes(data)
-        request = json.dumps({"job": json.loads(job.as_json()), "bundle": str(path)}) + "\n"
+        request = {"job": json.loads(job.as_json()), "bundle": str(path), "warm_compile": warm_compile}
+        request = json.dumps(request) + "\n"
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write(request.encode())

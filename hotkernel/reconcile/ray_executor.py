@@ -109,18 +109,25 @@ class RayExecutor:
             self.started = False
         self.quiet.close()
 
-    def run(self, jobs: Sequence[Job], status: StatusFn, *, deadline: float | None = None) -> Iterator[Outcome]:
+    def run(
+        self, jobs: Sequence[Job], status: StatusFn, *, deadline: float | None = None, more: list[Job] | None = None
+    ) -> Iterator[Outcome]:
         ray = self.ray
         self.connect()
         task = ray.remote(ray_verify)
         refs: dict[Any, Job] = {}
+        more = more if more is not None else []
+
+        def submit(job: Job) -> None:
+            wants = {"num_gpus": 1, "num_cpus": 1} if job.device_kind == "cuda" else {"num_cpus": CPU_TASK_CPUS}
+            ref = task.options(
+                **wants, max_retries=MAX_RETRIES, retry_exceptions=[LaneDied], name=f"hotkernel verify {job.key}"
+            ).remote(bundle(self.ws, job.files), job, self.python)
+            refs[ref] = job
+
         try:
             for job in jobs:
-                wants = {"num_gpus": 1, "num_cpus": 1} if job.device_kind == "cuda" else {"num_cpus": CPU_TASK_CPUS}
-                ref = task.options(
-                    **wants, max_retries=MAX_RETRIES, retry_exceptions=[LaneDied], name=f"hotkernel verify {job.key}"
-                ).remote(bundle(self.ws, job.files), job, self.python)
-                refs[ref] = job
+                submit(job)
             total = len(refs)
             status("ray", f"{total} verifies submitted", 0)
             while refs:
@@ -134,6 +141,9 @@ class RayExecutor:
                 for ref in ready:
                     job = refs.pop(ref)
                     yield self._outcome(ref, job)
+                    for added in more:  # added while the caller handled that outcome
+                        submit(added)
+                    total, more[:] = total + len(more), []
                     status("ray", f"{total - len(refs)} of {total} done", 0)
         finally:
             self._cancel(list(refs))

@@ -51,6 +51,7 @@ from hotkernel.reconcile.plan import (
 )
 from hotkernel.reconcile.progress import RunCounter, SyncProgress
 from hotkernel.run.render import contract_sha256, render_target
+from hotkernel.run.runner import compile_warm_for
 from hotkernel.store.leaderboard import (
     best_entries,
     best_rows,
@@ -168,8 +169,8 @@ def sync(
 @dataclass
 class _Run:
     """One sync inside the workspace lock: prepare the targets and their out-of-date competitors, run their verifies
-    as one queue on ``pool`` (targets most out of date first, then the competitors), record each outcome as it
-    comes, then verify would-be new bests a second time."""
+    as one queue on ``pool`` (targets most out of date first, then the competitors) and record each outcome as it
+    comes; a would-be new best's second verify joins that queue, ahead of what still waits."""
 
     ws: Workspace
     manifest: Any
@@ -227,10 +228,6 @@ class _Run:
         self.fallback_who = self.who or default_who(ws)
         try:
             self.run_jobs(first, prepared)
-            held = [ready for ready in prepared.values() if ready.held is not None]
-            confirming = [replace(ready.jobs[0], key=f"{ready.name}/confirm") for ready in held]
-            self.counter.plan(confirming, {})
-            self.run_jobs(confirming, prepared)
         finally:  # records are written with record(board=False): the board once, after them (also after a Ctrl-C)
             if prepared or self.rival_order:
                 with SignalsDeferred():
@@ -326,11 +323,13 @@ class _Run:
         self.preparing = None
 
     def run_jobs(self, jobs: list[Job], prepared: dict[str, Prepared]) -> None:
-        """Run ``jobs`` on the pool and record each outcome as it comes (signals wait for a record to finish)."""
+        """Run ``jobs`` on the pool and record each outcome as it comes (signals wait for a record to finish); a
+        first verify that would be a new best puts its second verify into the same queue, ahead of what waits."""
         if not jobs:
             return
         extra = {"deadline": self.deadline.at} if self.deadline.at is not None else {}
-        with contextlib.closing(self.pool.run(jobs, self.counter.lane_status, **extra)) as outcomes:
+        more: list[Job] = []
+        with contextlib.closing(self.pool.run(jobs, self.counter.lane_status, more=more, **extra)) as outcomes:
             for outcome in outcomes:
                 key = outcome.job.key
                 if key in self.competitors:
@@ -357,6 +356,10 @@ class _Run:
                         confirms=confirms,
                     )
                     self.before = store_snapshot(self.ws)
+                if confirms is None and ready.held is not None:
+                    confirm = replace(ready.jobs[0], key=f"{ready.name}/confirm")
+                    self.counter.plan([confirm], {})
+                    more.append(confirm)
                 self.counter.finish(outcome.job)
 
     def finish_competitor(self, ready: Competitor, outcome: Outcome) -> None:
@@ -425,6 +428,7 @@ def _prepare(
             say("skipped: no CUDA GPU")
             return SyncItem(name=name, status="skipped", reason=no_cuda)
         files = job_files(ws, name, context)
+        folder = ws.target_dir(name)
         job = Job(
             key=name,
             target=name,
@@ -434,6 +438,7 @@ def _prepare(
             timeout_s=timeout_s,
             device_kind=kind,
             files=files,
+            compile_warm=kind == CPU_DEVICE and compile_warm_for([folder / "baseline.py", folder / "candidate.py"]),
             resolved=context,
         )
         return Prepared(name=name, context=context, state=state, reasons=reasons, device_kind=kind, jobs=[job])

@@ -6,10 +6,11 @@
 (exit 1) when the verify cannot run.
 
 ``python -m hotkernel.reconcile.verify_job --serve`` takes a lane's jobs one after another (``lane_child.py``):
-per stdin line ``{"job": ..., "bundle": <path>}`` it unpacks the bundle into a fresh ``HOTKERNEL_WORKSPACE``,
-verifies, and answers ``{"progress": [done, total, message]}`` lines, then the reply line above. One judge and
-its pre-started workers serve every job (``runner.WarmJudge``), replaced whenever it is not clean. The
-coordinating ``sync`` records the results; this process writes no record.
+per stdin line ``{"job": ..., "bundle": <path>, "warm_compile": bool}`` it unpacks the bundle into a fresh
+``HOTKERNEL_WORKSPACE`` (with ``warm_compile`` it first starts the compile-warm fork server a later job forks from),
+verifies, and answers ``{"progress": [done, total, message]}`` lines, then the reply line above. One judge and its
+pre-started workers serve every job (``runner.WarmJudge``), replaced whenever it is not clean. The coordinating
+``sync`` records the results; this process writes no record.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from hotkernel._util.procs import TerminationRaises
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest.python import user_python
 from hotkernel.reconcile.jobs import unpack
-from hotkernel.run.runner import COMPILE_CACHE_DIR, WarmJudge, resolved_from_manifest
+from hotkernel.run.runner import COMPILE_CACHE_DIR, WarmJudge, resolved_from_manifest, start_compile_warm_server
 from hotkernel.run.verify import clean_run, verify
 from hotkernel.store.record import cpu_model, gpu_facts
 from hotkernel.workspace.paths import Workspace, find_workspace
@@ -117,6 +118,8 @@ def serve(requests: IO[str], out: IO[str]) -> int:
                 try:
                     request = json.loads(line)
                     ws = fresh_workspace(find_workspace_root(), Path(request["bundle"]).read_bytes())
+                    if request.get("warm_compile"):  # a later job of this lane needs it: it warms up meanwhile
+                        start_compile_warm_server(ws, user_python(ws, None, probe=False))
                     warm = warm if warm is not None else WarmJudge(ws)
                     progress = lambda done, total, msg: say({"progress": [done, total, msg]})  # noqa: E731
                     say(run_job(ws, request["job"], warm, progress=progress))

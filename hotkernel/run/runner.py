@@ -8,6 +8,7 @@ or doubled protocol line comes back as a status and a ``"<check>: <detail>"`` re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -571,6 +572,21 @@ def compile_warm_for(scripts: list[Path]) -> bool:
     except (OSError, ValueError, SyntaxError):
         return False
     return bool(contract.wants_compile_warm(kind, texts))
+
+
+def start_compile_warm_server(ws: Workspace, python: str) -> None:
+    """Start, without waiting, the fork server that the workers of a CPU verify of ``torch.compile`` scripts fork
+    from (``compile_warm``), keyed as ``contract.Worker`` will ask for it; its warm-up (the imports of dynamo and
+    inductor, inductor's probes of the C++ toolchain, one compile: about 27 s on an H100 host's CPU with an empty
+    cache) runs in its own process while this one goes on. For a sync lane whose later job needs it
+    (``verify_job``). The server dies with the thread that started it (``die_with_parent``): call this from the
+    thread that runs the verifies. One that fails to start is left to the verify that needs it, which starts its own
+    and says why."""
+    use_compile_cache(ws)
+    contract = render.contract_module()
+    env = {**os.environ, **contract.WORKER_ENV, **contract.HIDDEN_GPUS}  # as ``spawn_worker`` keys it
+    with contextlib.suppress(Exception):
+        contract.server_for(str(python), str(render.contract_path()), env, True)
 
 
 def _wants_cuda(script: Path) -> bool:

@@ -296,6 +296,33 @@ def test_a_compile_warm_server_hands_its_children_a_warmed_torch_compile(tmp_pat
     assert os_threads(warmed["server_pid"]) == os_threads(plain["server_pid"])
 
 
+def test_a_compile_warm_server_started_ahead_is_the_one_the_cpu_verify_forks_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync lane starts the CPU compile warm-up with an earlier job (``start_compile_warm_server``); the CPU verify
+    after it forks from that very server, warmed, and starts no second one."""
+    from hotkernel.run.runner import start_compile_warm_server
+
+    contract = render.contract_module()
+    # an import-time variable of this test alone: a server no earlier test started has this key
+    monkeypatch.setenv("TORCH_HK_TEST_WARM_AHEAD", str(time.time_ns()))
+    ws, resolved = make_workspace(tmp_path / "ws")
+    log = tmp_path / "compile.jsonl"
+    candidate = ws.target_dir(TARGET) / "candidate.py"
+    candidate.write_text(REPORTS_COMPILE_STATE.replace("LOG_PATH", repr(str(log))))
+    before = contract.server_pids()
+    start_compile_warm_server(ws, python())
+    started = contract.server_pids() - before
+    assert len(started) == 1  # started at once; it warms up in its own process
+    with JudgeProcess(ws, python=python(), compile_warm=True) as judge:
+        outcome = run_script(ws, candidate, python=python(), judge=judge, timeout_s=300, resolved=resolved)
+    assert outcome.status == "ok", f"{outcome.status} / {outcome.reason}\n{outcome.stderr_tail[-1500:]}"
+    seen = json.loads(log.read_text().splitlines()[0])
+    assert seen["server_pid"] in started and "--compile-warm" in seen["server_argv"]
+    assert seen["inductor_loaded"] is True  # the child inherited the warm-up
+    assert contract.server_pids() - before == started  # no second server was started for the verify
+
+
 def os_threads(pid: int) -> int:
     with open(f"/proc/{pid}/status") as handle:
         return next(int(line.split()[1]) for line in handle if line.startswith("Threads:"))

@@ -108,6 +108,51 @@ def test_a_failing_job_is_not_retried_and_a_kind_without_lane_is_not_run() -> No
     assert out["g"].error == "not run: no lane runs cuda targets"
 
 
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_jobs_added_while_an_outcome_is_handled_go_ahead_of_the_waiting_ones(lanes: int) -> None:
+    """``more``: what the caller appends while it handles an outcome joins the queue, ahead of the jobs still
+    waiting; a kind no lane runs is answered at once; the run ends once nothing more is added."""
+    fake = [FakeLane(f"l{i}", kinds=frozenset({"cpu"}), delay_s=0.02) for i in range(lanes)]
+    executor = LaneExecutor(fake)
+    more: list[Job] = []
+    seen = []
+    for outcome in executor.run([job("t1"), job("t2"), job("t3")], lambda lane, what, done: None, more=more):
+        seen.append(outcome.job.key)
+        if outcome.job.key == "t1":
+            more += [job("t1/confirm"), job("g/confirm", "cuda")]
+    assert sorted(seen) == ["g/confirm", "t1", "t1/confirm", "t2", "t3"]
+    ran = [key for lane in fake for key in lane.ran]
+    assert sorted(ran) == ["t1", "t1/confirm", "t2", "t3"]
+    if lanes == 1:  # one lane: the added job runs right after the outcome that added it
+        assert fake[0].ran == ["t1", "t1/confirm", "t2", "t3"]
+
+
+def test_a_job_added_after_the_budget_is_spent_is_not_run() -> None:
+    lanes = [FakeLane("a", delay_s=0.3), FakeLane("b", delay_s=0.3)]
+    more: list[Job] = []
+    out = {}
+    deadline = time.monotonic() + 0.1
+    for outcome in LaneExecutor(lanes).run([job("t1")], lambda lane, what, done: None, deadline=deadline, more=more):
+        out[outcome.job.key] = outcome
+        if outcome.job.key == "t1":
+            more.append(job("t1/confirm"))
+    assert out["t1/confirm"].budget and out["t1/confirm"].error == "not run: the time budget was spent"
+    assert [key for lane in lanes for key in lane.ran] == ["t1"]
+
+
+def test_a_process_lane_starts_the_compile_warm_up_only_for_a_later_cpu_job(tmp_path: Path) -> None:
+    from hotkernel.reconcile.executor import ProcessLane
+
+    lane = ProcessLane(Workspace(tmp_path), "cpu", frozenset({"cpu"}))
+    warm = Job(**{**job("c").__dict__, "key": "c/competitor/compile", "compile_warm": True})
+    lane.warm_ahead([job("a"), warm])
+    assert lane.compile_ahead  # started with job a, so it warms up while a verifies
+    lane.warm_ahead([warm, job("a")])
+    assert not lane.compile_ahead  # the first job needs it itself: nothing to start ahead
+    lane.warm_ahead([job("a"), Job(**{**warm.__dict__, "device_kind": "cuda"})])
+    assert not lane.compile_ahead
+
+
 def test_gpus_option_makes_one_lane_per_gpu_plus_the_cpu(tmp_path: Path) -> None:
     ws = Workspace(tmp_path)
     gpus = [GpuSlot(0, "GPU-a", "NVIDIA H200"), GpuSlot(1, "GPU-b", "NVIDIA H200")]
