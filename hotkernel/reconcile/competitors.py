@@ -15,8 +15,8 @@ from typing import Any
 
 from hotkernel._util.fs import sha256_file
 from hotkernel.manifest import manifest_fingerprint, resolved_target
-from hotkernel.reconcile.jobs import Job, Outcome, competitor_job_key, copy_hint, job_files
-from hotkernel.reconcile.models import SyncItem, failed_item, measured, run_seconds
+from hotkernel.reconcile.jobs import Job, JobTerms, Outcome, competitor_job_key, copy_hint, job_files
+from hotkernel.reconcile.models import SyncItem, failed_item, recorded_item
 from hotkernel.reconcile.plan import CPU_DEVICE, competitor_state, device_key, device_ran_on
 from hotkernel.run.competitors import COMPILE_MODES, competitor_who, render_competitor
 from hotkernel.run.render import contract_sha256, render_target
@@ -55,12 +55,7 @@ def prepare_competitors(
     manifest: Any,
     name: str,
     reasons: dict[str, list[str]],
-    *,
-    rounds: int,
-    timeout_s: float | None,
-    kinds: set[str],
-    no_cuda: str,
-    gpu_name: str | None,
+    terms: JobTerms,
     say: Callable[[str, str], None],
 ) -> dict[str, Competitor | SyncItem]:
     """Render target ``name`` and its competitors named in ``reasons`` (competitor -> why it runs), in manifest
@@ -74,7 +69,7 @@ def prepare_competitors(
         context = resolved_target(manifest, name)
         fingerprint = manifest_fingerprint(manifest, name)
         contract_sha = contract_sha256()
-        kind = CPU_DEVICE if device_key(context, gpu_name) == CPU_DEVICE else "cuda"
+        kind = CPU_DEVICE if device_key(context, terms.gpu_name) == CPU_DEVICE else "cuda"
         render_target(ws, name, context)  # the baseline and contract they are verified against
     except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
         for competitor in todo:
@@ -84,9 +79,9 @@ def prepare_competitors(
     for competitor in todo:
         key, label = competitor_job_key(name, competitor), competitor_label(name, competitor)
         try:
-            if kind not in kinds:
+            if kind not in terms.kinds:
                 say(label, "skipped: no CUDA GPU")
-                out[key] = SyncItem(name=label, status="skipped", reason=no_cuda)
+                out[key] = SyncItem(name=label, status="skipped", reason=terms.no_cuda)
                 continue
             script = render_competitor(ws, name, context, competitor)
             state = competitor_state(ws, context, fingerprint, contract_sha, competitor)
@@ -97,8 +92,8 @@ def prepare_competitors(
                 target=name,
                 baseline=f"targets/{name}/baseline.py",
                 candidate=rel,
-                rounds=rounds,
-                timeout_s=timeout_s,
+                rounds=terms.rounds,
+                timeout_s=terms.timeout_s,
                 device_kind=kind,
                 files=job_files(ws, name, context, refs),
                 compile_warm=kind == CPU_DEVICE and compile_warm_for([ws.target_dir(name) / "baseline.py", script]),
@@ -162,17 +157,6 @@ def record_competitor(
             )
             write_lock(ws, lock)
         say(f"done: {result.verdict}")
-        speedup, interval = measured(result)
-        return SyncItem(
-            name=label,
-            status="recorded",
-            verdict=result.verdict,
-            speedup=speedup,
-            interval=interval,
-            record=rec.path,
-            beats_best=False,
-            reason=copy_hint(result.reason, outcome.run, ws.root),
-            seconds=run_seconds(result),
-        )
+        return recorded_item(label, result, rec.path, copy_hint(result.reason, outcome.run, ws.root), beats_best=False)
     except Exception as err:  # noqa: BLE001 - a failing competitor is reported; the others go on
         return failed_item(label, err, say)

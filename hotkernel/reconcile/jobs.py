@@ -61,6 +61,18 @@ class Job:
         return json.dumps({k: v for k, v in asdict(self).items() if k not in ("files", "resolved")}, sort_keys=True)
 
 
+@dataclass(frozen=True)
+class JobTerms:
+    """What every job of one sync shares: its rounds and run limit, and where it can run (the pool's device kinds,
+    the reason a cuda verify is skipped where none runs cuda, and the GPU name plans are made against)."""
+
+    rounds: int
+    timeout_s: float | None
+    kinds: frozenset[str]
+    no_cuda: str
+    gpu_name: str | None
+
+
 @dataclass
 class LaneRun:
     """What a lane brings back: the verify result, and the hardware facts where it ran (None: probe here)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -171,6 +171,23 @@ def run_seconds(result: object) -> float | None:
     """Wall seconds of a VerifyResult's runs (None when none reports one)."""
     walls = [run.wall_s for run in getattr(result, "runs", None) or [] if getattr(run, "wall_s", None) is not None]
     return round(float(sum(walls)), 3) if walls else None
+
+
+def recorded_item(name: str, result: object, record: str, reason: str | None, **more: Any) -> SyncItem:
+    """The ``recorded`` item of a verify written to ``record``: its verdict, the speedup and interval whenever it
+    measured them (``measured``), its runs' seconds, and ``more`` (who, confirms, beats_best, ...)."""
+    speedup, interval = measured(result)
+    return SyncItem(
+        name=name,
+        status="recorded",
+        verdict=getattr(result, "verdict", None),
+        speedup=speedup,
+        interval=interval,
+        record=record,
+        reason=reason,
+        seconds=run_seconds(result),
+        **more,
+    )
 
 
 def failed_item(name: str, err: Exception, say: Callable[[str], object]) -> SyncItem:

@@ -10,7 +10,7 @@ from typing import Any
 from hotkernel._util.fs import sha256_file
 from hotkernel.reconcile.jobs import Job, Outcome, copy_hint
 from hotkernel.reconcile.keep import candidate_who
-from hotkernel.reconcile.models import SyncItem, failed_item, measured, run_seconds
+from hotkernel.reconcile.models import SyncItem, failed_item, measured, recorded_item
 from hotkernel.reconcile.plan import CPU_DEVICE, device_ran_on
 from hotkernel.reconcile.progress import RunCounter
 from hotkernel.store.models import RecordResult
@@ -120,19 +120,16 @@ def record_outcome(
             )
             write_lock(ws, lock)
         say(f"done: {result.verdict}")
-        return SyncItem(
-            name=name,
-            status="recorded",
-            verdict=result.verdict,
-            speedup=speedup,
-            interval=interval,
-            record=rec.path,
+        reason = copy_hint(result.reason, outcome.run, ws.root)
+        return recorded_item(
+            name,
+            result,
+            rec.path,
+            reason,
             beats_best=rec.beats_best,
             clear_of_best=rec.clear_of_best,
-            reason=copy_hint(result.reason, outcome.run, ws.root),
             who=author,
             confirms=confirms,
-            seconds=run_seconds(result),
         )
     except Exception as err:  # noqa: BLE001 - a failing target is reported; the others go on
         return failed_item(name, err, say)

@@ -29,6 +29,7 @@ from hotkernel.reconcile.executor import (
     job_files,
 )
 from hotkernel.reconcile.interrupt import REPORT_ATTR, attach_report, interrupted_report, is_interrupt
+from hotkernel.reconcile.jobs import JobTerms
 from hotkernel.reconcile.keep import candidate_who as candidate_who
 from hotkernel.reconcile.keep import default_who
 from hotkernel.reconcile.keep import keep_in_lock as keep_in_lock
@@ -264,30 +265,21 @@ class _Run:
             return {competitor: ["from scratch"] for competitor in competitors}
         return {c.competitor: c.reasons for c in self.current.competitors if c.name == name}
 
-    def lane_kinds(self) -> tuple[set[str], str]:
-        """The device kinds the pool runs, and the reason a cuda verify is skipped where none runs cuda."""
+    def terms(self) -> JobTerms:
+        """What this sync's jobs share: rounds, run limit, the pool's device kinds, the GPU plans are made against."""
         if isinstance(self.pool, LaneExecutor):
-            return self.pool.kinds(), "no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)"
-        return self.pool.kinds(), f"no CUDA GPU in {self.pool.describe()} (cuda target)"
+            no_cuda = "no CUDA GPU: NVML found no NVIDIA GPU on this machine (cuda target)"
+        else:
+            no_cuda = f"no CUDA GPU in {self.pool.describe()} (cuda target)"
+        return JobTerms(self.rounds, self.timeout_s, frozenset(self.pool.kinds()), no_cuda, self.gpu_name)
 
     def prepare(self, to_run: list[str], pending: dict[str, Any]) -> dict[str, Prepared]:
-        kinds, no_cuda = self.lane_kinds()
+        terms = self.terms()
         prepared: dict[str, Prepared] = {}
         for name in to_run:
             reasons = pending[name].reasons if name in pending else ["from scratch"]
             self.preparing = name
-            ready = _prepare(
-                self.ws,
-                self.manifest,
-                name,
-                reasons,
-                rounds=self.rounds,
-                timeout_s=self.timeout_s,
-                kinds=kinds,
-                no_cuda=no_cuda,
-                gpu_name=self.gpu_name,
-                progress=self.progress,
-            )
+            ready = _prepare(self.ws, self.manifest, name, reasons, terms, self.progress)
             if isinstance(ready, SyncItem):
                 self.items[name] = ready
             else:
@@ -298,22 +290,11 @@ class _Run:
 
     def prepare_competitors(self, names: list[str]) -> None:
         """Render the out-of-date competitors of ``names`` (in that order) and make their jobs."""
-        kinds, no_cuda = self.lane_kinds()
+        terms = self.terms()
         for name in names:
             left = self.competitors_left(name) if self.manifest.targets[name].competitors else {}
             self.preparing = name
-            for key, ready in prepare_competitors(
-                self.ws,
-                self.manifest,
-                name,
-                left,
-                rounds=self.rounds,
-                timeout_s=self.timeout_s,
-                kinds=kinds,
-                no_cuda=no_cuda,
-                gpu_name=self.gpu_name,
-                say=self.counter.say,
-            ).items():
+            for key, ready in prepare_competitors(self.ws, self.manifest, name, left, terms, self.counter.say).items():
                 self.rival_order.append(key)
                 if isinstance(ready, Competitor):
                     self.competitors[key] = ready
@@ -400,12 +381,7 @@ def _prepare(
     manifest: Any,
     name: str,
     reasons: list[str],
-    *,
-    rounds: int,
-    timeout_s: float | None,
-    kinds: set[str],
-    no_cuda: str,
-    gpu_name: str | None,
+    terms: JobTerms,
     progress: SyncProgress | None,
 ) -> Prepared | SyncItem:
     """Render ``name`` when needed and make its jobs; a ``skipped`` or ``failed`` item when it cannot run."""
@@ -423,10 +399,10 @@ def _prepare(
             say("render")
             render_target(ws, name, context)
             state = target_state(ws, context, state["manifest"], contract_sha)
-        kind = CPU_DEVICE if device_key(context, gpu_name) == CPU_DEVICE else "cuda"
-        if kind not in kinds:
+        kind = CPU_DEVICE if device_key(context, terms.gpu_name) == CPU_DEVICE else "cuda"
+        if kind not in terms.kinds:
             say("skipped: no CUDA GPU")
-            return SyncItem(name=name, status="skipped", reason=no_cuda)
+            return SyncItem(name=name, status="skipped", reason=terms.no_cuda)
         files = job_files(ws, name, context)
         folder = ws.target_dir(name)
         job = Job(
@@ -434,8 +410,8 @@ def _prepare(
             target=name,
             baseline=f"targets/{name}/baseline.py",
             candidate=f"targets/{name}/candidate.py",
-            rounds=rounds,
-            timeout_s=timeout_s,
+            rounds=terms.rounds,
+            timeout_s=terms.timeout_s,
             device_kind=kind,
             files=files,
             compile_warm=kind == CPU_DEVICE and compile_warm_for([folder / "baseline.py", folder / "candidate.py"]),
