@@ -16,12 +16,12 @@ from typing import Any
 from hotkernel._util.fs import sha256_file
 from hotkernel.manifest import manifest_fingerprint, resolved_target
 from hotkernel.reconcile.jobs import Job, JobTerms, Outcome, competitor_job_key, copy_hint, job_files
-from hotkernel.reconcile.models import SyncItem, failed_item, recorded_item
+from hotkernel.reconcile.models import SyncItem, failed_item, recorded_item, tampered_item
 from hotkernel.reconcile.plan import CPU_DEVICE, competitor_state, device_key, device_ran_on
 from hotkernel.run.competitors import COMPILE_MODES, competitor_who, render_competitor
 from hotkernel.run.render import contract_sha256, render_target
 from hotkernel.run.runner import compile_warm_for
-from hotkernel.store.record import record, tamper_reason
+from hotkernel.store.record import record
 from hotkernel.workspace.lockfile import LockEntry, read_lock, write_lock
 from hotkernel.workspace.paths import Workspace
 
@@ -143,13 +143,7 @@ def record_competitor(
             board=False,
         )
         if rec.tampered:
-            return SyncItem(
-                name=label,
-                status="failed",
-                verdict="invalid",
-                record=rec.path,
-                reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated",
-            )
+            return tampered_item(label, rec.path, rec.tampered)
         if result.verdict != "invalid":
             lock = read_lock(ws)
             lock.competitors.setdefault(ready.target, {}).setdefault(ready.competitor, {})[device] = LockEntry(

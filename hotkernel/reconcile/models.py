@@ -11,6 +11,7 @@ from hotkernel._util.model import StrictModel as _Model
 from hotkernel.errors import HotkernelError
 from hotkernel.run.models import Verdict
 from hotkernel.store.models import BestEntry, LeaderboardRow
+from hotkernel.store.record import tamper_reason
 
 PlanAction = Literal["create", "update"]
 
@@ -188,6 +189,12 @@ def recorded_item(name: str, result: object, record: str, reason: str | None, **
         seconds=run_seconds(result),
         **more,
     )
+
+
+def tampered_item(name: str, record: str, tampered: Any, **more: Any) -> SyncItem:
+    """The ``failed`` item of a run that changed files only hotkernel writes: its record is kept, invalidated."""
+    reason = f"invalid: {tamper_reason(tampered)}; the record is kept invalidated"
+    return SyncItem(name=name, status="failed", verdict="invalid", record=record, reason=reason, **more)
 
 
 def failed_item(name: str, err: Exception, say: Callable[[str], object]) -> SyncItem:

@@ -10,11 +10,11 @@ from typing import Any
 from hotkernel._util.fs import sha256_file
 from hotkernel.reconcile.jobs import Job, Outcome, copy_hint
 from hotkernel.reconcile.keep import candidate_who
-from hotkernel.reconcile.models import SyncItem, failed_item, measured, recorded_item
+from hotkernel.reconcile.models import SyncItem, failed_item, measured, recorded_item, tampered_item
 from hotkernel.reconcile.plan import CPU_DEVICE, device_ran_on
 from hotkernel.reconcile.progress import RunCounter
 from hotkernel.store.models import RecordResult
-from hotkernel.store.record import StoreSnapshot, collect_provenance, record, tamper_reason
+from hotkernel.store.record import StoreSnapshot, collect_provenance, record
 from hotkernel.workspace.lockfile import LockEntry, read_lock, write_lock
 from hotkernel.workspace.paths import Workspace
 
@@ -98,14 +98,7 @@ def record_outcome(
         speedup, interval = measured(result)
         if rec.tampered:
             say("failed: the run changed files only hotkernel writes")
-            return SyncItem(
-                name=name,
-                status="failed",
-                verdict="invalid",
-                record=rec.path,
-                reason=f"invalid: {tamper_reason(rec.tampered)}; the record is kept invalidated",
-                confirms=confirms,
-            )
+            return tampered_item(name, rec.path, rec.tampered, confirms=confirms)
         new_best = result.verdict == "faster" and (rec.previous_best is None or (speedup or 0) > rec.previous_best)
         if confirms is None and new_best:
             ready.held = Held(record=rec.path, fingerprint=fingerprint, device=device)

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -203,13 +204,18 @@ class InterruptingLane(ScriptedLane):
     """A ``ScriptedLane`` that sends this process SIGINT (Ctrl-C) when it starts job ``at``, then waits for the
     sync's cancel as a real verify would be killed."""
 
-    def __init__(self, name: str, at: str, **kwargs: Any) -> None:
+    def __init__(self, name: str, at: str, *, after_a_record: bool = False, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
-        self.at = at
+        self.at, self.after_a_record = at, after_a_record
 
     def run(self, job: Job, cancel: threading.Event, status: Any) -> LaneRun:
         if job.key == self.at:
             status("verify", 0)
+            results = (ScriptedLane.root or Path(".")) / "results"
+            waited = 0.0
+            while self.after_a_record and not list(results.rglob("*.json")) and waited < HANG_GUARD_S:
+                time.sleep(0.05)  # on a loaded box the coordinator may not have recorded anything yet
+                waited += 0.05
             os.kill(os.getpid(), signal.SIGINT)  # the main thread raises KeyboardInterrupt
             cancel.wait(HANG_GUARD_S)
         return super().run(job, cancel, status)
@@ -277,7 +283,7 @@ def test_an_interrupt_before_the_competitors_were_rendered_names_them_left(
 
 def test_an_interrupt_with_several_lanes_reports_each_job(tmp_path: Path) -> None:
     ws = scripted_workspace(tmp_path / "ws")
-    lanes = [InterruptingLane(f"lane{i}", "gamma", delays={"beta": 0.5}) for i in range(2)]
+    lanes = [InterruptingLane(f"lane{i}", "gamma", after_a_record=True, delays={"beta": 0.5}) for i in range(2)]
     report = interrupted(ws, lanes)
     done = {i.name for i in report.items if i.status != "not run"}
     assert done and set(report.left) == {i.name for i in report.items if i.status == "not run"}
