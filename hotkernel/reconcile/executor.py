@@ -358,13 +358,17 @@ class LaneExecutor:
 
         def enqueue(new: Sequence[Job], *, first: bool) -> None:
             """``new`` into the queue (``first``: ahead of the waiting jobs); one no lane runs is answered now."""
-            runnable = [job for job in new if any(job.device_kind in lane.kinds for lane in self.lanes)]
+            tasks = []
             for job in new:
-                if job not in runnable:
+                if any(job.device_kind in lane.kinds for lane in self.lanes):
+                    tasks.append(_Task(job))
+                else:
                     done.put(Outcome(job, error=f"not run: no lane runs {job.device_kind} targets"))
             with cond:
-                tasks = [_Task(job) for job in runnable]
-                pending[: 0 if first else len(pending)] = tasks
+                if first:
+                    pending[:0] = tasks
+                else:
+                    pending.extend(tasks)
                 cond.notify_all()
 
         enqueue(jobs, first=False)
