@@ -10,7 +10,7 @@ whatever lane runs its device kind (the CPU lane beside the GPU's, one lane per 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hotkernel._util.fs import sha256_file
@@ -37,8 +37,7 @@ class Competitor:
     competitor: str
     reasons: list[str]
     parts: dict[str, Any]  # FINGERPRINT_PARTS as rendered (its script as ``candidate_sha256``)
-    job: Job
-    script: str = field(default="")  # workspace-relative
+    job: Job  # its ``candidate`` is the rendered competitor script (workspace-relative)
 
     @property
     def label(self) -> str:
@@ -100,7 +99,7 @@ def prepare_competitors(
                 resolved=context,
             )
             parts = {k: state[k] for k in FINGERPRINT_PARTS}
-            out[key] = Competitor(name, competitor, reasons[competitor], parts, job, rel)
+            out[key] = Competitor(name, competitor, reasons[competitor], parts, job)
         except Exception as err:  # noqa: BLE001 - a failing competitor is reported; the others go on
             out[key] = failed_item(label, err, lambda m, c=label: say(c, m))
     return out
@@ -119,13 +118,13 @@ def record_competitor(
             return SyncItem(name=label, status="failed", reason=outcome.error)
         result, facts = outcome.run.result, outcome.run.facts
         ran = result.candidate.sha256
-        if sha256_file(ws.root / ready.script) != ready.parts["candidate_sha256"] or (
+        if sha256_file(ws.root / ready.job.candidate) != ready.parts["candidate_sha256"] or (
             ran and ran != ready.parts["candidate_sha256"]
         ):
             return SyncItem(
                 name=label,
                 status="failed",
-                reason=f"{ready.script} changed during sync (it is generated): run `hotkernel sync` again",
+                reason=f"{ready.job.candidate} changed during sync (it is generated): run `hotkernel sync` again",
             )
         device = device_ran_on(ready.job.device_kind, facts, result.device, gpu_name)
         say(f"record ({result.verdict})")

@@ -69,11 +69,10 @@ class LaneChild:
         ``warm_compile``: the child first starts the compile-warm fork server for a later job of the lane."""
         path = Path(self.folder.name) / "job.tar.gz"
         path.write_bytes(data)
-        request = {"job": json.loads(job.as_json()), "bundle": str(path), "warm_compile": warm_compile}
-        request = json.dumps(request) + "\n"
+        request = json.dumps({"job": json.loads(job.as_json()), "bundle": str(path), "warm_compile": warm_compile})
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.write(request.encode())
+            self.proc.stdin.write(request.encode() + b"\n")
             self.proc.stdin.flush()
         except OSError:
             self.kill()

@@ -11,6 +11,7 @@ A signal (Ctrl-C, SIGTERM, SIGHUP) stops the sync as it did; the exception carri
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -220,8 +221,9 @@ class _Run:
         to_run = staleness_order([name for name in selected if name in pending or from_scratch], records)
         self.current, self.records, self.selected, self.to_run = current, records, selected, to_run
         self.items = {name: SyncItem(name=name, status="up to date") for name in selected if name not in to_run}
-        prepared = self.prepared = self.prepare(to_run, pending)
-        self.prepare_competitors(staleness_order(selected, records))
+        terms = self.terms()
+        prepared = self.prepared = self.prepare(to_run, pending, terms)
+        self.prepare_competitors(staleness_order(selected, records), terms)
         first = [job for ready in prepared.values() for job in ready.jobs]
         first += [ready.job for ready in self.competitors.values()]  # one queue: each lane takes what it runs
         self.counter.plan(first, recorded_seconds(records))
@@ -273,8 +275,7 @@ class _Run:
             no_cuda = f"no CUDA GPU in {self.pool.describe()} (cuda target)"
         return JobTerms(self.rounds, self.timeout_s, frozenset(self.pool.kinds()), no_cuda, self.gpu_name)
 
-    def prepare(self, to_run: list[str], pending: dict[str, Any]) -> dict[str, Prepared]:
-        terms = self.terms()
+    def prepare(self, to_run: list[str], pending: dict[str, Any], terms: JobTerms) -> dict[str, Prepared]:
         prepared: dict[str, Prepared] = {}
         for name in to_run:
             reasons = pending[name].reasons if name in pending else ["from scratch"]
@@ -288,9 +289,8 @@ class _Run:
         self.preparing = None
         return prepared
 
-    def prepare_competitors(self, names: list[str]) -> None:
+    def prepare_competitors(self, names: list[str], terms: JobTerms) -> None:
         """Render the out-of-date competitors of ``names`` (in that order) and make their jobs."""
-        terms = self.terms()
         for name in names:
             left = self.competitors_left(name) if self.manifest.targets[name].competitors else {}
             self.preparing = name
@@ -314,18 +314,27 @@ class _Run:
             for outcome in outcomes:
                 key = outcome.job.key
                 if key in self.competitors:
-                    self.finish_competitor(self.competitors[key], outcome)
+                    rival = self.competitors[key]
+                    self.settle(
+                        outcome,
+                        rival.label,
+                        lambda rival=rival, outcome=outcome: record_competitor(
+                            self.ws,
+                            rival,
+                            outcome,
+                            gpu_name=self.gpu_name,
+                            before=self.before,
+                            say=lambda message: self.counter.say(rival.label, message),
+                        ),
+                        self.rival_items,
+                    )
                     continue
                 ready = prepared[outcome.job.target]
                 confirms = ready.held.record if key.endswith("/confirm") and ready.held else None
-                if outcome.budget:
-                    self.items[key] = SyncItem(name=ready.name, status="not run", reason=outcome.error)
-                    self.left.append(ready.name)
-                    self.counter.say(ready.name, "not run: the budget is spent")
-                    self.counter.finish(outcome.job)
-                    continue
-                with SignalsDeferred():  # a record and its lock entry are written whole, or not at all
-                    self.items[key] = record_outcome(
+                self.settle(
+                    outcome,
+                    ready.name,
+                    lambda ready=ready, outcome=outcome, confirms=confirms: record_outcome(
                         self.ws,
                         ready,
                         outcome,
@@ -335,30 +344,27 @@ class _Run:
                         counter=self.counter,
                         before=self.before,
                         confirms=confirms,
-                    )
-                    self.before = store_snapshot(self.ws)
-                if confirms is None and ready.held is not None:
+                    ),
+                    self.items,
+                )
+                if outcome.budget:
+                    self.left.append(ready.name)
+                elif confirms is None and ready.held is not None:
                     confirm = replace(ready.jobs[0], key=f"{ready.name}/confirm")
                     self.counter.plan([confirm], {})
                     more.append(confirm)
-                self.counter.finish(outcome.job)
 
-    def finish_competitor(self, ready: Competitor, outcome: Outcome) -> None:
-        """Record a competitor's finished verify (or say the budget left it not run)."""
-        key = ready.job.key
+    def settle(self, outcome: Outcome, label: str, write: Callable[[], SyncItem], into: dict[str, SyncItem]) -> None:
+        """What became of one finished job, kept in ``into`` under its key: ``not run`` when the budget cut it,
+        else its record (``write``; the item is kept before a held-back signal goes off, with the record and its
+        lock entry written whole), after which the store's snapshot moves on."""
+        key = outcome.job.key
         if outcome.budget:
-            self.rival_items[key] = SyncItem(name=ready.label, status="not run", reason=outcome.error)
-            self.counter.say(ready.label, "not run: the budget is spent")
+            self.counter.say(label, "not run: the budget is spent")
+            into[key] = SyncItem(name=label, status="not run", reason=outcome.error)
         else:
-            with SignalsDeferred():  # a record and its lock entry are written whole, or not at all
-                self.rival_items[key] = record_competitor(
-                    self.ws,
-                    ready,
-                    outcome,
-                    gpu_name=self.gpu_name,
-                    before=self.before,
-                    say=lambda message: self.counter.say(ready.label, message),
-                )
+            with SignalsDeferred():
+                into[key] = write()
                 self.before = store_snapshot(self.ws)
         self.counter.finish(outcome.job)
 
