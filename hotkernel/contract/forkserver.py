@@ -63,6 +63,8 @@ from .knobs import (
     PROTOCOL_FD_ENV,
     TOKEN_ENV,
     WORKER_ENV,
+    WORKER_MMAP_THRESHOLD_BYTES,
+    WORKER_TRIM_THRESHOLD_BYTES,
 )
 from .worker import worker_main
 
@@ -406,6 +408,7 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
             judge_main()
             os._exit(0)  # its stdin closed: the client is done with it (a crash leaves through the finally: 1)
         PLACEMENT_PADS.extend(shift_placement())
+        steady_malloc()
         worker_main([])
     finally:
         os._exit(1)
@@ -454,6 +457,21 @@ def shift_placement() -> list[Any]:
     while doomed:  # freed one by one, in the random order
         doomed.pop()
     return pads
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameter numbers
+
+
+def steady_malloc() -> bool:
+    """Fixed malloc thresholds for this worker (WORKER_MMAP_THRESHOLD_BYTES, WORKER_TRIM_THRESHOLD_BYTES), where
+    the C library is glibc; whether they were set."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is None:
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    return bool(mallopt(M_MMAP_THRESHOLD, WORKER_MMAP_THRESHOLD_BYTES)) and bool(
+        mallopt(M_TRIM_THRESHOLD, WORKER_TRIM_THRESHOLD_BYTES)
+    )
 
 
 def random_half(items: list[Any]) -> tuple[list[Any], list[Any]]:
