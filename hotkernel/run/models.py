@@ -113,6 +113,11 @@ class VerifyResult(_Model):
         "run), cancelled",
     )
     extended: str | None = Field(default=None, description="why it ran past n rounds, when it did")
+    noisy: str | None = Field(
+        default=None,
+        description="for an inconclusive verdict whose interval is many times wider than the margin: that the "
+        "runs were too noisy here to decide, with their run-to-run spread and what narrows it",
+    )
     order: list[str] = Field(default_factory=list, description="the roles in the order they ran ('B' / 'C')")
     target: str | None = Field(default=None, description="target name the contract reported")
     device: str | None = Field(default=None, description="device name the contract reported")

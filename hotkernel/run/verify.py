@@ -54,6 +54,9 @@ from hotkernel.run.verdict import (
 from hotkernel.workspace.paths import Workspace
 
 ROLE_LETTER = {"baseline": "B", "candidate": "C"}
+# An inconclusive verify whose interval (high / low - 1) is wider than this many times the margin's own width
+# (2 * epsilon) could not have decided at that margin here: the result says so (``noisy``), with the spread.
+NOISY_WIDTH_FACTOR = 10.0
 VERSION_KEYS = {
     "torch": ("torch", "torch_version"),
     "triton": ("triton", "triton_version"),
@@ -343,8 +346,33 @@ class Rounds:
         return VerifyResult(
             verdict=decision.verdict,
             reason=f"{decision.reason}: {decision.summary()}",
+            noisy=noise_note(decision, sides["baseline"], sides["candidate"], reference.get("device_kind")),
             speedup=decision.speedup if has_speedup else None,
             interval=interval,
             decision=decision.as_dict(),
             **common,
         )
+
+
+def noise_note(decision: Decision, baseline: SideSummary, candidate: SideSummary, device_kind: Any) -> str | None:
+    """For an inconclusive verify that was far from deciding: its interval against the margin, each side's
+    run-to-run spread (coefficient of variation of its runs' medians) and what narrows it; else None."""
+    low, high = decision.speedup_low, decision.speedup_high
+    if decision.verdict != "inconclusive" or decision.reason != "interval_overlaps_margin" or not low or not high:
+        return None
+    width = high / low - 1
+    margin = 2 * decision.epsilon
+    if margin <= 0 or width <= NOISY_WIDTH_FACTOR * margin:
+        return None
+    spreads = []
+    for name, side in (("baseline", baseline), ("candidate", candidate)):
+        stats = side.stats
+        if stats.n > 1 and stats.mean_ms and stats.std_ms is not None:
+            spreads.append(f"{100 * stats.std_ms / stats.mean_ms:.1f}% ({name})")
+    spread = f"; the runs' medians varied by {' and '.join(spreads)} from run to run" if spreads else ""
+    quieter = "nothing else running, fewer `threads`" if device_kind == "cpu" else "nothing else on the GPU"
+    return (
+        f"too noisy here to decide at the {100 * decision.epsilon:g}% margin: the interval "
+        f"[{low:.3f}, {high:.3f}] is {100 * width:.0f}% wide, {width / margin:.0f}x the margin's {100 * margin:g}%"
+        f"{spread}. A quieter machine ({quieter}) or more rounds (-n) narrows it."
+    )

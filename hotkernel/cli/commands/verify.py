@@ -69,6 +69,8 @@ def print_verify(result: Any) -> None:
         out.print(f"  {result.rounds_completed} rounds (planned {result.n}{cap}), stopped: {result.stopped}")
     if result.extended:
         out.print(f"  {result.extended}")
+    if result.noisy:
+        out.print(f"  {result.noisy}", markup=False, highlight=False)
     for side in (result.baseline, result.candidate):
         if side.stats.n:
             out.print(f"  {side.script}: median {side.stats.median_ms:.4f} ms (n={side.stats.n})")
