@@ -93,6 +93,11 @@ class SyncItem(_Model):
         description="the record this one repeats: sync verifies a would-be new best a second time, and the "
         "board counts it only when both are faster and consistent",
     )
+    noisy: str | None = Field(
+        default=None,
+        description="an inconclusive verify that was too noisy here to decide: why, and what narrows it "
+        "(VerifyResult.noisy)",
+    )
     seconds: float | None = Field(default=None, description="wall seconds of the verify's runs")
     record: str | None = Field(default=None, description="workspace-relative record path written")
     beats_best: bool | None = Field(default=None, description="whether the record beats the best so far")
@@ -186,6 +191,7 @@ def recorded_item(name: str, result: object, record: str, reason: str | None, **
         interval=interval,
         record=record,
         reason=reason,
+        noisy=getattr(result, "noisy", None),
         seconds=run_seconds(result),
         **more,
     )

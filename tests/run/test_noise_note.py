@@ -3,7 +3,11 @@ run-to-run spread and what narrows it (``VerifyResult.noisy``); a decided or nea
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from hotkernel.cli.commands.sync import item_detail
 from hotkernel.cli.commands.verify import print_verify
+from hotkernel.reconcile.models import recorded_item
 from hotkernel.run.bench import sample_stats
 from hotkernel.run.models import SideSummary, VerifyResult
 from hotkernel.run.verdict import decide
@@ -55,3 +59,21 @@ def test_the_cli_prints_the_note_under_the_verdict(capsys) -> None:  # type: ign
     )
     print_verify(result)
     assert "too noisy here to decide" in " ".join(capsys.readouterr().err.split())  # the console is stderr
+
+
+def test_a_sync_item_carries_the_note_and_the_sync_line_shows_it() -> None:
+    decision = decide(NOISY_B, NOISY_C, alpha=0.01, epsilon=0.01)
+    said = noise_note(decision, side("baseline", NOISY_B), side("candidate", NOISY_C), "cpu")
+    result = VerifyResult(
+        verdict="inconclusive",
+        reason=f"{decision.reason}: {decision.summary()}",
+        n=7,
+        rounds_completed=7,
+        baseline=side("baseline", NOISY_B),
+        candidate=side("candidate", NOISY_C),
+        noisy=said,
+    )
+    item = recorded_item("cpu_t", result, "results/cpu_t/x.json", None)
+    assert item.noisy == said
+    line = item_detail(item, SimpleNamespace(latest={}))  # a recorded item reads nothing of the report
+    assert line.startswith(": inconclusive (results/cpu_t/x.json); ") and line.endswith(said)

@@ -196,6 +196,8 @@ def item_detail(item: Any, report: Any) -> str:
         detail += f" ({item.record})"
         if item.verdict in ("incorrect", "invalid"):
             detail += f" reason: {item.reason}"
+        if item.noisy:
+            detail += f"; {item.noisy}"
     else:
         detail = f" ({item.reason})" if item.reason else ""
         latest = report.latest.get(item.name)
