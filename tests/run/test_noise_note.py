@@ -45,35 +45,29 @@ def test_quiet_decided_or_nearly_decided_verifies_say_nothing() -> None:
     assert note(QUIET_B, slightly) is None
 
 
-def test_the_cli_prints_the_note_under_the_verdict(capsys) -> None:  # type: ignore[no-untyped-def]
+def noisy_result() -> VerifyResult:
+    """The VerifyResult of the noisy A/A above, as verify builds it."""
     decision = decide(NOISY_B, NOISY_C, alpha=0.01, epsilon=0.01)
-    said = noise_note(decision, side("baseline", NOISY_B), side("candidate", NOISY_C), "cpu")
-    result = VerifyResult(
+    return VerifyResult(
         verdict="inconclusive",
         reason=f"{decision.reason}: {decision.summary()}",
         n=7,
         rounds_completed=7,
         baseline=side("baseline", NOISY_B),
         candidate=side("candidate", NOISY_C),
-        noisy=said,
+        noisy=noise_note(decision, side("baseline", NOISY_B), side("candidate", NOISY_C), "cpu"),
     )
+
+
+def test_the_cli_prints_the_note_under_the_verdict(capsys) -> None:  # type: ignore[no-untyped-def]
+    result = noisy_result()
     print_verify(result)
     assert "too noisy here to decide" in " ".join(capsys.readouterr().err.split())  # the console is stderr
 
 
 def test_a_sync_item_carries_the_note_and_the_sync_line_shows_it() -> None:
-    decision = decide(NOISY_B, NOISY_C, alpha=0.01, epsilon=0.01)
-    said = noise_note(decision, side("baseline", NOISY_B), side("candidate", NOISY_C), "cpu")
-    result = VerifyResult(
-        verdict="inconclusive",
-        reason=f"{decision.reason}: {decision.summary()}",
-        n=7,
-        rounds_completed=7,
-        baseline=side("baseline", NOISY_B),
-        candidate=side("candidate", NOISY_C),
-        noisy=said,
-    )
+    result = noisy_result()
     item = recorded_item("cpu_t", result, "results/cpu_t/x.json", None)
-    assert item.noisy == said
+    assert item.noisy == result.noisy and result.noisy
     line = item_detail(item, SimpleNamespace(latest={}))  # a recorded item reads nothing of the report
-    assert line.startswith(": inconclusive (results/cpu_t/x.json); ") and line.endswith(said)
+    assert line.startswith(": inconclusive (results/cpu_t/x.json); ") and line.endswith(result.noisy)
