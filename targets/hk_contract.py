@@ -5143,6 +5143,11 @@ def fill_address_holes(libc: Any) -> int:
 PLACEMENT_PADS: list[Any] = []
 
 
+def forked_env(env: dict[str, str], compile_warm: bool) -> dict[str, str]:
+    """The environment a worker or judge is forked with: a compile-warm server and its children see no GPU."""
+    return {**env, **HIDDEN_GPUS} if compile_warm else env
+
+
 def spawn_worker(
     python: str,
     contract: str,
@@ -5154,8 +5159,7 @@ def spawn_worker(
 ) -> ForkedProcess:
     """A worker (a judge where ``env[ROLE_KEY]`` says so) forked by the server for ``(python, contract, env,
     compile_warm)``; one retry when that server has died. A compile-warm server and its workers see no GPU."""
-    if compile_warm:
-        env = {**env, **HIDDEN_GPUS}
+    env = forked_env(env, compile_warm)
     stdin_r, stdin_w = os.pipe()
     try:
         server = server_for(python, contract, env, compile_warm)
@@ -5216,6 +5220,17 @@ def reap_retired(timeout_s: float = 10.0) -> None:
             RETIRING.pop(pid, None)
 
 
+def worker_env() -> dict[str, str]:
+    """The environment a ``Worker`` of this process asks its fork server for (its token aside)."""
+    return {**os.environ, **WORKER_ENV}
+
+
+def prestart_server(python: str, contract: str, compile_warm: bool = False) -> None:
+    """Start, without waiting for its warm-up, the fork server that a ``Worker(python, contract, compile_warm)`` of
+    this process will fork from, keyed as that worker asks for it."""
+    server_for(python, contract, forked_env(worker_env(), compile_warm), compile_warm)
+
+
 class Worker:
     """A started worker process waiting for its job line (it has already imported torch when warm).
     ``compile_warm``: forked from a server that warmed torch.compile (``forkserver.wants_compile_warm``)."""
@@ -5226,9 +5241,7 @@ class Worker:
         self.adopted_before = own_children()
         self.exited_before = exited_children()  # zombies of earlier runs are not this run's
         read_fd, write_fd = os.pipe()
-        env = dict(os.environ)
-        env.update(WORKER_ENV)
-        env[TOKEN_ENV] = self.token
+        env = {**worker_env(), TOKEN_ENV: self.token}
         self.log = tempfile.TemporaryFile()
         self.out = tempfile.TemporaryFile()  # the script's prints: kept apart so forged JSON lines are seen
         try:  # forked from the fork server of this interpreter: a fresh process that has imported torch

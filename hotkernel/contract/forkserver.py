@@ -522,6 +522,11 @@ def fill_address_holes(libc: Any) -> int:
 PLACEMENT_PADS: list[Any] = []
 
 
+def forked_env(env: dict[str, str], compile_warm: bool) -> dict[str, str]:
+    """The environment a worker or judge is forked with: a compile-warm server and its children see no GPU."""
+    return {**env, **HIDDEN_GPUS} if compile_warm else env
+
+
 def spawn_worker(
     python: str,
     contract: str,
@@ -533,8 +538,7 @@ def spawn_worker(
 ) -> ForkedProcess:
     """A worker (a judge where ``env[ROLE_KEY]`` says so) forked by the server for ``(python, contract, env,
     compile_warm)``; one retry when that server has died. A compile-warm server and its workers see no GPU."""
-    if compile_warm:
-        env = {**env, **HIDDEN_GPUS}
+    env = forked_env(env, compile_warm)
     stdin_r, stdin_w = os.pipe()
     try:
         server = server_for(python, contract, env, compile_warm)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .forkserver import ROLE_KEY, close_servers, forkserver_main, server_pids, spawn_worker
+from .forkserver import ROLE_KEY, close_servers, forked_env, forkserver_main, server_for, server_pids, spawn_worker
 from .hygiene import (
     become_subreaper,
     clean_stale_run_dirs,
@@ -84,6 +84,17 @@ def reap_retired(timeout_s: float = 10.0) -> None:
             RETIRING.pop(pid, None)
 
 
+def worker_env() -> dict[str, str]:
+    """The environment a ``Worker`` of this process asks its fork server for (its token aside)."""
+    return {**os.environ, **WORKER_ENV}
+
+
+def prestart_server(python: str, contract: str, compile_warm: bool = False) -> None:
+    """Start, without waiting for its warm-up, the fork server that a ``Worker(python, contract, compile_warm)`` of
+    this process will fork from, keyed as that worker asks for it."""
+    server_for(python, contract, forked_env(worker_env(), compile_warm), compile_warm)
+
+
 class Worker:
     """A started worker process waiting for its job line (it has already imported torch when warm).
     ``compile_warm``: forked from a server that warmed torch.compile (``forkserver.wants_compile_warm``)."""
@@ -94,9 +105,7 @@ class Worker:
         self.adopted_before = own_children()
         self.exited_before = exited_children()  # zombies of earlier runs are not this run's
         read_fd, write_fd = os.pipe()
-        env = dict(os.environ)
-        env.update(WORKER_ENV)
-        env[TOKEN_ENV] = self.token
+        env = {**worker_env(), TOKEN_ENV: self.token}
         self.log = tempfile.TemporaryFile()
         self.out = tempfile.TemporaryFile()  # the script's prints: kept apart so forged JSON lines are seen
         try:  # forked from the fork server of this interpreter: a fresh process that has imported torch
