@@ -5148,6 +5148,17 @@ def forked_env(env: dict[str, str], compile_warm: bool) -> dict[str, str]:
     return {**env, **HIDDEN_GPUS} if compile_warm else env
 
 
+def worker_env() -> dict[str, str]:
+    """The environment a ``Worker`` of this process asks its fork server for (its token aside)."""
+    return {**os.environ, **WORKER_ENV}
+
+
+def prestart_server(python: str, contract: str, compile_warm: bool = False) -> None:
+    """Start, without waiting for its warm-up, the fork server that a ``Worker(python, contract, compile_warm)`` of
+    this process will fork from, keyed as that worker asks for it."""
+    server_for(python, contract, forked_env(worker_env(), compile_warm), compile_warm)
+
+
 def spawn_worker(
     python: str,
     contract: str,
@@ -5218,17 +5229,6 @@ def reap_retired(timeout_s: float = 10.0) -> None:
         thread.join(max(0.0, deadline - time.monotonic()))
         if not thread.is_alive():
             RETIRING.pop(pid, None)
-
-
-def worker_env() -> dict[str, str]:
-    """The environment a ``Worker`` of this process asks its fork server for (its token aside)."""
-    return {**os.environ, **WORKER_ENV}
-
-
-def prestart_server(python: str, contract: str, compile_warm: bool = False) -> None:
-    """Start, without waiting for its warm-up, the fork server that a ``Worker(python, contract, compile_warm)`` of
-    this process will fork from, keyed as that worker asks for it."""
-    server_for(python, contract, forked_env(worker_env(), compile_warm), compile_warm)
 
 
 class Worker:

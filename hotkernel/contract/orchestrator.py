@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .forkserver import ROLE_KEY, close_servers, forked_env, forkserver_main, server_for, server_pids, spawn_worker
+from .forkserver import ROLE_KEY, close_servers, forkserver_main, server_pids, spawn_worker, worker_env
 from .hygiene import (
     become_subreaper,
     clean_stale_run_dirs,
@@ -38,7 +38,6 @@ from .knobs import (
     PROTOCOL_VERSION,
     STALE_RUN_DIR_PREFIX,
     TOKEN_ENV,
-    WORKER_ENV,
     fail,
 )
 from .spec import read_spec, sha256_file
@@ -82,17 +81,6 @@ def reap_retired(timeout_s: float = 10.0) -> None:
         thread.join(max(0.0, deadline - time.monotonic()))
         if not thread.is_alive():
             RETIRING.pop(pid, None)
-
-
-def worker_env() -> dict[str, str]:
-    """The environment a ``Worker`` of this process asks its fork server for (its token aside)."""
-    return {**os.environ, **WORKER_ENV}
-
-
-def prestart_server(python: str, contract: str, compile_warm: bool = False) -> None:
-    """Start, without waiting for its warm-up, the fork server that a ``Worker(python, contract, compile_warm)`` of
-    this process will fork from, keyed as that worker asks for it."""
-    server_for(python, contract, forked_env(worker_env(), compile_warm), compile_warm)
 
 
 class Worker:
