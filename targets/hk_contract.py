@@ -120,6 +120,13 @@ FORKED_SMALL_PAD_MAX_BYTES = 16 << 10  # a random half: the free chunks inherite
 FORKED_OBJECT_PAD_OBJECTS = 4096  # ... and makes this many small Python objects, keeping a random half:
 # pymalloc's pools inherited from the server are then used in an order of its own, so the script's functions,
 # code objects and frames move too (a kernel of a few microseconds is mostly Python calls)
+# glibc's malloc in a worker, set after its placement shift (``mallopt``): blocks up to WORKER_MMAP_THRESHOLD_BYTES
+# come from the heap and freed heap memory is kept up to WORKER_TRIM_THRESHOLD_BYTES, so a call's output of a few
+# MB is not page-faulted afresh by every call. With glibc's defaults (128 KiB, raised by each free of a larger
+# mapped block; the heap trimmed above twice that) a CPU run's first samples ran 1.3-2x slower than its last,
+# until a threshold had risen at a point of its own in each run (docs/performance.md, "CPU samples")
+WORKER_MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's upper bound on 64-bit
+WORKER_TRIM_THRESHOLD_BYTES = 1 << 30
 WORKER_ENV = {  # set for the worker: torch's own machinery stays in the worker process
     "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile worker pool (it would outlive the worker)
 }
@@ -1261,6 +1268,12 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
             f'generate_input makes its tensors on CUDA itself (device="cuda", .cuda(), a CUDA generator); for '
             f"this {device} target they are made on {device}, from the same seeds",
         ]
+    destinations = _destinations(torch, data, out)
+    if how == "fake":  # each case's own (a grouped task's count of buffers follows its case)
+        for other, other_how, _ in datas[1:]:
+            if other_how == "fake":
+                with contextlib.suppress(Exception), _fake(torch):
+                    destinations += _destinations(torch, other, ref(other))
     if any(h == "real" for _, h, _ in datas):
         how = "real"
     return {
@@ -1268,7 +1281,7 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
         "cases": cases,
         "shapes": [_data_entries(torch, d) for d, _, _ in datas],
         "outputs": describe_outputs(torch, out),
-        "destinations": _destinations(torch, data, out),
+        "destinations": list(dict.fromkeys(destinations)),
         "uninitialized": list(dict.fromkeys(name for _, _, found in datas for name in found)),
         "flags": flags,
         "flag_run": flag_run,
@@ -1444,7 +1457,11 @@ def register_structure(pytree: Any, cls: type) -> None:
             object.__setattr__(obj, name, value)  # frozen dataclasses too
         return obj
 
-    pytree.register_pytree_node(cls, flatten, unflatten)
+    def flatten_with_keys(obj: Any) -> tuple[list[tuple[Any, Any]], tuple[str, ...]]:
+        names = names_of(obj)
+        return [(pytree.GetAttrKey(name), getattr(obj, name)) for name in names], names
+
+    pytree.register_pytree_node(cls, flatten, unflatten, flatten_with_keys_fn=flatten_with_keys)
 
 
 def tree_leaves(torch: Any, values: Any) -> list[Any]:
@@ -1460,6 +1477,15 @@ def tree_leaves(torch: Any, values: Any) -> list[Any]:
             register_structure(pytree, cls)
         leaves = pytree.tree_leaves(values)
     return leaves
+
+
+def leaf_paths(torch: Any, value: Any) -> list[tuple[str, Any]]:
+    """(path, leaf) of every leaf of one input, in ``tree_leaves`` order; the path as the probe writes it
+    (``[0][2]``, ``['out']``, ``.field``; empty for the input itself)."""
+    import torch.utils._pytree as pytree
+
+    tree_leaves(torch, value)
+    return [(pytree.keystr(keys), leaf) for keys, leaf in pytree.tree_flatten_with_path(value)[0]]
 
 
 def tensor_leaves(torch: Any, values: Any) -> list[Any]:
@@ -1478,8 +1504,9 @@ def map_tensors(torch: Any, fn: Callable[[Any], Any], values: Any) -> Any:
 class Layout:
     """The roles of the tensor leaves of one input set (aligned with ``tensor_leaves(set)``): ``per_set`` (a copy
     per set), ``output`` (a destination buffer: filled before every judged call, judged through the return
-    value, not hashed), ``after`` (a Model buffer the forward may update: judged after the correctness pass's
-    calls, not hashed)."""
+    value, not hashed; the SPEC's ``outputs`` name an input, every tensor of it, or one tensor inside a
+    structured input by its path, e.g. ``x0[1][2]``), ``after`` (a Model buffer the forward may update: judged
+    after the correctness pass's calls, not hashed)."""
 
     def __init__(
         self, torch: Any, spec: dict[str, Any], values: list[Any], per_set: list[bool], after_ids: set[int]
@@ -1489,10 +1516,12 @@ class Layout:
         self.leaves, self.per_set, self.output, self.after = [], [], [], []
         for index, value in enumerate(values):
             name = names[index] if index < len(names) else None
-            for leaf in tensor_leaves(torch, value):
+            for path, leaf in leaf_paths(torch, value):
+                if not isinstance(leaf, torch.Tensor):
+                    continue
                 self.leaves.append(leaf)
                 self.per_set.append(bool(per_set[index]) if index < len(per_set) else False)
-                self.output.append(name in outputs)
+                self.output.append(name in outputs or f"{name}{path}" in outputs)
                 self.after.append(id(leaf) in after_ids)
 
     def guarded(self) -> list[Any]:
@@ -5000,6 +5029,7 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
             judge_main()
             os._exit(0)  # its stdin closed: the client is done with it (a crash leaves through the finally: 1)
         PLACEMENT_PADS.extend(shift_placement())
+        steady_malloc()
         worker_main([])
     finally:
         os._exit(1)
@@ -5050,6 +5080,21 @@ def shift_placement() -> list[Any]:
     return pads
 
 
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameter numbers
+
+
+def steady_malloc() -> bool:
+    """Fixed malloc thresholds for this worker (WORKER_MMAP_THRESHOLD_BYTES, WORKER_TRIM_THRESHOLD_BYTES), where
+    the C library is glibc; whether they were set."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is None:
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    return bool(mallopt(M_MMAP_THRESHOLD, WORKER_MMAP_THRESHOLD_BYTES)) and bool(
+        mallopt(M_TRIM_THRESHOLD, WORKER_TRIM_THRESHOLD_BYTES)
+    )
+
+
 def random_half(items: list[Any]) -> tuple[list[Any], list[Any]]:
     """(a random half of ``items`` to keep, the other half in a random order to free): the reshuffle of
     ``shift_placement``, the same for malloc's chunks and for Python's objects."""
@@ -5098,6 +5143,22 @@ def fill_address_holes(libc: Any) -> int:
 PLACEMENT_PADS: list[Any] = []
 
 
+def forked_env(env: dict[str, str], compile_warm: bool) -> dict[str, str]:
+    """The environment a worker or judge is forked with: a compile-warm server and its children see no GPU."""
+    return {**env, **HIDDEN_GPUS} if compile_warm else env
+
+
+def worker_env() -> dict[str, str]:
+    """The environment a ``Worker`` of this process asks its fork server for (its token aside)."""
+    return {**os.environ, **WORKER_ENV}
+
+
+def prestart_server(python: str, contract: str, compile_warm: bool = False) -> None:
+    """Start, without waiting for its warm-up, the fork server that a ``Worker(python, contract, compile_warm)`` of
+    this process will fork from, keyed as that worker asks for it."""
+    server_for(python, contract, forked_env(worker_env(), compile_warm), compile_warm)
+
+
 def spawn_worker(
     python: str,
     contract: str,
@@ -5109,8 +5170,7 @@ def spawn_worker(
 ) -> ForkedProcess:
     """A worker (a judge where ``env[ROLE_KEY]`` says so) forked by the server for ``(python, contract, env,
     compile_warm)``; one retry when that server has died. A compile-warm server and its workers see no GPU."""
-    if compile_warm:
-        env = {**env, **HIDDEN_GPUS}
+    env = forked_env(env, compile_warm)
     stdin_r, stdin_w = os.pipe()
     try:
         server = server_for(python, contract, env, compile_warm)
@@ -5181,9 +5241,7 @@ class Worker:
         self.adopted_before = own_children()
         self.exited_before = exited_children()  # zombies of earlier runs are not this run's
         read_fd, write_fd = os.pipe()
-        env = dict(os.environ)
-        env.update(WORKER_ENV)
-        env[TOKEN_ENV] = self.token
+        env = {**worker_env(), TOKEN_ENV: self.token}
         self.log = tempfile.TemporaryFile()
         self.out = tempfile.TemporaryFile()  # the script's prints: kept apart so forged JSON lines are seen
         try:  # forked from the fork server of this interpreter: a fresh process that has imported torch

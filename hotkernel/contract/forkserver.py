@@ -63,6 +63,8 @@ from .knobs import (
     PROTOCOL_FD_ENV,
     TOKEN_ENV,
     WORKER_ENV,
+    WORKER_MMAP_THRESHOLD_BYTES,
+    WORKER_TRIM_THRESHOLD_BYTES,
 )
 from .worker import worker_main
 
@@ -406,6 +408,7 @@ def become_worker(env: dict[str, str], fds: list[int], server_fds: list[int]) ->
             judge_main()
             os._exit(0)  # its stdin closed: the client is done with it (a crash leaves through the finally: 1)
         PLACEMENT_PADS.extend(shift_placement())
+        steady_malloc()
         worker_main([])
     finally:
         os._exit(1)
@@ -456,6 +459,21 @@ def shift_placement() -> list[Any]:
     return pads
 
 
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameter numbers
+
+
+def steady_malloc() -> bool:
+    """Fixed malloc thresholds for this worker (WORKER_MMAP_THRESHOLD_BYTES, WORKER_TRIM_THRESHOLD_BYTES), where
+    the C library is glibc; whether they were set."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is None:
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    return bool(mallopt(M_MMAP_THRESHOLD, WORKER_MMAP_THRESHOLD_BYTES)) and bool(
+        mallopt(M_TRIM_THRESHOLD, WORKER_TRIM_THRESHOLD_BYTES)
+    )
+
+
 def random_half(items: list[Any]) -> tuple[list[Any], list[Any]]:
     """(a random half of ``items`` to keep, the other half in a random order to free): the reshuffle of
     ``shift_placement``, the same for malloc's chunks and for Python's objects."""
@@ -504,6 +522,22 @@ def fill_address_holes(libc: Any) -> int:
 PLACEMENT_PADS: list[Any] = []
 
 
+def forked_env(env: dict[str, str], compile_warm: bool) -> dict[str, str]:
+    """The environment a worker or judge is forked with: a compile-warm server and its children see no GPU."""
+    return {**env, **HIDDEN_GPUS} if compile_warm else env
+
+
+def worker_env() -> dict[str, str]:
+    """The environment a ``Worker`` of this process asks its fork server for (its token aside)."""
+    return {**os.environ, **WORKER_ENV}
+
+
+def prestart_server(python: str, contract: str, compile_warm: bool = False) -> None:
+    """Start, without waiting for its warm-up, the fork server that a ``Worker(python, contract, compile_warm)`` of
+    this process will fork from, keyed as that worker asks for it."""
+    server_for(python, contract, forked_env(worker_env(), compile_warm), compile_warm)
+
+
 def spawn_worker(
     python: str,
     contract: str,
@@ -515,8 +549,7 @@ def spawn_worker(
 ) -> ForkedProcess:
     """A worker (a judge where ``env[ROLE_KEY]`` says so) forked by the server for ``(python, contract, env,
     compile_warm)``; one retry when that server has died. A compile-warm server and its workers see no GPU."""
-    if compile_warm:
-        env = {**env, **HIDDEN_GPUS}
+    env = forked_env(env, compile_warm)
     stdin_r, stdin_w = os.pipe()
     try:
         server = server_for(python, contract, env, compile_warm)

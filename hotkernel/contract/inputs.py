@@ -148,7 +148,11 @@ def register_structure(pytree: Any, cls: type) -> None:
             object.__setattr__(obj, name, value)  # frozen dataclasses too
         return obj
 
-    pytree.register_pytree_node(cls, flatten, unflatten)
+    def flatten_with_keys(obj: Any) -> tuple[list[tuple[Any, Any]], tuple[str, ...]]:
+        names = names_of(obj)
+        return [(pytree.GetAttrKey(name), getattr(obj, name)) for name in names], names
+
+    pytree.register_pytree_node(cls, flatten, unflatten, flatten_with_keys_fn=flatten_with_keys)
 
 
 def tree_leaves(torch: Any, values: Any) -> list[Any]:
@@ -164,6 +168,15 @@ def tree_leaves(torch: Any, values: Any) -> list[Any]:
             register_structure(pytree, cls)
         leaves = pytree.tree_leaves(values)
     return leaves
+
+
+def leaf_paths(torch: Any, value: Any) -> list[tuple[str, Any]]:
+    """(path, leaf) of every leaf of one input, in ``tree_leaves`` order; the path as the probe writes it
+    (``[0][2]``, ``['out']``, ``.field``; empty for the input itself)."""
+    import torch.utils._pytree as pytree
+
+    tree_leaves(torch, value)
+    return [(pytree.keystr(keys), leaf) for keys, leaf in pytree.tree_flatten_with_path(value)[0]]
 
 
 def tensor_leaves(torch: Any, values: Any) -> list[Any]:
@@ -182,8 +195,9 @@ def map_tensors(torch: Any, fn: Callable[[Any], Any], values: Any) -> Any:
 class Layout:
     """The roles of the tensor leaves of one input set (aligned with ``tensor_leaves(set)``): ``per_set`` (a copy
     per set), ``output`` (a destination buffer: filled before every judged call, judged through the return
-    value, not hashed), ``after`` (a Model buffer the forward may update: judged after the correctness pass's
-    calls, not hashed)."""
+    value, not hashed; the SPEC's ``outputs`` name an input, every tensor of it, or one tensor inside a
+    structured input by its path, e.g. ``x0[1][2]``), ``after`` (a Model buffer the forward may update: judged
+    after the correctness pass's calls, not hashed)."""
 
     def __init__(
         self, torch: Any, spec: dict[str, Any], values: list[Any], per_set: list[bool], after_ids: set[int]
@@ -193,10 +207,12 @@ class Layout:
         self.leaves, self.per_set, self.output, self.after = [], [], [], []
         for index, value in enumerate(values):
             name = names[index] if index < len(names) else None
-            for leaf in tensor_leaves(torch, value):
+            for path, leaf in leaf_paths(torch, value):
+                if not isinstance(leaf, torch.Tensor):
+                    continue
                 self.leaves.append(leaf)
                 self.per_set.append(bool(per_set[index]) if index < len(per_set) else False)
-                self.output.append(name in outputs)
+                self.output.append(name in outputs or f"{name}{path}" in outputs)
                 self.after.append(id(leaf) in after_ids)
 
     def guarded(self) -> list[Any]:

@@ -60,6 +60,13 @@ FORKED_SMALL_PAD_MAX_BYTES = 16 << 10  # a random half: the free chunks inherite
 FORKED_OBJECT_PAD_OBJECTS = 4096  # ... and makes this many small Python objects, keeping a random half:
 # pymalloc's pools inherited from the server are then used in an order of its own, so the script's functions,
 # code objects and frames move too (a kernel of a few microseconds is mostly Python calls)
+# glibc's malloc in a worker, set after its placement shift (``mallopt``): blocks up to WORKER_MMAP_THRESHOLD_BYTES
+# come from the heap and freed heap memory is kept up to WORKER_TRIM_THRESHOLD_BYTES, so a call's output of a few
+# MB is not page-faulted afresh by every call. With glibc's defaults (128 KiB, raised by each free of a larger
+# mapped block; the heap trimmed above twice that) a CPU run's first samples ran 1.3-2x slower than its last,
+# until a threshold had risen at a point of its own in each run (docs/performance.md, "CPU samples")
+WORKER_MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's upper bound on 64-bit
+WORKER_TRIM_THRESHOLD_BYTES = 1 << 30
 WORKER_ENV = {  # set for the worker: torch's own machinery stays in the worker process
     "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile worker pool (it would outlive the worker)
 }

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .forkserver import ROLE_KEY, close_servers, forkserver_main, server_pids, spawn_worker
+from .forkserver import ROLE_KEY, close_servers, forkserver_main, server_pids, spawn_worker, worker_env
 from .hygiene import (
     become_subreaper,
     clean_stale_run_dirs,
@@ -38,7 +38,6 @@ from .knobs import (
     PROTOCOL_VERSION,
     STALE_RUN_DIR_PREFIX,
     TOKEN_ENV,
-    WORKER_ENV,
     fail,
 )
 from .spec import read_spec, sha256_file
@@ -94,9 +93,7 @@ class Worker:
         self.adopted_before = own_children()
         self.exited_before = exited_children()  # zombies of earlier runs are not this run's
         read_fd, write_fd = os.pipe()
-        env = dict(os.environ)
-        env.update(WORKER_ENV)
-        env[TOKEN_ENV] = self.token
+        env = {**worker_env(), TOKEN_ENV: self.token}
         self.log = tempfile.TemporaryFile()
         self.out = tempfile.TemporaryFile()  # the script's prints: kept apart so forged JSON lines are seen
         try:  # forked from the fork server of this interpreter: a fresh process that has imported torch

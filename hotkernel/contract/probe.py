@@ -488,6 +488,12 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
             f'generate_input makes its tensors on CUDA itself (device="cuda", .cuda(), a CUDA generator); for '
             f"this {device} target they are made on {device}, from the same seeds",
         ]
+    destinations = _destinations(torch, data, out)
+    if how == "fake":  # each case's own (a grouped task's count of buffers follows its case)
+        for other, other_how, _ in datas[1:]:
+            if other_how == "fake":
+                with contextlib.suppress(Exception), _fake(torch):
+                    destinations += _destinations(torch, other, ref(other))
     if any(h == "real" for _, h, _ in datas):
         how = "real"
     return {
@@ -495,7 +501,7 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
         "cases": cases,
         "shapes": [_data_entries(torch, d) for d, _, _ in datas],
         "outputs": describe_outputs(torch, out),
-        "destinations": _destinations(torch, data, out),
+        "destinations": list(dict.fromkeys(destinations)),
         "uninitialized": list(dict.fromkeys(name for _, _, found in datas for name in found)),
         "flags": flags,
         "flag_run": flag_run,

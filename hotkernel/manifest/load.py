@@ -38,6 +38,7 @@ from hotkernel.manifest.model import (
     Manifest,
     TargetSpec,
     is_parameter_name,
+    output_input,
     shape_label,
 )
 from hotkernel.manifest.problem import ManifestProblem, did_you_mean
@@ -383,6 +384,14 @@ def check_target(name: str, spec: TargetSpec, root: Path | None) -> None:
                     f"{quote(item)} is not an input of this target; "
                     f"{did_you_mean(item, names)}inputs: {', '.join(names)}",
                 )
+    called = list(spec.inputs) if spec.inputs is not None else names  # what the kernel receives
+    for index, item in enumerate(spec.outputs):
+        if output_input(item) not in called:
+            raise ManifestProblem(
+                (*base, "outputs", index),
+                f"{quote(item)} names no input of the kernel; "
+                f"{did_you_mean(output_input(item), called)}inputs: {', '.join(called)}",
+            )
     for key in spec.kwargs:
         if not is_parameter_name(str(key)):
             raise ManifestProblem(

@@ -50,6 +50,8 @@ MAX_STRING = 4096  # characters of one scalar (a string, a number as written, a 
 MAX_ITEMS = 64  # items of one list or mapping a user gives for a key (shapes, extra, kwargs...)
 SHAPE_PATTERN = r"^\s*[1-9][0-9]*(\s*[x×]\s*[1-9][0-9]*)*\s*$"
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# an input, or a tensor inside a structured one by its path: [index], ['key'] and .field steps (x0[1][2])
+OUTPUT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\]|\['[^'\\]*'\]|\.[A-Za-z_][A-Za-z0-9_]*)*$")
 MODULE_REF_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 FILE_REF_RE = re.compile(r"^(?P<path>[^:\n]+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
 PROBLEM_REF_RE = re.compile(r"^(?P<path>[^:\n]+\.py)$")  # a module problem: the file itself (docs/suites.md)
@@ -93,6 +95,20 @@ def normalise_dtype(value: Any) -> str:
 def is_parameter_name(name: Any) -> bool:
     """A name usable as a Python parameter: an identifier that is not a keyword (``lambda``, ``class``)."""
     return isinstance(name, str) and bool(IDENTIFIER_RE.fullmatch(name)) and not keyword.iskeyword(name)
+
+
+def output_input(value: str) -> str:
+    """The input an ``outputs`` entry names: the entry up to its path (``x0`` of ``x0[1][2]``)."""
+    return re.split(r"[\[.]", value, maxsplit=1)[0]
+
+
+def _output(value: Any) -> str:
+    if isinstance(value, str) and OUTPUT_RE.fullmatch(value) and not keyword.iskeyword(output_input(value)):
+        return value
+    raise ValueError(
+        f"{quote(value)} is not an input name or a path inside one; write an input's name (out) or the path of a "
+        "tensor inside a structured input (x0[1][2], data['out'], cfg.out)"
+    )
 
 
 def _shape_entry(value: Any) -> str | dict[str, str]:
@@ -288,6 +304,11 @@ Identifier = Annotated[
     BeforeValidator(_identifier),
     WithJsonSchema({"type": "string", "pattern": IDENTIFIER_RE.pattern, "maxLength": MAX_STRING}),
 ]
+OutputName = Annotated[
+    str,
+    BeforeValidator(_output),
+    WithJsonSchema({"type": "string", "pattern": OUTPUT_RE.pattern, "maxLength": MAX_STRING}),
+]
 KwargValue = Annotated[
     Any,
     WithJsonSchema({"type": ["string", "number", "integer", "boolean", "null", "array", "object"]}),
@@ -424,12 +445,13 @@ class TargetSpec(BaseModel):
         max_length=MAX_ITEMS,
         description="Names of the tensors `derive` returns, in call order (required with derive).",
     )
-    outputs: Annotated[list[Identifier], Key("--output", "outputs", "texts")] = Field(
+    outputs: Annotated[list[OutputName], Key("--output", "outputs", "texts")] = Field(
         default_factory=list,
         max_length=MAX_ITEMS,
         description="Inputs that are destination buffers (the kernel writes its result into them and returns "
-        "them): filled with NaN (integers: random values) before every judged call, not held to the "
-        "inputs-unchanged check; judged through what the kernel returns.",
+        "them), or such tensors inside a structured input by their path (x0[1][2], data['out']): filled with "
+        "NaN (integers: random values) before every judged call, not held to the inputs-unchanged check; judged "
+        "through what the kernel returns.",
     )
     structured: Annotated[list[Identifier], Key("--structured", "structured", "texts")] = Field(
         default_factory=list,

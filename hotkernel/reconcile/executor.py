@@ -66,23 +66,21 @@ StatusFn = Callable[[str, str, int], None]  # (lane name, "<target>: <what>", ru
 
 
 class Lane(Protocol):
-    """Runs one job at a time: one GPU, or the CPU."""
+    """Runs one job at a time: one GPU, or the CPU. A lane subclasses this to take the defaults of ``close`` and
+    ``warm_ahead`` (a lane that keeps nothing warm)."""
 
     name: str
     kinds: frozenset[str]  # the device kinds it runs: "cuda", "cpu"
 
     def run(self, job: Job, cancel: threading.Event, status: LaneStatus) -> LaneRun: ...
 
+    def warm_ahead(self, jobs: Sequence[Job]) -> None:
+        """``jobs``: what this lane may run, in queue order, before it runs any; a lane that keeps warm state may
+        prepare for them."""
+        del jobs
+
     def close(self) -> None:
         """End what the lane keeps warm between jobs (its judge, its child process)."""
-        ...
-
-
-def close_lane(lane: Lane) -> None:
-    """``lane.close()`` where the lane has one (a lane keeping nothing warm may have none)."""
-    close = getattr(lane, "close", None)
-    if callable(close):
-        close()
 
 
 class Executor(Protocol):
@@ -131,7 +129,7 @@ def python_of(python: str | PythonOnce | None) -> str | None:
 
 
 @dataclass
-class ProcessLane:
+class ProcessLane(Lane):
     """One GPU (pinned with CUDA_VISIBLE_DEVICES=<its UUID>) or the CPU of this host. Its jobs run one after
     another in one child process (``LaneChild``), each in a fresh private copy of its target; the child keeps
     its judge and pre-started workers warm between them. A cancelled or timed-out job kills the child (the
@@ -276,16 +274,14 @@ class LaneExecutor:
         """End what the lanes keep warm across ``run`` calls (a sync's first verifies, then its confirmations):
         their judges and child processes. A cancelled run has killed its lanes' processes already."""
         for lane in self.lanes:
-            close_lane(lane)
+            lane.close()
 
     def run(
         self, jobs: Sequence[Job], status: StatusFn, *, deadline: float | None = None, more: list[Job] | None = None
     ) -> Iterator[Outcome]:
         more = more if more is not None else []
-        for lane in self.lanes:  # a lane that keeps warm state may prepare for what it will run
-            ahead = getattr(lane, "warm_ahead", None)
-            if callable(ahead):
-                ahead([job for job in jobs if job.device_kind in lane.kinds])
+        for lane in self.lanes:
+            lane.warm_ahead([job for job in jobs if job.device_kind in lane.kinds])
         if len(self.lanes) == 1:
             return self._serial(jobs, status, deadline, more)
         return self._threads(jobs, status, deadline, more)

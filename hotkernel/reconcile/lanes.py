@@ -19,6 +19,7 @@ from hotkernel.manifest.python import user_python
 from hotkernel.reconcile.executor import (
     Executor,
     Job,
+    Lane,
     LaneExecutor,
     LaneRun,
     LaneStatus,
@@ -87,7 +88,7 @@ def side_by_side(manifest: Any, names: list[str] | None, cpus: int) -> bool:
 
 
 @dataclass
-class InlineLane:
+class InlineLane(Lane):
     """The default lane: each verify in this process, in the workspace itself, one at a time, all with one judge
     and its pre-started workers (``WarmJudge``: replaced after a verify that was not clean); ``close`` ends it."""
 

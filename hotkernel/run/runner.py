@@ -584,9 +584,8 @@ def start_compile_warm_server(ws: Workspace, python: str) -> None:
     and says why."""
     use_compile_cache(ws)
     contract = render.contract_module()
-    env = {**os.environ, **contract.WORKER_ENV, **contract.HIDDEN_GPUS}  # as ``spawn_worker`` keys it
     with contextlib.suppress(Exception):
-        contract.server_for(str(python), str(render.contract_path()), env, True)
+        contract.prestart_server(str(python), str(render.contract_path()), True)
 
 
 def _wants_cuda(script: Path) -> bool:

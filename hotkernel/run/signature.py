@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
+from hotkernel.manifest.model import output_input
 from hotkernel.manifest.resolved import ResolvedInput, ResolvedTarget
 
 STATE_INPUT = "state"  # the final input of a KernelBench problem (hotkernel/contract/problems.py)
@@ -40,6 +41,11 @@ OUTPUT_TEXT = (
     "a destination buffer: write the result into it and return it. It holds NaN (integer buffers: random "
     "values) before every judged call, so a buffer left untouched or written by an earlier call is incorrect."
 )
+INSIDE_TEXT = (
+    "inside it, {paths} are destination buffers: write the results into them and return them. They hold NaN "
+    "(integer buffers: random values) before every judged call, so a buffer left untouched or written by an "
+    "earlier call is incorrect."
+)
 ONE_ITEM_TEXT = (
     "; passed as generate_input returns it: where that is a tuple of this one tensor, the kernel receives the "
     "tuple (unpack it: (x,) = data), as GPU MODE's custom_kernel(data) does"
@@ -67,7 +73,14 @@ def _input_text(target: ResolvedTarget, item: ResolvedInput, fmt: str | None) ->
         text = STATE_TEXT.replace("{dtype}", target.dtype)
     else:
         text = MADE_TEXT
-    return text + "; " + OUTPUT_TEXT if item.name in target.outputs else text
+    if item.name in target.outputs:
+        return text + "; " + OUTPUT_TEXT
+    inside = [entry[len(item.name) :] for entry in target.outputs if output_input(entry) == item.name]
+    if len(inside) == 1:
+        return f"{text.removesuffix('.')}; inside it, {inside[0]} is {OUTPUT_TEXT}"
+    if inside:
+        return text.removesuffix(".") + "; " + INSIDE_TEXT.format(paths=", ".join(inside))
+    return text
 
 
 def inputs_note(target: ResolvedTarget) -> str:

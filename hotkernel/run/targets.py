@@ -200,15 +200,9 @@ def _shape_entries(shapes: list[list[dict[str, Any]]]) -> list[Any]:
 
 
 def _destinations(probe: dict[str, Any]) -> list[str]:
-    """The probe's destinations (inputs the reference writes into and returns) as top-level input names."""
-    found = list(probe.get("destinations") or [])
-    nested = [name for name in found if not name.isidentifier()]
-    if nested:
-        raise HotkernelError(
-            f"the reference writes into {nested[0]}, a tensor inside a structured input; `outputs` names top-level "
-            "inputs only: return the result, or pass the buffer as an input of its own"
-        )
-    return found
+    """The probe's destinations: inputs the reference writes into and returns, by name, or tensors inside a
+    structured input by their path (``x0[1][2]``)."""
+    return list(probe.get("destinations") or [])
 
 
 def problem_fields(probe: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:

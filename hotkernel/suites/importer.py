@@ -184,14 +184,14 @@ OUTPUT_BUFFER = (
 def _add_empty_buffers(probe: dict[str, Any], static: tuple[str, ...]) -> None:
     """Make the inputs generate_input leaves uninitialized destinations, with a flag saying which and why: those
     its source shows (``static``: bound to torch.empty and never written) and those the probe saw while it ran
-    (``uninitialized``: from an empty factory anywhere, never written). A buffer inside a structured input
-    beside other tensors is flagged only: ``outputs`` names top-level inputs."""
+    (``uninitialized``: from an empty factory anywhere, never written), an input or a tensor inside a structured
+    input (by its path)."""
     names = [entry["name"] for entry in probe["shapes"][0]]
     taken = set(probe.get("destinations") or [])
     seen = list(probe.get("uninitialized") or [])
     source = [name for name in static if name in names and name not in taken]
     running = [name for name in seen if name in names and name not in taken and name not in source]
-    nested = [name for name in seen if name not in names]
+    nested = [name for name in seen if name not in names and name not in taken]
     flags = list(probe.get("flags") or [])
     if source:
         flags.append(
@@ -204,11 +204,10 @@ def _add_empty_buffers(probe: dict[str, Any], static: tuple[str, ...]) -> None:
         )
     if nested:
         flags.append(
-            f"{', '.join(nested)}: uninitialized memory that generate_input never writes, inside a structured input "
-            "beside other tensors; `outputs` names top-level inputs only, so it stays an input whose content no seed "
-            "fixes: make generate_input return it as an input of its own"
+            f"{', '.join(nested)}: uninitialized memory that generate_input never writes, inside a structured input, "
+            f"{OUTPUT_BUFFER}"
         )
-    probe["destinations"] = [*(probe.get("destinations") or []), *source, *running]
+    probe["destinations"] = [*(probe.get("destinations") or []), *source, *running, *nested]
     probe["flags"] = flags
 
 

@@ -33,7 +33,13 @@ import sys
 
 import torch
 
-_big = torch.empty(1 << 18)  # 1 MiB: a mapping of its own
+_big = torch.empty(1 << 24)  # 64 MiB: a mapping of its own (above the worker's mmap threshold)
+_mid = torch.empty(1 << 20)  # 4 MiB: from the heap (steady_malloc), where glibc's default would map it
+_heap = []
+with open("/proc/self/maps") as _maps:
+    for _line in _maps:
+        if _line.rstrip().endswith("[heap]"):
+            _heap.append([int(_part, 16) for _part in _line.split()[0].split("-")])
 _small = torch.empty(1024)  # 4 KiB: from the heap's free chunks
 _object = bytes(100)  # a Python object: from pymalloc's pools
 _plain = object()  # pymalloc's smallest size class
@@ -52,6 +58,7 @@ with open(LOG, "a") as _out:
         "big_ptr": _big.data_ptr(), "small_ptr": _small.data_ptr(), "object_id": id(_object), "plain_id": id(_plain),
         "token": os.environ.get("HK_RUN_TOKEN"), "protocol_fd": os.environ.get("HK_PROTOCOL_FD"),
         "fds": _fds, "frozen": gc.get_freeze_count(),
+        "mid_in_heap": any(start <= _mid.data_ptr() < end for start, end in _heap),
     }) + "\\n")
 
 
@@ -142,6 +149,13 @@ def test_each_run_maps_its_tensors_at_addresses_of_its_own(session) -> None:
     # three runs is what a fixed placement never gives
     for key in ("small_ptr", "object_id", "plain_id"):
         assert len({seen[key] for seen in runs}) >= 2, (key, [hex(seen[key]) for seen in runs])
+
+
+def test_a_worker_takes_blocks_of_a_few_mb_from_the_heap(session) -> None:
+    # glibc's default maps each block over 128 KiB afresh until a free raises the threshold, and trims the heap
+    # above twice that: a CPU run's first samples then paid page faults its last ones did not (knobs.py,
+    # WORKER_MMAP_THRESHOLD_BYTES). The worker fixes both thresholds, so a 4 MiB tensor comes from the heap.
+    assert [seen["mid_in_heap"] for seen in run_twice(session)] == [True, True]
 
 
 def test_holes_left_between_inherited_mappings_are_filled_before_the_pad() -> None:

@@ -109,6 +109,34 @@ def ref_kernel(data):
     out[...] = torch.relu(x) * 2
     return out
 """
+# As GPU MODE's grouped GEMM tasks ship theirs: each group's output buffer is the c inside a list of (a, b, c)
+GROUPED_TASK = """import torch
+
+
+def generate_input(m: int, n: int, k: int, seed: int):
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    abc = [(torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen), torch.empty(m, n)) for _ in range(2)]
+    return abc, [(m, n, k)] * 2
+
+
+def ref_kernel(data):
+    abc, _ = data
+    for a, b, c in abc:
+        torch.matmul(a, b, out=c)
+    return [c for _, _, c in abc]
+"""
+GROUPED_ADAPTER = """import torch
+
+
+def custom_kernel(data):
+    abc, _ = data
+    for a, b, c in abc:
+        {body}
+    return [c for _, _, c in abc]
+
+
+def kernel(*data): return custom_kernel(data)
+"""
 DICT_TASK = """import torch
 
 
@@ -451,6 +479,35 @@ def test_gpumode_output_buffer(tmp_path: Path, judge: SharedJudge) -> None:
     assert stale.status == "incorrect", stale.reason
     low = run(ws, spec, BUFFER_ADAPTER.format(body="out.copy_(torch.relu(x.bfloat16()).float() * 2)"), judge)
     assert low.status == "incorrect", low.reason
+
+
+def test_gpumode_output_buffers_inside_a_list_of_tuples(tmp_path: Path, judge: SharedJudge) -> None:
+    """outputs names each group's c by its path: the baseline writing into them passes the inputs-unchanged
+    check, an honest kernel passes, one that leaves them untouched or writes an input is incorrect."""
+    spec_keys = {
+        "inputs": [{"name": "x0", "shapes": None}, {"name": "x1", "shapes": None}],
+        "shapes": ["64x32"],
+        "rotate": ["x0", "x1"],
+        "outputs": ["x0[0][2]", "x0[1][2]"],
+        "cases": [{"m": 64, "n": 48, "k": 32}],
+    }
+    ws, spec = problem_target(tmp_path / "ws", GROUPED_TASK, spec_keys)
+    baseline = run(ws, spec, None, judge)
+    assert baseline.status == "ok", baseline.reason
+    doc = " ".join((ws.target_dir(TARGET) / "candidate.py").read_text(encoding="utf-8").split())
+    assert "and constants; inside it, [0][2], [1][2] are destination buffers: write the results into them" in doc
+    honest = run(ws, spec, GROUPED_ADAPTER.format(body="c.copy_(a @ b)"), judge)
+    assert honest.status == "ok", honest.reason
+    untouched = run(ws, spec, GROUPED_ADAPTER.format(body="pass"), judge)
+    assert untouched.status == "incorrect", untouched.reason
+    assert untouched.reason.split(":", 1)[0] in ("output_not_nan", "outputs_match_reference"), untouched.reason
+    tamper = run(ws, spec, GROUPED_ADAPTER.format(body="c.copy_(a @ b)\n        a.add_(0.0).mul_(1.0001)"), judge)
+    assert tamper.status == "incorrect", tamper.reason
+    assert tamper.reason.startswith("inputs_unchanged"), tamper.reason
+    whole = {**spec_keys, "outputs": []}  # without them the baseline itself writes its inputs
+    ws, spec = problem_target(tmp_path / "ws2", GROUPED_TASK, whole)
+    refused = run(ws, spec, None, judge)
+    assert refused.status != "ok" and "inputs_unchanged" in (refused.reason or ""), refused.reason
 
 
 def test_gpumode_dict_input_with_a_scalar_and_a_0d_tensor(tmp_path: Path, judge: SharedJudge) -> None:

@@ -56,7 +56,7 @@ targets:
     inputs: [a, b]
     dtype: fp32
     device: cpu
-    outputs: [w]
+    outputs: [b]
   kb:
     from: ./problems/kb.py
     input: a

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hotkernel.reconcile.executor import Job, LaneExecutor, LaneRun, LaneStatus
+from hotkernel.reconcile.executor import Job, Lane, LaneExecutor, LaneRun, LaneStatus
 from hotkernel.reconcile.lanes import inline_kinds
 from hotkernel.run.models import VerifyResult
 from hotkernel.workspace.paths import Workspace
@@ -16,7 +16,7 @@ VerifyFn = Callable[..., VerifyResult]  # (ws, baseline, candidate, *, n) as run
 
 
 @dataclass
-class StandInLane:
+class StandInLane(Lane):
     """The default lane's shape (this process, one job at a time, the workspace itself) with ``verify`` in place
     of the real one; it may raise a HotkernelError, which sync reports as a failed target."""
 
@@ -29,9 +29,6 @@ class StandInLane:
         status("verify", 0)
         result = self.verify(self.ws, self.ws.root / job.baseline, self.ws.root / job.candidate, n=job.rounds)
         return LaneRun(result=result, facts=None, lane=self.name)
-
-    def close(self) -> None:
-        """Nothing kept warm."""
 
 
 def stand_in_executor(ws: Workspace, verify: VerifyFn, gpu_name: str | None = None) -> LaneExecutor:

@@ -20,6 +20,7 @@ from hotkernel.reconcile.executor import (
     MAX_RETRIES,
     Job,
     JobFailed,
+    Lane,
     LaneDied,
     LaneExecutor,
     LaneRun,
@@ -40,7 +41,7 @@ def job(name: str, kind: str = "cpu") -> Job:
     )
 
 
-class FakeLane:
+class FakeLane(Lane):
     """Answers a synthetic result after ``delay_s``; dies (``LaneDied``) on the jobs named in ``dies_on``."""
 
     def __init__(
@@ -170,7 +171,7 @@ def test_gpus_option_makes_one_lane_per_gpu_plus_the_cpu(tmp_path: Path) -> None
         host_lanes(ws, "all", gpu_list=[])
 
 
-class TreeLane:
+class TreeLane(Lane):
     """A lane whose job is a real process tree (a shell with a sleeping child), killed through ``cancel``."""
 
     def __init__(self, name: str, pid_dir: Path) -> None:

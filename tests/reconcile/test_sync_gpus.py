@@ -19,7 +19,7 @@ from store.record_factory import synthetic_result
 import hotkernel.store.record
 from hotkernel._util.fs import sha256_file
 from hotkernel.manifest import load_manifest, resolved_target
-from hotkernel.reconcile.executor import Job, LaneDied, LaneExecutor, LaneRun, ProcessLane
+from hotkernel.reconcile.executor import Job, Lane, LaneDied, LaneExecutor, LaneRun, ProcessLane
 from hotkernel.reconcile.plan import plan
 from hotkernel.reconcile.sync import sync
 from hotkernel.run.models import VerifyResult
@@ -69,7 +69,7 @@ def ran_on_disk(result: VerifyResult, candidate: Path) -> VerifyResult:
     return result.model_copy(update={**sides, "contract_sha256": contract})
 
 
-class ScriptedLane:
+class ScriptedLane(Lane):
     """A fake lane: a synthetic result per target after ``delays[target]`` seconds, facts of its own GPU/CPU."""
 
     root: Path | None = None

@@ -39,11 +39,11 @@ sys.path.insert(0, sys.argv[1])
 from store.record_factory import synthetic_result
 import hotkernel.reconcile.sync as sync_module
 from hotkernel.cli.app import main
-from hotkernel.reconcile.executor import LaneExecutor, LaneRun
+from hotkernel.reconcile.executor import Lane, LaneExecutor, LaneRun
 from reconcile.test_sync_gpus import ran_on_disk
 
 
-class SlowLane:  # 'a' at once; any other target waits for the sync's cancel (a signal, or the budget)
+class SlowLane(Lane):  # 'a' at once; any other target waits for the sync's cancel (a signal, or the budget)
     name, kinds = "local", frozenset({"cpu"})
 
     def __init__(self, ws):
@@ -58,8 +58,6 @@ class SlowLane:  # 'a' at once; any other target waits for the sync's cancel (a 
         result = synthetic_result(job.target, "slower", 0.8, device="cpu")
         return LaneRun(result=ran_on_disk(result, candidate), facts=None, lane=self.name)
 
-    def close(self):
-        pass
 
 
 real_lock = sync_module.workspace_lock

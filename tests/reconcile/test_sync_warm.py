@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hotkernel.manifest import load_manifest, resolved_target
-from hotkernel.reconcile.executor import Job, LaneExecutor, LaneRun, LaneStatus, ProcessLane
+from hotkernel.reconcile.executor import Job, Lane, LaneExecutor, LaneRun, LaneStatus, ProcessLane
 from hotkernel.reconcile.lanes import InlineLane
 from hotkernel.reconcile.sync import sync
 from hotkernel.run.render import render_target
@@ -28,7 +28,7 @@ WRONG = "\n\ndef kernel(x, w):\n    return x * w  # forgot the + 1.0\n"
 SLOW = "\n\ndef kernel(x, w):\n    for _ in range(50):\n        y = x * w + 1.0\n    return y\n"
 
 
-class Spy:
+class Spy(Lane):
     """A lane that keeps what its inner lane brought back."""
 
     def __init__(self, lane: InlineLane | ProcessLane) -> None:

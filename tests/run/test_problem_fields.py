@@ -10,6 +10,7 @@ import pytest
 
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest.load import check_target_fields
+from hotkernel.manifest.problem import ManifestProblem
 from hotkernel.run.targets import fill_problem, problem_fields
 from hotkernel.workspace.paths import Workspace
 
@@ -99,13 +100,18 @@ def test_old_probe_entries_still_map() -> None:
     assert fields["extra"] == ["fc_weight:4x4"] and fields["rotate"] == ["x"]
 
 
-def test_a_buffer_inside_a_structured_input_is_one_clear_line() -> None:
+def test_a_buffer_inside_a_structured_input_is_an_output_by_its_path(tmp_path: Path) -> None:
     probe = {
         "shapes": [[tensor("x", [4]), {"name": "data", "kind": "tree", "leaves": []}]],
         "destinations": ["data['out']"],
     }
-    with pytest.raises(HotkernelError, match=r"writes into data\['out'\], a tensor inside a structured input"):
-        problem_fields(probe, {})
+    fields = problem_fields(probe, {})
+    assert fields["outputs"] == ["data['out']"]
+    fields = {**fields, "from": "./problems/task.py", "dtype": "fp32"}
+    check_target_fields("buf", fields, None)
+    said = r"dat\['out'\]\" names no input of the kernel; did you mean 'data'\? inputs: x, data"
+    with pytest.raises(ManifestProblem, match=said):
+        check_target_fields("buf", {**fields, "outputs": ["dat['out']"]}, None)
 
 
 @pytest.mark.slow
