@@ -37,15 +37,12 @@ def _tensor_text(target: ResolvedTarget, shapes: list[list[int]], fmt: str | Non
     return f"{kind}, on {target.device}"
 
 
-OUTPUT_TEXT = (
-    "a destination buffer: write the result into it and return it. It holds NaN (integer buffers: random "
-    "values) before every judged call, so a buffer left untouched or written by an earlier call is incorrect."
-)
-INSIDE_TEXT = (
-    "inside it, {paths} are destination buffers: write the results into them and return them. They hold NaN "
-    "(integer buffers: random values) before every judged call, so a buffer left untouched or written by an "
+NAN_FILLED = (
+    "NaN (integer buffers: random values) before every judged call, so a buffer left untouched or written by an "
     "earlier call is incorrect."
 )
+OUTPUT_TEXT = "a destination buffer: write the result into it and return it. It holds " + NAN_FILLED
+INSIDE_TEXT = "inside it, {paths} are destination buffers: write the results into them and return them. They hold "
 ONE_ITEM_TEXT = (
     "; passed as generate_input returns it: where that is a tuple of this one tensor, the kernel receives the "
     "tuple (unpack it: (x,) = data), as GPU MODE's custom_kernel(data) does"
@@ -79,7 +76,7 @@ def _input_text(target: ResolvedTarget, item: ResolvedInput, fmt: str | None) ->
     if len(inside) == 1:
         return f"{text.removesuffix('.')}; inside it, {inside[0]} is {OUTPUT_TEXT}"
     if inside:
-        return text.removesuffix(".") + "; " + INSIDE_TEXT.format(paths=", ".join(inside))
+        return text.removesuffix(".") + "; " + INSIDE_TEXT.format(paths=", ".join(inside)) + NAN_FILLED
     return text
 
 

@@ -199,12 +199,6 @@ def _shape_entries(shapes: list[list[dict[str, Any]]]) -> list[Any]:
     return entries
 
 
-def _destinations(probe: dict[str, Any]) -> list[str]:
-    """The probe's destinations: inputs the reference writes into and returns, by name, or tensors inside a
-    structured input by their path (``x0[1][2]``)."""
-    return list(probe.get("destinations") or [])
-
-
 def problem_fields(probe: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """Manifest keys of a module problem from its probe: input, shapes, extra (the rest of its inputs: tensors
     as ``name:shape``, scalars, structured inputs and a KernelBench Model's ``state`` as a bare name), structured
@@ -223,7 +217,8 @@ def problem_fields(probe: dict[str, Any], given: dict[str, Any]) -> dict[str, An
         fields["structured"] = structured
     fields["extra"] = [_extra_item(entry) for entry in head[1:]]
     fields["rotate"] = [e["name"] for e in head if "param" not in e and e.get("kind") != "state"]
-    outputs = _destinations(probe)
+    # inputs the reference writes into and returns, by name, or tensors inside a structured input by path
+    outputs = list(probe.get("destinations") or [])
     if outputs:
         fields["outputs"] = outputs
     if probe.get("cases"):
