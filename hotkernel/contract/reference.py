@@ -41,8 +41,7 @@ class PhaseClock:
         try:
             yield
         finally:
-            if self.torch.cuda.is_initialized():
-                self.torch.cuda.synchronize()
+            synchronize(self.torch)
             elapsed = time.perf_counter() - started
             inner = self.nested.pop()
             self.totals[name] = self.totals.get(name, 0.0) + elapsed - inner
@@ -54,8 +53,8 @@ class PhaseClock:
 
 
 class JudgeState:
-    """What a persistent judge keeps between runs: imported functions, expected outputs, precision, ceiling;
-    ``clock``: the phases of the run being judged."""
+    """What a persistent judge keeps between runs: imported functions, expected outputs, each target's reference
+    precision and why, the copy ceiling, the baseline's own error; ``clock``: the phases of the run being judged."""
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
@@ -186,6 +185,7 @@ def reference_call(state: JudgeState, ref_fn: Any, call: tuple[Any, ...], name: 
 
 
 def synchronize(torch: Any) -> None:
+    """Wait for the device's queued work (CUDA only), so a clock around it counts that work."""
     if torch.cuda.is_initialized():
         torch.cuda.synchronize()
 
