@@ -88,6 +88,11 @@ PERTURB_MIN_ABS = 2.0  # the element a timed call sees changed is set to +-[MIN,
 PERTURB_MAX_ABS = 3.0  # the inputs' own N(0, 1), so honest kernels stay as accurate; derived inputs: another element)
 SAMPLED_EARLY = 2  # besides the last sample, one random checked call of this many earlier samples is judged
 
+# ---- the reference (reference.py) --------------------------------------------------------------------------
+REFERENCE_SLOW_S = 0.2  # a target's first fp64 reference this slow (seconds) is tried in fp32 too ...
+REFERENCE_FAST_FACTOR = 4.0  # ... which it keeps when this many times faster ...
+REFERENCE_AGREEMENT = 10.0  # ... and within every bound of the fp64 one divided by this
+
 # ---- checks (checks.py, judge.py) ------------------------------------------------------------------------
 WALL_SLACK_FACTOR = 1.5  # wall clock may exceed max(event time, enqueue time) by this factor ...
 WALL_SLACK_MS = 5.0  # ... plus this much, per sample
@@ -823,6 +828,25 @@ def problem_error(path: str, err: BaseException, what: str) -> str:
     return f"{where}: {what} raised {type(err).__name__}: {error_text(err)}"
 
 
+def circular_import(path: str, err: BaseException) -> str | None:
+    """The line for a problem whose files import each other (GPU MODE's ``amd/mla``: reference.py imports task.py,
+    which imports reference.py), naming both files; None for any other error."""
+    other = getattr(err, "path", None)
+    if not isinstance(err, ImportError) or "partially initialized module" not in str(err) or not other:
+        return None
+    line = problem_error(path, err, "").split(": ", 1)[0]
+    asked = (
+        str(err).split("cannot import name ", 1)[-1].split(" from ", 1)[0]
+        if "cannot import name " in str(err)
+        else "a name"
+    )
+    mine, theirs = os.path.basename(path), os.path.basename(other)
+    return (
+        f"{line}: {mine} and {theirs} import each other (a circular import, broken as shipped: {theirs} is not "
+        f"done yet when {mine} imports {asked} from it); move what both need into a third file that both import"
+    )
+
+
 def error_text(err: BaseException) -> str:
     """An error's message on one line: its first line, or of a paragraph (PyTorch's CUDA errors run on for one)
     its first sentence; at most 300 characters."""
@@ -1270,10 +1294,19 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
         ]
     destinations = _destinations(torch, data, out)
     if how == "fake":  # each case's own (a grouped task's count of buffers follows its case)
-        for other, other_how, _ in datas[1:]:
-            if other_how == "fake":
-                with contextlib.suppress(Exception), _fake(torch):
+        for index, (other, other_how, _) in enumerate(datas[1:], start=1):
+            if other_how != "fake":
+                continue
+            try:
+                with _fake(torch):
                     destinations += _destinations(torch, other, ref(other))
+            except Exception as err:  # noqa: BLE001 - said in the flags, with what to do
+                flags = [
+                    *flags,
+                    f"the output buffers of case {cases[index]} are not known: its reference fails under "
+                    f"FakeTensorMode ({type(err).__name__}: {error_text(err)}); if it writes into its data, add "
+                    "their paths to the target's `outputs`",
+                ]
     if any(h == "real" for _, h, _ in datas):
         how = "real"
     return {
@@ -1298,7 +1331,7 @@ def probe_problem(
     try:
         module = load_problem_file(path)
     except Exception as err:  # noqa: BLE001
-        raise ValueError(problem_error(path, err, "importing the file")) from None
+        raise ValueError(circular_import(path, err) or problem_error(path, err, "importing the file")) from None
     if problem_format(module) == "gpumode":
         return gpumode_probe(torch, path, module, list(cases or [{}]), probe_device(torch, device))
     return kernelbench_probe(torch, path, module, scale, cases, probe_device(torch, device))
@@ -1464,19 +1497,27 @@ def register_structure(pytree: Any, cls: type) -> None:
     pytree.register_pytree_node(cls, flatten, unflatten, flatten_with_keys_fn=flatten_with_keys)
 
 
-def tree_leaves(torch: Any, values: Any) -> list[Any]:
-    """Every leaf of ``values`` in order, registering dataclasses and plain objects on the way."""
+def flatten_registering(torch: Any, flatten: Callable[[], list[Any]], leaf_of: Callable[[Any], Any]) -> list[Any]:
+    """``flatten()``, again after each round of registering the dataclasses and plain objects among its leaves
+    (``leaf_of`` an item) as pytree nodes: one round per nesting level of new classes, none when there are none."""
     import torch.utils._pytree as pytree
 
-    leaves = pytree.tree_leaves(values)
-    for _ in range(16):  # one registration round per nesting level of new classes
-        new = {type(leaf) for leaf in leaves if is_structure(torch, leaf)}
+    items = flatten()
+    for _ in range(16):
+        new = {type(leaf_of(item)) for item in items if is_structure(torch, leaf_of(item))}
         if not new:
             break
         for cls in new:
             register_structure(pytree, cls)
-        leaves = pytree.tree_leaves(values)
-    return leaves
+        items = flatten()
+    return items
+
+
+def tree_leaves(torch: Any, values: Any) -> list[Any]:
+    """Every leaf of ``values`` in order, registering dataclasses and plain objects on the way."""
+    import torch.utils._pytree as pytree
+
+    return flatten_registering(torch, lambda: pytree.tree_leaves(values), lambda leaf: leaf)
 
 
 def leaf_paths(torch: Any, value: Any) -> list[tuple[str, Any]]:
@@ -1484,8 +1525,8 @@ def leaf_paths(torch: Any, value: Any) -> list[tuple[str, Any]]:
     (``[0][2]``, ``['out']``, ``.field``; empty for the input itself)."""
     import torch.utils._pytree as pytree
 
-    tree_leaves(torch, value)
-    return [(pytree.keystr(keys), leaf) for keys, leaf in pytree.tree_flatten_with_path(value)[0]]
+    pairs = flatten_registering(torch, lambda: pytree.tree_flatten_with_path(value)[0], lambda pair: pair[1])
+    return [(pytree.keystr(keys), leaf) for keys, leaf in pairs]
 
 
 def tensor_leaves(torch: Any, values: Any) -> list[Any]:
@@ -2741,6 +2782,226 @@ def verdict_of(name: str) -> str:
         if check.name == name:
             return check.verdict
     return "invalid"
+
+
+# ======================================== reference.py ======================================================
+class PhaseClock:
+    """Seconds per named phase of one judged run, each phase's own (a nested phase is not counted twice); a
+    phase ends with a CUDA synchronize, so queued GPU work is charged to the phase that queued it."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.totals: dict[str, float] = {}
+        self.nested: list[float] = []  # per open phase: the seconds its nested phases took
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Any:
+        started = time.perf_counter()
+        self.nested.append(0.0)
+        try:
+            yield
+        finally:
+            synchronize(self.torch)
+            elapsed = time.perf_counter() - started
+            inner = self.nested.pop()
+            self.totals[name] = self.totals.get(name, 0.0) + elapsed - inner
+            if self.nested:
+                self.nested[-1] += elapsed
+
+    def seconds(self) -> dict[str, float]:
+        return {name: round(value, 3) for name, value in sorted(self.totals.items())}
+
+
+class JudgeState:
+    """What a persistent judge keeps between runs: imported functions, expected outputs, each target's reference
+    precision and why, the copy ceiling, the baseline's own error; ``clock``: the phases of the run being judged."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.clock = PhaseClock(torch)
+        self.functions: dict[str, Any] = {}
+        self.expected: dict[tuple[str, int], list[tuple[tuple[int, ...], str]]] = {}
+        self.precision: dict[str, str] = {}
+        self.precision_note: dict[str, str] = {}  # why a target's precision is what it is
+        self.ceiling_gbps: dict[str, float] = {}
+        self.baseline_error: dict[tuple[str, int], list[list[float]]] = {}
+
+
+def modules_of(torch: Any, fn: Any) -> list[Any]:
+    """``nn.Module`` objects a reference function uses: itself, its ``self``, closure cells, named globals."""
+    found: list[Any] = []
+    candidates = [fn, getattr(fn, "__self__", None)]
+    code = getattr(fn, "__code__", None)
+    for cell in getattr(fn, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):
+            candidates.append(cell.cell_contents)
+    if code is not None:
+        names = getattr(fn, "__globals__", {})
+        candidates += [names.get(name) for name in code.co_names]
+    for item in candidates:
+        if isinstance(item, torch.nn.Module) and all(item is not seen for seen in found):
+            found.append(item)
+    return found
+
+
+@contextlib.contextmanager
+def upcast_modules(torch: Any, modules: list[Any], wide: Any) -> Any:
+    """Parameters and buffers of ``modules`` as copies for the duration, the floating ones in ``wide`` (a forward
+    that updates its buffers, as BatchNorm's running statistics and its integer batch count in training mode,
+    updates the copies); restored exactly."""
+    saved = []
+    for module in modules:
+        for tensor in list(module.parameters()) + list(module.buffers()):
+            saved.append((tensor, tensor.data))
+            tensor.data = tensor.data.to(wide, copy=True) if tensor.is_floating_point() else tensor.data.clone()
+    try:
+        yield
+    finally:
+        for tensor, data in saved:
+            tensor.data = data
+
+
+def wide_dtype(torch: Any, name: str) -> Any:
+    return {"fp64": torch.float64, "fp32": torch.float32}.get(name)
+
+
+def spec_key(spec: dict[str, Any]) -> str:
+    """The judge's key for what it keeps per target (the spec as JSON)."""
+    return json.dumps(spec, sort_keys=True)
+
+
+def reference_outputs(
+    state: JudgeState,
+    spec: dict[str, Any],
+    ref_fn: Any,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+    layout: Layout | None = None,
+) -> list[Any]:
+    """The reference on upcast copies of the inputs (and upcast modules), then the Model buffers as its forward
+    left them (``layout.after``); the precision that works is found once per target: fp64 (fp32 targets) or
+    fp32, then fp32, then the target dtype; an fp64 reference as slow as REFERENCE_SLOW_S may give way to fp32
+    (``cheaper_reference``). Stated in ``reference_precision``."""
+    torch = state.torch
+    key = spec_key(spec)
+    ladder = ["fp64", "fp32", "target"] if spec["dtype"] == "fp32" else ["fp32", "target"]
+    first = key not in state.precision
+    if not first:
+        ladder = [state.precision[key]]
+    modules = modules_of(torch, ref_fn)
+    with state.clock("reference"):
+        outs, seconds = reference_ladder(state, spec, ref_fn, inputs, kwargs, layout, ladder, modules)
+        if first and state.precision[key] == "fp64" and seconds >= REFERENCE_SLOW_S:
+            cheaper_reference(state, spec, ref_fn, (inputs, kwargs, layout, modules), outs, seconds)
+        return outs
+
+
+def reference_ladder(
+    state: JudgeState,
+    spec: dict[str, Any],
+    ref_fn: Any,
+    inputs: list[Any],
+    kwargs: dict[str, Any],
+    layout: Layout | None,
+    ladder: list[str],
+    modules: list[Any],
+) -> tuple[list[Any], float]:
+    """``reference_outputs`` in the first precision of ``ladder`` that runs (remembered per target), and the
+    seconds that call took."""
+    last_error: Exception | None = None
+    for name in ladder:
+        try:
+            found = reference_call(state, ref_fn, (inputs, kwargs, layout, modules), name)
+        except (RuntimeError, TypeError) as err:
+            last_error = err
+            continue
+        state.precision[spec_key(spec)] = name
+        return found
+    refusal = memory_refusal(last_error, "computing the reference in every precision") if last_error else None
+    raise refusal or CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
+
+
+def reference_call(state: JudgeState, ref_fn: Any, call: tuple[Any, ...], name: str) -> tuple[list[Any], float]:
+    """The reference in precision ``name`` on ``call`` = (inputs, kwargs, layout, modules): its outputs (then the
+    Model buffers as its forward left them, with ``layout``) and its seconds (device work included)."""
+    torch = state.torch
+    inputs, kwargs, layout, modules = call
+    wide = wide_dtype(torch, name)
+
+    def widen(t: Any) -> Any:  # always a copy: the reference may write into what it is given
+        return t.to(wide, copy=True) if wide is not None and t.is_floating_point() else t.clone()
+
+    with torch.no_grad(), upcast_modules(torch, modules if wide is not None else [], wide):
+        cast = map_tensors(torch, widen, inputs)
+        cast_leaves = tensor_leaves(torch, cast)  # before the call: it may rebind an entry of ``state``
+        synchronize(torch)
+        started = time.perf_counter()
+        outs = as_outputs(torch, ref_fn(*cast, **kwargs))
+        synchronize(torch)
+        seconds = time.perf_counter() - started
+    if layout is not None:
+        outs = outs + [t for t, aft in zip(cast_leaves, layout.after, strict=True) if aft]
+    return outs, seconds
+
+
+def synchronize(torch: Any) -> None:
+    """Wait for the device's queued work (CUDA only), so a clock around it counts that work."""
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def cheaper_reference(
+    state: JudgeState, spec: dict[str, Any], ref_fn: Any, call: tuple[Any, ...], wide: list[Any], wide_s: float
+) -> None:
+    """Keep fp32 for the target's later references when it is REFERENCE_FAST_FACTOR times faster than the fp64
+    reference ``wide`` just computed (``wide_s`` seconds) and within every bound of it made REFERENCE_AGREEMENT
+    times tighter; else keep fp64. Either way the reason goes into ``reference_precision``."""
+    key = spec_key(spec)
+    try:
+        narrow, narrow_s = reference_call(state, ref_fn, call, "fp32")
+    except (RuntimeError, TypeError) as err:  # out of memory beside the fp64 outputs, too: fp64 stays
+        state.precision_note[key] = f"fp64 took {wide_s:.2g} s a call; fp32 failed: {type(err).__name__}"
+        return
+    why = f"fp64 took {wide_s:.2g} s a call, fp32 {narrow_s:.2g} s"
+    if narrow_s * REFERENCE_FAST_FACTOR > wide_s:
+        state.precision_note[key] = f"{why}: not {REFERENCE_FAST_FACTOR:g}x faster"
+        return
+    tight = tightened(tolerances(spec["dtype"], spec), REFERENCE_AGREEMENT)
+    failed = [entry for entry in check_outputs(state.torch, narrow, wide, tight) if not entry["ok"]]
+    if failed:
+        state.precision_note[key] = f"{why}, but off fp64 by more than 1/{REFERENCE_AGREEMENT:g} of a bound"
+        return
+    state.precision[key] = "fp32"
+    state.precision_note[key] = f"{why}, within 1/{REFERENCE_AGREEMENT:g} of every bound of fp64 on the first set"
+
+
+def tightened(tol: dict[str, Any], factor: float) -> dict[str, Any]:
+    """``tol`` (and each ``per_output`` entry) with atol, rtol and rel_l2_max divided by ``factor`` and the
+    correlation's shortfall from 1 too."""
+
+    def one(bounds: dict[str, Any]) -> dict[str, float]:
+        return {
+            "atol": float(bounds["atol"]) / factor,
+            "rtol": float(bounds["rtol"]) / factor,
+            "rel_l2_max": float(bounds["rel_l2_max"]) / factor,
+            "min_corr": 1.0 - (1.0 - float(bounds["min_corr"])) / factor,
+        }
+
+    found: dict[str, Any] = one(tol)
+    if tol.get("per_output"):
+        found["per_output"] = [one(entry) for entry in tol["per_output"]]
+    return found
+
+
+def precision_label(state: JudgeState, spec: dict[str, Any], modules: int) -> str | None:
+    """``reference_precision`` of a run: the precision, the modules upcast, and why (``cheaper_reference``)."""
+    key = spec_key(spec)
+    name = state.precision.get(key)
+    if name is None:
+        return None
+    label = spec["dtype"] + " (the target dtype: tolerances as stated)" if name == "target" else name
+    label += f", {modules} module(s) upcast" if modules and name != "target" else ""
+    return label + (f" ({state.precision_note[key]})" if key in state.precision_note else "")
 
 
 # ======================================== timer.py ==========================================================
@@ -4128,48 +4389,6 @@ def shutdown_compile_pool() -> None:
 
 
 # ======================================== judge.py ==========================================================
-class PhaseClock:
-    """Seconds per named phase of one judged run, each phase's own (a nested phase is not counted twice); a
-    phase ends with a CUDA synchronize, so queued GPU work is charged to the phase that queued it."""
-
-    def __init__(self, torch: Any) -> None:
-        self.torch = torch
-        self.totals: dict[str, float] = {}
-        self.nested: list[float] = []  # per open phase: the seconds its nested phases took
-
-    @contextlib.contextmanager
-    def __call__(self, name: str) -> Any:
-        started = time.perf_counter()
-        self.nested.append(0.0)
-        try:
-            yield
-        finally:
-            if self.torch.cuda.is_initialized():
-                self.torch.cuda.synchronize()
-            elapsed = time.perf_counter() - started
-            inner = self.nested.pop()
-            self.totals[name] = self.totals.get(name, 0.0) + elapsed - inner
-            if self.nested:
-                self.nested[-1] += elapsed
-
-    def seconds(self) -> dict[str, float]:
-        return {name: round(value, 3) for name, value in sorted(self.totals.items())}
-
-
-class JudgeState:
-    """What a persistent judge keeps between runs: imported functions, expected outputs, precision, ceiling;
-    ``clock``: the phases of the run being judged."""
-
-    def __init__(self, torch: Any) -> None:
-        self.torch = torch
-        self.clock = PhaseClock(torch)
-        self.functions: dict[str, Any] = {}
-        self.expected: dict[tuple[str, int], list[tuple[tuple[int, ...], str]]] = {}
-        self.precision: dict[str, str] = {}
-        self.ceiling_gbps: dict[str, float] = {}
-        self.baseline_error: dict[tuple[str, int], list[list[float]]] = {}
-
-
 def judge_main() -> None:
     """Serve judge requests: one JSON job per stdin line, one JSON reply per line on the private stdout."""
     parent = os.environ.get(PARENT_PID_ENV)
@@ -4238,101 +4457,6 @@ def judge_functions(state: JudgeState, spec: dict[str, Any], root: str) -> tuple
     return base, get(spec.get("reference")) or base, get(spec.get("derive"))
 
 
-def modules_of(torch: Any, fn: Any) -> list[Any]:
-    """``nn.Module`` objects a reference function uses: itself, its ``self``, closure cells, named globals."""
-    found: list[Any] = []
-    candidates = [fn, getattr(fn, "__self__", None)]
-    code = getattr(fn, "__code__", None)
-    for cell in getattr(fn, "__closure__", None) or ():
-        with contextlib.suppress(ValueError):
-            candidates.append(cell.cell_contents)
-    if code is not None:
-        names = getattr(fn, "__globals__", {})
-        candidates += [names.get(name) for name in code.co_names]
-    for item in candidates:
-        if isinstance(item, torch.nn.Module) and all(item is not seen for seen in found):
-            found.append(item)
-    return found
-
-
-@contextlib.contextmanager
-def upcast_modules(torch: Any, modules: list[Any], wide: Any) -> Any:
-    """Floating parameters and buffers of ``modules`` in ``wide`` for the duration; restored exactly."""
-    saved = []
-    for module in modules:
-        for tensor in list(module.parameters()) + list(module.buffers()):
-            if tensor.is_floating_point() and tensor.dtype != wide:
-                saved.append((tensor, tensor.data))
-                tensor.data = tensor.data.to(wide)
-    try:
-        yield
-    finally:
-        for tensor, data in saved:
-            tensor.data = data
-
-
-def wide_dtype(torch: Any, name: str) -> Any:
-    return {"fp64": torch.float64, "fp32": torch.float32}.get(name)
-
-
-def reference_outputs(
-    state: JudgeState,
-    spec: dict[str, Any],
-    ref_fn: Any,
-    inputs: list[Any],
-    kwargs: dict[str, Any],
-    layout: Layout | None = None,
-) -> list[Any]:
-    """The reference on upcast copies of the inputs (and upcast modules), then the Model buffers as its forward
-    left them (``layout.after``); the precision that works is found once per target: fp64 (fp32 targets) or
-    fp32, then fp32, then the target dtype (stated in ``reference_precision``)."""
-    torch = state.torch
-    key = json.dumps(spec, sort_keys=True)
-    ladder = ["fp64", "fp32", "target"] if spec["dtype"] == "fp32" else ["fp32", "target"]
-    if key in state.precision:
-        ladder = [state.precision[key]]
-    modules = modules_of(torch, ref_fn)
-    with state.clock("reference"):
-        return reference_ladder(state, spec, ref_fn, inputs, kwargs, layout, ladder, modules)
-
-
-def reference_ladder(
-    state: JudgeState,
-    spec: dict[str, Any],
-    ref_fn: Any,
-    inputs: list[Any],
-    kwargs: dict[str, Any],
-    layout: Layout | None,
-    ladder: list[str],
-    modules: list[Any],
-) -> list[Any]:
-    """``reference_outputs`` in the first precision of ``ladder`` that runs (remembered per target)."""
-    torch = state.torch
-    key = json.dumps(spec, sort_keys=True)
-    last_error: Exception | None = None
-    for name in ladder:
-        wide = wide_dtype(torch, name)
-
-        def widen(t: Any, _wide: Any = wide) -> Any:
-            return t.to(_wide) if _wide is not None and t.is_floating_point() else t.clone()
-
-        try:
-            with torch.no_grad(), upcast_modules(torch, modules if wide is not None else [], wide):
-                cast = map_tensors(torch, widen, inputs)
-                cast_leaves = tensor_leaves(torch, cast)  # before the call: it may rebind an entry of ``state``
-                outs = as_outputs(torch, ref_fn(*cast, **kwargs))
-        except (RuntimeError, TypeError) as err:
-            last_error = err
-            continue
-        state.precision[key] = name
-        if layout is None:
-            return outs
-        after = [t for t, aft in zip(cast_leaves, layout.after, strict=True) if aft]
-        return outs + after
-    refusal = memory_refusal(last_error, "computing the reference in every precision") if last_error else None
-    raise refusal or CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
-
-
 def check_deterministic(
     state: JudgeState,
     spec: dict[str, Any],
@@ -4358,14 +4482,6 @@ def check_deterministic(
             "in training mode, so its output is noise that cannot be "
             "judged: build it in eval mode or without dropout",
         )
-
-
-def precision_label(state: JudgeState, spec: dict[str, Any], modules: int) -> str | None:
-    name = state.precision.get(json.dumps(spec, sort_keys=True))
-    if name is None:
-        return None
-    label = spec["dtype"] + " (the target dtype: tolerances as stated)" if name == "target" else name
-    return label + (f", {modules} module(s) upcast" if modules and name != "target" else "")
 
 
 def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
@@ -4608,7 +4724,7 @@ def expected_outputs(
     state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, inputs: list[Any], kwargs: dict[str, Any]
 ) -> list[tuple[tuple[int, ...], str]]:
     """Shapes and dtypes the baseline's own function returns at this shape (cached per judge)."""
-    key = (json.dumps(spec, sort_keys=True), shape_index)
+    key = (spec_key(spec), shape_index)
     if key not in state.expected:
         with state.torch.no_grad():
             copies = map_tensors(state.torch, lambda t: t.clone(), inputs)  # the baseline may write into them
@@ -4629,7 +4745,7 @@ def baseline_error(
 ) -> list[list[float]]:
     """Per output, the baseline's own ``[rel_l2, corr, max_abs_error]`` against the reference on the shape's first
     set, once per judge (``correctness_admit_baseline``: the bounds never reject the baseline's own accuracy)."""
-    key = (json.dumps(spec, sort_keys=True), shape_index)
+    key = (spec_key(spec), shape_index)
     if key not in state.baseline_error:
         refs = reference_outputs(state, spec, ref_fn, inputs, kwargs, layout)
         state.baseline_error[key] = measure_baseline_error(state, base_fn, inputs, kwargs, layout, refs)

@@ -31,6 +31,7 @@ MODULES = (
     "fused",
     "correctness",
     "checks",
+    "reference",
     "timer",
     "hygiene",
     "transport",

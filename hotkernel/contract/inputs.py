@@ -155,19 +155,27 @@ def register_structure(pytree: Any, cls: type) -> None:
     pytree.register_pytree_node(cls, flatten, unflatten, flatten_with_keys_fn=flatten_with_keys)
 
 
-def tree_leaves(torch: Any, values: Any) -> list[Any]:
-    """Every leaf of ``values`` in order, registering dataclasses and plain objects on the way."""
+def flatten_registering(torch: Any, flatten: Callable[[], list[Any]], leaf_of: Callable[[Any], Any]) -> list[Any]:
+    """``flatten()``, again after each round of registering the dataclasses and plain objects among its leaves
+    (``leaf_of`` an item) as pytree nodes: one round per nesting level of new classes, none when there are none."""
     import torch.utils._pytree as pytree
 
-    leaves = pytree.tree_leaves(values)
-    for _ in range(16):  # one registration round per nesting level of new classes
-        new = {type(leaf) for leaf in leaves if is_structure(torch, leaf)}
+    items = flatten()
+    for _ in range(16):
+        new = {type(leaf_of(item)) for item in items if is_structure(torch, leaf_of(item))}
         if not new:
             break
         for cls in new:
             register_structure(pytree, cls)
-        leaves = pytree.tree_leaves(values)
-    return leaves
+        items = flatten()
+    return items
+
+
+def tree_leaves(torch: Any, values: Any) -> list[Any]:
+    """Every leaf of ``values`` in order, registering dataclasses and plain objects on the way."""
+    import torch.utils._pytree as pytree
+
+    return flatten_registering(torch, lambda: pytree.tree_leaves(values), lambda leaf: leaf)
 
 
 def leaf_paths(torch: Any, value: Any) -> list[tuple[str, Any]]:
@@ -175,8 +183,8 @@ def leaf_paths(torch: Any, value: Any) -> list[tuple[str, Any]]:
     (``[0][2]``, ``['out']``, ``.field``; empty for the input itself)."""
     import torch.utils._pytree as pytree
 
-    tree_leaves(torch, value)
-    return [(pytree.keystr(keys), leaf) for keys, leaf in pytree.tree_flatten_with_path(value)[0]]
+    pairs = flatten_registering(torch, lambda: pytree.tree_flatten_with_path(value)[0], lambda pair: pair[1])
+    return [(pytree.keystr(keys), leaf) for keys, leaf in pairs]
 
 
 def tensor_leaves(torch: Any, values: Any) -> list[Any]:

@@ -34,50 +34,9 @@ from .inputs import (
 from .knobs import PARENT_PID_ENV, CheckFailed
 from .limits import memory_refusal
 from .problems import Problem, is_problem_ref, load_function, load_problem
+from .reference import JudgeState, PhaseClock, modules_of, precision_label, reference_outputs, spec_key
 from .spec import apply_threads, device_kind_of, read_spec, workspace_root
 from .transport import import_outputs
-
-
-class PhaseClock:
-    """Seconds per named phase of one judged run, each phase's own (a nested phase is not counted twice); a
-    phase ends with a CUDA synchronize, so queued GPU work is charged to the phase that queued it."""
-
-    def __init__(self, torch: Any) -> None:
-        self.torch = torch
-        self.totals: dict[str, float] = {}
-        self.nested: list[float] = []  # per open phase: the seconds its nested phases took
-
-    @contextlib.contextmanager
-    def __call__(self, name: str) -> Any:
-        started = time.perf_counter()
-        self.nested.append(0.0)
-        try:
-            yield
-        finally:
-            if self.torch.cuda.is_initialized():
-                self.torch.cuda.synchronize()
-            elapsed = time.perf_counter() - started
-            inner = self.nested.pop()
-            self.totals[name] = self.totals.get(name, 0.0) + elapsed - inner
-            if self.nested:
-                self.nested[-1] += elapsed
-
-    def seconds(self) -> dict[str, float]:
-        return {name: round(value, 3) for name, value in sorted(self.totals.items())}
-
-
-class JudgeState:
-    """What a persistent judge keeps between runs: imported functions, expected outputs, precision, ceiling;
-    ``clock``: the phases of the run being judged."""
-
-    def __init__(self, torch: Any) -> None:
-        self.torch = torch
-        self.clock = PhaseClock(torch)
-        self.functions: dict[str, Any] = {}
-        self.expected: dict[tuple[str, int], list[tuple[tuple[int, ...], str]]] = {}
-        self.precision: dict[str, str] = {}
-        self.ceiling_gbps: dict[str, float] = {}
-        self.baseline_error: dict[tuple[str, int], list[list[float]]] = {}
 
 
 def judge_main() -> None:
@@ -148,101 +107,6 @@ def judge_functions(state: JudgeState, spec: dict[str, Any], root: str) -> tuple
     return base, get(spec.get("reference")) or base, get(spec.get("derive"))
 
 
-def modules_of(torch: Any, fn: Any) -> list[Any]:
-    """``nn.Module`` objects a reference function uses: itself, its ``self``, closure cells, named globals."""
-    found: list[Any] = []
-    candidates = [fn, getattr(fn, "__self__", None)]
-    code = getattr(fn, "__code__", None)
-    for cell in getattr(fn, "__closure__", None) or ():
-        with contextlib.suppress(ValueError):
-            candidates.append(cell.cell_contents)
-    if code is not None:
-        names = getattr(fn, "__globals__", {})
-        candidates += [names.get(name) for name in code.co_names]
-    for item in candidates:
-        if isinstance(item, torch.nn.Module) and all(item is not seen for seen in found):
-            found.append(item)
-    return found
-
-
-@contextlib.contextmanager
-def upcast_modules(torch: Any, modules: list[Any], wide: Any) -> Any:
-    """Floating parameters and buffers of ``modules`` in ``wide`` for the duration; restored exactly."""
-    saved = []
-    for module in modules:
-        for tensor in list(module.parameters()) + list(module.buffers()):
-            if tensor.is_floating_point() and tensor.dtype != wide:
-                saved.append((tensor, tensor.data))
-                tensor.data = tensor.data.to(wide)
-    try:
-        yield
-    finally:
-        for tensor, data in saved:
-            tensor.data = data
-
-
-def wide_dtype(torch: Any, name: str) -> Any:
-    return {"fp64": torch.float64, "fp32": torch.float32}.get(name)
-
-
-def reference_outputs(
-    state: JudgeState,
-    spec: dict[str, Any],
-    ref_fn: Any,
-    inputs: list[Any],
-    kwargs: dict[str, Any],
-    layout: Layout | None = None,
-) -> list[Any]:
-    """The reference on upcast copies of the inputs (and upcast modules), then the Model buffers as its forward
-    left them (``layout.after``); the precision that works is found once per target: fp64 (fp32 targets) or
-    fp32, then fp32, then the target dtype (stated in ``reference_precision``)."""
-    torch = state.torch
-    key = json.dumps(spec, sort_keys=True)
-    ladder = ["fp64", "fp32", "target"] if spec["dtype"] == "fp32" else ["fp32", "target"]
-    if key in state.precision:
-        ladder = [state.precision[key]]
-    modules = modules_of(torch, ref_fn)
-    with state.clock("reference"):
-        return reference_ladder(state, spec, ref_fn, inputs, kwargs, layout, ladder, modules)
-
-
-def reference_ladder(
-    state: JudgeState,
-    spec: dict[str, Any],
-    ref_fn: Any,
-    inputs: list[Any],
-    kwargs: dict[str, Any],
-    layout: Layout | None,
-    ladder: list[str],
-    modules: list[Any],
-) -> list[Any]:
-    """``reference_outputs`` in the first precision of ``ladder`` that runs (remembered per target)."""
-    torch = state.torch
-    key = json.dumps(spec, sort_keys=True)
-    last_error: Exception | None = None
-    for name in ladder:
-        wide = wide_dtype(torch, name)
-
-        def widen(t: Any, _wide: Any = wide) -> Any:
-            return t.to(_wide) if _wide is not None and t.is_floating_point() else t.clone()
-
-        try:
-            with torch.no_grad(), upcast_modules(torch, modules if wide is not None else [], wide):
-                cast = map_tensors(torch, widen, inputs)
-                cast_leaves = tensor_leaves(torch, cast)  # before the call: it may rebind an entry of ``state``
-                outs = as_outputs(torch, ref_fn(*cast, **kwargs))
-        except (RuntimeError, TypeError) as err:
-            last_error = err
-            continue
-        state.precision[key] = name
-        if layout is None:
-            return outs
-        after = [t for t, aft in zip(cast_leaves, layout.after, strict=True) if aft]
-        return outs + after
-    refusal = memory_refusal(last_error, "computing the reference in every precision") if last_error else None
-    raise refusal or CheckFailed("crashed", f"judge: the reference fails in every precision: {last_error}")
-
-
 def check_deterministic(
     state: JudgeState,
     spec: dict[str, Any],
@@ -268,14 +132,6 @@ def check_deterministic(
             "in training mode, so its output is noise that cannot be "
             "judged: build it in eval mode or without dropout",
         )
-
-
-def precision_label(state: JudgeState, spec: dict[str, Any], modules: int) -> str | None:
-    name = state.precision.get(json.dumps(spec, sort_keys=True))
-    if name is None:
-        return None
-    label = spec["dtype"] + " (the target dtype: tolerances as stated)" if name == "target" else name
-    return label + (f", {modules} module(s) upcast" if modules and name != "target" else "")
 
 
 def judge_job(state: JudgeState, job: dict[str, Any]) -> dict[str, Any]:
@@ -518,7 +374,7 @@ def expected_outputs(
     state: JudgeState, spec: dict[str, Any], shape_index: int, base_fn: Any, inputs: list[Any], kwargs: dict[str, Any]
 ) -> list[tuple[tuple[int, ...], str]]:
     """Shapes and dtypes the baseline's own function returns at this shape (cached per judge)."""
-    key = (json.dumps(spec, sort_keys=True), shape_index)
+    key = (spec_key(spec), shape_index)
     if key not in state.expected:
         with state.torch.no_grad():
             copies = map_tensors(state.torch, lambda t: t.clone(), inputs)  # the baseline may write into them
@@ -539,7 +395,7 @@ def baseline_error(
 ) -> list[list[float]]:
     """Per output, the baseline's own ``[rel_l2, corr, max_abs_error]`` against the reference on the shape's first
     set, once per judge (``correctness_admit_baseline``: the bounds never reject the baseline's own accuracy)."""
-    key = (json.dumps(spec, sort_keys=True), shape_index)
+    key = (spec_key(spec), shape_index)
     if key not in state.baseline_error:
         refs = reference_outputs(state, spec, ref_fn, inputs, kwargs, layout)
         state.baseline_error[key] = measure_baseline_error(state, base_fn, inputs, kwargs, layout, refs)

@@ -28,6 +28,11 @@ PERTURB_MIN_ABS = 2.0  # the element a timed call sees changed is set to +-[MIN,
 PERTURB_MAX_ABS = 3.0  # the inputs' own N(0, 1), so honest kernels stay as accurate; derived inputs: another element)
 SAMPLED_EARLY = 2  # besides the last sample, one random checked call of this many earlier samples is judged
 
+# ---- the reference (reference.py) --------------------------------------------------------------------------
+REFERENCE_SLOW_S = 0.2  # a target's first fp64 reference this slow (seconds) is tried in fp32 too ...
+REFERENCE_FAST_FACTOR = 4.0  # ... which it keeps when this many times faster ...
+REFERENCE_AGREEMENT = 10.0  # ... and within every bound of the fp64 one divided by this
+
 # ---- checks (checks.py, judge.py) ------------------------------------------------------------------------
 WALL_SLACK_FACTOR = 1.5  # wall clock may exceed max(event time, enqueue time) by this factor ...
 WALL_SLACK_MS = 5.0  # ... plus this much, per sample

@@ -43,6 +43,25 @@ def problem_error(path: str, err: BaseException, what: str) -> str:
     return f"{where}: {what} raised {type(err).__name__}: {error_text(err)}"
 
 
+def circular_import(path: str, err: BaseException) -> str | None:
+    """The line for a problem whose files import each other (GPU MODE's ``amd/mla``: reference.py imports task.py,
+    which imports reference.py), naming both files; None for any other error."""
+    other = getattr(err, "path", None)
+    if not isinstance(err, ImportError) or "partially initialized module" not in str(err) or not other:
+        return None
+    line = problem_error(path, err, "").split(": ", 1)[0]
+    asked = (
+        str(err).split("cannot import name ", 1)[-1].split(" from ", 1)[0]
+        if "cannot import name " in str(err)
+        else "a name"
+    )
+    mine, theirs = os.path.basename(path), os.path.basename(other)
+    return (
+        f"{line}: {mine} and {theirs} import each other (a circular import, broken as shipped: {theirs} is not "
+        f"done yet when {mine} imports {asked} from it); move what both need into a third file that both import"
+    )
+
+
 def error_text(err: BaseException) -> str:
     """An error's message on one line: its first line, or of a paragraph (PyTorch's CUDA errors run on for one)
     its first sentence; at most 300 characters."""
@@ -490,10 +509,19 @@ def gpumode_probe(torch: Any, path: str, module: Any, cases: list[dict[str, Any]
         ]
     destinations = _destinations(torch, data, out)
     if how == "fake":  # each case's own (a grouped task's count of buffers follows its case)
-        for other, other_how, _ in datas[1:]:
-            if other_how == "fake":
-                with contextlib.suppress(Exception), _fake(torch):
+        for index, (other, other_how, _) in enumerate(datas[1:], start=1):
+            if other_how != "fake":
+                continue
+            try:
+                with _fake(torch):
                     destinations += _destinations(torch, other, ref(other))
+            except Exception as err:  # noqa: BLE001 - said in the flags, with what to do
+                flags = [
+                    *flags,
+                    f"the output buffers of case {cases[index]} are not known: its reference fails under "
+                    f"FakeTensorMode ({type(err).__name__}: {error_text(err)}); if it writes into its data, add "
+                    "their paths to the target's `outputs`",
+                ]
     if any(h == "real" for _, h, _ in datas):
         how = "real"
     return {
@@ -518,7 +546,7 @@ def probe_problem(
     try:
         module = load_problem_file(path)
     except Exception as err:  # noqa: BLE001
-        raise ValueError(problem_error(path, err, "importing the file")) from None
+        raise ValueError(circular_import(path, err) or problem_error(path, err, "importing the file")) from None
     if problem_format(module) == "gpumode":
         return gpumode_probe(torch, path, module, list(cases or [{}]), probe_device(torch, device))
     return kernelbench_probe(torch, path, module, scale, cases, probe_device(torch, device))

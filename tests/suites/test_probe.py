@@ -257,3 +257,39 @@ def test_nan_in_an_output_is_not_taken_for_a_random_output() -> None:
     assert probe.signal_flags(torch, out, out.clone(), []) == ["the reference output holds NaN or inf"]
     other = torch.tensor([1.0, float("nan"), 2.0])
     assert any(flag.startswith("random output") for flag in probe.signal_flags(torch, out, other, []))
+
+
+def test_files_that_import_each_other_are_named_both_on_one_line(tmp_path: Path) -> None:
+    """GPU MODE's amd/mla as shipped: reference.py imports task.py, which imports reference.py."""
+    (tmp_path / "task.py").write_text("from reference import Config\ninput_t = tuple\n")
+    (tmp_path / "reference.py").write_text(
+        "from task import input_t\n\nclass Config:\n    pass\n\ndef ref_kernel(data):\n    return data\n"
+    )
+    with pytest.raises(ValueError) as caught:
+        run(tmp_path / "reference.py")
+    line = str(caught.value)
+    assert line.startswith(f"{tmp_path / 'reference.py'}:1: reference.py and task.py import each other"), line
+    assert "imports 'input_t' from it" in line and "third file" in line and "\n" not in line
+
+
+def test_a_case_whose_buffers_fake_tensors_cannot_tell_is_flagged_not_dropped(tmp_path: Path) -> None:
+    """The first case's destination is told under FakeTensorMode; the second case's reference is data dependent
+    there, so its buffers are unknown: a flag says so and what to write, instead of nothing."""
+    task = tmp_path / "reference.py"
+    task.write_text(
+        "import torch\n\n"
+        "def ref_kernel(data):\n"
+        "    a, out = data\n"
+        "    if a.shape[0] > 8:\n"
+        "        a = a[a.nonzero()[:, 0]] if a.nonzero().shape[0] else a\n"
+        "    out[: a.shape[0]].copy_(a * 2)\n"
+        "    return out\n\n"
+        "def generate_input(size, seed):\n"
+        "    gen = torch.Generator().manual_seed(seed)\n"
+        "    return torch.randn(size, generator=gen), torch.empty(size)\n"
+    )
+    reply = run(task, [{"size": 4}, {"size": 16}])
+    assert reply["how"] == "fake" and reply["destinations"] == ["x1"]
+    (flag,) = [flag for flag in reply["flags"] if "are not known" in flag]
+    assert flag.startswith("the output buffers of case {'size': 16} are not known: its reference fails under ")
+    assert "add their paths to the target's `outputs`" in flag
