@@ -13,6 +13,10 @@
 # init and import are skipped and the sync goes on without --from-scratch (what an earlier call left, e.g. on a
 # warm device in an ignored folder such as .hotkernel/tmp/level1). HK_LEVEL_COMPETE=N: after the import, the first
 # N imported targets get `competitors: [compile]` (torch.compile of the problem, verified like a candidate).
+# HK_LEVEL_END_BY=EPOCH_S: the sync's budget is what is left until then less HK_LEVEL_TAIL_S (default 60 s: a verify
+# in flight at the budget finishes, level 1's longest about 50 s), when that is less than BUDGET; so a device call
+# that ran other work first (a re-record of 154 s instead of 61 s on 2026-12-07) still ends with its sync.json and
+# records.tar.gz written, e.g. `HK_LEVEL_END_BY=$(( $(date +%s) + 570 ))` at the start of a 600 s call.
 set -u
 OUT=${1:?usage: level_sync.sh OUT LEVEL_DIR BUDGET [NAMES...]}; LEVEL_DIR=$(realpath "${2:?level folder}")
 BUDGET=${3:?sync budget, e.g. 8m}; shift 3
@@ -51,6 +55,12 @@ with open(path, "w") as handle:
 print("competitors: [compile] on", " ".join(names))
 PY
   fi
+fi
+if [ -n "${HK_LEVEL_END_BY:-}" ]; then
+  left=$((HK_LEVEL_END_BY - $(date +%s) - ${HK_LEVEL_TAIL_S:-60}))
+  [ "$left" -lt 10 ] && { echo "HK_LEVEL_END_BY: no time left for the sync" | tee -a "$OUT/walls.txt"; exit 1; }
+  asked=$(python3 -c "from hotkernel.reconcile.budget import parse_budget; print(int(parse_budget('$BUDGET')))") || exit 1
+  [ "$left" -lt "$asked" ] && BUDGET="${left}s" && echo "budget ${BUDGET} (HK_LEVEL_END_BY)" | tee -a "$OUT/walls.txt"
 fi
 t0=$SECONDS
 (cd "$WS" && "${HK[@]}" sync "$@" "${scratch[@]}" --budget "$BUDGET" --json > "$OUT/sync.json" 2> "$OUT/sync.err")
