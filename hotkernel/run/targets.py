@@ -261,14 +261,18 @@ def change_target(
     command: str = "hotkernel new",
 ) -> TargetEdit:
     """Validate ``fields`` (manifest keys), edit the manifest (``add``/``replace``/``update``/``remove``) and
-    render the target, all under the workspace lock; the manifest is restored when any step fails."""
+    render the target under the workspace lock; the manifest is restored when any step fails. A new entry's
+    module functions are checked before the lock (a run of the user's python, seconds where it imports torch), so
+    edits from many threads or processes queue only for the write; an update that changes the calls is checked
+    under it (its entry is the merge of the manifest's and ``fields``)."""
     fields = dict(fields or {})
     if mode in ("add", "replace"):
         fields = fill_problem(ws, fields, label)
         try:
-            check_target_fields(name, fields, ws.root)
+            spec = check_target_fields(name, fields, ws.root)
         except ManifestProblem as problem:
             raise HotkernelError(_problem_text(problem, label)) from None
+        check_module_calls(ws, spec, label)
     with workspace_lock(ws, wait_s=EDIT_WAIT_S, command=command):
         before = ws.manifest.read_text(encoding="utf-8") if ws.manifest.is_file() else None
         try:
@@ -278,7 +282,7 @@ def change_target(
             if mode == "remove":
                 resolved = bounds = rendered = None
             else:
-                if mode != "update" or CALL_KEYS & set(fields):
+                if mode == "update" and CALL_KEYS & set(fields):
                     check_module_calls(ws, outcome.manifest.targets[name], label)
                 resolved = resolve_target(outcome.manifest, name)
                 bounds = resolved.bounds()

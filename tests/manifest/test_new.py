@@ -418,9 +418,46 @@ def test_concurrent_edits_from_threads_of_one_process_all_land(workspace: Path) 
         root.mkdir()
         ws = Workspace(root)
 
-        def add(index: int, ws: Workspace = ws) -> None:
-            change_target(ws, f"t{index}", {"from": "torch:neg", "shapes": [f"{index + 1}x8"], "device": "cpu"})
+        def add(index: int, ws: Workspace = ws) -> None:  # operator:neg: its module check does not import torch
+            change_target(ws, f"t{index}", {"from": "operator:neg", "shapes": [f"{index + 1}x8"], "device": "cpu"})
 
         with ThreadPoolExecutor(max_workers=16) as pool:
             list(pool.map(add, range(32)))
         assert sorted(load_manifest(ws.manifest).targets) == sorted(f"t{i}" for i in range(32)), round_
+
+
+def test_a_new_entry_checks_its_module_functions_before_it_takes_the_lock(workspace: Path) -> None:
+    """The check runs the user's python (1.7 s here where it imports torch): done under the lock, 32 edits from
+    an MCP client's threads queued behind 32 torch imports and the last ones gave up after EDIT_WAIT_S. It now
+    runs while another holder has the lock; the write still waits for it."""
+    import threading
+
+    from hotkernel.run import targets
+    from hotkernel.workspace.lockfile import workspace_lock
+    from hotkernel.workspace.paths import Workspace
+
+    ws = Workspace(workspace)
+    checked, outcome = threading.Event(), []
+    real = targets.check_module_calls
+
+    def check(*args):
+        real(*args)
+        checked.set()
+
+    def add() -> None:
+        outcome.append(targets.change_target(ws, "t", {"from": "torch:neg", "shapes": ["8"], "device": "cpu"}))
+
+    targets.check_module_calls = check
+    try:
+        with workspace_lock(ws, command="test"):
+            thread = threading.Thread(target=add)
+            thread.start()
+            assert checked.wait(60), "the module check waited for the lock"
+            assert not outcome and not ws.manifest.exists()  # the write waits for the lock
+        thread.join(120)
+    finally:
+        targets.check_module_calls = real
+    assert outcome and sorted(load_manifest(ws.manifest).targets) == ["t"]
+    with pytest.raises(HotkernelError, match="cannot import torch:no_such_function"):  # and it still refuses
+        targets.change_target(ws, "u", {"from": "torch:no_such_function", "shapes": ["8"], "device": "cpu"})
+    assert sorted(load_manifest(ws.manifest).targets) == ["t"]
