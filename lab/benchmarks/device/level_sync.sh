@@ -7,7 +7,8 @@
 #   HOTKERNEL_GIT_COMMIT=<commit> bash lab/benchmarks/device/level_sync.sh OUT LEVEL_DIR BUDGET [NAMES...]
 # LEVEL_DIR: kb (level 1) or kb/level3; BUDGET: sync's --budget (e.g. 8m); NAMES: the targets to sync (default:
 # all imported), e.g. what an earlier call's report left. OUT receives import.json, import.err, sync.json,
-# sync.err, walls.txt and records.tar.gz (the workspace's results/, hotkernel.lock, LEADERBOARD.md).
+# sync.err, walls.txt, records.tar.gz (the workspace's results/, hotkernel.lock, LEADERBOARD.md) and, from the
+# workspace's run store, phases.jsonl.gz and phases.txt (every run's phases: lab/benchmarks/run_store_phases.py).
 # CPU dry run: HK_LEVEL_DEVICE=cpu HK_LEVEL_PROBLEMS=1,19 HK_LEVEL_SCALE=0.05 bash ... OUT kb 60s
 # HK_LEVEL_WS=DIR: the workspace folder (default a new /tmp/hk_level_*). When DIR already holds a hotkernel.yaml the
 # init and import are skipped and the sync goes on without --from-scratch (what an earlier call left, e.g. on a
@@ -66,6 +67,7 @@ t0=$SECONDS
 (cd "$WS" && "${HK[@]}" sync "$@" "${scratch[@]}" --budget "$BUDGET" --json > "$OUT/sync.json" 2> "$OUT/sync.err")
 echo "sync rc=$? wall_s=$((SECONDS - t0)) at=$(date -u +%FT%TZ)" | tee -a "$OUT/walls.txt"
 tar czf "$OUT/records.tar.gz" -C "$WS" results hotkernel.lock LEADERBOARD.md hotkernel.yaml 2> /dev/null
+python3 lab/benchmarks/run_store_phases.py "$WS" --jsonl "$OUT/phases.jsonl.gz" > "$OUT/phases.txt" 2>&1
 python3 - "$OUT/sync.json" <<'PY'
 import collections, json, sys
 try:

@@ -1,0 +1,93 @@
+"""Where every run of a sync spent its time, from the workspace's run store (``.hotkernel/runs/*.json``: each
+verify result with every run's ``phases_s``, which records drop).
+
+Usage: python lab/benchmarks/run_store_phases.py WORKSPACE [--jsonl OUT.jsonl.gz]
+
+Prints, for the first run of each verify and for the later ones apart, the mean seconds of each layer of a run:
+``runner`` (the tool side around the contract's run: hashes, the idle check, taking a worker), ``orchestrate``
+(the contract's run outside its worker and judge: freeze, reap, hand-over), ``worker`` and ``judge``, then their
+phases (``job_*``, ``shape0_*``, ``judge_*``), with the timed kernel time (``timed_kernel_s``) beside them.
+``--jsonl``: one line per run (target, role, index, first, walls, phases, timed kernel seconds, bytes), gzipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+LAYERS = ("runner", "orchestrate", "worker", "judge", "timed_kernel_s")
+
+
+def run_lines(workspace: Path) -> list[dict[str, Any]]:
+    """One dict per run of every stored verify, in the order the verifies were saved."""
+    lines = []
+    for path in sorted((workspace / ".hotkernel" / "runs").glob("*.json")):
+        stored = json.loads(path.read_text())
+        if stored.get("kind") != "verify":
+            continue
+        result = stored["result"]
+        for position, run in enumerate(result.get("runs") or []):
+            data = run.get("data") or {}
+            phases = data.get("phases_s") or {}
+            if not phases:
+                continue
+            orchestrate_s = float(data.get("wall_s") or 0.0)
+            lines.append(
+                {
+                    "run_id": stored.get("id"),
+                    "target": result.get("target"),
+                    "role": run.get("role"),
+                    "index": run.get("index"),
+                    "first": position == 0,
+                    "status": run.get("status"),
+                    "wall_s": run.get("wall_s"),
+                    "runner": round(float(run.get("wall_s") or 0.0) - orchestrate_s, 3),
+                    "orchestrate": round(
+                        orchestrate_s - float(phases.get("worker", 0.0)) - float(phases.get("judge", 0.0)), 3
+                    ),
+                    "timed_kernel_s": round(
+                        sum(s.get("timed_kernel_s") or 0.0 for s in data.get("per_shape") or []), 4
+                    ),
+                    "bytes": data.get("bytes"),
+                    "phases": phases,
+                }
+            )
+    return lines
+
+
+def table(lines: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for first in (True, False):
+        chosen = [line for line in lines if line["first"] is first and line["status"] == "ok"]
+        if not chosen:
+            continue
+        out.append(f"{'first' if first else 'later'} runs of a verify: {len(chosen)} (ok), mean seconds")
+        out.append(f"  wall_s {statistics.mean(line['wall_s'] for line in chosen):.3f}")
+        for name in LAYERS[:2] + ("timed_kernel_s",):
+            out.append(f"  {name} {statistics.mean(line[name] for line in chosen):.3f}")
+        names = sorted({name for line in chosen for name in line["phases"]})
+        for name in names:
+            values = [float(line["phases"].get(name, 0.0)) for line in chosen]
+            out.append(f"  {name} {statistics.mean(values):.3f} (median {statistics.median(values):.3f})")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workspace", type=Path)
+    parser.add_argument("--jsonl", type=Path, help="write one line per run here, gzipped")
+    args = parser.parse_args()
+    lines = run_lines(args.workspace)
+    if args.jsonl:
+        with gzip.open(args.jsonl, "wt") as handle:
+            for line in lines:
+                handle.write(json.dumps(line, sort_keys=True) + "\n")
+    print("\n".join(table(lines)))
+
+
+if __name__ == "__main__":
+    main()
