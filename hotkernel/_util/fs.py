@@ -7,6 +7,7 @@ import hashlib
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -73,3 +74,29 @@ def sha256_file(path: Path) -> str | None:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None
+
+
+_HASH_BY_STAT: dict[str, tuple[tuple[int, int, int, int], str]] = {}  # path -> (its stat key, sha256)
+RACY_NS = 2_000_000_000  # a file changed this recently (ns) is hashed every time: its next change may share a tick
+
+
+def sha256_by_stat(path: str | os.PathLike[str]) -> str | None:
+    """sha256 of a file's bytes, reused while its stat is unchanged (DVC's hash cache); None when it cannot be
+    read. The key is the inode, size, mtime and ctime: a write, a file renamed over it or a forged mtime
+    (``os.utime``) each set the ctime to the time of the change, which no unprivileged call can set back. A file
+    whose ctime is under ``RACY_NS`` old is not kept (git's "racily clean" rule): the filesystem's clock ticks
+    coarsely, and a change within the same tick would keep the ctime. So a changed file is always hashed again,
+    and a run's integrity check may rely on it (``run/runner.py``)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    name = os.fspath(path)
+    kept = _HASH_BY_STAT.get(name)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    digest = sha256_file(Path(path))
+    if digest is not None and time.time_ns() - st.st_ctime_ns >= RACY_NS:
+        _HASH_BY_STAT[name] = (key, digest)
+    return digest

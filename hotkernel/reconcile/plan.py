@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hotkernel._util.fs import sha256_file, sha256_text
+from hotkernel._util.fs import sha256_by_stat, sha256_text
 from hotkernel._util.nvml import visible_gpu_name
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, manifest_fingerprint, resolved_target
@@ -58,9 +58,9 @@ def target_state(
         "manifest": manifest_fingerprint,
         "baseline_sha256": expected_baseline_sha(context),
         "contract_sha256": contract_sha,
-        "candidate_sha256": sha256_file(target_dir / "candidate.py"),
-        "baseline_on_disk": sha256_file(target_dir / "baseline.py"),
-        "contract_on_disk": sha256_file(ws.contract_file),
+        "candidate_sha256": sha256_by_stat(target_dir / "candidate.py"),
+        "baseline_on_disk": sha256_by_stat(target_dir / "baseline.py"),
+        "contract_on_disk": sha256_by_stat(ws.contract_file),
         "sources_sha256": sources_sha(ws, context),
     }
 
@@ -74,7 +74,7 @@ def competitor_state(
         "baseline_sha256": expected_baseline_sha(context),
         "contract_sha256": contract_sha,
         "candidate_sha256": expected_competitor_sha256(context, competitor),
-        "sources_sha256": competitor_sources_sha256(ws, context, competitor, trust_stat=True),
+        "sources_sha256": competitor_sources_sha256(ws, context, competitor),
     }
 
 
@@ -156,7 +156,7 @@ def competitor_items(
 
 def sources_sha(ws: Workspace, context: dict[str, Any]) -> str:
     """Fingerprint of the target's own source files (the folders of its ./file.py references)."""
-    return sources_digest(ws, context, trust_stat=True)
+    return sources_digest(ws, context)
 
 
 def device_key(context: dict[str, Any], gpu_name: str | None) -> str:
@@ -226,7 +226,7 @@ def record_state(ws: Workspace, record: str, lock: Lock | None) -> str | None:
         return "record damaged"
     if parsed is None:
         return "record damaged"
-    if lock is not None and record in lock.records and lock.records[record] != sha256_file(path):
+    if lock is not None and record in lock.records and lock.records[record] != sha256_by_stat(path):
         return "record not vouched for (its content differs from the records index)"
     return "record invalidated" if parsed.invalidated is not None else None
 

@@ -76,14 +76,12 @@ def expected_competitor_sha256(resolved: dict[str, Any], competitor: str) -> str
     return hashlib.sha256(expected_competitor(resolved, competitor).encode("utf-8")).hexdigest()
 
 
-def competitor_sources_sha256(
-    ws: Workspace, resolved: dict[str, Any], competitor: str, *, trust_stat: bool = False
-) -> str:
+def competitor_sources_sha256(ws: Workspace, resolved: dict[str, Any], competitor: str) -> str:
     """Fingerprint of what a competitor runs besides its script: the target's source files and, for a
     function reference, the files of that function's folder."""
-    parts = [sources_digest(ws, resolved, trust_stat=trust_stat)]
+    parts = [sources_digest(ws, resolved)]
     if competitor not in COMPILE_MODES:
-        parts.append(sources_digest(ws, {"from": competitor}, trust_stat=trust_stat))
+        parts.append(sources_digest(ws, {"from": competitor}))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 

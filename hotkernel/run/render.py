@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, Field, ValidationError
 
-from hotkernel._util.fs import atomic_write_text
+from hotkernel._util.fs import atomic_write_text, sha256_by_stat
 from hotkernel.contract import build
 from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest.resolved import ResolvedTarget
@@ -75,7 +75,11 @@ def contract_source() -> str:
 
 
 def contract_sha256() -> str:
-    return hashlib.sha256(contract_path().read_bytes()).hexdigest()
+    path = contract_path()
+    digest = sha256_by_stat(path)
+    if digest is None:
+        raise HotkernelError(f"cannot read {path}: reinstall hotkernel")
+    return digest
 
 
 @lru_cache(maxsize=1)
