@@ -16,6 +16,7 @@ import math
 import os
 import platform
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,10 +117,25 @@ def gpu_facts(device_name: str | None, uuid: str | None = None) -> dict[str, Any
     }
 
 
+VERSIONS_KEPT_S = 300.0  # a sync writes a record per target: the interpreter is asked once in this long
+_VERSIONS: dict[str, tuple[float, dict[str, str]]] = {}  # python -> (monotonic time asked, versions)
+
+
 def package_versions(python: str | None) -> dict[str, str]:
-    """torch and triton versions installed in the user's interpreter (importlib.metadata: imports neither)."""
+    """torch and triton versions installed in the user's interpreter (importlib.metadata: imports neither), asked
+    at most once every ``VERSIONS_KEPT_S`` per interpreter (a run of the interpreter is 0.05-0.1 s)."""
     if not python:
         return {}
+    kept = _VERSIONS.get(python)
+    if kept is not None and time.monotonic() - kept[0] < VERSIONS_KEPT_S:
+        return dict(kept[1])
+    versions = _ask_versions(python)
+    if versions:
+        _VERSIONS[python] = (time.monotonic(), versions)
+    return dict(versions)
+
+
+def _ask_versions(python: str) -> dict[str, str]:
     code = (
         "import importlib.metadata as m, json\n"
         "v = {}\n"

@@ -11,7 +11,7 @@ import pytest
 
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest import load_manifest, load_manifest_text, resolved_target
-from hotkernel.manifest.load import MAX_FILE_BYTES, MAX_LINE, MAX_NODES
+from hotkernel.manifest.load import MAX_FILE_BYTES, MAX_LINE, MAX_NODES, read_document
 from hotkernel.workspace.paths import validate_target_name
 
 HEAD = "version: 1\ntargets:\n  t:\n    from: torch:neg\n    shapes: [8x8]\n"
@@ -156,3 +156,18 @@ def test_errors_quote_at_most_about_200_characters_of_a_bad_value() -> None:
         with pytest.raises(HotkernelError) as caught:
             load_manifest_text(text, check_files=False)
         assert len(str(caught.value)) < 700, str(caught.value)[:300]
+
+
+def test_a_second_read_of_the_same_text_is_a_fresh_copy_and_an_edit_is_read(tmp_path: Path) -> None:
+    """``read_document`` keeps the parse of a text in the process: a read after an edit parses the new text, and
+    what one read returns is its own (a caller that changes it changes no later read)."""
+    path = tmp_path / "hotkernel.yaml"
+    path.write_text(HEAD)
+    read_document(HEAD, "hotkernel.yaml")["targets"]["t"]["shapes"].append("1x1")
+    assert read_document(HEAD, "hotkernel.yaml")["targets"]["t"]["shapes"] == ["8x8"]
+    assert load_manifest(path).targets["t"].shapes == ["8x8"]
+    path.write_text(HEAD.replace("8x8", "16x16"))
+    assert load_manifest(path).targets["t"].shapes == ["16x16"]
+    path.write_text(HEAD + "    bogus: 1\n")
+    with pytest.raises(HotkernelError, match="hotkernel.yaml:6"):
+        load_manifest(path)

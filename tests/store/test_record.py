@@ -337,3 +337,19 @@ def test_invalidate_refuses_a_file_the_index_does_not_vouch_for(tmp_path: Path) 
     with pytest.raises(HotkernelError, match="not vouched for by hotkernel.lock"):
         invalidate_record(ws, "results/gemv/20991231T000000Z.json", "r")
     assert "results/gemv/20991231T000000Z.json" not in read_lock(ws).records
+
+
+def test_package_versions_asks_each_interpreter_once_in_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sync writes a record per target; the interpreter is run once for all of them, and again after
+    ``VERSIONS_KEPT_S``."""
+    asked: list[str] = []
+    monkeypatch.setattr(record_module, "_VERSIONS", {})
+    monkeypatch.setattr(record_module, "_ask_versions", lambda python: asked.append(python) or {"torch": "2.13.0"})
+    now = [1000.0]
+    monkeypatch.setattr(record_module.time, "monotonic", lambda: now[0])
+    for _ in range(3):
+        assert record_module.package_versions("/usr/bin/python3") == {"torch": "2.13.0"}
+    assert record_module.package_versions("/opt/other/python3") == {"torch": "2.13.0"}
+    now[0] += record_module.VERSIONS_KEPT_S
+    record_module.package_versions("/usr/bin/python3")
+    assert asked == ["/usr/bin/python3", "/opt/other/python3", "/usr/bin/python3"]
