@@ -205,3 +205,37 @@ def test_a_cancel_kills_the_run_in_flight_and_nothing_is_measured(tmp_path: Path
     assert outcome.status == "invalid" and outcome.reason.startswith("cancelled:"), outcome.reason
     assert outcome.ms is None
     assert not pids & set(LIVE), "the judge and the worker of a cancelled run are closed"
+
+
+REWRITES_KEEPING_STAT = '''"""Cheat: at import, rewrites {rel} with as many bytes and sets its mtime back."""
+import os
+import pathlib
+
+import torch
+
+_path = pathlib.Path(__file__).resolve().parents[2] / {rel!r}
+_before = _path.stat()
+_path.write_text({text!r})
+os.utime(_path, ns=(_before.st_atime_ns, _before.st_mtime_ns))
+
+
+def kernel(x, w, *, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+'''
+
+
+@pytest.mark.slow
+def test_a_rewrite_with_the_same_size_and_mtime_is_still_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's workspace hashes reuse a file's hash while its stat holds (``sha256_by_stat``); every hash is
+    kept here (no racily-clean wait), so only the ctime, which the cheat cannot set back, shows the change."""
+    import hotkernel._util.fs as fs
+
+    monkeypatch.setattr(fs, "RACY_NS", 0)
+    ws, resolved = make_workspace(tmp_path)
+    rel = "results/rms/20200101T000000Z.json"
+    (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (ws.root / rel).write_text('{"speedup": 1.0}')
+    (ws.target_dir(TARGET) / "candidate.py").write_text(REWRITES_KEEPING_STAT.format(rel=rel, text='{"speedup": 9.0}'))
+    outcome = run_script(ws, f"targets/{TARGET}/candidate.py", python=python(), resolved=resolved)
+    assert outcome.status == "invalid", outcome.reason
+    assert outcome.reason.startswith(f"workspace_unchanged: {rel}"), outcome.reason
