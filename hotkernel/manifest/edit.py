@@ -25,11 +25,12 @@ from hotkernel.manifest.load import (
     allowed_keys,
     check_values,
     did_you_mean,
+    display_path,
     dotted,
     is_target_name,
     load_manifest_text,
-    parse_text,
     plain,
+    read_document,
     read_manifest_text,
     yaml_rt,
 )
@@ -153,7 +154,7 @@ def _lines(text: str) -> list[str]:
 
 def _splice_add(text: str, name: str, fields: dict[str, Any], *, replace: bool) -> str:
     """``text`` with target ``name`` appended (or its entry replaced in place when ``replace``)."""
-    doc = parse_text(text, MANIFEST_NAME) if text.strip() else None
+    doc = read_document(text, MANIFEST_NAME) if text.strip() else None
     lines = _lines(text)
     if not isinstance(doc, CommentedMap):
         raise HotkernelError(f"{MANIFEST_NAME} is not a mapping; fix it before adding targets")
@@ -182,7 +183,7 @@ def _splice_add(text: str, name: str, fields: dict[str, Any], *, replace: bool) 
 
 def _splice_update(text: str, name: str, fields: dict[str, Any]) -> str:
     """``text`` with the given keys of target ``name`` rewritten (None removes a key), the rest untouched."""
-    doc = parse_text(text, MANIFEST_NAME)
+    doc = read_document(text, MANIFEST_NAME)
     lines = _lines(text)
     targets = doc.get("targets") if isinstance(doc, CommentedMap) else None
     if not isinstance(targets, CommentedMap) or name not in targets:
@@ -213,7 +214,7 @@ def _splice_update(text: str, name: str, fields: dict[str, Any]) -> str:
 
 
 def _splice_remove(text: str, name: str) -> str:
-    doc = parse_text(text, MANIFEST_NAME)
+    doc = read_document(text, MANIFEST_NAME)
     lines = text.splitlines(keepends=True)
     targets = doc.get("targets") if isinstance(doc, CommentedMap) else None
     if not isinstance(targets, CommentedMap) or name not in targets:
@@ -273,7 +274,7 @@ def _normalise_fields(fields: dict[str, Any]) -> dict[str, Any]:
 def _commit(path: Path, new_text: str, name: str, expected: dict[str, Any] | None) -> Manifest:
     """Validate ``new_text`` fully, check the entry reads back as ``expected``, then write it atomically."""
     manifest = load_manifest_text(new_text, path)
-    targets = yaml_rt().load(new_text).get("targets") or {}
+    targets = read_document(new_text, display_path(path)).get("targets") or {}  # parsed just above
     actual = plain(targets.get(name)) if name in targets else None
     if expected is not None and actual != plain(expected):
         raise HotkernelError(
@@ -321,7 +322,7 @@ def edit_target(
         if created and mode in ("update", "remove"):
             raise HotkernelError(f"{MANIFEST_NAME} not found in {path.parent}: add a target first")
         text = new_manifest_text(schema_ref) if created else read_manifest_text(path)
-        doc = parse_text(text, MANIFEST_NAME)
+        doc = read_document(text, MANIFEST_NAME)
         targets = doc.get("targets") if isinstance(doc, CommentedMap) else None
         existed = isinstance(targets, CommentedMap) and name in targets
         if mode == "remove":

@@ -237,9 +237,11 @@ READ_DOCUMENTS_KEPT = 4
 
 
 def read_document(text: str, display: str) -> Any:
-    """``parse_text`` for reading only: a copy of the document an earlier read of the same text parsed to, kept
-    in this process (the parse is 0.14 s of a 100-target manifest's 0.2 s load, and a sync reads the manifest
-    again for every record it writes); the checks after the parse run on every read."""
+    """``parse_text`` of a manifest text, from the parse of an earlier call with the same text where this process
+    kept it: the caller's own deep copy, so an edit may change it. The parse is 0.14 s of a 100-target manifest's
+    0.2 s load; a sync reads the manifest again for every record, an import of a suite for every target it adds
+    (an edit reads the old text, splices, then validates and reads back the new one). The checks after the parse
+    run on every read."""
     key = (display, text)
     document = _READ_DOCUMENTS.get(key)
     if document is None:
