@@ -183,6 +183,7 @@ def test_an_edit_parses_each_manifest_text_once(tmp_path: Path, monkeypatch: pyt
     path = tmp_path / "hotkernel.yaml"
     path.write_text(HEAD)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(load_module, "_READ_DOCUMENTS", {})  # no parse kept from another test
     parsed: list[str] = []
     real = load_module.parse_text
     monkeypatch.setattr(load_module, "parse_text", lambda text, display: parsed.append(text) or real(text, display))
