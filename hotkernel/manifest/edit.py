@@ -25,7 +25,6 @@ from hotkernel.manifest.load import (
     allowed_keys,
     check_values,
     did_you_mean,
-    display_path,
     dotted,
     is_target_name,
     load_manifest_text,
@@ -274,7 +273,7 @@ def _normalise_fields(fields: dict[str, Any]) -> dict[str, Any]:
 def _commit(path: Path, new_text: str, name: str, expected: dict[str, Any] | None) -> Manifest:
     """Validate ``new_text`` fully, check the entry reads back as ``expected``, then write it atomically."""
     manifest = load_manifest_text(new_text, path)
-    targets = read_document(new_text, display_path(path)).get("targets") or {}  # parsed just above
+    targets = read_document(new_text, MANIFEST_NAME).get("targets") or {}  # parsed just above: kept
     actual = plain(targets.get(name)) if name in targets else None
     if expected is not None and actual != plain(expected):
         raise HotkernelError(

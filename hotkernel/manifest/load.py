@@ -232,23 +232,22 @@ def parse_text(text: str, display: str) -> Any:
         raise HotkernelError(f"{display}: not valid YAML ({err.__class__.__name__}); fix the file") from None
 
 
-_READ_DOCUMENTS: dict[tuple[str, str], Any] = {}  # (display, text) -> the document it parses to
+_READ_DOCUMENTS: dict[str, Any] = {}  # text -> the document it parses to (``display`` only names a failed parse)
 READ_DOCUMENTS_KEPT = 4
 
 
 def read_document(text: str, display: str) -> Any:
     """``parse_text`` of a manifest text, from the parse of an earlier call with the same text where this process
-    kept it: the caller's own deep copy, so an edit may change it. The parse is 0.14 s of a 100-target manifest's
-    0.2 s load; a sync reads the manifest again for every record, an import of a suite for every target it adds
-    (an edit reads the old text, splices, then validates and reads back the new one). The checks after the parse
-    run on every read."""
-    key = (display, text)
-    document = _READ_DOCUMENTS.get(key)
+    kept it: the caller's own deep copy, so an edit may change it. A sync reads the manifest again for every
+    record, an import of a suite for every target it adds (an edit reads the old text, splices, then validates and
+    reads back the new one: ``lab/benchmarks/evidence/performance/import_parse_cpu_20261207.txt``). A text that
+    fails to parse is never kept; the checks after the parse run on every read."""
+    document = _READ_DOCUMENTS.get(text)
     if document is None:
         document = parse_text(text, display)
         while len(_READ_DOCUMENTS) >= READ_DOCUMENTS_KEPT:
             _READ_DOCUMENTS.pop(next(iter(_READ_DOCUMENTS)))
-        _READ_DOCUMENTS[key] = document
+        _READ_DOCUMENTS[text] = document
     return copy.deepcopy(document)
 
 

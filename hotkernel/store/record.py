@@ -123,7 +123,7 @@ _VERSIONS: dict[str, tuple[float, dict[str, str]]] = {}  # python -> (monotonic 
 
 def package_versions(python: str | None) -> dict[str, str]:
     """torch and triton versions installed in the user's interpreter (importlib.metadata: imports neither), asked
-    at most once every ``VERSIONS_KEPT_S`` per interpreter (a run of the interpreter is 0.05-0.1 s)."""
+    at most once every ``VERSIONS_KEPT_S`` per interpreter (each ask starts it)."""
     if not python:
         return {}
     kept = _VERSIONS.get(python)

@@ -21,7 +21,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-LAYERS = ("runner", "orchestrate", "worker", "judge", "timed_kernel_s")
+OWN = ("runner", "orchestrate", "timed_kernel_s")  # a run line's own numbers besides ``wall_s`` and ``phases``
 
 
 def run_lines(workspace: Path) -> list[dict[str, Any]]:
@@ -69,10 +69,9 @@ def read_lines(source: Path) -> list[dict[str, Any]]:
 
 
 def totals(lines: list[dict[str, Any]]) -> list[str]:
-    own = ("wall_s", "runner", "orchestrate", "timed_kernel_s")
-    sums = dict.fromkeys(own, 0.0)
+    sums = dict.fromkeys(("wall_s", *OWN), 0.0)
     for line in lines:
-        for name in own:
+        for name in ("wall_s", *OWN):
             sums[name] += float(line[name] or 0.0)
         for name, value in line["phases"].items():
             sums[name] = sums.get(name, 0.0) + float(value)
@@ -104,7 +103,7 @@ def table(lines: list[dict[str, Any]]) -> list[str]:
             continue
         out.append(f"{'first' if first else 'later'} runs of a verify: {len(chosen)} (ok), mean seconds")
         out.append(f"  wall_s {statistics.mean(line['wall_s'] for line in chosen):.3f}")
-        for name in LAYERS[:2] + ("timed_kernel_s",):
+        for name in OWN:
             out.append(f"  {name} {statistics.mean(line[name] for line in chosen):.3f}")
         names = sorted({name for line in chosen for name in line["phases"]})
         for name in names:

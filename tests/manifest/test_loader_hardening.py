@@ -175,8 +175,8 @@ def test_a_second_read_of_the_same_text_is_a_fresh_copy_and_an_edit_is_read(tmp_
 
 def test_an_edit_parses_each_manifest_text_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An edit reads the old text, splices, validates the new one and reads it back: the new text is parsed once
-    and kept for the next edit, so adding N targets parses N + 1 texts (an import of KernelBench level 1 parsed
-    its growing manifest 401 times: 38 s on a 2-CPU box, 18 s since)."""
+    and kept for the next edit, so adding N targets parses N + 1 texts (an import of a suite parsed its growing
+    manifest four times per target: lab/benchmarks/evidence/performance/import_parse_cpu_20261207.txt)."""
     from hotkernel.manifest import add_target
     from hotkernel.manifest import load as load_module
 
