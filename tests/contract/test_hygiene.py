@@ -48,14 +48,16 @@ def alive(pid: int) -> bool:
 
 
 def processes_with_parent_env(pid: int) -> list[int]:
-    """Judge and workers started by the CLI carry HK_PARENT_PID=<its pid> in their environment."""
+    """Judge and workers started by the CLI carry HK_PARENT_PID=<its pid> in their environment: the whole entry,
+    so that the processes of an orchestrator whose pid merely starts with those digits (another test's, pytest -n)
+    are never taken for the CLI's and killed."""
     needle = f"{hk.PARENT_PID_ENV}={pid}".encode()
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/environ", "rb") as handle:
-                    if needle in handle.read() and alive(int(entry)):
+                    if needle in handle.read().split(b"\0") and alive(int(entry)):
                         found.append(int(entry))
             except OSError:
                 continue

@@ -52,9 +52,12 @@ def test_a_slow_fp64_reference_that_fp32_matches_gives_way_to_fp32_and_says_why(
     assert again[0].dtype == torch.float32 and seen[2:] == [torch.float32]  # later calls: fp32 only
 
 
-def test_a_deep_network_whose_fp32_result_drifts_keeps_fp64() -> None:
+def test_a_deep_network_whose_fp32_result_drifts_keeps_fp64(monkeypatch: pytest.MonkeyPatch) -> None:
     """100 chaotic layers: fp32 is more than 1e-4 off fp64 in relative norm (over rel_l2_max itself), so fp32
-    cannot stand in for it."""
+    cannot stand in for it. Any speed-up lets fp32 be tried: the drift alone is what keeps fp64 (100 fp32 layers
+    took 0.28 s on a loaded 2-core box beside 0.98 s of fp64, short of the knob's 4x: the speed rule has a test of
+    its own below)."""
+    monkeypatch.setattr(hk, "REFERENCE_FAST_FACTOR", 1.0)
     torch.manual_seed(0)
     seen: list = []
     ref = slow_in_fp64(mlp, seen)
