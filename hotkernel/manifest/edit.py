@@ -180,6 +180,30 @@ def _splice_add(text: str, name: str, fields: dict[str, Any], *, replace: bool) 
     return "".join(lines[:end] + entry + lines[end:])
 
 
+def _splice_add_all(text: str, entries: dict[str, dict[str, Any]]) -> str:
+    """``text`` with every target of ``entries`` appended, in their order: one parse where ``targets`` is a block
+    mapping with an entry (the entries go after its last one, as ``_splice_add`` puts one), else one
+    ``_splice_add`` at a time until it is."""
+    pending = list(entries.items())
+    while pending:
+        doc = read_document(text, MANIFEST_NAME) if text.strip() else None
+        targets = doc.get("targets") if isinstance(doc, CommentedMap) else None
+        if not isinstance(targets, CommentedMap) or not len(targets) or targets.fa.flow_style():
+            name, fields = pending.pop(0)
+            text = _splice_add(text, name, fields, replace=False)
+            continue
+        assert isinstance(doc, CommentedMap)
+        clash = [name for name, _ in pending if name in targets]
+        if clash:
+            raise HotkernelError(f"target {clash[0]!r} already exists in {MANIFEST_NAME}; pick another name")
+        key_col, step = _indents(doc)
+        lines = _lines(text)
+        _, end = _entry_range(doc, list(targets)[-1], lines)
+        added = [line for name, fields in pending for line in _entry_text(name, ordered(fields), key_col, step)]
+        return "".join(lines[:end] + added + lines[end:])
+    return text
+
+
 def _splice_update(text: str, name: str, fields: dict[str, Any]) -> str:
     """``text`` with the given keys of target ``name`` rewritten (None removes a key), the rest untouched."""
     doc = read_document(text, MANIFEST_NAME)
@@ -270,18 +294,20 @@ def _normalise_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return normalised
 
 
-def _commit(path: Path, new_text: str, name: str, expected: dict[str, Any] | None) -> Manifest:
-    """Validate ``new_text`` fully, check the entry reads back as ``expected``, then write it atomically."""
+def _commit(path: Path, new_text: str, expected: dict[str, dict[str, Any] | None]) -> Manifest:
+    """Validate ``new_text`` fully, check each entry reads back as ``expected`` (target name -> its keys; None: the
+    target is gone), then write it atomically."""
     manifest = load_manifest_text(new_text, path)
     targets = read_document(new_text, MANIFEST_NAME).get("targets") or {}  # parsed just above: kept
-    actual = plain(targets.get(name)) if name in targets else None
-    if expected is not None and actual != plain(expected):
-        raise HotkernelError(
-            f"editing {MANIFEST_NAME} for {name!r} did not read back as written; the file is unchanged (please "
-            "report this)"
-        )
-    if expected is None and actual is not None:
-        raise HotkernelError(f"removing {name!r} from {MANIFEST_NAME} failed; the file is unchanged")
+    for name, wanted in expected.items():
+        actual = plain(targets.get(name)) if name in targets else None
+        if wanted is not None and actual != plain(wanted):
+            raise HotkernelError(
+                f"editing {MANIFEST_NAME} for {name!r} did not read back as written; the file is unchanged (please "
+                "report this)"
+            )
+        if wanted is None and actual is not None:
+            raise HotkernelError(f"removing {name!r} from {MANIFEST_NAME} failed; the file is unchanged")
     write_manifest(path, new_text)
     return manifest
 
@@ -325,16 +351,42 @@ def edit_target(
         targets = doc.get("targets") if isinstance(doc, CommentedMap) else None
         existed = isinstance(targets, CommentedMap) and name in targets
         if mode == "remove":
-            return EditOutcome(_commit(path, _splice_remove(text, name), name, None), True, False)
+            return EditOutcome(_commit(path, _splice_remove(text, name), {name: None}), True, False)
         if mode == "update":
             changes = {**_normalise_fields(given), **{key: None for key, value in given.items() if value is None}}
             new_text = _splice_update(text, name, changes)
             current = plain(targets[name]) if existed else {}
             expected = {k: v for k, v in {**(current or {}), **changes}.items() if v is not None}
-            return EditOutcome(_commit(path, new_text, name, expected), existed, False)
+            return EditOutcome(_commit(path, new_text, {name: expected}), existed, False)
         entry = _normalise_fields(given)
         new_text = _splice_add(text, name, entry, replace=mode == "replace")
-        return EditOutcome(_commit(path, new_text, name, ordered(entry)), existed, created)
+        return EditOutcome(_commit(path, new_text, {name: ordered(entry)}), existed, created)
+
+
+def add_targets(
+    path: Path | str,
+    entries: dict[str, dict[str, Any]],
+    *,
+    schema_ref: str | None = None,
+    command: str = "hotkernel import",
+) -> EditOutcome:
+    """Add every target of ``entries`` (name -> YAML keys) in one edit under the workspace lock: one read, one
+    validation of the result, one write, each entry appended as ``edit_target`` appends one. Refuses a name that
+    exists; nothing is written unless the whole result validates. A suite's import adds its problems so: an edit
+    per problem re-read and re-validated the whole growing manifest each time (``edit_target``), a cost that grows
+    with the square of the number of targets."""
+    path = Path(path)
+    for name, fields in entries.items():
+        if not is_target_name(name):
+            raise HotkernelError(f"target name {quote(name)} is not allowed: {NAME_RULE}")
+        check_fields(dict(fields))
+    normalised = {name: _normalise_fields(dict(fields)) for name, fields in entries.items()}
+    with workspace_lock(Workspace(path.parent), wait_s=EDIT_WAIT_S, command=command):
+        created = not path.exists()
+        text = new_manifest_text(schema_ref) if created else read_manifest_text(path)
+        new_text = _splice_add_all(text, normalised)
+        expected: dict[str, dict[str, Any] | None] = {name: ordered(entry) for name, entry in normalised.items()}
+        return EditOutcome(_commit(path, new_text, expected), False, created)
 
 
 def add_target(path: Path | str, name: str, fields: dict[str, Any], *, replace: bool = False) -> Manifest:

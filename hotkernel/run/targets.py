@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from hotkernel._util.procs import read_text_tail, run_command
 from hotkernel.errors import HotkernelError, quote
 from hotkernel.manifest.edit import EDIT_WAIT_S, EditMode, edit_target, write_manifest
+from hotkernel.manifest.edit import add_targets as add_entries
 from hotkernel.manifest.load import ManifestProblem, check_target_fields, dotted
 from hotkernel.manifest.model import MODULE_REF_RE, TargetSpec, case_entry, format_shape, is_problem_source
 from hotkernel.manifest.problem_files import calls_of
@@ -251,6 +252,76 @@ def fill_problem(ws: Workspace, fields: dict[str, Any], label: KeyLabel = yaml_l
     return problem_fields(reply["probe"], fields)
 
 
+def new_entry(ws: Workspace, name: str, fields: dict[str, Any], label: KeyLabel = yaml_label) -> dict[str, Any]:
+    """The keys of a target being added or replaced: filled from its problem file (``fill_problem``), checked as
+    the loader checks an entry, and its module functions checked in the user's python (``check_module_calls``);
+    a one-line HotkernelError with the fix otherwise. Nothing is written."""
+    fields = fill_problem(ws, fields, label)
+    try:
+        spec = check_target_fields(name, fields, ws.root)
+    except ManifestProblem as problem:
+        raise HotkernelError(_problem_text(problem, label)) from None
+    check_module_calls(ws, spec, label)
+    return fields
+
+
+class TargetsAdded(BaseModel):
+    """What ``add_targets`` did."""
+
+    added: list[TargetEdit] = Field(description="the targets added, in the order given")
+    refused: dict[str, str] = Field(description="target name -> why it was not added (one line, with the fix)")
+
+
+def add_targets(
+    ws: Workspace, entries: dict[str, dict[str, Any]], *, command: str = "hotkernel import"
+) -> TargetsAdded:
+    """Add many targets (name -> manifest keys) in one edit of the manifest, then render each: what
+    ``change_target`` does for one, with one read, validation and write of hotkernel.yaml for them all
+    (``manifest.edit.add_targets``). Each entry is checked before the lock as there (``new_entry``); one that
+    fails is refused with its reason and the others go on. A target whose render fails is taken out of the
+    manifest again and refused; any other failure leaves the manifest as it was and raises."""
+    refused: dict[str, str] = {}
+    ready: dict[str, dict[str, Any]] = {}
+    for name, fields in entries.items():
+        try:
+            ready[name] = new_entry(ws, name, dict(fields))
+        except HotkernelError as err:
+            refused[name] = str(err)
+    added: list[TargetEdit] = []
+    if not ready:
+        return TargetsAdded(added=added, refused=refused)
+    with workspace_lock(ws, wait_s=EDIT_WAIT_S, command=command):
+        before = ws.manifest.read_text(encoding="utf-8") if ws.manifest.is_file() else None
+        try:
+            outcome = add_entries(ws.manifest, ready, schema_ref=schema_reference(ws.root), command=command)
+            for name in ready:
+                try:
+                    resolved = resolve_target(outcome.manifest, name)
+                    bounds, rendered = resolved.bounds(), render_target(ws, name, resolved)
+                except HotkernelError as err:
+                    refused[name] = str(err)
+                    edit_target(ws.manifest, name, mode="remove", command=command)
+                    continue
+                added.append(
+                    TargetEdit(
+                        target=name,
+                        manifest=str(ws.manifest),
+                        created_manifest=outcome.created,
+                        replaced=False,
+                        resolved=resolved,
+                        correctness=bounds,
+                        render=rendered,
+                    )
+                )
+        except BaseException:
+            if before is None:
+                ws.manifest.unlink(missing_ok=True)
+            elif not ws.manifest.is_file() or ws.manifest.read_text(encoding="utf-8") != before:
+                write_manifest(ws.manifest, before)
+            raise
+    return TargetsAdded(added=added, refused=refused)
+
+
 def change_target(
     ws: Workspace,
     name: str,
@@ -267,12 +338,7 @@ def change_target(
     under it (its entry is the merge of the manifest's and ``fields``)."""
     fields = dict(fields or {})
     if mode in ("add", "replace"):
-        fields = fill_problem(ws, fields, label)
-        try:
-            spec = check_target_fields(name, fields, ws.root)
-        except ManifestProblem as problem:
-            raise HotkernelError(_problem_text(problem, label)) from None
-        check_module_calls(ws, spec, label)
+        fields = new_entry(ws, name, fields, label)
     with workspace_lock(ws, wait_s=EDIT_WAIT_S, command=command):
         before = ws.manifest.read_text(encoding="utf-8") if ws.manifest.is_file() else None
         try:

@@ -1,5 +1,6 @@
 """``import_suite``: one target per problem of a KernelBench level or a GPU MODE task, added through the shared
-add flow (``run.targets.change_target``: validated, under the workspace lock, minimal diffs, rendered).
+add flow (``run.targets.add_targets``: each entry validated, one edit of the manifest for them all under the
+workspace lock, minimal diffs, rendered).
 
 The problem files are copied into the workspace (``problems/kernelbench/level<L>/``,
 ``problems/gpumode/<suite>/<task>/``) so every target's sources lie inside it, and probed in one run of the
@@ -18,7 +19,7 @@ from hotkernel._util.fs import atomic_write_text
 from hotkernel.errors import HotkernelError
 from hotkernel.manifest.load import load_manifest
 from hotkernel.manifest.model import format_shape
-from hotkernel.run.targets import case_shapes, change_target, probe_problems, problem_fields
+from hotkernel.run.targets import add_targets, case_shapes, probe_problems, problem_fields
 from hotkernel.suites import gpumode, kernelbench
 from hotkernel.workspace.paths import Workspace
 
@@ -70,26 +71,37 @@ def _existing(ws: Workspace) -> set[str]:
     return set(load_manifest(ws.manifest).targets) if ws.manifest.is_file() else set()
 
 
-def _add(
-    ws: Workspace,
-    result: SuiteImport,
-    name: str,
-    rel: str,
-    probe: dict[str, Any],
-    given: dict[str, Any],
-    command: str,
-    shown: str,
-) -> None:
-    """Add the probed problem ``rel`` as target ``name``; ``shown``: the problem as its other skips name it."""
-    try:  # one problem that cannot become a target is skipped with its reason; the others go on
-        fields = problem_fields(probe, {"from": f"./{rel}", **given})
-        change_target(ws, name, fields, mode="add", command=command)
-    except HotkernelError as err:
-        result.skipped.append(Skipped(problem=shown, reason=str(err)))
-        return
-    heads = [head_label(case) for case in probe["shapes"]]
-    flags = list(probe.get("flags") or [])
-    result.imported.append(Imported(target=name, problem=rel, shapes=heads, cases=fields.get("cases"), flags=flags))
+class Pending(BaseModel):
+    """A probed problem on its way to becoming a target (``add_pending`` adds them all in one edit)."""
+
+    name: str
+    rel: str = Field(description="the problem file, relative to the workspace")
+    shown: str = Field(description="the problem as its skips name it")
+    fields: dict[str, Any]
+    probe: dict[str, Any]
+
+
+def pending(name: str, rel: str, probe: dict[str, Any], given: dict[str, Any], shown: str) -> Pending:
+    """The probed problem ``rel`` as target ``name``'s manifest keys (``given`` win over the probe's)."""
+    fields = problem_fields(probe, {"from": f"./{rel}", **given})
+    return Pending(name=name, rel=rel, shown=shown, fields=fields, probe=probe)
+
+
+def add_pending(ws: Workspace, result: SuiteImport, todo: list[Pending], command: str) -> None:
+    """Add every pending problem as a target in one manifest edit (``add_targets``); one that cannot become a target
+    is skipped with its reason, the others go on."""
+    outcome = add_targets(ws, {item.name: item.fields for item in todo}, command=command)
+    added = {edit.target for edit in outcome.added}
+    for item in todo:
+        if item.name not in added:
+            result.skipped.append(Skipped(problem=item.shown, reason=outcome.refused.get(item.name, "not added")))
+            continue
+        heads = [head_label(case) for case in item.probe["shapes"]]
+        flags = list(item.probe.get("flags") or [])
+        imported = Imported(
+            target=item.name, problem=item.rel, shapes=heads, cases=item.fields.get("cases"), flags=flags
+        )
+        result.imported.append(imported)
 
 
 def head_label(entries: list[dict[str, Any]]) -> str:
@@ -169,11 +181,16 @@ def _import_kernelbench(
     replies = probe_problems(
         ws, [{"path": str(ws.root / rel), "scale": scale, "cases": None, "device": device} for _, rel in todo]
     )
+    ready: list[Pending] = []
     for (problem, rel), reply in zip(todo, replies, strict=True):
         if not reply["ok"]:
             result.skipped.append(Skipped(problem=problem.file.name, reason=reply["error"]))
             continue
-        _add(ws, result, problem.target, rel, reply["probe"], given, command, problem.file.name)
+        try:
+            ready.append(pending(problem.target, rel, reply["probe"], given, problem.file.name))
+        except HotkernelError as err:
+            result.skipped.append(Skipped(problem=problem.file.name, reason=str(err)))
+    add_pending(ws, result, ready, command)
 
 
 OUTPUT_BUFFER = (
@@ -238,6 +255,7 @@ def _import_gpumode(
         {"path": str(ws.root / rel), "scale": None, "cases": task.cases, "device": given.get("device")}
         for task, rel in todo
     ]
+    ready: list[Pending] = []
     for (task, rel), reply in zip(todo, probe_problems(ws, requests), strict=True):
         if not reply["ok"]:
             result.skipped.append(Skipped(problem=str(task.folder), reason=reply["error"]))
@@ -248,7 +266,11 @@ def _import_gpumode(
                 *(probe.get("flags") or []),
                 "shapes from task.yml's tests (the sizes its authors check correctness at), not its benchmarks",
             ]
-        _add_task(ws, result, task, rel, probe, given, command)
+        try:
+            ready.append(task_pending(task, rel, probe, given))
+        except HotkernelError as err:
+            result.skipped.append(Skipped(problem=str(task.folder), reason=str(err)))
+    add_pending(ws, result, ready, command)
 
 
 def _copy_task(ws: Workspace, task: gpumode.Task) -> str:
@@ -263,17 +285,9 @@ def _copy_task(ws: Workspace, task: gpumode.Task) -> str:
     return (base / folder.name / task.reference.name).as_posix()
 
 
-def _add_task(
-    ws: Workspace,
-    result: SuiteImport,
-    task: gpumode.Task,
-    rel: str,
-    probe: dict[str, Any],
-    given: dict[str, Any],
-    command: str,
-) -> None:
-    """Add the probed task: benchmarks with the same shapes (``case_shapes``) merged, its output buffers, dtype and
-    tolerances."""
+def task_pending(task: gpumode.Task, rel: str, probe: dict[str, Any], given: dict[str, Any]) -> Pending:
+    """The probed task as a target's keys: benchmarks with the same shapes (``case_shapes``) merged, its output
+    buffers, dtype and tolerances."""
     seen: dict[str, int] = {}
     merged: list[str] = []
     for index, shapes in enumerate(probe["shapes"]):  # two cases with the same tensor shapes are one shape
@@ -302,4 +316,4 @@ def _add_task(
         note = gpumode.per_output_note(task.output_tolerances)
     if note:
         probe["flags"] = [*(probe.get("flags") or []), note]
-    _add(ws, result, task.target, rel, probe, fields, command, str(task.folder))
+    return pending(task.target, rel, probe, fields, str(task.folder))
