@@ -252,6 +252,14 @@ def fill_problem(ws: Workspace, fields: dict[str, Any], label: KeyLabel = yaml_l
     return problem_fields(reply["probe"], fields)
 
 
+def restore_manifest(ws: Workspace, before: str | None) -> None:
+    """Put hotkernel.yaml back as it was before a failed edit: ``before`` its text, None: there was none."""
+    if before is None:
+        ws.manifest.unlink(missing_ok=True)
+    elif not ws.manifest.is_file() or ws.manifest.read_text(encoding="utf-8") != before:
+        write_manifest(ws.manifest, before)
+
+
 def new_entry(ws: Workspace, name: str, fields: dict[str, Any], label: KeyLabel = yaml_label) -> dict[str, Any]:
     """The keys of a target being added or replaced: filled from its problem file (``fill_problem``), checked as
     the loader checks an entry, and its module functions checked in the user's python (``check_module_calls``);
@@ -314,10 +322,7 @@ def add_targets(
                     )
                 )
         except BaseException:
-            if before is None:
-                ws.manifest.unlink(missing_ok=True)
-            elif not ws.manifest.is_file() or ws.manifest.read_text(encoding="utf-8") != before:
-                write_manifest(ws.manifest, before)
+            restore_manifest(ws, before)
             raise
     return TargetsAdded(added=added, refused=refused)
 
@@ -354,10 +359,7 @@ def change_target(
                 bounds = resolved.bounds()
                 rendered = render_target(ws, name, resolved)
         except BaseException as err:
-            if before is None:
-                ws.manifest.unlink(missing_ok=True)
-            elif not ws.manifest.is_file() or ws.manifest.read_text(encoding="utf-8") != before:
-                write_manifest(ws.manifest, before)
+            restore_manifest(ws, before)
             if isinstance(err, HotkernelError):
                 raise HotkernelError(_as_edit_error(str(err), name, label)) from None
             raise
