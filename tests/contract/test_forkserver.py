@@ -84,8 +84,23 @@ def run_twice(session, times: int = 2) -> list[dict]:
         outcome = run_script(
             ws, f"targets/{TARGET}/candidate.py", python=python(), judge=judge, timeout_s=120, resolved=resolved
         )
-        assert outcome.status == "ok", f"{outcome.status} / {outcome.reason}\n{outcome.stderr_tail[-1500:]}"
+        assert outcome.status == "ok", (
+            f"{outcome.status} / {outcome.reason}; fork servers: {servers_state()}\n{outcome.stderr_tail[-1500:]}"
+        )
     return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def servers_state() -> dict[int, str]:
+    """Each fork server of this process and its state (R, S, Z... or gone): a worker whose exit status reads -9
+    after it reported was killed, or its server died (the status pipe closed); this tells the two apart."""
+    states = {}
+    for pid in render.contract_module().server_pids():
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                states[pid] = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            states[pid] = "gone"
+    return states
 
 
 def test_each_run_is_a_fresh_forked_process_of_its_own_session(session) -> None:
