@@ -265,6 +265,13 @@ def new_manifest_text(schema_ref: str | None) -> str:
     return head + f"version: {MANIFEST_VERSION}\ntargets:\n"
 
 
+def check_entry(name: str, fields: dict[str, Any]) -> None:
+    """A target name the manifest allows, and keys and values ``check_fields`` accepts."""
+    if not is_target_name(name):
+        raise HotkernelError(f"target name {quote(name)} is not allowed: {NAME_RULE}")
+    check_fields(fields)
+
+
 def check_fields(fields: dict[str, Any]) -> None:
     """Keys are target keys; values are of bounded size (checked before any text is built from them)."""
     allowed = allowed_keys(TargetSpec)
@@ -338,10 +345,8 @@ def edit_target(
     ``add``/``replace`` (with the ``schema_ref`` modeline). Nothing is written unless the result validates.
     """
     path = Path(path)
-    if not is_target_name(name):
-        raise HotkernelError(f"target name {quote(name)} is not allowed: {NAME_RULE}")
     given = dict(fields or {})
-    check_fields(given)
+    check_entry(name, given)
     with workspace_lock(Workspace(path.parent), wait_s=EDIT_WAIT_S, command=command):
         created = not path.exists()
         if created and mode in ("update", "remove"):
@@ -377,9 +382,7 @@ def add_targets(
     with the square of the number of targets."""
     path = Path(path)
     for name, fields in entries.items():
-        if not is_target_name(name):
-            raise HotkernelError(f"target name {quote(name)} is not allowed: {NAME_RULE}")
-        check_fields(dict(fields))
+        check_entry(name, dict(fields))
     normalised = {name: _normalise_fields(dict(fields)) for name, fields in entries.items()}
     with workspace_lock(Workspace(path.parent), wait_s=EDIT_WAIT_S, command=command):
         created = not path.exists()

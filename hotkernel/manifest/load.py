@@ -239,9 +239,8 @@ READ_DOCUMENTS_KEPT = 4
 def read_document(text: str, display: str) -> Any:
     """``parse_text`` of a manifest text, from the parse of an earlier call with the same text where this process
     kept it: the caller's own deep copy, so an edit may change it. A sync reads the manifest again for every
-    record, an import of a suite for every target it adds (an edit reads the old text, splices, then validates and
-    reads back the new one: ``lab/benchmarks/evidence/performance/import_parse_cpu_20261207.txt``). A text that
-    fails to parse is never kept; the checks after the parse run on every read."""
+    record it writes, and an edit reads the old text, then validates and reads back the new one. A text that fails
+    to parse is never kept; the checks after the parse run on every read."""
     document = _READ_DOCUMENTS.get(text)
     if document is None:
         document = parse_text(text, display)

@@ -88,13 +88,12 @@ def pending(name: str, rel: str, probe: dict[str, Any], given: dict[str, Any], s
 
 
 def add_pending(ws: Workspace, result: SuiteImport, todo: list[Pending], command: str) -> None:
-    """Add every pending problem as a target in one manifest edit (``add_targets``); one that cannot become a target
-    is skipped with its reason, the others go on."""
+    """Add every pending problem as a target in one manifest edit (``add_targets``: each is added or refused); one
+    that cannot become a target is skipped with its reason, the others go on."""
     outcome = add_targets(ws, {item.name: item.fields for item in todo}, command=command)
-    added = {edit.target for edit in outcome.added}
     for item in todo:
-        if item.name not in added:
-            result.skipped.append(Skipped(problem=item.shown, reason=outcome.refused.get(item.name, "not added")))
+        if item.name in outcome.refused:
+            result.skipped.append(Skipped(problem=item.shown, reason=outcome.refused[item.name]))
             continue
         heads = [head_label(case) for case in item.probe["shapes"]]
         flags = list(item.probe.get("flags") or [])
